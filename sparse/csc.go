@@ -1,0 +1,83 @@
+package sparse
+
+import "fmt"
+
+// CSC is a Rows×Cols matrix in compressed sparse column form: the non-zeros
+// of column j are RowIdx[ColPtr[j]:ColPtr[j+1]] (ascending) with the values
+// Val[ColPtr[j]:ColPtr[j+1]].
+type CSC struct {
+	Rows, Cols int
+	ColPtr     []int
+	RowIdx     []int32
+	Val        []float64
+}
+
+// Col returns the row indices and values of column j. It panics if j is out
+// of range.
+func (m *CSC) Col(j int) ([]int32, []float64) {
+	lo, hi := m.ColPtr[j], m.ColPtr[j+1]
+	return m.RowIdx[lo:hi], m.Val[lo:hi]
+}
+
+// NNZ returns the number of stored non-zeros of column j.
+func (m *CSC) NNZ(j int) int { return m.ColPtr[j+1] - m.ColPtr[j] }
+
+// Builder collects a matrix row by row and compresses it by column.
+// The zero value is ready to use.
+type Builder struct {
+	rows  int
+	cols  int
+	entry []entry
+}
+
+type entry struct {
+	row, col int32
+	val      float64
+}
+
+// AddRow appends a row whose non-zeros sit at the 0-based column indices idx
+// with values val. Explicit zeros are dropped.
+func (b *Builder) AddRow(idx []int32, val []float64) {
+	if len(idx) != len(val) {
+		panic(fmt.Sprintf("sparse: AddRow with %d indices and %d values", len(idx), len(val)))
+	}
+	for k, j := range idx {
+		if val[k] == 0 {
+			continue
+		}
+		b.entry = append(b.entry, entry{row: int32(b.rows), col: j, val: val[k]})
+		if int(j)+1 > b.cols {
+			b.cols = int(j) + 1
+		}
+	}
+	b.rows++
+}
+
+// Rows returns the number of rows added so far.
+func (b *Builder) Rows() int { return b.rows }
+
+// Build returns the matrix with at least cols columns (more if a row used a
+// larger index).
+func (b *Builder) Build(cols int) *CSC {
+	if cols < b.cols {
+		cols = b.cols
+	}
+	m := &CSC{Rows: b.rows, Cols: cols, ColPtr: make([]int, cols+1)}
+	for _, e := range b.entry {
+		m.ColPtr[e.col+1]++
+	}
+	for j := 0; j < cols; j++ {
+		m.ColPtr[j+1] += m.ColPtr[j]
+	}
+	m.RowIdx = make([]int32, len(b.entry))
+	m.Val = make([]float64, len(b.entry))
+	next := append([]int(nil), m.ColPtr[:cols]...)
+	// Rows were added in order, so a stable counting sort by column keeps
+	// every column's row indices ascending.
+	for _, e := range b.entry {
+		p := next[e.col]
+		m.RowIdx[p], m.Val[p] = e.row, e.val
+		next[e.col]++
+	}
+	return m
+}
