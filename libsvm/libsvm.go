@@ -1,0 +1,361 @@
+package libsvm
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+)
+
+// bufSize is the size of the read buffer. Lines longer than this are
+// still read whole, through a growing secondary buffer.
+const bufSize = 1 << 20
+
+// ParseError reports bad input at a line of a file.
+type ParseError struct {
+	File string // name of the file
+	Line int    // 1-based line number, or 0 for a whole-file problem
+	Msg  string // what is wrong
+}
+
+// Error returns "FILE:LINE: MSG", or "FILE: MSG" when Line is 0.
+func (e *ParseError) Error() string {
+	if e.Line == 0 {
+		return e.File + ": " + e.Msg
+	}
+	return e.File + ":" + strconv.Itoa(e.Line) + ": " + e.Msg
+}
+
+// Row is one sample. Index holds 0-based feature indices (file index minus
+// 1), strictly ascending, and Value the matching feature values.
+type Row struct {
+	Label float64
+	Index []int32
+	Value []float64
+}
+
+// Read parses every row of the file at path, calling fn for each in order
+// with its 1-based line number.
+//
+// The Index and Value slices of row are reused for the next row: fn must
+// copy them if it keeps them after returning. An error returned by fn stops
+// reading and is returned wrapped, so errors.Is and errors.As see it. Bad
+// input is reported as a *ParseError, possibly after fn has seen the rows
+// before it.
+func Read(path string, fn func(line int, row Row) error) error {
+	return readFile(path, 0, -1, fn)
+}
+
+// ReadRange is like [Read] but parses only rows [lo, hi), where row r is on
+// line r+1. Lines before lo are skipped by scanning for '\n' without being
+// parsed or checked, and reading stops after row hi-1. It returns an error
+// if the range is invalid or the file has fewer than hi rows.
+func ReadRange(path string, lo, hi int, fn func(line int, row Row) error) error {
+	if lo < 0 || hi < lo {
+		return fmt.Errorf("libsvm: invalid row range [%d, %d)", lo, hi)
+	}
+	return readFile(path, lo, hi, fn)
+}
+
+// CountRows returns the number of rows (lines) in the file at path without
+// parsing them. A final line without '\n' counts; blank lines count too
+// (they are errors for [Read]).
+func CountRows(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("libsvm: %w", err)
+	}
+	defer f.Close()
+	n, err := countRows(f)
+	if err != nil {
+		return 0, fmt.Errorf("libsvm: read %s: %w", path, err)
+	}
+	return n, nil
+}
+
+// ShardRange returns the contiguous row range [lo, hi) of shard number
+// shard out of shards for n rows. Shard sizes differ by at most one, the
+// larger shards coming first, and the shards cover [0, n) in order. It
+// panics if n < 0, shards < 1 or shard is not in [0, shards).
+func ShardRange(n, shard, shards int) (lo, hi int) {
+	if n < 0 || shards < 1 || shard < 0 || shard >= shards {
+		panic(fmt.Sprintf("libsvm: ShardRange(%d, %d, %d): bad arguments", n, shard, shards))
+	}
+	base, rem := n/shards, n%shards
+	lo = shard*base + min(shard, rem)
+	hi = lo + base
+	if shard < rem {
+		hi++
+	}
+	return lo, hi
+}
+
+func countRows(r io.Reader) (int, error) {
+	buf := make([]byte, bufSize)
+	n := 0
+	last := byte('\n')
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	return n, nil
+}
+
+func readFile(path string, lo, hi int, fn func(int, Row) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("libsvm: %w", err)
+	}
+	defer f.Close()
+	return read(path, f, lo, hi, fn)
+}
+
+// read parses rows [lo, hi) of r, or rows [lo, EOF) if hi < 0. name is the
+// file name used in errors.
+func read(name string, r io.Reader, lo, hi int, fn func(int, Row) error) error {
+	lr := lineReader{r: bufio.NewReaderSize(r, bufSize)}
+	if _, err := lr.r.Peek(1); err == io.EOF {
+		return &ParseError{File: name, Msg: "no samples (empty file)"}
+	}
+	for lr.line < lo {
+		ok, err := lr.skip()
+		if err != nil {
+			return fmt.Errorf("libsvm: read %s: %w", name, err)
+		}
+		if !ok {
+			return fmt.Errorf("libsvm: %s has %d rows, fewer than needed for rows [%d, %d)", name, lr.line, lo, hi)
+		}
+	}
+	var row Row
+	for hi < 0 || lr.line < hi {
+		b, err := lr.next()
+		if err == io.EOF {
+			if hi >= 0 {
+				return fmt.Errorf("libsvm: %s has %d rows, fewer than needed for rows [%d, %d)", name, lr.line, lo, hi)
+			}
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("libsvm: read %s: %w", name, err)
+		}
+		if msg := parseLine(b, &row); msg != "" {
+			return &ParseError{File: name, Line: lr.line, Msg: msg}
+		}
+		if err := fn(lr.line, row); err != nil {
+			return fmt.Errorf("libsvm: %s:%d: %w", name, lr.line, err)
+		}
+	}
+	return nil
+}
+
+// lineReader splits its input into '\n'-terminated lines of any length.
+type lineReader struct {
+	r    *bufio.Reader
+	long []byte // holds lines that do not fit in r's buffer
+	line int    // number of lines returned or skipped so far
+}
+
+// next returns the next line without its '\n', or io.EOF when there are no
+// more lines. The returned slice is valid until the next call.
+func (lr *lineReader) next() ([]byte, error) {
+	b, err := lr.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		lr.long = append(lr.long[:0], b...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			b, err = lr.r.ReadSlice('\n')
+			lr.long = append(lr.long, b...)
+		}
+		b = lr.long
+	}
+	switch {
+	case err == nil:
+		b = b[:len(b)-1]
+	case err == io.EOF && len(b) > 0:
+		// Final line without '\n'.
+	default:
+		return nil, err
+	}
+	lr.line++
+	return b, nil
+}
+
+// skip moves past the next line without looking at its content. It reports
+// false if there was no line left.
+func (lr *lineReader) skip() (bool, error) {
+	n := 0
+	for {
+		b, err := lr.r.ReadSlice('\n')
+		n += len(b)
+		switch {
+		case err == nil:
+			lr.line++
+			return true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF:
+			if n == 0 {
+				return false, nil
+			}
+			lr.line++
+			return true, nil
+		default:
+			return false, err
+		}
+	}
+}
+
+// parseLine parses one line (without its '\n') into row, reusing row's
+// slices. It returns a non-empty message if the line is bad.
+func parseLine(b []byte, row *Row) string {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return `line ends in CRLF (\r\n); convert the file to Unix line endings (e.g. with dos2unix)`
+	}
+	comment := false
+	if i := bytes.IndexByte(b, '#'); i >= 0 {
+		b, comment = b[:i], true
+	}
+	if bytes.IndexByte(b, '\r') >= 0 {
+		return `line contains a carriage return (\r); convert the file to Unix line endings (e.g. with dos2unix)`
+	}
+	row.Index = row.Index[:0]
+	row.Value = row.Value[:0]
+
+	tok, b := nextToken(b)
+	if tok == nil {
+		if comment {
+			return "comment-only line; every line must be a sample"
+		}
+		return "blank line; every line must be a sample"
+	}
+	if bytes.IndexByte(tok, ':') >= 0 {
+		return fmt.Sprintf("missing label: line starts with feature %q", tok)
+	}
+	label, msg := parseFloat(tok)
+	switch msg {
+	case "":
+	case "bad":
+		return fmt.Sprintf("bad label %q", tok)
+	default:
+		return fmt.Sprintf("label %q %s", tok, msg)
+	}
+	row.Label = label
+
+	for {
+		tok, b = nextToken(b)
+		if tok == nil {
+			return ""
+		}
+		colon := bytes.IndexByte(tok, ':')
+		if colon < 0 {
+			return fmt.Sprintf("token %q is not idx:val", tok)
+		}
+		if bytes.HasPrefix(tok, []byte("qid:")) {
+			return fmt.Sprintf("qid tokens are not supported (found %q)", tok)
+		}
+		is, vs := tok[:colon], tok[colon+1:]
+		idx, msg := parseIndex(is)
+		if msg != "" {
+			return msg
+		}
+		i := int32(idx - 1)
+		if n := len(row.Index); n > 0 {
+			prev := row.Index[n-1]
+			if i == prev {
+				return fmt.Sprintf("duplicate index %d", idx)
+			}
+			if i < prev {
+				return fmt.Sprintf("index %d follows %d: indices must be strictly ascending", idx, prev+1)
+			}
+		}
+		v, msg := parseFloat(vs)
+		switch msg {
+		case "":
+		case "bad":
+			return fmt.Sprintf("bad value %q for feature %d", vs, idx)
+		default:
+			return fmt.Sprintf("value %q for feature %d %s", vs, idx, msg)
+		}
+		row.Index = append(row.Index, i)
+		row.Value = append(row.Value, v)
+	}
+}
+
+// nextToken returns the first blank-separated token of b and the rest of b
+// after it, or a nil token if b holds only blanks.
+func nextToken(b []byte) (tok, rest []byte) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	if i == len(b) {
+		return nil, nil
+	}
+	j := i
+	for j < len(b) && b[j] != ' ' && b[j] != '\t' {
+		j++
+	}
+	return b[i:j], b[j:]
+}
+
+// parseFloat parses a finite number. It returns msg "bad" for malformed
+// input, or a description of why a well-formed number is rejected.
+func parseFloat(b []byte) (v float64, msg string) {
+	if bytes.IndexByte(b, '_') >= 0 {
+		return 0, "bad"
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, "is out of range"
+		}
+		return 0, "bad"
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, "is not finite"
+	}
+	return v, ""
+}
+
+// parseIndex parses a 1-based feature index in [1, math.MaxInt32].
+func parseIndex(b []byte) (int64, string) {
+	digits := b
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		digits = b[1:]
+	}
+	if len(digits) == 0 {
+		return 0, fmt.Sprintf("bad index %q", b)
+	}
+	var v int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, fmt.Sprintf("bad index %q", b)
+		}
+		if v <= math.MaxInt32 {
+			v = v*10 + int64(c-'0')
+		}
+	}
+	switch {
+	case neg || v == 0:
+		return 0, fmt.Sprintf("index %s must be >= 1 (indices are 1-based)", b)
+	case v > math.MaxInt32:
+		return 0, fmt.Sprintf("index %s exceeds the maximum %d", b, math.MaxInt32)
+	}
+	return v, ""
+}
