@@ -1,0 +1,9 @@
+// Package scheduler decides which model variables are updated together in
+// each round: priority sampling, dependency checks, random/cyclic plans (the
+// dynamic engine), and the scheduler node that serves plans over NATS.
+//
+// The dynamic engine ([Dynamic]) draws candidate variables by a [Policy],
+// keeps only those that are nearly independent of the ones already accepted
+// in the round (as judged by a [Columns], usually [SparseColumns]), and splits
+// the accepted variables into cost-balanced blocks, one per worker.
+package scheduler

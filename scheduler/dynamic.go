@@ -1,0 +1,480 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Policy selects how candidates are drawn.
+type Policy int
+
+const (
+	// Priority draws candidates without replacement with probability
+	// proportional to |Δθ_j|^Gamma + Eta, after Warmup rounds of walking a
+	// random permutation.
+	Priority Policy = iota
+	// Random draws candidates uniformly without replacement.
+	Random
+	// Cyclic takes candidates in index order, wrapping around, and examines
+	// the candidates rejected in a round first in the next one.
+	Cyclic
+)
+
+// String returns "priority", "random" or "cyclic".
+func (p Policy) String() string {
+	switch p {
+	case Priority:
+		return "priority"
+	case Random:
+		return "random"
+	case Cyclic:
+		return "cyclic"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy returns the policy that String writes as s.
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range []Policy{Priority, Random, Cyclic} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown schedule %q (want priority, random or cyclic)", s)
+}
+
+// Config configures the dynamic engine. It has no defaults: every field that
+// the policy uses must be set.
+type Config struct {
+	Vars   int // M: the variables are 0..M-1
+	Policy Policy
+	// Gamma is the priority exponent γ: variable j has weight
+	// |Δθ_j|^γ + Eta. Priority only; must be > 0.
+	Gamma float64
+	// Eta >= 0 is added to every weight so that no variable starves.
+	// Priority only.
+	Eta float64
+	// Candidates is U′, the most candidates examined per round (>= Block).
+	Candidates int
+	// Block is U, the most variables accepted per round (>= 1).
+	Block int
+	// Warmup is the number of rounds, from the first, in which Priority
+	// walks a random permutation of the variables instead of sampling by
+	// weight (>= 0).
+	Warmup int
+	// Rho rejects a candidate whose Dependence with a variable already
+	// accepted in the round is >= Rho. It must be > 0; Rho >= 1 turns the
+	// dependency check off.
+	Rho float64
+	// Workers is the number of blocks the accepted variables are split into
+	// (>= 1).
+	Workers int
+	// Seed seeds all random draws.
+	Seed uint64
+}
+
+// Validate reports the first invalid field, named like its command-line flag.
+func (c Config) Validate() error {
+	switch {
+	case c.Vars < 1:
+		return fmt.Errorf("--vars must be >= 1, got %d", c.Vars)
+	case c.Policy < Priority || c.Policy > Cyclic:
+		return fmt.Errorf("unknown --schedule %v (want priority, random or cyclic)", c.Policy)
+	case c.Policy == Priority && !(c.Gamma > 0 && !math.IsInf(c.Gamma, 1)):
+		return fmt.Errorf("--gamma must be a finite number > 0, got %v", c.Gamma)
+	case !(c.Eta >= 0 && !math.IsInf(c.Eta, 1)):
+		return fmt.Errorf("--eta must be a finite number >= 0, got %v", c.Eta)
+	case c.Block < 1:
+		return fmt.Errorf("--block must be >= 1, got %d", c.Block)
+	case c.Candidates < c.Block:
+		return fmt.Errorf("--candidates (%d) must be >= --block (%d)", c.Candidates, c.Block)
+	case c.Warmup < 0:
+		return fmt.Errorf("--warmup must be >= 0, got %d", c.Warmup)
+	case !(c.Rho > 0):
+		return fmt.Errorf("--rho must be > 0, got %v", c.Rho)
+	case c.Workers < 1:
+		return fmt.Errorf("--workers must be >= 1, got %d", c.Workers)
+	}
+	return nil
+}
+
+// Selection is one round's plan.
+type Selection struct {
+	// Vars are the accepted variables, in acceptance order.
+	Vars []int32
+	// Blocks splits Vars into Config.Workers blocks balanced by Cost: the
+	// variables, heaviest first, each go to the lightest block so far (the
+	// lowest-numbered on a tie). Within a block the variables keep their
+	// acceptance order. A block may be empty.
+	Blocks [][]int32
+	// Candidates is how many candidates were examined.
+	Candidates int
+	// Rejected is how many of them the dependency check rejected.
+	Rejected int
+}
+
+// Dynamic is the dynamic scheduling engine: each call to Next draws
+// candidates by the configured Policy and accepts, in draw order, every
+// candidate whose Dependence with each variable already accepted in the round
+// is below Rho, until Block are accepted or Candidates have been examined.
+// The first candidate of a round is always accepted.
+//
+// If Vars < Candidates, Candidates and Block are clamped to Vars.
+//
+// Cyclic, and the warm-up rounds of Priority, walk an order of the variables
+// (index order, or a random permutation fixed at construction) and advance
+// only past the candidates examined. Candidates rejected in a round are
+// examined first in the next, in the same order, before the walk goes on;
+// since the first candidate of a round is always accepted, each variable is
+// updated within Candidates rounds of being reached by the walk, and none
+// starves. With Block = Candidates and no rejections a warm-up sweep over all
+// the variables takes ceil(Vars/Candidates) rounds; in general it takes about
+// ceil(Vars/Block).
+//
+// Random draws a uniform sample without replacement by a partial
+// Fisher–Yates shuffle, O(1) per candidate.
+//
+// Priority, after the warm-up, draws without replacement with probability
+// proportional to the weights kept in a sum tree, O(log Vars) per candidate;
+// when the weights left in a round sum to 0 it draws uniformly from the
+// variables not yet drawn.
+//
+// Dynamic is not safe for concurrent use.
+type Dynamic struct {
+	cfg   Config
+	cols  Columns
+	check bool // the dependency check is on (Rho < 1)
+	cand  int  // effective Candidates
+	block int  // effective Block
+	rng   *rand.Rand
+	round int // rounds served so far
+
+	// The walk: Cyclic and the Priority warm-up.
+	order  []int32 // walk order; nil means index order
+	cursor int     // next position of order
+	queue  []int32 // candidates rejected last round, examined first
+	spare  []int32 // the previous queue, reused
+	queued []bool  // queued[j]: j was in queue at the start of this round or still is
+	qpos   int     // queue entries examined this round
+
+	// Uniform draws without replacement: Random, and Priority's fallback.
+	perm []int32 // a permutation of the variables, shuffled in place
+	fy   int     // perm[:fy] was drawn this round
+
+	// Priority.
+	tree  *sumTree
+	taken []int32   // leaves zeroed this round
+	saved []float64 // their weights
+	drawn []bool    // drawn[j]: j was drawn from the tree this round
+
+	// Scratch for a round.
+	rejected []int32
+	idx      []int
+	cost     []float64
+	owner    []int
+	load     []float64
+	count    []int
+}
+
+// seedStream is the second PCG word; Config.Seed is the first.
+const seedStream = 0x5c4e_d41e_5eed_0001
+
+// NewDynamic returns an engine for c. cols may be nil only if the dependency
+// check is off (Rho >= 1); every variable then costs 1.
+func NewDynamic(c Config, cols Columns) (*Dynamic, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Dynamic{
+		cfg:   c,
+		cols:  cols,
+		check: c.Rho < 1,
+		cand:  min(c.Candidates, c.Vars),
+		block: min(c.Block, c.Vars),
+		rng:   rand.New(rand.NewPCG(c.Seed, seedStream)),
+	}
+	if cols == nil && d.check {
+		return nil, fmt.Errorf("--rho %v needs the columns for the dependency check", c.Rho)
+	}
+	if sc, ok := cols.(*SparseColumns); ok && sc.m.Cols < c.Vars {
+		return nil, fmt.Errorf("--vars %d exceeds the %d columns of the data", c.Vars, sc.m.Cols)
+	}
+	m := c.Vars
+	switch c.Policy {
+	case Cyclic:
+		d.queued = make([]bool, m)
+	case Random:
+		d.perm = identity(m)
+	case Priority:
+		d.perm = identity(m)
+		d.tree = newSumTree(m)
+		d.tree.fill(min(c.Eta, d.tree.maxWeight()))
+		d.drawn = make([]bool, m)
+		if c.Warmup > 0 {
+			d.order = identity(m)
+			d.rng.Shuffle(m, func(i, j int) { d.order[i], d.order[j] = d.order[j], d.order[i] })
+			d.queued = make([]bool, m)
+		}
+	}
+	return d, nil
+}
+
+func identity(m int) []int32 {
+	p := make([]int32, m)
+	for i := range p {
+		p[i] = int32(i)
+	}
+	return p
+}
+
+// Feedback records how much the variables vars moved, by delta[i] for
+// vars[i], in the last round or rounds: the weight of vars[i] becomes
+// |delta[i]|^Gamma + Eta (capped so that the weights sum to a finite number).
+// It records weights during the warm-up too. Feedback only matters to
+// Priority; the other policies ignore it. It panics if the lengths differ, a
+// variable is out of range or a delta is NaN.
+func (d *Dynamic) Feedback(vars []int32, delta []float64) {
+	if len(vars) != len(delta) {
+		panic(fmt.Sprintf("scheduler: Feedback with %d variables and %d deltas", len(vars), len(delta)))
+	}
+	for i, j := range vars {
+		if j < 0 || int(j) >= d.cfg.Vars {
+			panic(fmt.Sprintf("scheduler: Feedback for variable %d out of range [0,%d)", j, d.cfg.Vars))
+		}
+		if math.IsNaN(delta[i]) {
+			panic(fmt.Sprintf("scheduler: Feedback with NaN delta for variable %d", j))
+		}
+		if d.tree == nil {
+			continue
+		}
+		d.tree.set(int(j), d.weight(delta[i]))
+	}
+}
+
+// weight returns |delta|^Gamma + Eta, capped at the tree's maximum.
+func (d *Dynamic) weight(delta float64) float64 {
+	a := math.Abs(delta)
+	var w float64
+	switch d.cfg.Gamma {
+	case 1:
+		w = a
+	case 2:
+		w = a * a
+	default:
+		w = math.Pow(a, d.cfg.Gamma)
+	}
+	return min(w+d.cfg.Eta, d.tree.maxWeight())
+}
+
+// drawKind is how a round draws its candidates.
+type drawKind int
+
+const (
+	drawWalk drawKind = iota
+	drawUniform
+	drawWeighted
+)
+
+// Next returns the next round's selection. Its slices are freshly allocated
+// and belong to the caller.
+func (d *Dynamic) Next() Selection {
+	kind := d.kind()
+	if kind == drawWeighted && d.order != nil {
+		// The warm-up is over: drop its walk.
+		d.endWarmup()
+	}
+	d.qpos, d.fy = 0, 0
+	d.rejected = d.rejected[:0]
+	vars := make([]int32, 0, d.block)
+	examined := 0
+	for examined < d.cand && len(vars) < d.block {
+		var j int32
+		switch kind {
+		case drawWalk:
+			j = d.nextWalk()
+		case drawUniform:
+			j = d.nextUniform()
+		default:
+			j = d.nextWeighted()
+		}
+		examined++
+		if d.independent(j, vars) {
+			vars = append(vars, j)
+		} else {
+			d.rejected = append(d.rejected, j)
+		}
+	}
+	switch kind {
+	case drawWalk:
+		d.requeue()
+	case drawWeighted:
+		d.restore()
+	}
+	d.round++
+	return Selection{
+		Vars:       vars,
+		Blocks:     d.split(vars),
+		Candidates: examined,
+		Rejected:   examined - len(vars),
+	}
+}
+
+func (d *Dynamic) kind() drawKind {
+	switch {
+	case d.cfg.Policy == Cyclic:
+		return drawWalk
+	case d.cfg.Policy == Random:
+		return drawUniform
+	case d.round < d.cfg.Warmup:
+		return drawWalk
+	}
+	return drawWeighted
+}
+
+// independent reports whether j may join the accepted variables vars.
+func (d *Dynamic) independent(j int32, vars []int32) bool {
+	if !d.check {
+		return true
+	}
+	for _, a := range vars {
+		if d.cols.Dependence(int(j), int(a)) >= d.cfg.Rho {
+			return false
+		}
+	}
+	return true
+}
+
+// nextWalk returns the next queued candidate, or else the next variable of
+// the walk that is not queued.
+func (d *Dynamic) nextWalk() int32 {
+	if d.qpos < len(d.queue) {
+		j := d.queue[d.qpos]
+		d.qpos++
+		return j
+	}
+	// At most Candidates-1 variables are queued, fewer than Vars, so this
+	// ends.
+	for {
+		j := int32(d.cursor)
+		if d.order != nil {
+			j = d.order[d.cursor]
+		}
+		d.cursor++
+		if d.cursor == len(d.queued) {
+			d.cursor = 0
+		}
+		if !d.queued[j] {
+			return j
+		}
+	}
+}
+
+// requeue makes this round's rejected candidates, followed by the queued ones
+// not examined, the queue of the next round.
+func (d *Dynamic) requeue() {
+	for _, j := range d.queue[:d.qpos] {
+		d.queued[j] = false
+	}
+	for _, j := range d.rejected {
+		d.queued[j] = true
+	}
+	next := append(d.spare[:0], d.rejected...)
+	next = append(next, d.queue[d.qpos:]...)
+	d.spare, d.queue = d.queue, next
+}
+
+// endWarmup drops the warm-up walk.
+func (d *Dynamic) endWarmup() {
+	for _, j := range d.queue {
+		d.queued[j] = false
+	}
+	d.order, d.queue, d.spare, d.queued = nil, nil, nil, nil
+}
+
+// nextUniform returns a variable drawn uniformly from those not drawn yet in
+// this round.
+func (d *Dynamic) nextUniform() int32 {
+	// The draws of a round, the tree's included, number at most Candidates
+	// <= Vars, so perm does not run out.
+	for {
+		k := d.fy + d.rng.IntN(len(d.perm)-d.fy)
+		d.perm[d.fy], d.perm[k] = d.perm[k], d.perm[d.fy]
+		j := d.perm[d.fy]
+		d.fy++
+		if d.drawn == nil || !d.drawn[j] {
+			return j
+		}
+	}
+}
+
+// nextWeighted returns a variable drawn with probability proportional to its
+// weight from those not drawn yet in this round, and zeroes its weight until
+// the round ends.
+func (d *Dynamic) nextWeighted() int32 {
+	total := d.tree.total()
+	if !(total > 0) {
+		return d.nextUniform()
+	}
+	i := d.tree.find(d.rng.Float64() * total)
+	d.taken = append(d.taken, int32(i))
+	d.saved = append(d.saved, d.tree.weight(i))
+	d.tree.set(i, 0)
+	d.drawn[i] = true
+	return int32(i)
+}
+
+// restore gives the variables drawn from the tree this round their weights
+// back.
+func (d *Dynamic) restore() {
+	for k, j := range d.taken {
+		d.tree.set(int(j), d.saved[k])
+		d.drawn[j] = false
+	}
+	d.taken, d.saved = d.taken[:0], d.saved[:0]
+}
+
+// split divides vars into Workers blocks balanced by cost.
+func (d *Dynamic) split(vars []int32) [][]int32 {
+	w := d.cfg.Workers
+	n := len(vars)
+	d.idx, d.cost, d.owner = d.idx[:0], d.cost[:0], d.owner[:0]
+	for i, j := range vars {
+		c := 1.0
+		if d.cols != nil {
+			c = d.cols.Cost(int(j))
+		}
+		d.idx = append(d.idx, i)
+		d.cost = append(d.cost, c)
+		d.owner = append(d.owner, 0)
+	}
+	slices.SortStableFunc(d.idx, func(a, b int) int { return cmp.Compare(d.cost[b], d.cost[a]) })
+	d.load = slices.Grow(d.load[:0], w)[:w]
+	d.count = slices.Grow(d.count[:0], w)[:w]
+	clear(d.load)
+	clear(d.count)
+	for _, i := range d.idx {
+		b := 0
+		for k := 1; k < w; k++ {
+			if d.load[k] < d.load[b] {
+				b = k
+			}
+		}
+		d.load[b] += d.cost[i]
+		d.owner[i] = b
+		d.count[b]++
+	}
+	all := make([]int32, n)
+	blocks := make([][]int32, w)
+	off := 0
+	for b := range blocks {
+		blocks[b] = all[off : off : off+d.count[b]]
+		off += d.count[b]
+	}
+	for i, j := range vars {
+		blocks[d.owner[i]] = append(blocks[d.owner[i]], j)
+	}
+	return blocks
+}
