@@ -1,0 +1,70 @@
+package coordinator
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Options configures a coordinator node.
+type Options struct {
+	// Workers is the number of workers the job waits for.
+	Workers int
+	// MaxRounds stops the job after that many rounds; 0 means no limit.
+	MaxRounds uint64
+	// TimeLimit stops the job once that much time has passed since the
+	// first round; 0 means no limit.
+	TimeLimit time.Duration
+	// Tol stops the job once a report shows the objective F within Tol of
+	// the optimum, relatively: Gap ≤ Tol·|F| where the app certifies a gap
+	// (schmp.Progress.HasGap); otherwise when F's relative change between two
+	// consecutive reports, |F_prev − F|/|F|, is below Tol. 0 turns it off.
+	Tol float64
+	// ReportEvery is the number of rounds between two objective reports.
+	ReportEvery int
+	// JoinTimeout bounds the wait for the workers and the scheduler.
+	JoinTimeout time.Duration
+	// Timeout bounds every other wait: a round's partials, a plan.
+	Timeout time.Duration
+	// Metrics, if set, is the path of the metrics CSV.
+	Metrics string
+	// Out, if set, is the path the model is written to.
+	Out string
+	// Progress, if set, receives a progress line every ProgressEvery.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// Logger receives the node's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// Validate reports the first bad option, named as its command-line flag.
+func (o *Options) Validate() error {
+	switch {
+	case o.Workers < 1:
+		return fmt.Errorf("--workers must be at least 1, got %d", o.Workers)
+	case o.Tol < 0 || math.IsNaN(o.Tol):
+		return fmt.Errorf("--tol must be >= 0, got %v", o.Tol)
+	case o.TimeLimit < 0:
+		return fmt.Errorf("--time-limit must be >= 0, got %v", o.TimeLimit)
+	case o.ReportEvery < 1:
+		return fmt.Errorf("--report-every must be at least 1, got %d", o.ReportEvery)
+	}
+	return nil
+}
+
+func (o *Options) fill() {
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = time.Minute
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Minute
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 2 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}

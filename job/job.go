@@ -1,0 +1,142 @@
+// Package job runs a whole job in one process: an embedded nats-server (or
+// an external one), one scheduler node, one coordinator node and N worker
+// nodes, each on its own connection, exactly as they would run on separate
+// machines.
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/worker"
+)
+
+// Options configures an all-in-one job.
+type Options struct {
+	// Job names the job; its subjects live under strads.<Job>.
+	Job string
+	// NATS is the URL of an external NATS server; empty starts an embedded
+	// one on 127.0.0.1 and connects the nodes to it in-process.
+	NATS string
+	// Coordinator configures the coordinator node; its Workers is the
+	// number of worker nodes started.
+	Coordinator coordinator.Options
+	// Timeout bounds the waits of the worker and scheduler nodes.
+	Timeout time.Duration
+	// Logger receives every node's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// Run runs prog's job to the end. It returns the coordinator's result, or
+// the error that ended the job (the coordinator's, if it has one).
+func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], opts Options) (*coordinator.Result, error) {
+	if err := opts.Coordinator.Validate(); err != nil {
+		return nil, err
+	}
+	if err := wire.CheckJob(opts.Job); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	connect := func(name string) (*nats.Conn, error) {
+		return wire.Connect(opts.NATS, name, 10*time.Second)
+	}
+	if opts.NATS == "" {
+		srv, err := wire.StartServer(0)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Stop()
+		log.Info("embedded nats-server", "url", srv.ClientURL())
+		connect = srv.ConnectInProcess
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, opts.Coordinator.Workers+1)
+	start := func(name string, run func(c *wire.Conn) error) error {
+		nc, err := connect(name)
+		if err != nil {
+			return err
+		}
+		c, err := wire.NewConn(nc, opts.Job)
+		if err != nil {
+			nc.Close()
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer nc.Close()
+			if err := run(c); err != nil {
+				errs <- err
+				// A failed node fails the job; the coordinator notices
+				// through its own timeouts, but there is no need to wait.
+				cancel()
+			}
+		}()
+		return nil
+	}
+	join := opts.Coordinator.JoinTimeout
+	if err := start("scheduler", func(c *wire.Conn) error {
+		return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: join, Timeout: opts.Timeout, Logger: log})
+	}); err != nil {
+		return nil, err
+	}
+	for i := 0; i < opts.Coordinator.Workers; i++ {
+		if err := start(fmt.Sprintf("worker-%d", i), func(c *wire.Conn) error {
+			return worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log})
+		}); err != nil {
+			cancel()
+			wg.Wait()
+			return nil, err
+		}
+	}
+
+	nc, err := connect("coordinator")
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return nil, err
+	}
+	defer nc.Close()
+	c, err := wire.NewConn(nc, opts.Job)
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return nil, err
+	}
+	res, cerr := coordinator.Run(ctx, c, prog.NewCoordinator, opts.Coordinator)
+	if cerr != nil {
+		cancel()
+	}
+	wg.Wait()
+	close(errs)
+	// The coordinator's error names the cause, unless it only saw the job
+	// cancelled because another node failed first: then that node's does.
+	if cerr != nil && !errors.Is(cerr, context.Canceled) {
+		return nil, cerr
+	}
+	for err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	if cerr != nil {
+		return nil, cerr
+	}
+	return res, nil
+}
