@@ -26,7 +26,8 @@ type Config struct {
 	// Intercept fits an unpenalized intercept.
 	Intercept bool
 	// Schedule configures the scheduler's dynamic engine; its Vars is set
-	// from the data.
+	// from the data, and a negative Warmup means one sweep's worth of
+	// rounds, ⌈M/Block⌉.
 	Schedule scheduler.Config
 }
 
@@ -42,6 +43,7 @@ func (c *Config) Validate() error {
 	}
 	s := c.Schedule
 	s.Vars = max(s.Vars, 1) // known only once the data are read
+	s.Warmup = max(s.Warmup, 0)
 	return s.Validate()
 }
 
@@ -141,6 +143,9 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	sc.Vars = x.Cols
 	if sc.Vars == 0 {
 		return nil, fmt.Errorf("%s: no features", cfg.Data)
+	}
+	if sc.Warmup < 0 {
+		sc.Warmup = (sc.Vars + sc.Block - 1) / sc.Block
 	}
 	var cols scheduler.Columns = scheduler.NewSparseColumns(x, cfg.Intercept)
 	d, err := scheduler.NewDynamic(sc, cols)

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/scheduler"
+)
+
+// errHelp reports that --help was asked for and answered.
+var errHelp = errors.New("help")
+
+// parse parses args into fs. --help prints the flags to stdout; any error
+// is a one-line usage error.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "Usage: %s\n\nFlags:\n", synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return errHelp
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// lassoFlags are the flags of the Lasso app, shared by all its roles.
+type lassoFlags struct {
+	cfg      lasso.Config
+	schedule string
+	seed     uint64
+}
+
+func addLassoFlags(fs *flag.FlagSet) *lassoFlags {
+	f := &lassoFlags{}
+	fs.StringVar(&f.cfg.Data, "data", "", "LIBSVM `file` of samples (label idx:val ...); every role reads its own copy")
+	fs.Float64Var(&f.cfg.Lambda, "lambda", 0, "L1 penalty λ of (1/2n)‖y − Xβ‖² + λ‖β‖₁")
+	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖Xᵀy‖∞/n (overrides --lambda when > 0)")
+	fs.BoolVar(&f.cfg.Intercept, "intercept", false, "fit an unpenalized intercept (centers X and y)")
+	fs.StringVar(&f.schedule, "schedule", "priority", "how coordinates are picked: priority, random or cyclic")
+	fs.Float64Var(&f.cfg.Schedule.Gamma, "gamma", 2, "priority exponent γ: p(j) ∝ |Δβ_j|^γ + η")
+	fs.Float64Var(&f.cfg.Schedule.Eta, "eta", 1e-6, "priority floor η: p(j) ∝ |Δβ_j|^γ + η")
+	fs.IntVar(&f.cfg.Schedule.Candidates, "candidates", 64, "candidates U′ drawn per round, before the dependency check")
+	fs.IntVar(&f.cfg.Schedule.Block, "block", 32, "coordinates U updated per round, at most")
+	fs.IntVar(&f.cfg.Schedule.Warmup, "warmup", -1, "rounds of uniform picks before priorities switch on (-1: one sweep, ⌈M/U⌉)")
+	fs.Float64Var(&f.cfg.Schedule.Rho, "rho", 0.1, "never update together two coordinates whose columns have |correlation| ≥ ρ (1 turns the check off)")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the scheduler's random draws")
+	return f
+}
+
+// config returns the validated Lasso config for workers workers.
+func (f *lassoFlags) config(workers int) (lasso.Config, error) {
+	cfg := f.cfg
+	p, err := scheduler.ParsePolicy(f.schedule)
+	if err != nil {
+		return cfg, usagef("--schedule: %v", err)
+	}
+	cfg.Schedule.Policy = p
+	cfg.Schedule.Seed = f.seed
+	cfg.Schedule.Workers = max(workers, 1)
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
+// runFlags are the flags of the runtime.
+type runFlags struct {
+	workers     int
+	maxRounds   uint64
+	tol         float64
+	timeLimit   time.Duration
+	reportEvery int
+	metrics     string
+	out         string
+	progress    time.Duration
+	timeout     time.Duration
+	joinTimeout time.Duration
+	nats        string
+	job         string
+	verbose     bool
+}
+
+func addRunFlags(fs *flag.FlagSet) *runFlags {
+	f := &runFlags{}
+	fs.IntVar(&f.workers, "workers", 2, "number of workers")
+	fs.Uint64Var(&f.maxRounds, "max-rounds", 0, "stop after `n` rounds (0: no limit)")
+	fs.Float64Var(&f.tol, "tol", 1e-4, "stop when the objective is certified within tol of the optimum, relatively (Lasso: duality gap ≤ tol·objective); 0: off")
+	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this much time (0: no limit)")
+	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds (costs one pass over the data)")
+	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV (time_s,round,objective,nnz,updates,gap) to `file`")
+	fs.StringVar(&f.out, "out", "", "write the model to `file` (Lasso: index,value CSV of non-zero coefficients, 1-based; 0 = intercept)")
+	fs.DurationVar(&f.progress, "progress", 2*time.Second, "print a progress line this often (0: never)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "longest wait for any other role once the job runs")
+	fs.DurationVar(&f.joinTimeout, "join-timeout", time.Minute, "longest wait for all roles to join")
+	fs.StringVar(&f.nats, "nats", "", "`URL` of the NATS server (empty: start an embedded one)")
+	fs.StringVar(&f.job, "job", "lasso", "job `name`: every subject of the job is under strads.<name>.")
+	fs.BoolVar(&f.verbose, "verbose", false, "log what every role does")
+	return f
+}
+
+// options returns the coordinator's options; progress lines go to w.
+func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
+	o := coordinator.Options{
+		Workers:     f.workers,
+		MaxRounds:   f.maxRounds,
+		TimeLimit:   f.timeLimit,
+		Tol:         f.tol,
+		ReportEvery: f.reportEvery,
+		JoinTimeout: f.joinTimeout,
+		Timeout:     f.timeout,
+		Metrics:     f.metrics,
+		Out:         f.out,
+	}
+	if f.progress > 0 {
+		o.Progress, o.ProgressEvery = w, f.progress
+	}
+	if err := o.Validate(); err != nil {
+		return o, usageError{err}
+	}
+	if f.timeout <= 0 || f.joinTimeout <= 0 {
+		return o, usagef("--timeout and --join-timeout must be > 0")
+	}
+	for _, p := range []struct{ flag, path string }{{"--out", f.out}, {"--metrics", f.metrics}} {
+		if p.path == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+			return o, usagef("%s %s: directory %s does not exist", p.flag, p.path, filepath.Dir(p.path))
+		}
+	}
+	return o, nil
+}
+
+func (f *runFlags) logger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/wire"
+)
+
+// binary is the strads command built for the tests that run it as separate
+// processes.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "strads-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "strads")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runCLI runs the command line in this process.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code = run(ctx, args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// genData writes a small generated data set and returns its path.
+func genData(t *testing.T, extra ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "data.svm")
+	args := append([]string{"gen", "lasso", "--samples", "120", "--features", "300", "--density", "0.05",
+		"--corr-groups", "30", "--corr", "0.8", "--true-nnz", "15", "--seed", "3", "-o", path}, extra...)
+	if code, _, stderr := runCLI(t, args...); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, stderr)
+	}
+	return path
+}
+
+func TestBadInput(t *testing.T) {
+	cases := []struct {
+		name, data, want string
+	}{
+		{"non-numeric value", "1 1:0.5\n2 2:abc\n", ":2:"},
+		{"non-numeric label", "x 1:0.5\n", ":1:"},
+		{"index zero", "1 1:1\n1 0:1\n", ":2:"},
+		{"negative index", "1 -3:1\n", ":1:"},
+		{"duplicate index", "1 2:1 2:3\n", ":1:"},
+		{"unsorted indices", "1 1:1\n1 1:2\n1 3:1 2:1\n", ":3:"},
+		{"NaN", "1 1:1\n1 1:NaN\n", ":2:"},
+		{"Inf label", "inf 1:1\n", ":1:"},
+		{"missing label", "1 1:1\n2:1 3:1\n", ":2:"},
+		{"empty file", "", "no samples"},
+		{"blank line", "1 1:1\n\n1 2:1\n", ":2:"},
+		{"CRLF line", "1 1:1\r\n1 2:1\r\n", ":1:"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "bad.svm")
+			if err := os.WriteFile(data, []byte(tc.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "model.csv")
+			metrics := filepath.Join(dir, "metrics.csv")
+			code, _, stderr := runCLI(t, "lasso", "--data", data, "--lambda", "0.1", "--workers", "2",
+				"--out", out, "--metrics", metrics, "--progress", "0")
+			if code != 2 {
+				t.Errorf("exit status %d, want 2", code)
+			}
+			if !strings.Contains(stderr, data) || !strings.Contains(stderr, tc.want) {
+				t.Errorf("error %q does not name %s%s", stderr, data, tc.want)
+			}
+			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n != 0 {
+				t.Errorf("error has %d lines, want one: %q", n+1, stderr)
+			}
+			assertNoOutput(t, dir, "bad.svm")
+		})
+	}
+}
+
+// assertNoOutput fails if dir holds anything but the named files.
+func assertNoOutput(t *testing.T, dir string, keep ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !contains(keep, e.Name()) {
+			t.Errorf("%s left behind", e.Name())
+		}
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestBadFlags(t *testing.T) {
+	data := genData(t)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"negative lambda", []string{"--lambda", "-1"}, "--lambda"},
+		{"negative lambda ratio", []string{"--lambda-ratio", "-0.5"}, "--lambda-ratio"},
+		{"zero workers", []string{"--workers", "0"}, "--workers"},
+		{"negative workers", []string{"--workers", "-2"}, "--workers"},
+		{"unknown schedule", []string{"--schedule", "fastest"}, "--schedule"},
+		{"block above candidates", []string{"--block", "10", "--candidates", "5"}, "--candidates"},
+		{"negative tol", []string{"--tol", "-1"}, "--tol"},
+		{"bad job name", []string{"--job", "a.b"}, "--job"},
+		{"unknown flag", []string{"--speed", "3"}, "speed"},
+		{"missing data", []string{"--data", ""}, "--data"},
+		{"missing file", []string{"--data", filepath.Join(t.TempDir(), "nope.svm")}, "nope.svm"},
+		{"out dir missing", []string{"--out", filepath.Join(t.TempDir(), "no", "model.csv")}, "--out"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"lasso", "--data", data, "--lambda-ratio", "0.1", "--progress", "0"}, tc.args...)
+			code, _, stderr := runCLI(t, args...)
+			if code != 2 {
+				t.Errorf("exit status %d, want 2 (stderr %q)", code, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("error %q: want one line naming %s", stderr, tc.want)
+			}
+		})
+	}
+	if code, _, _ := runCLI(t, "frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+	if code, stdout, _ := runCLI(t, "lasso", "--help"); code != 0 || !strings.Contains(stdout, "--lambda-ratio") {
+		t.Errorf("--help: exit %d, output %q", code, stdout)
+	}
+}
+
+func TestLassoCommand(t *testing.T) {
+	data := genData(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "model.csv")
+	metrics := filepath.Join(dir, "metrics.csv")
+	code, stdout, stderr := runCLI(t, "lasso", "--data", data, "--workers", "2", "--lambda-ratio", "0.1",
+		"--intercept", "--tol", "1e-6", "--out", out, "--metrics", metrics, "--progress", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "(converged)") {
+		t.Errorf("output %q: want a converged run", stdout)
+	}
+	model, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(model)), "\n")
+	if lines[0] != "index,value" || !strings.HasPrefix(lines[1], "0,") || len(lines) < 3 {
+		t.Errorf("model %q: want a header, the intercept (index 0) and coefficients", model)
+	}
+	m, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(m), "time_s,round,objective,nnz,updates,gap\n") || strings.Count(string(m), "\n") < 3 {
+		t.Errorf("metrics %q", m)
+	}
+	assertNoOutput(t, dir, "model.csv", "metrics.csv")
+}
+
+// startServer starts an embedded nats-server on a free loopback port.
+func startServer(t *testing.T) string {
+	t.Helper()
+	srv, err := wire.StartServer(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv.ClientURL()
+}
+
+// process is a role running as its own OS process.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+}
+
+func startProcess(t *testing.T, name string, args ...string) *process {
+	t.Helper()
+	p := &process{name: name, cmd: exec.Command(binary, args...)}
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill() })
+	return p
+}
+
+// wait waits for the process to exit, at most timeout, and returns its exit
+// status.
+func (p *process) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		p.cmd.Process.Kill()
+		t.Fatalf("%s did not exit within %s; stderr: %s", p.name, timeout, p.stderr.String())
+		return -1
+	}
+}
+
+// TestSeparateProcesses runs the scheduler, the coordinator and two workers
+// as separate OS processes against one nats-server, and checks that they
+// find the same β as the all-in-one mode.
+func TestSeparateProcesses(t *testing.T) {
+	data := genData(t)
+	dir := t.TempDir()
+	common := []string{"--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--schedule", "priority",
+		"--seed", "7", "--max-rounds", "400", "--tol", "0", "--progress", "0", "--job", "proc"}
+
+	allInOne := filepath.Join(dir, "all-in-one.csv")
+	if code, _, stderr := runCLI(t, append([]string{"lasso", "--out", allInOne}, common...)...); code != 0 {
+		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
+	}
+
+	url := startServer(t)
+	distributed := filepath.Join(dir, "distributed.csv")
+	roles := append([]string{"--nats", url}, common...)
+	// Start the workers first: they wait for the coordinator.
+	w1 := startProcess(t, "worker 1", append([]string{"worker"}, roles...)...)
+	w2 := startProcess(t, "worker 2", append([]string{"worker"}, roles...)...)
+	coord := startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed}, roles...)...)
+	sched := startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...)
+	for _, p := range []*process{coord, sched, w1, w2} {
+		if code := p.wait(t, time.Minute); code != 0 {
+			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
+		}
+	}
+	want, err := os.ReadFile(allInOne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(distributed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("separate processes found\n%s\nall-in-one found\n%s", got, want)
+	}
+	if strings.Count(string(want), "\n") < 3 {
+		t.Errorf("model has no coefficients: %q", want)
+	}
+}
+
+// TestWorkerNeverJoins checks that a job missing a worker fails within the
+// join timeout with a clear error, exit status 1 and no output.
+func TestWorkerNeverJoins(t *testing.T) {
+	data := genData(t)
+	dir := t.TempDir()
+	url := startServer(t)
+	args := []string{"--nats", url, "--data", data, "--workers", "2", "--lambda-ratio", "0.1",
+		"--join-timeout", "2s", "--timeout", "2s", "--progress", "0", "--job", "lonely"}
+	sched := startProcess(t, "scheduler", append([]string{"scheduler"}, args...)...)
+	w := startProcess(t, "worker", append([]string{"worker"}, args...)...)
+	coord := startProcess(t, "coordinator", append([]string{"coordinator", "--out", filepath.Join(dir, "model.csv"),
+		"--metrics", filepath.Join(dir, "metrics.csv")}, args...)...)
+	if code := coord.wait(t, 30*time.Second); code != 1 {
+		t.Errorf("coordinator: exit %d, want 1", code)
+	}
+	msg := coord.stderr.String()
+	if !strings.Contains(msg, "1 of 2 workers") || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+		t.Errorf("coordinator error %q: want one line saying 1 of 2 workers joined", msg)
+	}
+	// The others learn of the failure and exit too, with status 1.
+	for _, p := range []*process{sched, w} {
+		if code := p.wait(t, 30*time.Second); code != 1 {
+			t.Errorf("%s: exit %d, want 1: %s", p.name, code, p.stderr.String())
+		}
+	}
+	assertNoOutput(t, dir)
+}
