@@ -16,7 +16,9 @@ import (
 type NodeOptions struct {
 	// JoinTimeout bounds the wait for the first plan request.
 	JoinTimeout time.Duration
-	// Timeout bounds the wait between two plan requests.
+	// Timeout is the coordinator's round timeout: the scheduler waits twice
+	// as long between two plan requests before it takes the coordinator for
+	// gone.
 	Timeout time.Duration
 	// Logger receives the node's log; nil discards it.
 	Logger *slog.Logger
@@ -65,7 +67,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			}
 			return fmt.Errorf("scheduler: %w", err)
 		}
-		wait = opts.Timeout
+		wait = 2 * opts.Timeout
 		if req.Stop {
 			if msg.Reply != "" {
 				_ = wire.Reply(c, msg, protocol.PlanReply[P]{})

@@ -52,7 +52,7 @@ func (f *Float64s) DecodeMsgpack(dec *msgpack.Decoder) error {
 		return fmt.Errorf("wire: float64 array of %d bytes is not a multiple of 8", n)
 	}
 	v := *f
-	if cap(v) >= n/8 {
+	if v != nil && cap(v) >= n/8 {
 		v = v[:n/8]
 	} else {
 		v = make([]float64, n/8)
@@ -101,7 +101,7 @@ func (s *Int32s) DecodeMsgpack(dec *msgpack.Decoder) error {
 		return fmt.Errorf("wire: int32 array of %d bytes is not a multiple of 4", n)
 	}
 	v := *s
-	if cap(v) >= n/4 {
+	if v != nil && cap(v) >= n/4 {
 		v = v[:n/4]
 	} else {
 		v = make([]int32, n/4)

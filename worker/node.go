@@ -21,7 +21,9 @@ type Options struct {
 	// JoinTimeout bounds how long the worker tries to join and then waits
 	// for the job to start.
 	JoinTimeout time.Duration
-	// Timeout bounds every other wait: for the next task, for a reply.
+	// Timeout bounds a reply. The wait for the next task is twice as long,
+	// so that a coordinator waiting out a slow worker (for its own Timeout)
+	// is not taken for gone.
 	Timeout time.Duration
 	// Logger receives the node's log; nil discards it.
 	Logger *slog.Logger
@@ -101,7 +103,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			}
 			return fmt.Errorf("worker shard %d: %w", place.Shard, err)
 		}
-		wait = opts.Timeout
+		wait = 2 * opts.Timeout
 		if task.Abort != "" {
 			return fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort)
 		}

@@ -1,0 +1,170 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/schmp"
+)
+
+// halving is a toy program: the model is one number x that every round
+// halves; each worker pushes its share of x.
+type halving struct {
+	hangShard int    // this shard stops answering…
+	hangRound uint64 // …from this round on (0: never)
+}
+
+type halvingScheduler struct{}
+
+func (halvingScheduler) Schedule(round uint64, _ schmp.Feedback) (int, schmp.PlanInfo, error) {
+	return int(round), schmp.PlanInfo{Candidates: 1, Selected: 1}, nil
+}
+
+type halvingWorker struct {
+	h      halving
+	shard  int
+	shards int
+	x      float64
+}
+
+func (w *halvingWorker) Describe() (float64, error) { return float64(w.shard), nil }
+func (w *halvingWorker) Apply(u float64) error      { w.x = u; return nil }
+func (w *halvingWorker) Report() (float64, error)   { return w.x / float64(w.shards), nil }
+func (w *halvingWorker) Push(ctx context.Context, round uint64, _ int) (float64, error) {
+	if w.h.hangRound > 0 && w.shard == w.h.hangShard && round >= w.h.hangRound {
+		<-ctx.Done() // stops answering
+		return 0, ctx.Err()
+	}
+	return w.x / float64(w.shards), nil
+}
+
+type halvingCoordinator struct{ x float64 }
+
+func (c *halvingCoordinator) Start(shards []float64) (float64, error) {
+	for i, s := range shards {
+		if s != float64(i) {
+			return 0, fmt.Errorf("summary of shard %d is %v", i, s)
+		}
+	}
+	c.x = 1
+	return c.x, nil
+}
+
+func (c *halvingCoordinator) Pull(_ uint64, _ int, partials []float64) (float64, schmp.Feedback, error) {
+	var sum float64
+	for _, p := range partials {
+		sum += p
+	}
+	c.x = sum / 2
+	return c.x, schmp.Feedback{}, nil
+}
+
+func (c *halvingCoordinator) Objective(reports []float64) (schmp.Progress, error) {
+	var sum float64
+	for _, r := range reports {
+		sum += r
+	}
+	return schmp.Progress{Objective: 1 + sum}, nil
+}
+
+func (c *halvingCoordinator) WriteModel(w io.Writer) error {
+	_, err := fmt.Fprintln(w, c.x)
+	return err
+}
+
+func (h halving) program() schmp.Program[int, float64, float64, float64] {
+	return schmp.Program[int, float64, float64, float64]{
+		Name: "halving",
+		NewScheduler: func(context.Context) (schmp.Scheduler[int], error) {
+			return halvingScheduler{}, nil
+		},
+		NewWorker: func(_ context.Context, shard, shards int) (schmp.Worker[int, float64, float64, float64], error) {
+			return &halvingWorker{h: h, shard: shard, shards: shards}, nil
+		},
+		NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
+			return &halvingCoordinator{}, nil
+		},
+	}
+}
+
+func run(t *testing.T, h halving, o coordinator.Options) (*coordinator.Result, error) {
+	t.Helper()
+	o.JoinTimeout = 10 * time.Second
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return job.Run(ctx, h.program(), job.Options{Job: "halving", Coordinator: o, Timeout: o.Timeout})
+}
+
+func TestStops(t *testing.T) {
+	cases := []struct {
+		name   string
+		opts   coordinator.Options
+		reason string
+		rounds uint64
+	}{
+		{"max-rounds", coordinator.Options{Workers: 3, MaxRounds: 7, ReportEvery: 1}, "max-rounds", 7},
+		// The report of round r shows 1 + 2^-(r-1): its relative change
+		// first falls below 1e-3 in round 11.
+		{"tol", coordinator.Options{Workers: 2, Tol: 1e-3, ReportEvery: 1}, "converged", 11},
+		{"time-limit", coordinator.Options{Workers: 1, TimeLimit: 50 * time.Millisecond, ReportEvery: 5}, "time-limit", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := run(t, halving{}, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reason != tc.reason || (tc.rounds > 0 && res.Rounds != tc.rounds) {
+				t.Errorf("stopped after %d rounds (%s), want %d (%s)", res.Rounds, res.Reason, tc.rounds, tc.reason)
+			}
+			want := 1 + math.Pow(2, -float64(res.Rounds))
+			if got := res.Final.Objective; got != want {
+				t.Errorf("final objective %v, want %v", got, want)
+			}
+			if len(res.RoundTimes) != int(res.Rounds) || res.MedianRound() <= 0 {
+				t.Errorf("%d round times for %d rounds", len(res.RoundTimes), res.Rounds)
+			}
+		})
+	}
+}
+
+// TestWorkerStopsAnswering checks that a worker that stops answering fails
+// the round within the timeout, with an error naming its shard.
+func TestWorkerStopsAnswering(t *testing.T) {
+	start := time.Now()
+	_, err := run(t, halving{hangShard: 1, hangRound: 3}, coordinator.Options{Workers: 2, ReportEvery: 1, Timeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "round 3: no answer from worker shard(s) [1]") {
+		t.Fatalf("error %v, want one naming round 3 and shard 1", err)
+	}
+	if el := time.Since(start); el > 20*time.Second {
+		t.Errorf("took %s to notice", el)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		opts coordinator.Options
+		want string
+	}{
+		{coordinator.Options{Workers: 0, ReportEvery: 1}, "--workers"},
+		{coordinator.Options{Workers: 1, ReportEvery: 0}, "--report-every"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Tol: -1}, "--tol"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Tol: math.NaN()}, "--tol"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, TimeLimit: -time.Second}, "--time-limit"},
+	}
+	for _, tc := range cases {
+		if err := tc.opts.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.opts, err, tc.want)
+		}
+	}
+}
