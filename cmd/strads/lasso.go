@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/wire"
@@ -45,8 +46,7 @@ func runLasso(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "objective %.12g  gap %.3g  nnz %d  rounds %d  updates %d  time %.3fs  (%s)\n",
-		res.Final.Objective, res.Final.Gap, res.Final.NNZ, res.Rounds, res.Updates, res.Elapsed.Seconds(), res.Reason)
+	printResult(stdout, res)
 	return nil
 }
 
@@ -62,4 +62,10 @@ func checkData(path string) error {
 		return usageError{err}
 	}
 	return nil
+}
+
+// printResult prints the line that ends a successful job.
+func printResult(w io.Writer, res *coordinator.Result) {
+	fmt.Fprintf(w, "objective %.12g  gap %.3g  nnz %d  rounds %d  updates %d  time %.3fs  (%s)\n",
+		res.Final.Objective, res.Final.Gap, res.Final.NNZ, res.Rounds, res.Updates, res.Elapsed.Seconds(), res.Reason)
 }

@@ -67,7 +67,6 @@ func runRole(ctx context.Context, role string, args []string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "objective %.12g  gap %.3g  nnz %d  rounds %d  updates %d  time %.3fs  (%s)\n",
-		res.Final.Objective, res.Final.Gap, res.Final.NNZ, res.Rounds, res.Updates, res.Elapsed.Seconds(), res.Reason)
+	printResult(stdout, res)
 	return nil
 }
