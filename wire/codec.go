@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -23,90 +22,61 @@ var littleEndian = func() bool {
 }()
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
-func (f Float64s) EncodeMsgpack(enc *msgpack.Encoder) error {
-	if f == nil {
-		return enc.EncodeNil()
-	}
-	if littleEndian {
-		return enc.EncodeBytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 8*len(f)))
-	}
-	b := make([]byte, 0, 8*len(f))
-	for _, v := range f {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-	}
-	return enc.EncodeBytes(b)
-}
+func (f Float64s) EncodeMsgpack(enc *msgpack.Encoder) error { return encodeWords(enc, f) }
 
 // DecodeMsgpack implements msgpack.CustomDecoder. It reuses f's backing
 // array when it is large enough.
 func (f *Float64s) DecodeMsgpack(dec *msgpack.Decoder) error {
-	n, err := dec.DecodeBytesLen()
-	if err != nil {
-		return err
-	}
-	if n < 0 {
-		*f = nil
-		return nil
-	}
-	if n%8 != 0 {
-		return fmt.Errorf("wire: float64 array of %d bytes is not a multiple of 8", n)
-	}
-	v := *f
-	if v != nil && cap(v) >= n/8 {
-		v = v[:n/8]
-	} else {
-		v = make([]float64, n/8)
-	}
-	*f = v
-	if littleEndian {
-		return dec.ReadFull(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), n))
-	}
-	b := make([]byte, n)
-	if err := dec.ReadFull(b); err != nil {
-		return err
-	}
-	for i := range v {
-		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return nil
+	return decodeWords(dec, (*[]float64)(f))
 }
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
-func (s Int32s) EncodeMsgpack(enc *msgpack.Encoder) error {
-	if s == nil {
-		return enc.EncodeNil()
-	}
-	if littleEndian {
-		return enc.EncodeBytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s)))
-	}
-	b := make([]byte, 0, 4*len(s))
-	for _, v := range s {
-		b = binary.LittleEndian.AppendUint32(b, uint32(v))
-	}
-	return enc.EncodeBytes(b)
-}
+func (s Int32s) EncodeMsgpack(enc *msgpack.Encoder) error { return encodeWords(enc, s) }
 
 // DecodeMsgpack implements msgpack.CustomDecoder. It reuses s's backing
 // array when it is large enough.
 func (s *Int32s) DecodeMsgpack(dec *msgpack.Decoder) error {
+	return decodeWords(dec, (*[]int32)(s))
+}
+
+// encodeWords writes v as one bin of little-endian words (nil as nil).
+func encodeWords[T float64 | int32](enc *msgpack.Encoder, v []T) error {
+	if v == nil {
+		return enc.EncodeNil()
+	}
+	if littleEndian {
+		return enc.EncodeBytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0]))))
+	}
+	b, err := binary.Append(nil, binary.LittleEndian, v)
+	if err != nil {
+		return err
+	}
+	return enc.EncodeBytes(b)
+}
+
+// decodeWords reads a bin written by encodeWords into *p, reusing its
+// backing array when it is large enough.
+func decodeWords[T float64 | int32](dec *msgpack.Decoder, p *[]T) error {
 	n, err := dec.DecodeBytesLen()
 	if err != nil {
 		return err
 	}
 	if n < 0 {
-		*s = nil
+		*p = nil
 		return nil
 	}
-	if n%4 != 0 {
-		return fmt.Errorf("wire: int32 array of %d bytes is not a multiple of 4", n)
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if n%size != 0 {
+		return fmt.Errorf("wire: %T array of %d bytes is not a multiple of %d", zero, n, size)
 	}
-	v := *s
-	if v != nil && cap(v) >= n/4 {
-		v = v[:n/4]
+	v := *p
+	if v != nil && cap(v) >= n/size {
+		v = v[:n/size]
 	} else {
-		v = make([]int32, n/4)
+		v = make([]T, n/size)
 	}
-	*s = v
+	*p = v
 	if littleEndian {
 		return dec.ReadFull(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), n))
 	}
@@ -114,10 +84,8 @@ func (s *Int32s) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if err := dec.ReadFull(b); err != nil {
 		return err
 	}
-	for i := range v {
-		v[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return nil
+	_, err = binary.Decode(b, binary.LittleEndian, v)
+	return err
 }
 
 // Marshal encodes v as msgpack.
