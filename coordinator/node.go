@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,10 +43,53 @@ type node[P, R, U, S any] struct {
 	log  *slog.Logger
 	app  schmp.Coordinator[P, R, U, S]
 
-	partials *wire.Inbox[protocol.Partial[R, S]]
-	metrics  *atomicfile.File
-	start    time.Time
-	res      Result
+	box     *wire.Mailbox // plans and partials
+	metrics *atomicfile.File
+	start   time.Time
+	res     Result
+
+	// The pipeline.
+	win      *window
+	planned  uint64                      // the last round whose plan was asked for
+	sent     uint64                      // the last round sent to the workers
+	pulled   uint64                      // the last round pulled
+	asked    map[uint64]time.Time        // rounds whose plan is awaited → when asked
+	plans    map[uint64]*planned[P]      // plans received, not yet sent
+	flight   map[uint64]*flight[P, R, S] // rounds sent, not yet pulled
+	updates  []U                         // pulled, not yet sent to the workers
+	feedback [][]schmp.Feedback          // per scheduler part, not yet sent
+	stopping bool
+	prev     float64 // the objective of the previous report
+	havePrev bool
+
+	// Accounting.
+	stats     stats
+	lastRow   stats // stats at the previous metrics row
+	lastRound uint64
+	waited    time.Duration // time spent waiting for messages
+	nats0     nats.Statistics
+}
+
+// planned is a plan received from a scheduler.
+type planned[P any] struct {
+	plan  P
+	info  schmp.PlanInfo
+	nanos int64
+}
+
+// flight is a round sent to the workers and not yet pulled.
+type flight[P, R, S any] struct {
+	plan     P
+	info     schmp.PlanInfo
+	report   bool
+	sent     time.Time
+	first    time.Time // the first partial's arrival
+	last     time.Time // the last partial's arrival
+	got      []bool
+	count    int
+	partials []R
+	reports  []S
+	nanos    int64 // the slowest worker's compute
 }
 
 func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx context.Context) (schmp.Coordinator[P, R, U, S], error)) (*Result, error) {
@@ -56,10 +99,10 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, err
 	}
 	defer readies.Close()
-	if n.partials, err = wire.Subscribe[protocol.Partial[R, S]](n.c, protocol.SubjectPartial); err != nil {
+	if n.box, err = wire.NewMailbox(n.c, protocol.SubjectPlanned, protocol.SubjectPartial); err != nil {
 		return nil, err
 	}
-	defer n.partials.Close()
+	defer n.box.Close()
 	joins, err := n.admit()
 	if err != nil {
 		return nil, err
@@ -75,10 +118,10 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 			return nil, err
 		}
 		defer n.metrics.Abort()
-		n.metrics.WriteString("time_s,round,objective,nnz,updates,gap\n")
+		n.metrics.WriteString(metricsHeader)
 	}
 
-	summaries, err := n.awaitWorkers(ctx, readies)
+	summaries, err := n.awaitReady(ctx, readies)
 	if err != nil {
 		return nil, err
 	}
@@ -86,37 +129,44 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: start: %w", err)
 	}
-	n.log.Info("workers ready; starting", "workers", n.opts.Workers)
-	if u, err = n.rounds(ctx, u); err != nil {
+	n.log.Info("workers and schedulers ready; starting", "workers", n.opts.Workers, "schedulers", n.opts.Schedulers, "depth", n.opts.Depth)
+	if err := n.rounds(ctx, u); err != nil {
 		return nil, err
 	}
-	if err := n.finish(ctx, u); err != nil {
+	if err := n.finish(ctx); err != nil {
 		return nil, err
 	}
 	return &n.res, nil
 }
 
-// admit answers join requests: each new worker ID gets the next shard.
+// admit answers join requests: each new worker ID gets the next shard, each
+// new scheduler ID the next part of the variables.
 func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 	var mu sync.Mutex
-	shards := map[string]int{}
+	places := map[string]map[string]int{protocol.RoleWorker: {}, protocol.RoleScheduler: {}}
+	limit := map[string]int{protocol.RoleWorker: n.opts.Workers, protocol.RoleScheduler: n.opts.Schedulers}
 	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectJoin), func(msg *nats.Msg) {
 		var req protocol.JoinRequest
-		rep := protocol.JoinReply{Shards: n.opts.Workers}
+		var rep protocol.JoinReply
 		if err := wire.Unmarshal(msg.Data, &req); err != nil {
 			rep.Err = err.Error()
 		} else {
+			role := cmpOr(req.Role, protocol.RoleWorker)
 			mu.Lock()
-			shard, ok := shards[req.ID]
-			if !ok && len(shards) < n.opts.Workers {
-				shard, ok = len(shards), true
-				shards[req.ID] = shard
+			have, known := places[role]
+			place, ok := have[req.ID]
+			if known && !ok && len(have) < limit[role] {
+				place, ok = len(have), true
+				have[req.ID] = place
 			}
 			mu.Unlock()
-			if ok {
-				rep.Shard = shard
-			} else {
-				rep.Err = fmt.Sprintf("the job already has its %d workers", n.opts.Workers)
+			switch {
+			case !known:
+				rep.Err = fmt.Sprintf("no role %q", role)
+			case ok:
+				rep.Shard, rep.Shards = place, limit[role]
+			default:
+				rep.Err = fmt.Sprintf("the job already has its %d %ss", limit[role], role)
 			}
 		}
 		if err := wire.Reply(n.c, msg, rep); err != nil {
@@ -129,29 +179,47 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 	return sub, nil
 }
 
-// awaitWorkers collects every worker's shard summary.
-func (n *node[P, R, U, S]) awaitWorkers(ctx context.Context, readies *wire.Inbox[protocol.Ready[S]]) ([]S, error) {
-	w := n.opts.Workers
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// awaitReady waits until every worker and every scheduler part is ready,
+// and returns the workers' shard summaries.
+func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Inbox[protocol.Ready[S]]) ([]S, error) {
+	w, p := n.opts.Workers, n.opts.Schedulers
 	summaries := make([]S, w)
-	ready := make([]bool, w)
+	ready := map[string][]bool{protocol.RoleWorker: make([]bool, w), protocol.RoleScheduler: make([]bool, p)}
 	count := 0
 	jctx, cancel := context.WithTimeout(ctx, n.opts.JoinTimeout)
 	defer cancel()
-	for count < w {
+	for count < w+p {
 		r, msg, err := readies.Next(jctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				return nil, fmt.Errorf("coordinator: only %d of %d workers ready after %s (missing shards %v)", count, w, n.opts.JoinTimeout, missing(ready))
+				var parts []string
+				for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
+					if m := missing(ready[role]); len(m) > 0 {
+						parts = append(parts, fmt.Sprintf("%d of %d %ss ready (missing %v)", len(ready[role])-len(m), len(ready[role]), role, m))
+					}
+				}
+				return nil, fmt.Errorf("coordinator: after %s only %s", n.opts.JoinTimeout, strings.Join(parts, ", "))
 			}
 			return nil, fmt.Errorf("coordinator: %w", err)
 		}
+		role := cmpOr(r.Role, protocol.RoleWorker)
+		got, known := ready[role]
 		var ack protocol.Ack
 		switch {
-		case r.Shard < 0 || r.Shard >= w:
-			ack.Err = fmt.Sprintf("no shard %d in a job of %d workers", r.Shard, w)
+		case !known:
+			ack.Err = fmt.Sprintf("no role %q", role)
+		case r.Shard < 0 || r.Shard >= len(got):
+			ack.Err = fmt.Sprintf("no %s %d in a job of %d", role, r.Shard, len(got))
 		case r.Err != "":
 			ack.Err = "noted"
 		}
@@ -161,14 +229,17 @@ func (n *node[P, R, U, S]) awaitWorkers(ctx context.Context, readies *wire.Inbox
 			}
 		}
 		if r.Err != "" {
-			return nil, fmt.Errorf("worker %s", r.Err)
+			return nil, errors.New(r.Err)
 		}
-		if ack.Err != "" || ready[r.Shard] {
+		if ack.Err != "" || got[r.Shard] {
 			continue
 		}
-		summaries[r.Shard], ready[r.Shard] = r.Summary, true
+		got[r.Shard] = true
+		if role == protocol.RoleWorker {
+			summaries[r.Shard] = r.Summary
+		}
 		count++
-		n.log.Info("worker ready", "shard", r.Shard, "id", r.ID)
+		n.log.Info("ready", "node", role, "place", r.Shard, "id", r.ID)
 	}
 	return summaries, nil
 }
@@ -183,56 +254,248 @@ func missing(ok []bool) []int {
 	return m
 }
 
-// rounds runs rounds until a stop condition holds and returns the last
-// update, which the workers have not applied yet.
-func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) (U, error) {
-	w := n.opts.Workers
-	partials := make([]R, w)
-	reports := make([]S, w)
-	var fb schmp.Feedback
-	var prev float64
-	havePrev := false
-	lastProgress := time.Now()
-	n.start = time.Now()
-	for round := uint64(1); ; round++ {
-		t0 := time.Now()
-		plan, info, err := n.plan(ctx, round, fb)
-		if err != nil {
-			return u, err
-		}
-		report := (round-1)%uint64(n.opts.ReportEvery) == 0
-		task := protocol.Task[P, U]{Round: round, Update: u, Plan: plan, Report: report}
-		if err := wire.Publish(n.c, protocol.SubjectTask, task); err != nil {
-			return u, fmt.Errorf("coordinator: round %d: %w", round, err)
-		}
-		if err := n.gather(ctx, round, partials, reports); err != nil {
-			return u, err
-		}
-		converged := false
-		if report {
-			prog, err := n.record(round-1, reports)
-			if err != nil {
-				return u, err
-			}
-			if prog.HasGap {
-				converged = prog.Gap <= n.opts.Tol*math.Abs(prog.Objective)
-			} else {
-				converged = havePrev && relChange(prev, prog.Objective) < n.opts.Tol
-			}
-			prev, havePrev = prog.Objective, true
-		}
-		if u, fb, err = n.app.Pull(round, plan, partials); err != nil {
-			return u, fmt.Errorf("coordinator: round %d: pull: %w", round, err)
-		}
-		n.res.Rounds = round
-		n.res.Updates += int64(info.Selected)
-		n.res.Candidates += int64(info.Candidates)
-		n.res.RoundTimes = append(n.res.RoundTimes, time.Since(t0))
+// part returns the scheduler part that plans round.
+func (n *node[P, R, U, S]) part(round uint64) int {
+	return int((round - 1) % uint64(n.opts.Schedulers))
+}
 
+// rounds runs the pipeline until a stop condition holds and every round
+// sent has been pulled. u is the update of Start.
+func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
+	n.win = newWindow()
+	n.asked = map[uint64]time.Time{}
+	n.plans = map[uint64]*planned[P]{}
+	n.flight = map[uint64]*flight[P, R, S]{}
+	n.updates = []U{u}
+	n.feedback = make([][]schmp.Feedback, n.opts.Schedulers)
+	n.stats.init(n.opts.Workers, n.opts.Schedulers)
+	n.nats0 = n.c.NATS().Stats()
+	n.start = time.Now()
+	lastProgress := n.start
+	for r := uint64(1); r <= uint64(n.opts.Depth); r++ {
+		if !n.mayPlan(r) {
+			break
+		}
+		if err := n.ask(r); err != nil {
+			return err
+		}
+	}
+	for !n.stopping || n.pulled < n.sent {
+		if n.stopping && len(n.flight) == 0 {
+			break
+		}
+		if len(n.asked) == 0 && len(n.flight) == 0 {
+			// Nothing can arrive: max-rounds reached before a plan.
+			break
+		}
+		msg, err := n.next(ctx)
+		if err != nil {
+			return err
+		}
+		switch strings.TrimPrefix(msg.Subject, n.c.Subject("")) {
+		case protocol.SubjectPlanned:
+			err = n.onPlan(msg)
+		case protocol.SubjectPartial:
+			err = n.onPartial(msg)
+		}
+		if err != nil {
+			return err
+		}
 		if n.opts.Progress != nil && time.Since(lastProgress) >= n.opts.ProgressEvery {
 			lastProgress = time.Now()
 			n.progressLine()
 		}
+	}
+	return nil
+}
+
+// mayPlan reports whether round may still be planned.
+func (n *node[P, R, U, S]) mayPlan(round uint64) bool {
+	return !n.stopping && (n.opts.MaxRounds == 0 || round <= n.opts.MaxRounds)
+}
+
+// next waits for the next plan or partial, until the earliest deadline of
+// what is awaited.
+func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
+	var deadline time.Time
+	what := ""
+	for r, t := range n.asked {
+		if d := t.Add(n.opts.Timeout); deadline.IsZero() || d.Before(deadline) {
+			deadline, what = d, fmt.Sprintf("round %d: no plan from scheduler %d", r, n.part(r))
+		}
+	}
+	for r, f := range n.flight {
+		if d := f.sent.Add(n.opts.Timeout); deadline.IsZero() || d.Before(deadline) {
+			deadline, what = d, fmt.Sprintf("round %d: no answer from worker shard(s) %v", r, missing(f.got))
+		}
+	}
+	t0 := time.Now()
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	msg, err := n.box.Next(wctx)
+	cancel()
+	n.waited += time.Since(t0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("coordinator: %s within %s", what, n.opts.Timeout)
+	}
+	return msg, nil
+}
+
+// ask asks round's scheduler part for the plan of round, with the feedback
+// waiting for that part.
+func (n *node[P, R, U, S]) ask(round uint64) error {
+	p := n.part(round)
+	req := protocol.PlanRequest{Round: round, Feedback: n.feedback[p]}
+	if err := wire.PublishRequest(n.c, protocol.SubjectPlan(p), protocol.SubjectPlanned, req); err != nil {
+		return fmt.Errorf("coordinator: round %d: %w", round, err)
+	}
+	n.feedback[p] = nil
+	n.asked[round] = time.Now()
+	n.planned = round
+	return nil
+}
+
+// onPlan takes a plan in and sends every round that is ready, in order.
+func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
+	var rep protocol.PlanReply[P]
+	if err := wire.Unmarshal(msg.Data, &rep); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if rep.Err != "" {
+		return fmt.Errorf("scheduler %d: round %d: %s", rep.Part, rep.Round, rep.Err)
+	}
+	if _, ok := n.asked[rep.Round]; !ok {
+		n.log.Warn("unexpected plan", "round", rep.Round, "part", rep.Part)
+		return nil
+	}
+	delete(n.asked, rep.Round)
+	n.stats.planned(rep.Part, rep.Nanos)
+	if n.stopping {
+		return nil // the rounds in flight are the last
+	}
+	n.plans[rep.Round] = &planned[P]{plan: rep.Plan, info: rep.Info, nanos: rep.Nanos}
+	for {
+		p, ok := n.plans[n.sent+1]
+		if !ok {
+			return nil
+		}
+		delete(n.plans, n.sent+1)
+		if err := n.send(n.sent+1, p); err != nil {
+			return err
+		}
+	}
+}
+
+// send puts round in flight: it sends the workers the updates pulled since
+// the last task, and the plan.
+func (n *node[P, R, U, S]) send(round uint64, p *planned[P]) error {
+	if err := n.win.admit(round, p.info.Vars); err != nil {
+		return fmt.Errorf("coordinator: scheduler %d: %w", n.part(round), err)
+	}
+	t0 := time.Now()
+	report := (round-1)%uint64(n.opts.ReportEvery) == 0
+	task := protocol.Task[P, U]{Round: round, Updates: n.updates, Plan: p.plan, Report: report}
+	if err := wire.Publish(n.c, protocol.SubjectTask, task); err != nil {
+		return fmt.Errorf("coordinator: round %d: %w", round, err)
+	}
+	n.updates = nil
+	w := n.opts.Workers
+	n.flight[round] = &flight[P, R, S]{
+		plan: p.plan, info: p.info, report: report, sent: t0,
+		got: make([]bool, w), partials: make([]R, w), reports: make([]S, w),
+	}
+	n.sent = round
+	n.stats.dispatch += time.Since(t0)
+	return nil
+}
+
+// onPartial takes a worker's partial in and pulls every round that is
+// complete, in order.
+func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
+	now := time.Now()
+	var p protocol.Partial[R, S]
+	if err := wire.Unmarshal(msg.Data, &p); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if p.Err != "" {
+		return fmt.Errorf("worker shard %d: %s", p.Shard, p.Err)
+	}
+	f, ok := n.flight[p.Round]
+	if !ok || p.Shard < 0 || p.Shard >= n.opts.Workers || f.got[p.Shard] {
+		n.log.Warn("unexpected partial", "round", p.Round, "shard", p.Shard)
+		return nil
+	}
+	if f.count == 0 {
+		f.first = now
+	}
+	f.got[p.Shard] = true
+	f.count++
+	f.partials[p.Shard] = p.Partial
+	if p.HasReport {
+		f.reports[p.Shard] = p.Report
+	}
+	f.nanos = max(f.nanos, p.Nanos)
+	n.stats.work(p.Shard, p.Nanos)
+	if f.count == n.opts.Workers {
+		f.last = now
+		for {
+			f, ok := n.flight[n.pulled+1]
+			if !ok || f.count < n.opts.Workers {
+				return nil
+			}
+			if err := n.pull(n.pulled+1, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pull combines round's partials, decides whether to stop, and asks for the
+// plan that takes the round's place in the pipeline.
+func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
+	converged := false
+	if f.report {
+		// The workers reported before pushing, having applied the updates
+		// of rounds up to round−depth.
+		asOf := uint64(0)
+		if round > uint64(n.opts.Depth) {
+			asOf = round - uint64(n.opts.Depth)
+		}
+		prog, err := n.record(asOf, f.reports)
+		if err != nil {
+			return err
+		}
+		if prog.HasGap {
+			converged = prog.Gap <= n.opts.Tol*math.Abs(prog.Objective)
+		} else {
+			converged = n.havePrev && relChange(n.prev, prog.Objective) < n.opts.Tol
+		}
+		n.prev, n.havePrev = prog.Objective, true
+	}
+	t0 := time.Now()
+	u, fb, err := n.app.Pull(round, f.plan, f.partials)
+	if err != nil {
+		return fmt.Errorf("coordinator: round %d: pull: %w", round, err)
+	}
+	end := time.Now()
+	n.win.release(round)
+	delete(n.flight, round)
+	fb.Round = round
+	part := n.part(round)
+	n.feedback[part] = append(n.feedback[part], fb)
+	n.updates = append(n.updates, u)
+	n.pulled = round
+
+	n.res.Rounds = round
+	n.res.Updates += int64(f.info.Selected)
+	n.res.Candidates += int64(f.info.Candidates)
+	n.res.RoundTimes = append(n.res.RoundTimes, end.Sub(f.sent))
+	n.stats.round(time.Duration(f.nanos), f.last.Sub(f.first), end.Sub(t0), end.Sub(f.sent))
+
+	if !n.stopping {
 		switch {
 		case converged:
 			n.res.Reason = "converged"
@@ -240,11 +503,13 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) (U, error) {
 			n.res.Reason = "max-rounds"
 		case n.opts.TimeLimit > 0 && time.Since(n.start) >= n.opts.TimeLimit:
 			n.res.Reason = "time-limit"
-		default:
-			continue
 		}
-		return u, nil
+		n.stopping = n.res.Reason != ""
 	}
+	if next := round + uint64(n.opts.Depth); n.mayPlan(next) {
+		return n.ask(next)
+	}
+	return nil
 }
 
 // relChange returns |a−b|/|b| (∞ when b is 0 and a is not).
@@ -256,103 +521,34 @@ func relChange(a, b float64) float64 {
 	return d / math.Abs(b)
 }
 
-// plan asks the scheduler for the plan of round. The scheduler may still
-// be loading its data when the first round starts: until JoinTimeout, a
-// missing scheduler is waited for.
-func (n *node[P, R, U, S]) plan(ctx context.Context, round uint64, fb schmp.Feedback) (P, schmp.PlanInfo, error) {
-	req := protocol.PlanRequest{Round: round, Feedback: fb}
-	wait := n.opts.Timeout
-	if round == 1 {
-		wait = n.opts.JoinTimeout
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		rep, err := wire.Request[protocol.PlanRequest, protocol.PlanReply[P]](rctx, n.c, protocol.SubjectPlan, req)
-		cancel()
-		switch {
-		case err == nil && rep.Err != "":
-			return rep.Plan, rep.Info, fmt.Errorf("scheduler: round %d: %s", round, rep.Err)
-		case err == nil:
-			return rep.Plan, rep.Info, nil
-		case ctx.Err() != nil:
-			return rep.Plan, rep.Info, ctx.Err()
-		case errors.Is(err, wire.ErrNoResponders) && time.Now().Before(deadline):
-			time.Sleep(20 * time.Millisecond)
-		case errors.Is(err, wire.ErrNoResponders), errors.Is(err, context.DeadlineExceeded):
-			return rep.Plan, rep.Info, fmt.Errorf("coordinator: round %d: no plan from the scheduler within %s", round, wait)
-		default:
-			return rep.Plan, rep.Info, fmt.Errorf("coordinator: round %d: %w", round, err)
-		}
-	}
-}
-
-// gather collects one partial per worker for round.
-func (n *node[P, R, U, S]) gather(ctx context.Context, round uint64, partials []R, reports []S) error {
-	w := n.opts.Workers
-	got := make([]bool, w)
-	count := 0
-	gctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-	defer cancel()
-	for count < w {
-		p, _, err := n.partials.Next(gctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("coordinator: round %d: no answer from worker shard(s) %v within %s", round, missing(got), n.opts.Timeout)
-			}
-			return fmt.Errorf("coordinator: round %d: %w", round, err)
-		}
-		if p.Err != "" {
-			return fmt.Errorf("worker shard %d: %s", p.Shard, p.Err)
-		}
-		if p.Round != round || p.Shard < 0 || p.Shard >= w || got[p.Shard] {
-			n.log.Warn("unexpected partial", "round", p.Round, "shard", p.Shard, "want_round", round)
-			continue
-		}
-		got[p.Shard] = true
-		count++
-		partials[p.Shard] = p.Partial
-		if p.HasReport {
-			reports[p.Shard] = p.Report
-		}
-	}
-	return nil
-}
-
 // record computes the objective from the reports, for the state after
 // round rounds, and appends it to the trace and the metrics.
 func (n *node[P, R, U, S]) record(round uint64, reports []S) (schmp.Progress, error) {
+	t0 := time.Now()
 	prog, err := n.app.Objective(reports)
 	if err != nil {
 		return prog, fmt.Errorf("coordinator: objective after round %d: %w", round, err)
 	}
+	n.stats.objective += time.Since(t0)
 	s := Sample{Time: time.Since(n.start), Round: round, Progress: prog, Updates: n.res.Updates}
 	n.res.Trace = append(n.res.Trace, s)
 	n.res.Final = prog
 	if n.metrics != nil {
-		writeSample(n.metrics.Writer, s)
+		n.stats.nats = n.natsDelta()
+		writeSample(n.metrics.Writer, s, n.stats.since(&n.lastRow, n.res.Rounds-n.lastRound))
+		n.lastRow, n.lastRound = n.stats.copy(), n.res.Rounds
 	}
 	return prog, nil
 }
 
-func writeSample(w *bufio.Writer, s Sample) {
-	w.WriteString(strconv.FormatFloat(s.Time.Seconds(), 'f', 6, 64))
-	w.WriteByte(',')
-	w.WriteString(strconv.FormatUint(s.Round, 10))
-	w.WriteByte(',')
-	w.WriteString(strconv.FormatFloat(s.Objective, 'g', 17, 64))
-	w.WriteByte(',')
-	w.WriteString(strconv.Itoa(s.NNZ))
-	w.WriteByte(',')
-	w.WriteString(strconv.FormatInt(s.Updates, 10))
-	w.WriteByte(',')
-	if s.HasGap {
-		w.WriteString(strconv.FormatFloat(s.Gap, 'g', 6, 64))
+// natsDelta returns the coordinator connection's traffic since the first
+// round.
+func (n *node[P, R, U, S]) natsDelta() nats.Statistics {
+	s := n.c.NATS().Stats()
+	return nats.Statistics{
+		InMsgs: s.InMsgs - n.nats0.InMsgs, OutMsgs: s.OutMsgs - n.nats0.OutMsgs,
+		InBytes: s.InBytes - n.nats0.InBytes, OutBytes: s.OutBytes - n.nats0.OutBytes,
 	}
-	w.WriteByte('\n')
 }
 
 func (n *node[P, R, U, S]) progressLine() {
@@ -366,31 +562,47 @@ func (n *node[P, R, U, S]) progressLine() {
 		float64(n.res.Updates)/el.Seconds())
 }
 
-// finish sends the last update with the stop, takes the final reports,
-// stops the scheduler and writes the outputs.
-func (n *node[P, R, U, S]) finish(ctx context.Context, u U) error {
-	round := n.res.Rounds + 1
-	if err := wire.Publish(n.c, protocol.SubjectTask, protocol.Task[P, U]{Round: round, Update: u, Stop: true}); err != nil {
+// finish sends the last updates with the stop, takes the final reports,
+// stops the schedulers and writes the outputs.
+func (n *node[P, R, U, S]) finish(ctx context.Context) error {
+	round := n.sent + 1
+	stop := protocol.Task[P, U]{Round: round, Updates: n.updates, Stop: true}
+	if err := wire.Publish(n.c, protocol.SubjectTask, stop); err != nil {
 		return fmt.Errorf("coordinator: stop: %w", err)
 	}
-	reports := make([]S, n.opts.Workers)
-	if err := n.gather(ctx, round, make([]R, n.opts.Workers), reports); err != nil {
-		return err
+	w := n.opts.Workers
+	f := &flight[P, R, S]{sent: time.Now(), got: make([]bool, w), partials: make([]R, w), reports: make([]S, w)}
+	n.flight = map[uint64]*flight[P, R, S]{round: f}
+	n.asked = nil
+	for f.count < w {
+		msg, err := n.next(ctx)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(msg.Subject, "."+protocol.SubjectPartial) {
+			if err := n.onPartialFinal(msg, round, f); err != nil {
+				return err
+			}
+		}
 	}
 	n.res.Elapsed = time.Since(n.start)
-	if _, err := n.record(n.res.Rounds, reports); err != nil {
+	if _, err := n.record(n.pulled, f.reports); err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-	_, err := wire.Request[protocol.PlanRequest, protocol.PlanReply[P]](sctx, n.c, protocol.SubjectPlan, protocol.PlanRequest{Round: round, Stop: true})
-	cancel()
-	if err != nil {
-		n.log.Warn("scheduler did not acknowledge the stop", "err", err)
+	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
+	n.res.MaxInFlight, n.res.MaxVarsInFlight = n.win.maxRounds, n.win.maxVars
+	for p := range n.opts.Schedulers {
+		if err := wire.Publish(n.c, protocol.SubjectPlan(p), protocol.PlanRequest{Round: round, Stop: true}); err != nil {
+			n.log.Warn("stop scheduler", "part", p, "err", err)
+		}
+	}
+	if err := n.c.NATS().FlushTimeout(n.opts.Timeout); err != nil {
+		n.log.Warn("flush", "err", err)
 	}
 	if n.opts.Progress != nil {
 		n.progressLine()
-		fmt.Fprintf(n.opts.Progress, "stopped: %s after %d rounds, %d updates, %s; median round %s\n",
-			n.res.Reason, n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond), n.res.MedianRound())
+		fmt.Fprintf(n.opts.Progress, "stopped: %s after %d rounds, %d updates, %s\n",
+			n.res.Reason, n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond))
 	}
 	if n.opts.Out != "" {
 		if err := atomicfile.Write(n.opts.Out, func(w *bufio.Writer) error { return n.app.WriteModel(w) }); err != nil {
@@ -405,14 +617,36 @@ func (n *node[P, R, U, S]) finish(ctx context.Context, u U) error {
 	return nil
 }
 
+// onPartialFinal takes in a worker's answer to the stop task.
+func (n *node[P, R, U, S]) onPartialFinal(msg *nats.Msg, round uint64, f *flight[P, R, S]) error {
+	var p protocol.Partial[R, S]
+	if err := wire.Unmarshal(msg.Data, &p); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if p.Err != "" {
+		return fmt.Errorf("worker shard %d: %s", p.Shard, p.Err)
+	}
+	if p.Round != round || p.Shard < 0 || p.Shard >= n.opts.Workers || f.got[p.Shard] {
+		n.log.Warn("unexpected partial", "round", p.Round, "shard", p.Shard)
+		return nil
+	}
+	f.got[p.Shard] = true
+	f.count++
+	f.reports[p.Shard] = p.Report
+	n.stats.work(p.Shard, p.Nanos)
+	return nil
+}
+
 // abort tells every other node that the job failed.
 func (n *node[P, R, U, S]) abort(cause error) {
 	msg := cause.Error()
 	if err := wire.Publish(n.c, protocol.SubjectTask, protocol.Task[P, U]{Stop: true, Abort: msg}); err != nil {
 		n.log.Warn("abort workers", "err", err)
 	}
-	if err := wire.Publish(n.c, protocol.SubjectPlan, protocol.PlanRequest{Stop: true, Abort: msg}); err != nil {
-		n.log.Warn("abort scheduler", "err", err)
+	for p := range max(n.opts.Schedulers, 1) {
+		if err := wire.Publish(n.c, protocol.SubjectPlan(p), protocol.PlanRequest{Stop: true, Abort: msg}); err != nil {
+			n.log.Warn("abort scheduler", "part", p, "err", err)
+		}
 	}
 	if err := n.c.NATS().Flush(); err != nil {
 		n.log.Warn("abort flush", "err", err)

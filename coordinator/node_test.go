@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +18,31 @@ import (
 // halving is a toy program: the model is one number x that every round
 // halves; each worker pushes its share of x.
 type halving struct {
-	hangShard int    // this shard stops answering…
-	hangRound uint64 // …from this round on (0: never)
+	hangShard int     // this shard stops answering…
+	hangRound uint64  // …from this round on (0: never)
+	vars      []int32 // the variables every plan claims to update
 }
 
-type halvingScheduler struct{}
+// halvingScheduler is scheduler part of parts. Its plan is the round
+// number; it fails when asked for a round that is not its turn, or when the
+// feedback of its rounds comes out of order.
+type halvingScheduler struct {
+	part, parts int
+	vars        []int32 // PlanInfo.Vars of every plan
+	fed         uint64  // the last round fed back
+}
 
-func (halvingScheduler) Schedule(round uint64, _ schmp.Feedback) (int, schmp.PlanInfo, error) {
-	return int(round), schmp.PlanInfo{Candidates: 1, Selected: 1}, nil
+func (s *halvingScheduler) Schedule(round uint64, fb []schmp.Feedback) (int, schmp.PlanInfo, error) {
+	if want := int((round - 1) % uint64(s.parts)); want != s.part {
+		return 0, schmp.PlanInfo{}, fmt.Errorf("part %d asked for round %d, which is part %d's", s.part, round, want)
+	}
+	for _, f := range fb {
+		if f.Round <= s.fed || int((f.Round-1)%uint64(s.parts)) != s.part {
+			return 0, schmp.PlanInfo{}, fmt.Errorf("part %d fed round %d after round %d", s.part, f.Round, s.fed)
+		}
+		s.fed = f.Round
+	}
+	return int(round), schmp.PlanInfo{Vars: s.vars, Candidates: 1, Selected: 1}, nil
 }
 
 type halvingWorker struct {
@@ -82,8 +100,8 @@ func (c *halvingCoordinator) WriteModel(w io.Writer) error {
 func (h halving) program() schmp.Program[int, float64, float64, float64] {
 	return schmp.Program[int, float64, float64, float64]{
 		Name: "halving",
-		NewScheduler: func(context.Context) (schmp.Scheduler[int], error) {
-			return halvingScheduler{}, nil
+		NewScheduler: func(_ context.Context, part, parts int) (schmp.Scheduler[int], error) {
+			return &halvingScheduler{part: part, parts: parts, vars: h.vars}, nil
 		},
 		NewWorker: func(_ context.Context, shard, shards int) (schmp.Worker[int, float64, float64, float64], error) {
 			return &halvingWorker{h: h, shard: shard, shards: shards}, nil
@@ -138,6 +156,39 @@ func TestStops(t *testing.T) {
 	}
 }
 
+// TestPipeline runs several scheduler parts and rounds in flight: every
+// round is planned by its part in turn, fed back in order, and the pipeline
+// fills up to the depth.
+func TestPipeline(t *testing.T) {
+	for _, tc := range []struct{ schedulers, depth int }{{1, 1}, {1, 4}, {3, 1}, {3, 2}, {2, 8}} {
+		t.Run(fmt.Sprintf("S=%d,D=%d", tc.schedulers, tc.depth), func(t *testing.T) {
+			res, err := run(t, halving{}, coordinator.Options{Workers: 2, Schedulers: tc.schedulers, Depth: tc.depth, MaxRounds: 40, ReportEvery: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rounds != 40 || res.MaxInFlight != tc.depth {
+				t.Errorf("%d rounds, at most %d in flight; want 40, %d", res.Rounds, res.MaxInFlight, tc.depth)
+			}
+			if len(res.Timing.Workers) != 2 || len(res.Timing.Schedulers) != tc.schedulers || res.Timing.Msgs == 0 {
+				t.Errorf("timing %+v", res.Timing)
+			}
+		})
+	}
+}
+
+// TestCollidingPlanRefused checks that the coordinator refuses a plan that
+// would update a variable already in flight.
+func TestCollidingPlanRefused(t *testing.T) {
+	_, err := run(t, halving{vars: []int32{7}}, coordinator.Options{Workers: 1, Depth: 2, MaxRounds: 10, ReportEvery: 1})
+	if err == nil || !regexp.MustCompile(`the plan of round (\d+) updates variable 7, which round \d+ in flight updates too`).MatchString(err.Error()) {
+		t.Fatalf("error %v, want a refused plan", err)
+	}
+	// With strict rounds the same plans are fine.
+	if _, err := run(t, halving{vars: []int32{7}}, coordinator.Options{Workers: 1, Depth: 1, MaxRounds: 10, ReportEvery: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWorkerStopsAnswering checks that a worker that stops answering fails
 // the round within the timeout, with an error naming its shard.
 func TestWorkerStopsAnswering(t *testing.T) {
@@ -161,6 +212,9 @@ func TestValidate(t *testing.T) {
 		{coordinator.Options{Workers: 1, ReportEvery: 1, Tol: -1}, "--tol"},
 		{coordinator.Options{Workers: 1, ReportEvery: 1, Tol: math.NaN()}, "--tol"},
 		{coordinator.Options{Workers: 1, ReportEvery: 1, TimeLimit: -time.Second}, "--time-limit"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Depth: -1}, "--depth"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Depth: coordinator.MaxDepth + 1}, "--depth"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Schedulers: -2}, "--schedulers"},
 	}
 	for _, tc := range cases {
 		if err := tc.opts.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {

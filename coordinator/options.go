@@ -12,6 +12,12 @@ import (
 type Options struct {
 	// Workers is the number of workers the job waits for.
 	Workers int
+	// Schedulers is the number of scheduler parts the job waits for; they
+	// plan rounds in turn (round t by part (t−1) mod Schedulers). 0 means 1.
+	Schedulers int
+	// Depth is the most rounds in flight at once (DESIGN §3); 0 means 1,
+	// strict rounds.
+	Depth int
 	// MaxRounds stops the job after that many rounds; 0 means no limit.
 	MaxRounds uint64
 	// TimeLimit stops the job once that much time has passed since the
@@ -44,6 +50,10 @@ func (o *Options) Validate() error {
 	switch {
 	case o.Workers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", o.Workers)
+	case o.Schedulers < 0:
+		return fmt.Errorf("--schedulers must be at least 1, got %d", o.Schedulers)
+	case o.Depth < 0 || o.Depth > MaxDepth:
+		return fmt.Errorf("--depth must be in [1, %d], got %d", MaxDepth, o.Depth)
 	case o.Tol < 0 || math.IsNaN(o.Tol):
 		return fmt.Errorf("--tol must be >= 0, got %v", o.Tol)
 	case o.TimeLimit < 0:
@@ -54,7 +64,12 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// MaxDepth is the largest Depth.
+const MaxDepth = 64
+
 func (o *Options) fill() {
+	o.Schedulers = max(o.Schedulers, 1)
+	o.Depth = max(o.Depth, 1)
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = time.Minute
 	}

@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -35,9 +37,73 @@ type Result struct {
 	Reason string
 	// Trace holds every report, in order.
 	Trace []Sample
-	// RoundTimes holds the latency of every round: from asking for the plan
-	// to the end of Pull.
+	// RoundTimes holds the latency of every round: from sending it to the
+	// workers to the end of its Pull.
 	RoundTimes []time.Duration
+	// Timing tells where the time went.
+	Timing Timing
+	// MaxInFlight is the most rounds that were in flight at once, and
+	// MaxVarsInFlight the most variables; no variable was ever in two
+	// rounds in flight (the coordinator refuses such a plan).
+	MaxInFlight, MaxVarsInFlight int
+}
+
+// Timing tells where the time of a run went. The sums over rounds divided
+// by the number of rounds give the per-round means of the summary.
+type Timing struct {
+	// Elapsed is the time from the first round to the end.
+	Elapsed time.Duration
+	// Plan is the schedulers' compute time, all parts together.
+	Plan time.Duration
+	// Dispatch is the coordinator's time to encode and publish tasks.
+	Dispatch time.Duration
+	// Push sums, over rounds, the compute time of the round's slowest
+	// worker (applying updates, reporting, pushing).
+	Push time.Duration
+	// Wait sums, over rounds, the time from the round's first partial to its
+	// last: how long the fastest worker's answer waited for the slowest.
+	Wait time.Duration
+	// Pull is the time spent in the app's Pull, and Objective in its
+	// Objective.
+	Pull, Objective time.Duration
+	// Latency sums the round latencies (see Result.RoundTimes).
+	Latency time.Duration
+	// Coordinator is the coordinator's busy time: Elapsed less the time it
+	// waited for messages.
+	Coordinator time.Duration
+	// Schedulers holds each scheduler part's compute time, and Workers
+	// each worker shard's.
+	Schedulers, Workers []time.Duration
+	// Msgs and Bytes count the coordinator's messages in and out, which
+	// are all the job's messages but the fan-out of each task to the
+	// workers.
+	Msgs, Bytes uint64
+}
+
+// WriteSummary writes where the time of the run went: per-round latency
+// quantiles and means, traffic, and each role's busy fraction.
+func (r *Result) WriteSummary(w io.Writer) {
+	t := r.Timing
+	rounds := max(float64(r.Rounds), 1)
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 / rounds }
+	busy := func(d time.Duration) float64 {
+		if t.Elapsed <= 0 {
+			return 0
+		}
+		return 100 * float64(d) / float64(t.Elapsed)
+	}
+	fmt.Fprintf(w, "round latency p50 %.3f ms  p99 %.3f ms; in flight at most %d rounds, %d variables\n",
+		float64(r.RoundQuantile(0.5))/1e6, float64(r.RoundQuantile(0.99))/1e6, r.MaxInFlight, r.MaxVarsInFlight)
+	fmt.Fprintf(w, "per round: plan %.3f ms  dispatch %.3f ms  push %.3f ms (slowest worker)  wait %.3f ms  pull %.3f ms  objective %.3f ms;  %.1f msgs  %.0f bytes\n",
+		ms(t.Plan), ms(t.Dispatch), ms(t.Push), ms(t.Wait), ms(t.Pull), ms(t.Objective), float64(t.Msgs)/rounds, float64(t.Bytes)/rounds)
+	fmt.Fprintf(w, "busy: coordinator %.0f%%", busy(t.Coordinator))
+	for p, d := range t.Schedulers {
+		fmt.Fprintf(w, "  scheduler %d %.0f%%", p, busy(d))
+	}
+	for s, d := range t.Workers {
+		fmt.Fprintf(w, "  worker %d %.0f%%", s, busy(d))
+	}
+	fmt.Fprintln(w)
 }
 
 // MedianRound returns the median round latency.

@@ -1,7 +1,7 @@
 // Package job runs a whole job in one process: an embedded nats-server (or
-// an external one), one scheduler node, one coordinator node and N worker
-// nodes, each on its own connection, exactly as they would run on separate
-// machines.
+// an external one), the scheduler nodes, one coordinator node and the
+// worker nodes, each on its own connection, exactly as they would run on
+// separate machines.
 package job
 
 import (
@@ -28,8 +28,8 @@ type Options struct {
 	// NATS is the URL of an external NATS server; empty starts an embedded
 	// one on 127.0.0.1 and connects the nodes to it in-process.
 	NATS string
-	// Coordinator configures the coordinator node; its Workers is the
-	// number of worker nodes started.
+	// Coordinator configures the coordinator node; its Workers and
+	// Schedulers are the numbers of worker and scheduler nodes started.
 	Coordinator coordinator.Options
 	// Timeout bounds the waits of the worker and scheduler nodes.
 	Timeout time.Duration
@@ -66,7 +66,8 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, opts.Coordinator.Workers+1)
+	schedulers := max(opts.Coordinator.Schedulers, 1)
+	errs := make(chan error, opts.Coordinator.Workers+schedulers)
 	start := func(name string, run func(c *wire.Conn) error) error {
 		nc, err := connect(name)
 		if err != nil {
@@ -91,10 +92,14 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		return nil
 	}
 	join := opts.Coordinator.JoinTimeout
-	if err := start("scheduler", func(c *wire.Conn) error {
-		return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: join, Timeout: opts.Timeout, Logger: log})
-	}); err != nil {
-		return nil, err
+	for i := range schedulers {
+		if err := start(fmt.Sprintf("scheduler-%d", i), func(c *wire.Conn) error {
+			return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: join, Timeout: opts.Timeout, Logger: log})
+		}); err != nil {
+			cancel()
+			wg.Wait()
+			return nil, err
+		}
 	}
 	for i := 0; i < opts.Coordinator.Workers; i++ {
 		if err := start(fmt.Sprintf("worker-%d", i), func(c *wire.Conn) error {

@@ -2,48 +2,73 @@
 // worker nodes of a job exchange, and the subjects they travel on (each under
 // the job's prefix strads.<job>.).
 //
-//	worker      → coordinator  join     request: JoinRequest → JoinReply
-//	worker      → coordinator  ready    request: Ready[S]    → Ack
-//	coordinator → scheduler    plan     request: PlanRequest → PlanReply[P]
-//	coordinator → workers      task     publish: Task[P, U]  (one message, all workers)
-//	worker      → coordinator  partial  publish: Partial[R, S]
+//	worker, scheduler → coordinator  join       request: JoinRequest → JoinReply
+//	worker, scheduler → coordinator  ready      request: Ready[S]    → Ack
+//	coordinator → scheduler part p   plan.<p>   publish: PlanRequest, answered on planned
+//	scheduler   → coordinator        planned    publish: PlanReply[P]
+//	coordinator → workers            task       publish: Task[P, U]  (one message, all workers)
+//	worker      → coordinator        partial    publish: Partial[R, S]
 //
-// Each node reads one subject: a worker only tasks, the scheduler only plan
-// requests, the coordinator only joins, readies and partials. The end of the
-// job travels on the same subjects: a Task or PlanRequest with Stop set, and
-// Abort set when the job failed.
+// Each node reads one subject: a worker only tasks, a scheduler only its
+// plan requests; the coordinator reads joins, readies, plans and partials.
+// The end of the job travels on the same subjects: a Task or PlanRequest
+// with Stop set, and Abort set when the job failed.
+//
+// Up to depth rounds are in flight (DESIGN §3): the task of round t carries
+// the updates pulled since the previous task, which are those of round
+// t−depth once the pipeline is full, and workers apply them in order before
+// they push round t.
 package protocol
 
-import "github.com/strads-go/strads/schmp"
+import (
+	"strconv"
+
+	"github.com/strads-go/strads/schmp"
+)
 
 // Subjects, relative to the job prefix.
 const (
 	SubjectJoin    = "join"
 	SubjectReady   = "ready"
-	SubjectPlan    = "plan"
+	SubjectPlanned = "planned"
 	SubjectTask    = "task"
 	SubjectPartial = "partial"
 )
 
+// SubjectPlan returns the subject on which scheduler part reads its plan
+// requests.
+func SubjectPlan(part int) string { return "plan." + strconv.Itoa(part) }
+
+// Roles a node joins as.
+const (
+	RoleWorker    = "worker"
+	RoleScheduler = "scheduler"
+)
+
 // JoinRequest asks the coordinator for a place in the job.
 type JoinRequest struct {
-	// ID identifies the worker process; asking again with the same ID
-	// returns the same place.
+	// ID identifies the process; asking again with the same ID returns the
+	// same place.
 	ID string `msgpack:"id"`
+	// Role is RoleWorker or RoleScheduler; empty means RoleWorker.
+	Role string `msgpack:"role,omitempty"`
 }
 
-// JoinReply gives a worker its shard.
+// JoinReply gives a node its place: worker shard Shard of Shards, or
+// scheduler part Shard of Shards.
 type JoinReply struct {
 	Shard  int    `msgpack:"shard"`
 	Shards int    `msgpack:"shards"`
 	Err    string `msgpack:"err,omitempty"`
 }
 
-// Ready tells the coordinator that a worker has loaded its shard.
+// Ready tells the coordinator that a node has loaded its data: a worker its
+// shard (described by Summary), a scheduler its part of the variables.
 type Ready[S any] struct {
 	ID      string `msgpack:"id"`
+	Role    string `msgpack:"role,omitempty"`
 	Shard   int    `msgpack:"shard"`
-	Summary S      `msgpack:"summary"`
+	Summary S      `msgpack:"summary,omitempty"`
 	Err     string `msgpack:"err,omitempty"`
 }
 
@@ -52,33 +77,38 @@ type Ack struct {
 	Err string `msgpack:"err,omitempty"`
 }
 
-// PlanRequest asks the scheduler for the plan of a round. With Stop set it
-// ends the scheduler instead: cleanly, or with the error in Abort.
+// PlanRequest asks a scheduler for the plan of a round, with the feedback of
+// its rounds pulled since it was last asked. With Stop set it ends the
+// scheduler instead: cleanly, or with the error in Abort.
 type PlanRequest struct {
-	Round    uint64         `msgpack:"round"`
-	Feedback schmp.Feedback `msgpack:"fb"`
-	Stop     bool           `msgpack:"stop,omitempty"`
-	Abort    string         `msgpack:"abort,omitempty"`
+	Round    uint64           `msgpack:"round"`
+	Feedback []schmp.Feedback `msgpack:"fb"`
+	Stop     bool             `msgpack:"stop,omitempty"`
+	Abort    string           `msgpack:"abort,omitempty"`
 }
 
-// PlanReply carries a plan.
+// PlanReply carries the plan of a round.
 type PlanReply[P any] struct {
-	Plan P              `msgpack:"plan"`
-	Info schmp.PlanInfo `msgpack:"info"`
-	Err  string         `msgpack:"err,omitempty"`
+	Round uint64         `msgpack:"round"`
+	Part  int            `msgpack:"part"`
+	Plan  P              `msgpack:"plan"`
+	Info  schmp.PlanInfo `msgpack:"info"`
+	// Nanos is the time the scheduler spent on the plan, feedback included.
+	Nanos int64  `msgpack:"ns"`
+	Err   string `msgpack:"err,omitempty"`
 }
 
-// Task is one round for the workers: first apply Update (the coordinator's
-// previous update), then, if Report, send a report of the state, then Push
-// the plan. A Stop task carries the last update and no plan: workers apply it,
-// report, and leave. A Task with Abort set ends the worker with that error.
+// Task is one round for the workers: first apply Updates in order, then,
+// if Report, send a report of the state, then Push the plan. A Stop task
+// carries the last updates and no plan: workers apply them, report, and
+// leave. A Task with Abort set ends the worker with that error.
 type Task[P, U any] struct {
-	Round  uint64 `msgpack:"round"`
-	Update U      `msgpack:"update"`
-	Plan   P      `msgpack:"plan"`
-	Report bool   `msgpack:"report,omitempty"`
-	Stop   bool   `msgpack:"stop,omitempty"`
-	Abort  string `msgpack:"abort,omitempty"`
+	Round   uint64 `msgpack:"round"`
+	Updates []U    `msgpack:"updates"`
+	Plan    P      `msgpack:"plan"`
+	Report  bool   `msgpack:"report,omitempty"`
+	Stop    bool   `msgpack:"stop,omitempty"`
+	Abort   string `msgpack:"abort,omitempty"`
 }
 
 // Partial is a worker's answer to a Task.
@@ -88,5 +118,8 @@ type Partial[R, S any] struct {
 	Partial   R      `msgpack:"partial"`
 	Report    S      `msgpack:"report"`
 	HasReport bool   `msgpack:"has_report,omitempty"`
-	Err       string `msgpack:"err,omitempty"`
+	// Nanos is the time the worker spent computing: applying the updates,
+	// reporting and pushing.
+	Nanos int64  `msgpack:"ns"`
+	Err   string `msgpack:"err,omitempty"`
 }

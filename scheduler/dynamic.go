@@ -114,6 +114,10 @@ type Selection struct {
 	Candidates int
 	// Rejected is how many of them the dependency check rejected.
 	Rejected int
+	// Busy is how many variables were drawn and skipped, not counted in
+	// Candidates, because they are still in a round that has not been fed
+	// back (see Dynamic).
+	Busy int
 }
 
 // Dynamic is the dynamic scheduling engine: each call to Next draws
@@ -142,6 +146,14 @@ type Selection struct {
 // when the weights left in a round sum to 0 it draws uniformly from the
 // variables not yet drawn.
 //
+// A variable that Next selects is busy until Feedback names it: Next never
+// selects a busy variable, so that with rounds in flight (pipelining) no
+// variable is in two of them at once. A busy variable that is drawn is
+// skipped without counting as a candidate (Selection.Busy), and keeps its
+// weight; the walk examines it again first in the next round. Feedback
+// must therefore name every selected variable once its round is done, with
+// delta 0 if it did not move.
+//
 // Dynamic is not safe for concurrent use.
 type Dynamic struct {
 	cfg   Config
@@ -150,7 +162,8 @@ type Dynamic struct {
 	cand  int  // effective Candidates
 	block int  // effective Block
 	rng   *rand.Rand
-	round int // rounds served so far
+	round int    // rounds served so far
+	busy  []bool // busy[j]: j was selected and not yet fed back
 
 	// The walk: Cyclic and the Priority warm-up.
 	order  []int32 // walk order; nil means index order
@@ -190,6 +203,7 @@ func NewDynamic(c Config, cols Columns) (*Dynamic, error) {
 	}
 	d := &Dynamic{
 		cfg:   c,
+		busy:  make([]bool, c.Vars),
 		cols:  cols,
 		check: c.Rho < 1,
 		cand:  min(c.Candidates, c.Vars),
@@ -232,7 +246,8 @@ func identity(m int) []int32 {
 
 // Feedback records how much the variables vars moved, by delta[i] for
 // vars[i], in the last round or rounds: the weight of vars[i] becomes
-// |delta[i]|^Gamma + Eta (capped so that the weights sum to a finite number).
+// |delta[i]|^Gamma + Eta (capped so that the weights sum to a finite number),
+// and vars[i] is no longer busy.
 // It records weights during the warm-up too. Feedback only matters to
 // Priority; the other policies ignore it. It panics if the lengths differ, a
 // variable is out of range or a delta is NaN.
@@ -247,6 +262,7 @@ func (d *Dynamic) Feedback(vars []int32, delta []float64) {
 		if math.IsNaN(delta[i]) {
 			panic(fmt.Sprintf("scheduler: Feedback with NaN delta for variable %d", j))
 		}
+		d.busy[j] = false
 		if d.tree == nil {
 			continue
 		}
@@ -289,8 +305,9 @@ func (d *Dynamic) Next() Selection {
 	d.qpos, d.fy = 0, 0
 	d.rejected = d.rejected[:0]
 	vars := make([]int32, 0, d.block)
-	examined := 0
-	for examined < d.cand && len(vars) < d.block {
+	examined, busy := 0, 0
+	// Every draw of a round is a distinct variable, so at most Vars draws.
+	for examined < d.cand && len(vars) < d.block && examined+busy < d.cfg.Vars {
 		var j int32
 		switch kind {
 		case drawWalk:
@@ -300,12 +317,19 @@ func (d *Dynamic) Next() Selection {
 		default:
 			j = d.nextWeighted()
 		}
-		examined++
-		if d.independent(j, vars) {
+		switch {
+		case d.busy[j]:
+			busy++
+			if kind == drawWalk {
+				d.rejected = append(d.rejected, j) // examined first next round
+			}
+			continue
+		case d.independent(j, vars):
 			vars = append(vars, j)
-		} else {
+		default:
 			d.rejected = append(d.rejected, j)
 		}
+		examined++
 	}
 	switch kind {
 	case drawWalk:
@@ -313,12 +337,16 @@ func (d *Dynamic) Next() Selection {
 	case drawWeighted:
 		d.restore()
 	}
+	for _, j := range vars {
+		d.busy[j] = true
+	}
 	d.round++
 	return Selection{
 		Vars:       vars,
 		Blocks:     d.split(vars),
 		Candidates: examined,
 		Rejected:   examined - len(vars),
+		Busy:       busy,
 	}
 }
 

@@ -270,7 +270,7 @@ func TestSelectionInvariants(t *testing.T) {
 			d := mustDynamic(t, tt.c, tt.cols)
 			rng := rand.New(rand.NewPCG(tt.c.Seed, 2))
 			for range 300 {
-				s := d.Next()
+				s := next(d)
 				checkSelection(t, s, tt.c, tt.cols)
 				delta := make([]float64, len(s.Vars))
 				for i := range delta {
@@ -287,7 +287,7 @@ func TestCheckOffAcceptsBlock(t *testing.T) {
 		c := Config{Vars: 50, Policy: p, Gamma: 2, Eta: 1, Candidates: 20, Block: 7, Warmup: 2, Rho: 1, Workers: 2, Seed: 1}
 		d := mustDynamic(t, c, allDependent)
 		for range 10 {
-			if s := d.Next(); len(s.Vars) != 7 || s.Candidates != 7 || s.Rejected != 0 {
+			if s := next(d); len(s.Vars) != 7 || s.Candidates != 7 || s.Rejected != 0 {
 				t.Fatalf("%v: %d accepted of %d examined, %d rejected; want 7 of 7", p, len(s.Vars), s.Candidates, s.Rejected)
 			}
 		}
@@ -299,7 +299,7 @@ func TestCyclicOrder(t *testing.T) {
 	d := mustDynamic(t, c, nil)
 	want := [][]int32{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}, {9, 0, 1}, {2, 3, 4}}
 	for r, w := range want {
-		if got := d.Next().Vars; !slices.Equal(got, w) {
+		if got := next(d).Vars; !slices.Equal(got, w) {
 			t.Fatalf("round %d: %v, want %v", r, got, w)
 		}
 	}
@@ -311,7 +311,7 @@ func TestCyclicAllDependent(t *testing.T) {
 	c := Config{Vars: 13, Policy: Cyclic, Candidates: 5, Block: 3, Rho: 0.5, Workers: 2}
 	d := mustDynamic(t, c, allDependent)
 	for r := range 40 {
-		s := d.Next()
+		s := next(d)
 		if want := []int32{int32(r % c.Vars)}; !slices.Equal(s.Vars, want) {
 			t.Fatalf("round %d: %v, want %v", r, s.Vars, want)
 		}
@@ -342,7 +342,7 @@ func TestCyclicCoversChain(t *testing.T) {
 			bound := (tt.vars+tt.block-1)/tt.block + tt.cand
 			last := make([]int, tt.vars) // round after the last update
 			for r := 1; r <= 5*bound; r++ {
-				s := d.Next()
+				s := next(d)
 				checkSelection(t, s, c, cols)
 				for _, j := range s.Vars {
 					last[j] = r
@@ -365,7 +365,7 @@ func TestDeterminism(t *testing.T) {
 			d := mustDynamic(t, c, cols)
 			var out [][]int32
 			for r := range 50 {
-				s := d.Next()
+				s := next(d)
 				out = append(out, s.Vars)
 				delta := make([]float64, len(s.Vars))
 				for i, j := range s.Vars {
@@ -393,7 +393,7 @@ func TestRandomUniform(t *testing.T) {
 	const rounds = 4000
 	counts := make([]int, c.Vars)
 	for range rounds {
-		for _, j := range d.Next().Vars {
+		for _, j := range next(d).Vars {
 			counts[j]++
 		}
 	}
@@ -412,7 +412,7 @@ func TestPriorityFavoursLargeDeltas(t *testing.T) {
 	counts := make([]int, c.Vars)
 	const rounds = 2000
 	for r := range c.Warmup + rounds {
-		s := d.Next()
+		s := next(d)
 		delta := make([]float64, len(s.Vars))
 		for i, j := range s.Vars {
 			delta[i] = 0.01
@@ -447,7 +447,7 @@ func TestPriorityEtaNoStarvation(t *testing.T) {
 	d.Feedback(hot, []float64{100, 100, 100, 100})
 	counts := make([]int, c.Vars)
 	for range 1000 {
-		for _, j := range d.Next().Vars {
+		for _, j := range next(d).Vars {
 			counts[j]++
 		}
 	}
@@ -469,7 +469,7 @@ func TestPriorityZeroWeights(t *testing.T) {
 	d := mustDynamic(t, c, nil)
 	counts := make([]int, c.Vars)
 	for range 600 {
-		for _, j := range d.Next().Vars {
+		for _, j := range next(d).Vars {
 			counts[j]++
 		}
 	}
@@ -480,7 +480,7 @@ func TestPriorityZeroWeights(t *testing.T) {
 	}
 	d.Feedback([]int32{4, 9}, []float64{1, -2})
 	for range 50 {
-		s := d.Next()
+		s := next(d)
 		if len(s.Vars) != 5 || !slices.Contains(s.Vars, 4) || !slices.Contains(s.Vars, 9) {
 			t.Fatalf("selection %v, want 5 variables including 4 and 9", s.Vars)
 		}
@@ -506,7 +506,7 @@ func TestWarmupSweep(t *testing.T) {
 		d := mustDynamic(t, c, nil)
 		var got []int32
 		for range rounds {
-			got = append(got, d.Next().Vars...)
+			got = append(got, next(d).Vars...)
 		}
 		if slices.IsSorted(got) {
 			t.Errorf("%+v: the warm-up walked the variables in index order", tt)
@@ -526,7 +526,7 @@ func TestWarmupWithDependence(t *testing.T) {
 	d := mustDynamic(t, c, chainColumns(2))
 	seen := make(map[int32]bool)
 	for range 2 * (c.Vars/c.Block + c.Candidates) {
-		s := d.Next()
+		s := next(d)
 		checkSelection(t, s, c, chainColumns(2))
 		for _, j := range s.Vars {
 			seen[j] = true
@@ -543,7 +543,7 @@ func TestWarmupFeedbackRecorded(t *testing.T) {
 	c := Config{Vars: 50, Policy: Priority, Gamma: 2, Eta: 1e-6, Candidates: 2, Block: 2, Warmup: 3, Rho: 1, Workers: 1, Seed: 6}
 	d := mustDynamic(t, c, nil)
 	for range c.Warmup {
-		s := d.Next()
+		s := next(d)
 		delta := make([]float64, len(s.Vars))
 		for i := range delta {
 			delta[i] = 1e-3
@@ -552,7 +552,8 @@ func TestWarmupFeedbackRecorded(t *testing.T) {
 	}
 	d.Feedback([]int32{33, 44}, []float64{5, -5}) // the last warm-up feedback
 	for r := range 20 {
-		s := d.Next()
+		s := next(d)
+		d.Feedback([]int32{33, 44}, []float64{5, -5}) // they keep moving
 		slices.Sort(s.Vars)
 		if !slices.Equal(s.Vars, []int32{33, 44}) {
 			t.Fatalf("round %d after warm-up: %v, want [33 44]", r, s.Vars)
@@ -582,7 +583,7 @@ func TestBlocksBalanced(t *testing.T) {
 		c := Config{Vars: 200, Policy: Random, Candidates: 64, Block: 64, Rho: 0.5, Workers: tt.workers, Seed: uint64(tt.workers)}
 		d := mustDynamic(t, c, cols)
 		for range 30 {
-			checkBlocks(t, d.Next(), tt.workers, cols)
+			checkBlocks(t, next(d), tt.workers, cols)
 		}
 	}
 }
@@ -595,7 +596,7 @@ func TestBlocksGreedyOrder(t *testing.T) {
 	// Heaviest first: 0(5)→b0, 6(4)→b1, 1(3)→b2, 2(3)→b2, 3(2)→b1, 4(1)→b0,
 	// 5(1)→b0; each block keeps acceptance order.
 	want := [][]int32{{0, 4, 5}, {3, 6}, {1, 2}}
-	if got := d.Next().Blocks; !reflect.DeepEqual(got, want) {
+	if got := next(d).Blocks; !reflect.DeepEqual(got, want) {
 		t.Fatalf("blocks %v, want %v", got, want)
 	}
 }
@@ -603,12 +604,12 @@ func TestBlocksGreedyOrder(t *testing.T) {
 func TestSelectionOwnedByCaller(t *testing.T) {
 	c := Config{Vars: 20, Policy: Random, Candidates: 4, Block: 4, Rho: 1, Workers: 2, Seed: 1}
 	d := mustDynamic(t, c, nil)
-	s := d.Next()
+	s := next(d)
 	vars := slices.Clone(s.Vars)
 	blocks := [][]int32{slices.Clone(s.Blocks[0]), slices.Clone(s.Blocks[1])}
 	s.Blocks[0] = append(s.Blocks[0], 99) // must not clobber block 1
 	for range 5 {
-		d.Next()
+		next(d)
 	}
 	if !slices.Equal(s.Vars, vars) || !slices.Equal(s.Blocks[1], blocks[1]) {
 		t.Fatal("a later round or an append changed an earlier selection")
@@ -639,7 +640,7 @@ func TestFeedbackPanics(t *testing.T) {
 	}
 	// Huge and infinite deltas are capped, not fatal.
 	d.Feedback([]int32{1, 2}, []float64{math.Inf(-1), 1e300})
-	checkSelection(t, d.Next(), validConfig(), fakeColumns{})
+	checkSelection(t, next(d), validConfig(), fakeColumns{})
 }
 
 func BenchmarkNext(b *testing.B) {
@@ -664,7 +665,7 @@ func BenchmarkNext(b *testing.B) {
 			d := mustDynamic(b, c, cols)
 			delta := make([]float64, 0, c.Block)
 			for i := range b.N {
-				s := d.Next()
+				s := next(d)
 				delta = delta[:0]
 				for range s.Vars {
 					delta = append(delta, float64(i%7)*rng.Float64())
@@ -672,5 +673,62 @@ func BenchmarkNext(b *testing.B) {
 				d.Feedback(s.Vars, delta)
 			}
 		})
+	}
+}
+
+// next runs a round of d as if it were fed back at once without changing any
+// weight: the variables it selects are not busy afterwards.
+func next(d *Dynamic) Selection {
+	s := d.Next()
+	for _, j := range s.Vars {
+		d.busy[j] = false
+	}
+	return s
+}
+
+// TestPipelinedNeverBusy plans with depth rounds in flight, feeding each
+// round back only depth rounds later (DESIGN §3), and checks that no
+// variable is ever selected while one of its rounds is in flight, and that
+// every policy still reaches every variable.
+func TestPipelinedNeverBusy(t *testing.T) {
+	for _, policy := range []Policy{Priority, Random, Cyclic} {
+		for _, depth := range []int{1, 2, 4, 8} {
+			t.Run(fmt.Sprintf("%v/depth=%d", policy, depth), func(t *testing.T) {
+				c := Config{Vars: 60, Policy: policy, Gamma: 2, Eta: 1e-3, Candidates: 10, Block: 5, Warmup: 20, Rho: 0.5, Workers: 2, Seed: 4}
+				cols := chainColumns(2)
+				d := mustDynamic(t, c, cols)
+				inFlight := map[int32]int{} // variable → round
+				var rounds [][]int32
+				seen := map[int32]bool{}
+				for r := range 400 {
+					if len(rounds) == depth {
+						done := rounds[0]
+						rounds = rounds[1:]
+						delta := make([]float64, len(done))
+						for k, j := range done {
+							delta[k] = float64(j%7) * 0.1
+							delete(inFlight, j)
+						}
+						d.Feedback(done, delta)
+					}
+					s := d.Next()
+					checkSelection(t, s, c, cols)
+					if len(s.Vars) == 0 {
+						t.Fatalf("round %d selected nothing", r)
+					}
+					for _, j := range s.Vars {
+						if q, ok := inFlight[j]; ok {
+							t.Fatalf("round %d selected %d, still in flight in round %d", r, j, q)
+						}
+						inFlight[j] = r
+						seen[j] = true
+					}
+					rounds = append(rounds, s.Vars)
+				}
+				if len(seen) != c.Vars {
+					t.Errorf("reached %d of %d variables", len(seen), c.Vars)
+				}
+			})
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nuid"
+
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -14,7 +16,10 @@ import (
 
 // NodeOptions configures a scheduler node.
 type NodeOptions struct {
-	// JoinTimeout bounds the wait for the first plan request.
+	// ID names this scheduler process in the job; empty picks a unique one.
+	ID string
+	// JoinTimeout bounds how long the node tries to join and then waits
+	// for its first plan request.
 	JoinTimeout time.Duration
 	// Timeout is the coordinator's round timeout: the scheduler waits twice
 	// as long between two plan requests before it takes the coordinator for
@@ -24,10 +29,14 @@ type NodeOptions struct {
 	Logger *slog.Logger
 }
 
-// Run runs a scheduler node on c: it builds the app's scheduler, then
-// answers the coordinator's plan requests until the coordinator stops the
-// job, the job fails, or ctx is done.
-func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context) (schmp.Scheduler[P], error), opts NodeOptions) error {
+// Run runs a scheduler node on c: it joins the job, which gives it its part
+// of the variables, builds the app's scheduler for that part, then answers
+// the coordinator's plan requests until the coordinator stops the job, the
+// job fails, or ctx is done.
+func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts NodeOptions) error {
+	if opts.ID == "" {
+		opts.ID = nuid.Next()
+	}
 	if opts.JoinTimeout <= 0 {
 		opts.JoinTimeout = time.Minute
 	}
@@ -38,19 +47,37 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("role", "scheduler")
+	log = log.With("role", "scheduler", "id", opts.ID)
 
-	s, err := newScheduler(ctx)
+	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
+	defer cancel()
+	place, err := protocol.Join(joinCtx, c, opts.ID, protocol.RoleScheduler, opts.Timeout)
 	if err != nil {
-		return fmt.Errorf("scheduler: %w", err)
+		return err
 	}
-	// Subscribe only once the scheduler can answer: until then the
-	// coordinator's requests find no responder and are retried.
-	reqs, err := wire.Subscribe[protocol.PlanRequest](c, protocol.SubjectPlan)
+	part := place.Shard
+	log = log.With("part", part)
+	log.Info("joined", "parts", place.Shards)
+
+	ready := protocol.Ready[struct{}]{ID: opts.ID, Role: protocol.RoleScheduler, Shard: part}
+	s, err := newScheduler(ctx, part, place.Shards)
+	if err != nil {
+		err = fmt.Errorf("scheduler %d: %w", part, err)
+		ready.Err = err.Error()
+		if aerr := protocol.Announce(joinCtx, c, ready); aerr != nil {
+			log.Warn("report failure", "err", aerr)
+		}
+		return err
+	}
+	// Subscribe before announcing: the first request follows at once.
+	reqs, err := wire.Subscribe[protocol.PlanRequest](c, protocol.SubjectPlan(part))
 	if err != nil {
 		return err
 	}
 	defer reqs.Close()
+	if err := protocol.Announce(joinCtx, c, ready); err != nil {
+		return err
+	}
 	log.Info("ready")
 
 	wait := opts.JoinTimeout + opts.Timeout
@@ -63,23 +90,22 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 				return ctx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("scheduler: no plan request from the coordinator for %s", wait)
+				return fmt.Errorf("scheduler %d: no plan request from the coordinator for %s", part, wait)
 			}
-			return fmt.Errorf("scheduler: %w", err)
+			return fmt.Errorf("scheduler %d: %w", part, err)
 		}
 		wait = 2 * opts.Timeout
 		if req.Stop {
-			if msg.Reply != "" {
-				_ = wire.Reply(c, msg, protocol.PlanReply[P]{})
-			}
 			if req.Abort != "" {
-				return fmt.Errorf("scheduler: job aborted: %s", req.Abort)
+				return fmt.Errorf("scheduler %d: job aborted: %s", part, req.Abort)
 			}
 			log.Info("stopped", "round", req.Round)
 			return nil
 		}
-		var rep protocol.PlanReply[P]
+		t0 := time.Now()
+		rep := protocol.PlanReply[P]{Round: req.Round, Part: part}
 		rep.Plan, rep.Info, err = s.Schedule(req.Round, req.Feedback)
+		rep.Nanos = time.Since(t0).Nanoseconds()
 		if err != nil {
 			rep.Err = err.Error()
 		}
@@ -87,7 +113,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			err = rerr
 		}
 		if err != nil {
-			return fmt.Errorf("scheduler: round %d: %w", req.Round, err)
+			return fmt.Errorf("scheduler %d: round %d: %w", part, req.Round, err)
 		}
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// Feedback tells the scheduler how much variables moved: Delta[k] is the
-// latest change of variable Vars[k].
+// Feedback tells the scheduler how much the variables of a round moved:
+// Delta[k] is the change of variable Vars[k] in round Round.
 type Feedback struct {
+	Round uint64        `msgpack:"r"`
 	Vars  wire.Int32s   `msgpack:"v"`
 	Delta wire.Float64s `msgpack:"d"`
 }
@@ -17,8 +18,12 @@ type Feedback struct {
 // Len returns the number of variables in f.
 func (f Feedback) Len() int { return len(f.Vars) }
 
-// PlanInfo describes how a plan was made, for the metrics.
+// PlanInfo describes a plan to the runtime.
 type PlanInfo struct {
+	// Vars lists the variables (or, for an app that schedules blocks of
+	// them, the blocks) that the plan updates. The coordinator refuses a
+	// plan that names one still in a round in flight.
+	Vars wire.Int32s `msgpack:"v"`
 	// Candidates is how many variables the scheduler examined.
 	Candidates int `msgpack:"c"`
 	// Selected is how many of them the plan updates.
@@ -41,11 +46,19 @@ type Progress struct {
 	HasGap bool
 }
 
-// Scheduler makes plans. It runs on the scheduler node.
+// Scheduler makes plans. It runs on a scheduler node.
+//
+// The runtime keeps up to depth rounds in flight (DESIGN §3): the plan of
+// round t is asked for once round t−depth has been pulled, so the feedback
+// it comes with is at most depth−1 rounds old. A scheduler must not plan a
+// variable that one of its rounds still in flight updates: each of its
+// rounds is fed back exactly once, in round order, and only then are that
+// round's variables free again (scheduler.Dynamic keeps this bookkeeping).
+// With depth 1 every round is fed back before the next is planned.
 type Scheduler[P any] interface {
-	// Schedule returns the plan of the given round (1, 2, …). fb holds the
-	// changes of the variables updated by the previous round.
-	Schedule(round uint64, fb Feedback) (P, PlanInfo, error)
+	// Schedule returns the plan of round (1, 2, …). fb holds the feedback
+	// of this scheduler's rounds pulled since its last plan, in round order.
+	Schedule(round uint64, fb []Feedback) (P, PlanInfo, error)
 }
 
 // Worker computes partial updates from its own data shard. It runs on a
@@ -60,7 +73,11 @@ type Worker[P, R, U, S any] interface {
 	// Push computes this worker's partial update for the plan.
 	Push(ctx context.Context, round uint64, plan P) (R, error)
 	// Report summarizes the worker's state for the objective; the
-	// coordinator's Objective receives every worker's report.
+	// coordinator's Objective receives every worker's report. With depth
+	// rounds in flight, a report taken in round t describes the state after
+	// the updates of rounds up to t−depth, while the coordinator's own
+	// variables may be up to depth−1 rounds newer: a report that the
+	// objective needs must describe that state by itself.
 	Report() (S, error)
 }
 
@@ -73,10 +90,14 @@ type Coordinator[P, R, U, S any] interface {
 	Start(shards []S) (U, error)
 	// Pull combines the partials of a round (indexed by worker) into new
 	// variable values. It returns the update that workers apply and the
-	// feedback for the scheduler.
+	// feedback for the scheduler, which should name every variable of the
+	// plan (the runtime sets its Round). Rounds are pulled in order; with
+	// depth rounds in flight, the workers computed round t's partials
+	// having applied the updates of rounds up to t−depth only.
 	Pull(round uint64, plan P, partials []R) (U, Feedback, error)
 	// Objective computes the progress of the model from the workers'
-	// reports (indexed by worker).
+	// reports (indexed by worker), which may be older than the
+	// coordinator's variables (see Worker.Report).
 	Objective(reports []S) (Progress, error)
 	// WriteModel writes the model in the app's output format.
 	WriteModel(w io.Writer) error
@@ -88,8 +109,10 @@ type Coordinator[P, R, U, S any] interface {
 type Program[P, R, U, S any] struct {
 	// Name names the app, e.g. "lasso".
 	Name string
-	// NewScheduler builds the scheduler side.
-	NewScheduler func(ctx context.Context) (Scheduler[P], error)
+	// NewScheduler builds scheduler part of parts (0 ≤ part < parts). With
+	// several parts, each owns a contiguous range of the variables and
+	// plans only those; the coordinator asks them for plans in turn.
+	NewScheduler func(ctx context.Context, part, parts int) (Scheduler[P], error)
 	// NewWorker builds worker shard of shards (0 ≤ shard < shards).
 	NewWorker func(ctx context.Context, shard, shards int) (Worker[P, R, U, S], error)
 	// NewCoordinator builds the coordinator side.

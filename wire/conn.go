@@ -50,9 +50,33 @@ func Publish[T any](c *Conn, name string, v T) error {
 	return c.publish(c.Subject(name), data)
 }
 
-func (c *Conn) publish(subject string, data []byte) error {
+// PublishRequest is Publish with a reply subject: answers to v are to be
+// sent to the job subject reply.
+func PublishRequest[T any](c *Conn, name, reply string, v T) error {
+	data, err := Marshal(v)
+	if err != nil {
+		return err
+	}
+	subject := c.Subject(name)
+	if err := c.checkSize(subject, data); err != nil {
+		return err
+	}
+	if err := c.nc.PublishRequest(subject, c.Subject(reply), data); err != nil {
+		return fmt.Errorf("wire: publish %s: %w", subject, err)
+	}
+	return nil
+}
+
+func (c *Conn) checkSize(subject string, data []byte) error {
 	if max := c.nc.MaxPayload(); int64(len(data)) > max {
 		return fmt.Errorf("wire: message of %d bytes on %s exceeds the server's max_payload of %d bytes", len(data), subject, max)
+	}
+	return nil
+}
+
+func (c *Conn) publish(subject string, data []byte) error {
+	if err := c.checkSize(subject, data); err != nil {
+		return err
 	}
 	if err := c.nc.Publish(subject, data); err != nil {
 		return fmt.Errorf("wire: publish %s: %w", subject, err)
@@ -137,3 +161,62 @@ func (in *Inbox[T]) Next(ctx context.Context) (T, *nats.Msg, error) {
 
 // Close unsubscribes.
 func (in *Inbox[T]) Close() error { return in.sub.Unsubscribe() }
+
+// Mailbox is one queue fed by several subjects, for a node that waits on
+// more than one kind of message at a time. Messages of one subject from one
+// sender keep their order.
+type Mailbox struct {
+	ch   chan *nats.Msg
+	done chan struct{}
+	subs []*nats.Subscription
+}
+
+// NewMailbox subscribes to the job subjects names. Messages queue in the
+// client (up to 1 GiB per subject) until Next takes them.
+func NewMailbox(c *Conn, names ...string) (*Mailbox, error) {
+	m := &Mailbox{ch: make(chan *nats.Msg), done: make(chan struct{})}
+	for _, name := range names {
+		subject := c.Subject(name)
+		sub, err := c.nc.Subscribe(subject, func(msg *nats.Msg) {
+			select {
+			case m.ch <- msg:
+			case <-m.done:
+			}
+		})
+		if err == nil {
+			err = sub.SetPendingLimits(1<<20, 1<<30)
+		}
+		if err != nil {
+			m.Close()
+			return nil, fmt.Errorf("wire: subscribe %s: %w", subject, err)
+		}
+		m.subs = append(m.subs, sub)
+	}
+	return m, nil
+}
+
+// Next waits for the next message on any of the mailbox's subjects; decode
+// it with Unmarshal. It gives up when ctx is done.
+func (m *Mailbox) Next(ctx context.Context) (*nats.Msg, error) {
+	select {
+	case msg := <-m.ch:
+		return msg, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wire: waiting for messages: %w", ctx.Err())
+	}
+}
+
+// Close unsubscribes from every subject.
+func (m *Mailbox) Close() error {
+	select {
+	case <-m.done:
+		return nil
+	default:
+	}
+	close(m.done)
+	var errs []error
+	for _, sub := range m.subs {
+		errs = append(errs, sub.Unsubscribe())
+	}
+	return errors.Join(errs...)
+}

@@ -60,7 +60,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
-	place, err := join(joinCtx, c, opts)
+	place, err := protocol.Join(joinCtx, c, opts.ID, protocol.RoleWorker, opts.Timeout)
 	if err != nil {
 		return err
 	}
@@ -72,24 +72,22 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	if err == nil {
 		summary, err = w.Describe()
 	}
-	ready := protocol.Ready[S]{ID: opts.ID, Shard: place.Shard, Summary: summary}
+	ready := protocol.Ready[S]{ID: opts.ID, Role: protocol.RoleWorker, Shard: place.Shard, Summary: summary}
 	if err != nil {
-		err = fmt.Errorf("shard %d: %w", place.Shard, err)
+		err = fmt.Errorf("worker shard %d: %w", place.Shard, err)
 		ready.Err = err.Error()
 	}
-	ack, rerr := wire.Request[protocol.Ready[S], protocol.Ack](joinCtx, c, protocol.SubjectReady, ready)
-	switch {
-	case err != nil:
+	if aerr := protocol.Announce(joinCtx, c, ready); err == nil && aerr != nil {
+		err = aerr
+	}
+	if err != nil {
 		return err
-	case rerr != nil:
-		return fmt.Errorf("worker shard %d: report ready: %w", place.Shard, rerr)
-	case ack.Err != "":
-		return fmt.Errorf("worker shard %d: coordinator refused: %s", place.Shard, ack.Err)
 	}
 	log.Info("ready")
 
 	// The first task comes once every worker is ready: allow the join time.
 	wait := opts.JoinTimeout + opts.Timeout
+	var last uint64 // the round of the last task
 	for {
 		tctx, cancel := context.WithTimeout(ctx, wait)
 		task, _, err := tasks.Next(tctx)
@@ -107,6 +105,11 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 		if task.Abort != "" {
 			return fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort)
 		}
+		if task.Round != last+1 {
+			// Updates must be applied in round order, each once.
+			return fmt.Errorf("worker shard %d: task of round %d after round %d", place.Shard, task.Round, last)
+		}
+		last = task.Round
 		p, err := step(ctx, w, place.Shard, &task)
 		if perr := wire.Publish(c, protocol.SubjectPartial, p); perr != nil && err == nil {
 			err = perr
@@ -124,8 +127,14 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 // step runs one task on w and returns the partial to send. On error the
 // partial carries the error's text.
 func step[P, R, U, S any](ctx context.Context, w schmp.Worker[P, R, U, S], shard int, task *protocol.Task[P, U]) (protocol.Partial[R, S], error) {
+	t0 := time.Now()
 	p := protocol.Partial[R, S]{Round: task.Round, Shard: shard}
-	err := w.Apply(task.Update)
+	var err error
+	for _, u := range task.Updates {
+		if err = w.Apply(u); err != nil {
+			break
+		}
+	}
 	if err == nil && (task.Report || task.Stop) {
 		p.Report, err = w.Report()
 		p.HasReport = err == nil
@@ -136,29 +145,6 @@ func step[P, R, U, S any](ctx context.Context, w schmp.Worker[P, R, U, S], shard
 	if err != nil {
 		p.Err = err.Error()
 	}
+	p.Nanos = time.Since(t0).Nanoseconds()
 	return p, err
-}
-
-// join asks the coordinator for a shard until it answers or ctx is done.
-func join(ctx context.Context, c *wire.Conn, opts Options) (protocol.JoinReply, error) {
-	req := protocol.JoinRequest{ID: opts.ID}
-	for {
-		rctx, cancel := context.WithTimeout(ctx, min(opts.Timeout, 5*time.Second))
-		rep, err := wire.Request[protocol.JoinRequest, protocol.JoinReply](rctx, c, protocol.SubjectJoin, req)
-		cancel()
-		if err == nil {
-			if rep.Err != "" {
-				return rep, fmt.Errorf("worker: join refused: %s", rep.Err)
-			}
-			return rep, nil
-		}
-		if ctx.Err() != nil {
-			return rep, fmt.Errorf("worker: no coordinator answered on %s within %s", c.Subject(protocol.SubjectJoin), opts.JoinTimeout)
-		}
-		// No coordinator yet (no responders) or a lost reply: try again.
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

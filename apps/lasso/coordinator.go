@@ -159,14 +159,9 @@ func (c *Coordinator) Objective(reports []Summary) (schmp.Progress, error) {
 			dual = max(dual, math.Abs(v))
 		}
 	}
-	var l1 float64
-	nnz := 0
-	for _, b := range c.beta {
-		if b != 0 {
-			l1 += math.Abs(b)
-			nnz++
-		}
-	}
+	// Every worker has applied the same updates: β is theirs, which may be
+	// older than c.beta.
+	l1, nnz := reports[0].L1, reports[0].NNZ
 	s := 1.0
 	if nl := c.n * c.lambda; dual > nl {
 		s = nl / dual

@@ -8,7 +8,6 @@ import (
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/sparse"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -75,7 +74,10 @@ type Center struct {
 }
 
 // Summary describes a worker's shard when it joins (Rows … XtY), and its
-// residual r when it reports (SqResid … XtR), over the shard's rows.
+// state when it reports (SqResid … NNZ): the residual r over the shard's
+// rows, and β as the worker has it. With rounds in flight the report is
+// older than the coordinator's β, so it carries the β part of the
+// objective itself.
 type Summary struct {
 	Rows     int           `msgpack:"n"`
 	Features int           `msgpack:"m"`
@@ -87,14 +89,16 @@ type Summary struct {
 	SumResid float64       `msgpack:"r"`  // Σ r_i
 	YtR      float64       `msgpack:"yr"` // Σ (y_i − ȳ)·r_i
 	XtR      wire.Float64s `msgpack:"xr"` // Σ x_ij·r_i for every column j
+	L1       float64       `msgpack:"l1"` // ‖β‖₁
+	NNZ      int           `msgpack:"nz"` // non-zeros of β
 }
 
 // Program returns the Lasso program for cfg.
 func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 	return schmp.Program[Plan, Partial, Update, Summary]{
 		Name: "lasso",
-		NewScheduler: func(ctx context.Context) (schmp.Scheduler[Plan], error) {
-			return NewScheduler(cfg)
+		NewScheduler: func(ctx context.Context, part, parts int) (schmp.Scheduler[Plan], error) {
+			return NewScheduler(cfg, part, parts)
 		},
 		NewWorker: func(ctx context.Context, shard, shards int) (schmp.Worker[Plan, Partial, Update, Summary], error) {
 			return NewWorker(cfg, shard, shards)
@@ -105,45 +109,31 @@ func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 	}
 }
 
-// ReadMatrix reads rows [lo, hi) of a LIBSVM file (hi < 0: to the end) into
-// a column-compressed matrix with at least cols columns, and the responses.
-func ReadMatrix(path string, lo, hi, cols int) (*sparse.CSC, []float64, error) {
-	var b sparse.Builder
-	var y []float64
-	add := func(_ int, row libsvm.Row) error {
-		b.AddRow(row.Index, row.Value)
-		y = append(y, row.Label)
-		return nil
-	}
-	var err error
-	if hi < 0 {
-		err = libsvm.Read(path, add)
-	} else {
-		err = libsvm.ReadRange(path, lo, hi, add)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return b.Build(cols), y, nil
-}
-
-// Scheduler is the scheduler side of the Lasso: the dynamic engine over the
-// columns of X.
+// Scheduler is the scheduler side of the Lasso: the dynamic engine over a
+// contiguous range of the columns of X.
 type Scheduler struct {
-	d *scheduler.Dynamic
+	d     *scheduler.Dynamic
+	first int32 // the engine's variable k is column first+k
+	vars  int32 // the number of columns of the part
 }
 
-// NewScheduler reads the columns of cfg.Data and starts the engine.
-func NewScheduler(cfg Config) (*Scheduler, error) {
-	x, _, err := ReadMatrix(cfg.Data, 0, -1, 0)
+// NewScheduler reads part of parts of the columns of cfg.Data and starts the
+// engine over them. Parts other than the first seed their draws with
+// cfg.Schedule.Seed+part.
+func NewScheduler(cfg Config, part, parts int) (*Scheduler, error) {
+	x, first, total, err := libsvm.ReadColumns(cfg.Data, part, parts)
 	if err != nil {
 		return nil, err
 	}
-	sc := cfg.Schedule
-	sc.Vars = x.Cols
-	if sc.Vars == 0 {
+	if total == 0 {
 		return nil, fmt.Errorf("%s: no features", cfg.Data)
 	}
+	if x.Cols == 0 {
+		return nil, fmt.Errorf("%s: %d features are too few for %d schedulers", cfg.Data, total, parts)
+	}
+	sc := cfg.Schedule
+	sc.Vars = x.Cols
+	sc.Seed += uint64(part)
 	if sc.Warmup < 0 {
 		sc.Warmup = (sc.Vars + sc.Block - 1) / sc.Block
 	}
@@ -152,12 +142,28 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduler{d: d}, nil
+	return &Scheduler{d: d, first: int32(first), vars: int32(x.Cols)}, nil
 }
 
 // Schedule implements schmp.Scheduler.
-func (s *Scheduler) Schedule(round uint64, fb schmp.Feedback) (Plan, schmp.PlanInfo, error) {
-	s.d.Feedback(fb.Vars, fb.Delta)
+func (s *Scheduler) Schedule(round uint64, fbs []schmp.Feedback) (Plan, schmp.PlanInfo, error) {
+	for _, fb := range fbs {
+		local := make([]int32, len(fb.Vars))
+		for k, j := range fb.Vars {
+			local[k] = j - s.first
+			if local[k] < 0 || local[k] >= s.vars {
+				return Plan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d for column %d, outside this scheduler's [%d, %d)", fb.Round, j, s.first, s.first+s.vars)
+			}
+		}
+		if len(fb.Delta) != len(fb.Vars) {
+			return Plan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d with %d variables and %d deltas", fb.Round, len(fb.Vars), len(fb.Delta))
+		}
+		s.d.Feedback(local, fb.Delta)
+	}
 	sel := s.d.Next()
-	return Plan{Vars: sel.Vars}, schmp.PlanInfo{Candidates: sel.Candidates, Selected: len(sel.Vars)}, nil
+	vars := make(wire.Int32s, len(sel.Vars))
+	for k, j := range sel.Vars {
+		vars[k] = j + s.first
+	}
+	return Plan{Vars: vars}, schmp.PlanInfo{Vars: vars, Candidates: sel.Candidates, Selected: len(vars)}, nil
 }

@@ -3,6 +3,7 @@ package lasso
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/sparse"
@@ -19,6 +20,7 @@ type Worker struct {
 	meanY  float64
 	meanX  []float64 // nil when no intercept
 	s      float64   // x̄ᵀβ
+	beta   []float64 // β, as the updates so far make it
 }
 
 // NewWorker reads shard of shards (a contiguous range of rows) of cfg.Data.
@@ -28,7 +30,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 		return nil, err
 	}
 	lo, hi := libsvm.ShardRange(n, shard, shards)
-	x, y, err := ReadMatrix(cfg.Data, lo, hi, 0)
+	x, y, err := libsvm.ReadMatrix(cfg.Data, lo, hi, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +80,13 @@ func (w *Worker) Apply(u Update) error {
 	}
 	for k, j := range u.Vars {
 		d := u.Delta[k]
+		if j < 0 {
+			return fmt.Errorf("update of variable %d", j)
+		}
+		if int(j) >= len(w.beta) {
+			w.beta = append(w.beta, make([]float64, int(j)+1-len(w.beta))...)
+		}
+		w.beta[j] += d
 		if int(j) < len(w.meanX) {
 			w.s += w.meanX[j] * d
 		}
@@ -130,6 +139,12 @@ func (w *Worker) Report() (Summary, error) {
 			sum += vals[t] * w.q[i]
 		}
 		s.XtR[j] = sum + shift*w.colSum[j]
+	}
+	for _, b := range w.beta {
+		if b != 0 {
+			s.L1 += math.Abs(b)
+			s.NNZ++
+		}
 	}
 	return s, nil
 }

@@ -103,8 +103,8 @@ type Summary struct {
 func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 	return schmp.Program[Plan, Partial, Update, Summary]{
 		Name: "nnls",
-		NewScheduler: func(context.Context) (schmp.Scheduler[Plan], error) {
-			return NewScheduler(cfg)
+		NewScheduler: func(_ context.Context, part, parts int) (schmp.Scheduler[Plan], error) {
+			return NewScheduler(cfg, part, parts)
 		},
 		NewWorker: func(_ context.Context, shard, shards int) (schmp.Worker[Plan, Partial, Update, Summary], error) {
 			return NewWorker(cfg, shard, shards)
@@ -117,24 +117,34 @@ func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 
 // Scheduler is the scheduler side: cyclic blocks of coordinates.
 type Scheduler struct {
-	cols, block int
+	first, cols, block int // the part's coordinates are [first, first+cols)
+	plans              int // plans made so far
 }
 
-// NewScheduler returns the scheduler side for cfg.
-func NewScheduler(cfg Config) (*Scheduler, error) {
+// NewScheduler returns scheduler part of parts for cfg: it owns a
+// contiguous range of the coordinates.
+func NewScheduler(cfg Config, part, parts int) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Scheduler{cols: cfg.Cols, block: min(max(cfg.Block, 1), cfg.Cols)}, nil
+	if parts > cfg.Cols {
+		return nil, fmt.Errorf("nnls: %d schedulers for %d coordinates", parts, cfg.Cols)
+	}
+	lo, hi := part*cfg.Cols/parts, (part+1)*cfg.Cols/parts
+	return &Scheduler{first: lo, cols: hi - lo, block: min(max(cfg.Block, 1), hi-lo)}, nil
 }
 
-// Schedule implements schmp.Scheduler: round r updates the Block
-// coordinates from (r−1)·Block on, modulo Cols. It needs no feedback.
-func (s *Scheduler) Schedule(round uint64, _ schmp.Feedback) (Plan, schmp.PlanInfo, error) {
-	first := (round - 1) * uint64(s.block) % uint64(s.cols)
+// Schedule implements schmp.Scheduler: the k-th plan (from 0) updates the
+// Block coordinates of the part from k·Block on, cycling through the part.
+// It needs no feedback. With rounds in flight (depth > 1), the blocks of
+// the part's rounds in flight must not overlap: the coordinator refuses a
+// plan that would update a coordinate twice at once.
+func (s *Scheduler) Schedule(uint64, []schmp.Feedback) (Plan, schmp.PlanInfo, error) {
+	start := s.plans * s.block % s.cols
+	s.plans++
 	p := Plan{Vars: make(wire.Int32s, s.block)}
 	for k := range p.Vars {
-		p.Vars[k] = int32((first + uint64(k)) % uint64(s.cols))
+		p.Vars[k] = int32(s.first + (start+k)%s.cols)
 	}
-	return p, schmp.PlanInfo{Candidates: s.block, Selected: s.block}, nil
+	return p, schmp.PlanInfo{Vars: p.Vars, Candidates: s.block, Selected: s.block}, nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
-	"github.com/strads-go/strads/schmp"
 )
 
 var testConfig = Config{Rows: 300, Cols: 20, Seed: 7, Block: 1}
@@ -126,21 +125,31 @@ func TestKKT(t *testing.T) {
 	}
 }
 
-// TestSchedule checks that blocks cycle through the coordinates.
+// TestSchedule checks that blocks cycle through each part's coordinates.
 func TestSchedule(t *testing.T) {
-	s, err := NewScheduler(Config{Rows: 1, Cols: 5, Block: 2})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		part, parts int
+		want        []int32
+	}{
+		{0, 1, []int32{0, 1, 2, 3, 4, 0, 1, 2}},
+		{0, 2, []int32{0, 1, 0, 1, 0, 1, 0, 1}},
+		{1, 2, []int32{2, 3, 4, 2, 3, 4, 2, 3}},
 	}
-	var got []int32
-	for round := uint64(1); round <= 4; round++ {
-		p, info, err := s.Schedule(round, schmp.Feedback{})
-		if err != nil || info.Selected != 2 {
-			t.Fatalf("round %d: %v, %+v", round, err, info)
+	for _, tt := range tests {
+		s, err := NewScheduler(Config{Rows: 1, Cols: 5, Block: 2}, tt.part, tt.parts)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got = append(got, p.Vars...)
-	}
-	if want := []int32{0, 1, 2, 3, 4, 0, 1, 2}; !slices.Equal(got, want) {
-		t.Errorf("plans %v, want %v", got, want)
+		var got []int32
+		for round := uint64(1); round <= 4; round++ {
+			p, info, err := s.Schedule(round, nil)
+			if err != nil || info.Selected != 2 || !slices.Equal(info.Vars, p.Vars) {
+				t.Fatalf("part %d/%d round %d: %v, %+v", tt.part, tt.parts, round, err, info)
+			}
+			got = append(got, p.Vars...)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("part %d/%d: plans %v, want %v", tt.part, tt.parts, got, tt.want)
+		}
 	}
 }

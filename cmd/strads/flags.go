@@ -81,6 +81,8 @@ func (f *lassoFlags) config(workers int) (lasso.Config, error) {
 // runFlags are the flags of the runtime.
 type runFlags struct {
 	workers     int
+	schedulers  int
+	depth       int
 	maxRounds   uint64
 	tol         float64
 	timeLimit   time.Duration
@@ -98,11 +100,13 @@ type runFlags struct {
 func addRunFlags(fs *flag.FlagSet) *runFlags {
 	f := &runFlags{}
 	fs.IntVar(&f.workers, "workers", 2, "number of workers")
+	fs.IntVar(&f.schedulers, "schedulers", 1, "number of scheduler nodes; each plans a contiguous range of the variables, and they take rounds in turn")
+	fs.IntVar(&f.depth, "depth", 1, "most rounds in flight at once: the scheduler plans ahead from feedback up to depth-1 rounds old (1: strict rounds)")
 	fs.Uint64Var(&f.maxRounds, "max-rounds", 0, "stop after `n` rounds (0: no limit)")
 	fs.Float64Var(&f.tol, "tol", 1e-4, "stop when the objective is certified within tol of the optimum, relatively (Lasso: duality gap ≤ tol·objective); 0: off")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this much time (0: no limit)")
 	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds (costs one pass over the data)")
-	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV (time_s,round,objective,nnz,updates,gap) to `file`")
+	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV to `file`: time_s,round,objective,nnz,updates,gap, then per-round means since the previous row: plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes")
 	fs.StringVar(&f.out, "out", "", "write the model to `file` (Lasso: index,value CSV of non-zero coefficients, 1-based; 0 = intercept)")
 	fs.DurationVar(&f.progress, "progress", 2*time.Second, "print a progress line this often (0: never)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "longest wait for any other role once the job runs")
@@ -117,6 +121,8 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 	o := coordinator.Options{
 		Workers:     f.workers,
+		Schedulers:  f.schedulers,
+		Depth:       f.depth,
 		MaxRounds:   f.maxRounds,
 		TimeLimit:   f.timeLimit,
 		Tol:         f.tol,

@@ -68,4 +68,5 @@ func checkData(path string) error {
 func printResult(w io.Writer, res *coordinator.Result) {
 	fmt.Fprintf(w, "objective %.12g  gap %.3g  nnz %d  rounds %d  updates %d  time %.3fs  (%s)\n",
 		res.Final.Objective, res.Final.Gap, res.Final.NNZ, res.Rounds, res.Updates, res.Elapsed.Seconds(), res.Reason)
+	res.WriteSummary(w)
 }

@@ -186,8 +186,8 @@ func TestLassoCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(m), "time_s,round,objective,nnz,updates,gap\n") || strings.Count(string(m), "\n") < 3 {
-		t.Errorf("metrics %q", m)
+	if !strings.HasPrefix(string(m), "time_s,round,objective,nnz,updates,gap,plan_ms,") || strings.Count(string(m), "\n") < 3 {
+		t.Errorf("metrics %.200q…", m)
 	}
 	assertNoOutput(t, dir, "model.csv", "metrics.csv")
 }

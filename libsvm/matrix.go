@@ -1,0 +1,65 @@
+package libsvm
+
+import "github.com/strads-go/strads/sparse"
+
+// ReadMatrix reads rows [lo, hi) of the file at path (hi < 0: to the end)
+// into a column-compressed matrix with at least cols columns, and their
+// labels.
+func ReadMatrix(path string, lo, hi, cols int) (*sparse.CSC, []float64, error) {
+	var b sparse.Builder
+	var y []float64
+	add := func(_ int, row Row) error {
+		b.AddRow(row.Index, row.Value)
+		y = append(y, row.Label)
+		return nil
+	}
+	var err error
+	if hi < 0 {
+		err = Read(path, add)
+	} else {
+		err = ReadRange(path, lo, hi, add)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Build(cols), y, nil
+}
+
+// ReadColumns reads part of parts of the columns of every row of the file at
+// path: the columns [first, first+x.Cols) of a contiguous split of all
+// total columns (those up to the last with a non-zero), as [ShardRange]
+// splits rows. Column k of x is column first+k of the file. It reads the
+// file twice, and keeps only its part.
+func ReadColumns(path string, part, parts int) (x *sparse.CSC, first, total int, err error) {
+	err = Read(path, func(_ int, row Row) error {
+		for k := len(row.Index) - 1; k >= 0; k-- {
+			if row.Value[k] != 0 {
+				total = max(total, int(row.Index[k])+1)
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	lo, hi := ShardRange(total, part, parts)
+	var b sparse.Builder
+	var idx []int32
+	var val []float64
+	err = Read(path, func(_ int, row Row) error {
+		idx, val = idx[:0], val[:0]
+		for k, j := range row.Index {
+			if int(j) >= lo && int(j) < hi {
+				idx = append(idx, j-int32(lo))
+				val = append(val, row.Value[k])
+			}
+		}
+		b.AddRow(idx, val)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return b.Build(hi - lo), lo, total, nil
+}
