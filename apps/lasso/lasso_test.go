@@ -16,6 +16,7 @@ import (
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
 )
 
 // problem is a small Lasso data set held densely, for the reference solver.
@@ -236,6 +237,12 @@ func schedule(policy scheduler.Policy, workers int) scheduler.Config {
 // result and the path of the model.
 func runJob(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*coordinator.Result, string) {
 	t.Helper()
+	return runProgram(t, Program(cfg), workers, copts)
+}
+
+// runProgram is runJob for a program whose parts a test replaced.
+func runProgram(t *testing.T, prog schmp.Program[Plan, Partial, Update, Summary], workers int, copts coordinator.Options) (*coordinator.Result, string) {
+	t.Helper()
 	copts.Workers = workers
 	copts.Out = filepath.Join(t.TempDir(), "model.csv")
 	if copts.ReportEvery == 0 {
@@ -244,7 +251,7 @@ func runJob(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*
 	copts.JoinTimeout, copts.Timeout = 20*time.Second, 20*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := job.Run(ctx, Program(cfg), job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
+	res, err := job.Run(ctx, prog, job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("job: %v", err)
 	}
