@@ -56,7 +56,7 @@ type node[P, R, U, S any] struct {
 	asked    map[uint64]time.Time        // rounds whose plan is awaited → when asked
 	plans    map[uint64]*planned[P]      // plans received, not yet sent
 	flight   map[uint64]*flight[P, R, S] // rounds sent, not yet pulled
-	updates  []U                         // pulled, not yet sent to the workers
+	updates  []pulledUpdate[U]           // pulled, not yet sent to the workers
 	feedback [][]schmp.Feedback          // per scheduler part, not yet sent
 	stopping bool
 	prev     float64 // the objective of the previous report
@@ -68,6 +68,12 @@ type node[P, R, U, S any] struct {
 	lastRound uint64
 	waited    time.Duration // time spent waiting for messages
 	nats0     nats.Statistics
+}
+
+// pulledUpdate is the update of a round, waiting to be sent to the workers.
+type pulledUpdate[U any] struct {
+	round uint64 // 0 for Start's
+	u     U
 }
 
 // planned is a plan received from a scheduler.
@@ -266,7 +272,7 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	n.asked = map[uint64]time.Time{}
 	n.plans = map[uint64]*planned[P]{}
 	n.flight = map[uint64]*flight[P, R, S]{}
-	n.updates = []U{u}
+	n.updates = []pulledUpdate[U]{{0, u}}
 	n.feedback = make([][]schmp.Feedback, n.opts.Schedulers)
 	n.stats.init(n.opts.Workers, n.opts.Schedulers)
 	n.nats0 = n.c.NATS().Stats()
@@ -388,19 +394,24 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	}
 }
 
-// send puts round in flight: it sends the workers the updates pulled since
-// the last task, and the plan.
+// send puts round in flight: it sends the workers the plan and the updates
+// of the rounds up to round−depth not sent yet. Fresher updates wait for
+// the next task even if already pulled, so that what a worker computes does
+// not depend on timing: the run is deterministic at every depth.
 func (n *node[P, R, U, S]) send(round uint64, p *planned[P]) error {
 	if err := n.win.admit(round, p.info.Vars); err != nil {
 		return fmt.Errorf("coordinator: scheduler %d: %w", n.part(round), err)
 	}
 	t0 := time.Now()
 	report := (round-1)%uint64(n.opts.ReportEvery) == 0
-	task := protocol.Task[P, U]{Round: round, Updates: n.updates, Plan: p.plan, Report: report}
+	k := 0
+	for k < len(n.updates) && n.updates[k].round+uint64(n.opts.Depth) <= round {
+		k++
+	}
+	task := protocol.Task[P, U]{Round: round, Updates: n.take(k), Plan: p.plan, Report: report}
 	if err := wire.Publish(n.c, protocol.SubjectTask, task); err != nil {
 		return fmt.Errorf("coordinator: round %d: %w", round, err)
 	}
-	n.updates = nil
 	w := n.opts.Workers
 	n.flight[round] = &flight[P, R, S]{
 		plan: p.plan, info: p.info, report: report, sent: t0,
@@ -409,6 +420,16 @@ func (n *node[P, R, U, S]) send(round uint64, p *planned[P]) error {
 	n.sent = round
 	n.stats.dispatch += time.Since(t0)
 	return nil
+}
+
+// take removes the first k updates waiting to be sent and returns them.
+func (n *node[P, R, U, S]) take(k int) []U {
+	us := make([]U, k)
+	for i, p := range n.updates[:k] {
+		us[i] = p.u
+	}
+	n.updates = n.updates[k:]
+	return us
 }
 
 // onPartial takes a worker's partial in and pulls every round that is
@@ -486,7 +507,7 @@ func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
 	fb.Round = round
 	part := n.part(round)
 	n.feedback[part] = append(n.feedback[part], fb)
-	n.updates = append(n.updates, u)
+	n.updates = append(n.updates, pulledUpdate[U]{round, u})
 	n.pulled = round
 
 	n.res.Rounds = round
@@ -566,7 +587,7 @@ func (n *node[P, R, U, S]) progressLine() {
 // stops the schedulers and writes the outputs.
 func (n *node[P, R, U, S]) finish(ctx context.Context) error {
 	round := n.sent + 1
-	stop := protocol.Task[P, U]{Round: round, Updates: n.updates, Stop: true}
+	stop := protocol.Task[P, U]{Round: round, Updates: n.take(len(n.updates)), Stop: true}
 	if err := wire.Publish(n.c, protocol.SubjectTask, stop); err != nil {
 		return fmt.Errorf("coordinator: stop: %w", err)
 	}

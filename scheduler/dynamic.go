@@ -114,10 +114,10 @@ type Selection struct {
 	Candidates int
 	// Rejected is how many of them the dependency check rejected.
 	Rejected int
-	// Busy is how many variables were drawn and skipped, not counted in
-	// Candidates, because they are still in a round that has not been fed
-	// back (see Dynamic).
-	Busy int
+	// Deferred is how many variables were drawn and put off, not counted
+	// in Candidates, because they are still in a round in flight or depend
+	// on a variable that is (see Dynamic); at most Candidates.
+	Deferred int
 }
 
 // Dynamic is the dynamic scheduling engine: each call to Next draws
@@ -148,11 +148,15 @@ type Selection struct {
 //
 // A variable that Next selects is busy until Feedback names it: Next never
 // selects a busy variable, so that with rounds in flight (pipelining) no
-// variable is in two of them at once. A busy variable that is drawn is
-// skipped without counting as a candidate (Selection.Busy), and keeps its
-// weight; the walk examines it again first in the next round. Feedback
-// must therefore name every selected variable once its round is done, with
-// delta 0 if it did not move.
+// variable is in two of them at once. Since the rounds in flight are
+// computed from the same stale state, their variables are in effect
+// updated together, so a candidate that depends on a busy variable is put
+// off too. A candidate put off (Selection.Deferred) does not count as
+// examined, and keeps its weight; the walk queues it after the rejected
+// candidates, and stops examining the queue in a round once half the
+// Candidates have been put off, so that it keeps moving. A round puts off at
+// most Candidates variables, and may then select none. Feedback must therefore name every selected variable once
+// its round is done, with delta 0 if it did not move.
 //
 // Dynamic is not safe for concurrent use.
 type Dynamic struct {
@@ -162,8 +166,10 @@ type Dynamic struct {
 	cand  int  // effective Candidates
 	block int  // effective Block
 	rng   *rand.Rand
-	round int    // rounds served so far
-	busy  []bool // busy[j]: j was selected and not yet fed back
+	round int     // rounds served so far
+	busy  []int32 // busy[j]: the position of j in inflight, or -1
+
+	inflight []int32 // the variables selected and not yet fed back
 
 	// The walk: Cyclic and the Priority warm-up.
 	order  []int32 // walk order; nil means index order
@@ -172,6 +178,8 @@ type Dynamic struct {
 	spare  []int32 // the previous queue, reused
 	queued []bool  // queued[j]: j was in queue at the start of this round or still is
 	qpos   int     // queue entries examined this round
+	qdef   int     // of which put off
+	later  []int32 // candidates put off this round, queued last
 
 	// Uniform draws without replacement: Random, and Priority's fallback.
 	perm []int32 // a permutation of the variables, shuffled in place
@@ -203,7 +211,7 @@ func NewDynamic(c Config, cols Columns) (*Dynamic, error) {
 	}
 	d := &Dynamic{
 		cfg:   c,
-		busy:  make([]bool, c.Vars),
+		busy:  make([]int32, c.Vars),
 		cols:  cols,
 		check: c.Rho < 1,
 		cand:  min(c.Candidates, c.Vars),
@@ -215,6 +223,9 @@ func NewDynamic(c Config, cols Columns) (*Dynamic, error) {
 	}
 	if sc, ok := cols.(*SparseColumns); ok && sc.m.Cols < c.Vars {
 		return nil, fmt.Errorf("--vars %d exceeds the %d columns of the data", c.Vars, sc.m.Cols)
+	}
+	for j := range d.busy {
+		d.busy[j] = -1
 	}
 	m := c.Vars
 	switch c.Policy {
@@ -262,7 +273,7 @@ func (d *Dynamic) Feedback(vars []int32, delta []float64) {
 		if math.IsNaN(delta[i]) {
 			panic(fmt.Sprintf("scheduler: Feedback with NaN delta for variable %d", j))
 		}
-		d.busy[j] = false
+		d.release(j)
 		if d.tree == nil {
 			continue
 		}
@@ -302,12 +313,12 @@ func (d *Dynamic) Next() Selection {
 		// The warm-up is over: drop its walk.
 		d.endWarmup()
 	}
-	d.qpos, d.fy = 0, 0
-	d.rejected = d.rejected[:0]
+	d.qpos, d.qdef, d.fy = 0, 0, 0
+	d.rejected, d.later = d.rejected[:0], d.later[:0]
 	vars := make([]int32, 0, d.block)
-	examined, busy := 0, 0
+	examined, deferred := 0, 0
 	// Every draw of a round is a distinct variable, so at most Vars draws.
-	for examined < d.cand && len(vars) < d.block && examined+busy < d.cfg.Vars {
+	for examined < d.cand && len(vars) < d.block && deferred < d.cand && examined+deferred < d.cfg.Vars {
 		var j int32
 		switch kind {
 		case drawWalk:
@@ -317,16 +328,19 @@ func (d *Dynamic) Next() Selection {
 		default:
 			j = d.nextWeighted()
 		}
-		switch {
-		case d.busy[j]:
-			busy++
+		if d.busy[j] >= 0 || !d.independent(j, d.inflight) {
+			deferred++
 			if kind == drawWalk {
-				d.rejected = append(d.rejected, j) // examined first next round
+				d.later = append(d.later, j)
+				if d.qpos > 0 && d.qpos <= len(d.queue) && d.queue[d.qpos-1] == j {
+					d.qdef++
+				}
 			}
 			continue
-		case d.independent(j, vars):
+		}
+		if d.independent(j, vars) {
 			vars = append(vars, j)
-		default:
+		} else {
 			d.rejected = append(d.rejected, j)
 		}
 		examined++
@@ -338,7 +352,8 @@ func (d *Dynamic) Next() Selection {
 		d.restore()
 	}
 	for _, j := range vars {
-		d.busy[j] = true
+		d.busy[j] = int32(len(d.inflight))
+		d.inflight = append(d.inflight, j)
 	}
 	d.round++
 	return Selection{
@@ -346,7 +361,7 @@ func (d *Dynamic) Next() Selection {
 		Blocks:     d.split(vars),
 		Candidates: examined,
 		Rejected:   examined - len(vars),
-		Busy:       busy,
+		Deferred:   deferred,
 	}
 }
 
@@ -360,6 +375,19 @@ func (d *Dynamic) kind() drawKind {
 		return drawWalk
 	}
 	return drawWeighted
+}
+
+// release marks j no longer busy.
+func (d *Dynamic) release(j int32) {
+	k := d.busy[j]
+	if k < 0 {
+		return
+	}
+	last := d.inflight[len(d.inflight)-1]
+	d.inflight[k] = last
+	d.busy[last] = k
+	d.inflight = d.inflight[:len(d.inflight)-1]
+	d.busy[j] = -1
 }
 
 // independent reports whether j may join the accepted variables vars.
@@ -378,14 +406,12 @@ func (d *Dynamic) independent(j int32, vars []int32) bool {
 // nextWalk returns the next queued candidate, or else the next variable of
 // the walk that is not queued.
 func (d *Dynamic) nextWalk() int32 {
-	if d.qpos < len(d.queue) {
+	if d.qpos < len(d.queue) && d.qdef < max(d.cand/2, 1) {
 		j := d.queue[d.qpos]
 		d.qpos++
 		return j
 	}
-	// At most Candidates-1 variables are queued, fewer than Vars, so this
-	// ends.
-	for {
+	for range len(d.queued) {
 		j := int32(d.cursor)
 		if d.order != nil {
 			j = d.order[d.cursor]
@@ -398,6 +424,11 @@ func (d *Dynamic) nextWalk() int32 {
 			return j
 		}
 	}
+	// Every variable is queued. A round draws fewer than Vars variables,
+	// so some queued ones are left.
+	j := d.queue[d.qpos]
+	d.qpos++
+	return j
 }
 
 // requeue makes this round's rejected candidates, followed by the queued ones
@@ -409,8 +440,12 @@ func (d *Dynamic) requeue() {
 	for _, j := range d.rejected {
 		d.queued[j] = true
 	}
+	for _, j := range d.later {
+		d.queued[j] = true
+	}
 	next := append(d.spare[:0], d.rejected...)
 	next = append(next, d.queue[d.qpos:]...)
+	next = append(next, d.later...)
 	d.spare, d.queue = d.queue, next
 }
 

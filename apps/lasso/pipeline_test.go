@@ -128,7 +128,7 @@ func (r recorder) Schedule(round uint64, fb []schmp.Feedback) (Plan, schmp.PlanI
 // variable was ever in two rounds in flight, that the pipeline was full,
 // and that the solution still meets the optimality conditions.
 func TestPipelined(t *testing.T) {
-	pr := newProblem(t, 80, 200, 5)
+	pr := newProblem(t, 300, 200, 5)
 	lambda := 0.05 * pr.lambdaMax(false)
 	for _, tc := range []struct {
 		depth, schedulers int
@@ -165,9 +165,9 @@ func TestPipelined(t *testing.T) {
 					}
 				}
 			}
+			t.Logf("%d rounds, %d updates, %s", res.Rounds, res.Updates, res.Reason)
 			beta, _ := readModel(t, out, pr.p())
 			pr.checkKKT(t, beta, lambda, false, 1e-6)
-			t.Logf("%d rounds, %d updates, %s", res.Rounds, res.Updates, res.Reason)
 		})
 	}
 }

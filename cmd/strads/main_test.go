@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -242,41 +243,52 @@ func (p *process) wait(t *testing.T, timeout time.Duration) int {
 // find the same β as the all-in-one mode.
 func TestSeparateProcesses(t *testing.T) {
 	data := genData(t)
-	dir := t.TempDir()
-	common := []string{"--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--schedule", "priority",
-		"--seed", "7", "--max-rounds", "400", "--tol", "0", "--progress", "0", "--job", "proc"}
+	for _, tc := range []struct{ schedulers, depth int }{{1, 1}, {2, 3}} {
+		t.Run(fmt.Sprintf("schedulers=%d/depth=%d", tc.schedulers, tc.depth), func(t *testing.T) {
+			dir := t.TempDir()
+			job := fmt.Sprintf("proc-%d-%d", tc.schedulers, tc.depth)
+			common := []string{"--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--schedule", "priority",
+				"--seed", "7", "--max-rounds", "400", "--tol", "0", "--progress", "0", "--job", job,
+				"--schedulers", strconv.Itoa(tc.schedulers), "--depth", strconv.Itoa(tc.depth)}
 
-	allInOne := filepath.Join(dir, "all-in-one.csv")
-	if code, _, stderr := runCLI(t, append([]string{"lasso", "--out", allInOne}, common...)...); code != 0 {
-		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
-	}
+			allInOne := filepath.Join(dir, "all-in-one.csv")
+			if code, _, stderr := runCLI(t, append([]string{"lasso", "--out", allInOne}, common...)...); code != 0 {
+				t.Fatalf("all-in-one: exit %d: %s", code, stderr)
+			}
 
-	url := startServer(t)
-	distributed := filepath.Join(dir, "distributed.csv")
-	roles := append([]string{"--nats", url}, common...)
-	// Start the workers first: they wait for the coordinator.
-	w1 := startProcess(t, "worker 1", append([]string{"worker"}, roles...)...)
-	w2 := startProcess(t, "worker 2", append([]string{"worker"}, roles...)...)
-	coord := startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed}, roles...)...)
-	sched := startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...)
-	for _, p := range []*process{coord, sched, w1, w2} {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(distributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("separate processes found\n%s\nall-in-one found\n%s", got, want)
-	}
-	if strings.Count(string(want), "\n") < 3 {
-		t.Errorf("model has no coefficients: %q", want)
+			url := startServer(t)
+			distributed := filepath.Join(dir, "distributed.csv")
+			roles := append([]string{"--nats", url}, common...)
+			// Start the workers first: they wait for the coordinator.
+			procs := []*process{
+				startProcess(t, "worker 1", append([]string{"worker"}, roles...)...),
+				startProcess(t, "worker 2", append([]string{"worker"}, roles...)...),
+				startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed}, roles...)...),
+			}
+			for i := range tc.schedulers {
+				procs = append(procs, startProcess(t, fmt.Sprintf("scheduler %d", i), append([]string{"scheduler"}, roles...)...))
+			}
+			for _, p := range procs {
+				if code := p.wait(t, time.Minute); code != 0 {
+					t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
+				}
+			}
+			want, err := os.ReadFile(allInOne)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(distributed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Rounds in flight or not, the computation is deterministic.
+			if !bytes.Equal(got, want) {
+				t.Errorf("separate processes found\n%s\nall-in-one found\n%s", got, want)
+			}
+			if strings.Count(string(want), "\n") < 3 {
+				t.Errorf("model has no coefficients: %q", want)
+			}
+		})
 	}
 }
 
