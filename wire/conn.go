@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 )
@@ -14,6 +15,7 @@ import (
 type Conn struct {
 	nc     *nats.Conn
 	prefix string
+	limits chunkLimits
 }
 
 var jobName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -32,7 +34,7 @@ func NewConn(nc *nats.Conn, job string) (*Conn, error) {
 	if err := CheckJob(job); err != nil {
 		return nil, err
 	}
-	return &Conn{nc: nc, prefix: "strads." + job + "."}, nil
+	return &Conn{nc: nc, prefix: "strads." + job + ".", limits: defaultChunkLimits}, nil
 }
 
 // NATS returns the underlying connection.
@@ -41,13 +43,14 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 // Subject returns the full subject of name within the job.
 func (c *Conn) Subject(name string) string { return c.prefix + name }
 
-// Publish encodes v and publishes it on the job subject name.
+// Publish encodes v and publishes it on the job subject name, split into
+// chunks if it exceeds the server's max_payload.
 func Publish[T any](c *Conn, name string, v T) error {
 	data, err := Marshal(v)
 	if err != nil {
 		return err
 	}
-	return c.publish(c.Subject(name), data)
+	return c.send(c.Subject(name), "", data)
 }
 
 // PublishRequest is Publish with a reply subject: answers to v are to be
@@ -57,34 +60,11 @@ func PublishRequest[T any](c *Conn, name, reply string, v T) error {
 	if err != nil {
 		return err
 	}
-	subject := c.Subject(name)
-	if err := c.checkSize(subject, data); err != nil {
-		return err
-	}
-	if err := c.nc.PublishRequest(subject, c.Subject(reply), data); err != nil {
-		return fmt.Errorf("wire: publish %s: %w", subject, err)
-	}
-	return nil
+	return c.send(c.Subject(name), c.Subject(reply), data)
 }
 
-func (c *Conn) checkSize(subject string, data []byte) error {
-	if max := c.nc.MaxPayload(); int64(len(data)) > max {
-		return fmt.Errorf("wire: message of %d bytes on %s exceeds the server's max_payload of %d bytes", len(data), subject, max)
-	}
-	return nil
-}
-
-func (c *Conn) publish(subject string, data []byte) error {
-	if err := c.checkSize(subject, data); err != nil {
-		return err
-	}
-	if err := c.nc.Publish(subject, data); err != nil {
-		return fmt.Errorf("wire: publish %s: %w", subject, err)
-	}
-	return nil
-}
-
-// Reply encodes v and sends it as the reply to msg.
+// Reply encodes v and sends it as the reply to msg, split into chunks if it
+// exceeds the server's max_payload.
 func Reply[T any](c *Conn, msg *nats.Msg, v T) error {
 	if msg.Reply == "" {
 		return fmt.Errorf("wire: message on %s expects no reply", msg.Subject)
@@ -93,14 +73,15 @@ func Reply[T any](c *Conn, msg *nats.Msg, v T) error {
 	if err != nil {
 		return err
 	}
-	return c.publish(msg.Reply, data)
+	return c.send(msg.Reply, "", data)
 }
 
 // ErrNoResponders is returned by Request when nobody listens on the subject.
 var ErrNoResponders = nats.ErrNoResponders
 
 // Request encodes req, sends it on the job subject name and decodes the
-// reply. It gives up when ctx is done.
+// reply; either may be larger than the server's max_payload. It gives up
+// when ctx is done.
 func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (Rep, error) {
 	var rep Rep
 	data, err := Marshal(req)
@@ -108,15 +89,25 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 		return rep, err
 	}
 	subject := c.Subject(name)
-	if max := c.nc.MaxPayload(); int64(len(data)) > max {
-		return rep, fmt.Errorf("wire: request of %d bytes on %s exceeds the server's max_payload of %d bytes", len(data), subject, max)
-	}
-	msg, err := c.nc.RequestWithContext(ctx, subject, data)
+	// A reply may come in chunks, which nats.Conn.Request would not wait
+	// for: listen on an inbox of our own. The server handles the SUB before
+	// the request, so the reply cannot come too early.
+	inbox := c.nc.NewInbox()
+	sub, err := c.subscribeSync(inbox)
 	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			return rep, fmt.Errorf("wire: request %s: %w", subject, ErrNoResponders)
-		}
 		return rep, fmt.Errorf("wire: request %s: %w", subject, err)
+	}
+	defer sub.Unsubscribe()
+	if err := c.send(subject, inbox, data); err != nil {
+		return rep, err
+	}
+	asm := newAssembler(c.limits, pendingEmpty)
+	msg, err := asm.next(ctx, sub)
+	if err != nil {
+		return rep, fmt.Errorf("wire: request %s: %w", subject, err)
+	}
+	if isNoResponders(msg) {
+		return rep, fmt.Errorf("wire: request %s: %w", subject, ErrNoResponders)
 	}
 	if err := Unmarshal(msg.Data, &rep); err != nil {
 		return rep, fmt.Errorf("wire: reply on %s: %w", subject, err)
@@ -124,33 +115,86 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 	return rep, nil
 }
 
+// isNoResponders reports whether msg is the server's answer to a request
+// that nobody listens to.
+func isNoResponders(msg *nats.Msg) bool {
+	return len(msg.Data) == 0 && msg.Header != nil && msg.Header.Get("Status") == "503"
+}
+
+// subscribeSync subscribes to the full subject with a queue of up to 1 GiB.
+func (c *Conn) subscribeSync(subject string) (*nats.Subscription, error) {
+	sub, err := c.nc.SubscribeSync(subject)
+	if err != nil {
+		return nil, err
+	}
+	if err := sub.SetPendingLimits(1<<20, 1<<30); err != nil {
+		sub.Unsubscribe()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// next waits for the next whole message on the synchronous subscription
+// sub, or for a chunked message it had to drop (ErrIncomplete).
+func (a *assembler) next(ctx context.Context, sub *nats.Subscription) (*nats.Msg, error) {
+	for {
+		if err := a.takeErr(); err != nil {
+			return nil, err
+		}
+		a.sweep(sub)
+		if err := a.takeErr(); err != nil {
+			return nil, err
+		}
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, a.annotate(err)
+		}
+		if msg.Header == nil && len(a.parts) == 0 {
+			return msg, nil
+		}
+		if whole := a.add(msg); whole != nil {
+			return whole, nil
+		}
+	}
+}
+
 // Inbox is a subscription that yields decoded values of type T in arrival
-// order.
+// order, chunked messages put together again.
 type Inbox[T any] struct {
-	sub *nats.Subscription
+	sub  *nats.Subscription
+	asm  *assembler
+	turn chan struct{} // held by the Next that reads sub
 }
 
 // Subscribe subscribes to the job subject name. Messages queue in the
 // client (up to 1 GiB) until Next takes them.
 func Subscribe[T any](c *Conn, name string) (*Inbox[T], error) {
 	subject := c.Subject(name)
-	sub, err := c.nc.SubscribeSync(subject)
+	sub, err := c.subscribeSync(subject)
 	if err != nil {
 		return nil, fmt.Errorf("wire: subscribe %s: %w", subject, err)
 	}
-	if err := sub.SetPendingLimits(1<<20, 1<<30); err != nil {
-		sub.Unsubscribe()
-		return nil, fmt.Errorf("wire: subscribe %s: %w", subject, err)
-	}
-	return &Inbox[T]{sub: sub}, nil
+	return &Inbox[T]{sub: sub, asm: newAssembler(c.limits, pendingEmpty), turn: make(chan struct{}, 1)}, nil
 }
 
 // Next waits for the next message and decodes it. It returns the raw
-// message too, for replies. It gives up when ctx is done.
+// message too, for replies: for a message that came in chunks, one with the
+// whole payload and the sender's subject and reply subject. It gives up when
+// ctx is done. An error wrapping ErrIncomplete reports a chunked message
+// that was dropped; the next call goes on with the following messages.
 func (in *Inbox[T]) Next(ctx context.Context) (T, *nats.Msg, error) {
 	var v T
-	msg, err := in.sub.NextMsgWithContext(ctx)
+	select {
+	case in.turn <- struct{}{}:
+	case <-ctx.Done():
+		return v, nil, fmt.Errorf("wire: waiting on %s: %w", in.sub.Subject, ctx.Err())
+	}
+	msg, err := in.asm.next(ctx, in.sub)
+	<-in.turn
 	if err != nil {
+		if errors.Is(err, ErrIncomplete) {
+			return v, nil, err
+		}
 		return v, nil, fmt.Errorf("wire: waiting on %s: %w", in.sub.Subject, err)
 	}
 	if err := Unmarshal(msg.Data, &v); err != nil {
@@ -166,21 +210,36 @@ func (in *Inbox[T]) Close() error { return in.sub.Unsubscribe() }
 // more than one kind of message at a time. Messages of one subject from one
 // sender keep their order.
 type Mailbox struct {
-	ch   chan *nats.Msg
+	ch   chan mail
 	done chan struct{}
 	subs []*nats.Subscription
+	asms []*assembler
+}
+
+// mail is a whole message, or a chunked message dropped.
+type mail struct {
+	msg *nats.Msg
+	err error
 }
 
 // NewMailbox subscribes to the job subjects names. Messages queue in the
 // client (up to 1 GiB per subject) until Next takes them.
 func NewMailbox(c *Conn, names ...string) (*Mailbox, error) {
-	m := &Mailbox{ch: make(chan *nats.Msg), done: make(chan struct{})}
+	m := &Mailbox{ch: make(chan mail), done: make(chan struct{})}
 	for _, name := range names {
 		subject := c.Subject(name)
+		asm := newAssembler(c.limits, pendingOnlyThis)
 		sub, err := c.nc.Subscribe(subject, func(msg *nats.Msg) {
-			select {
-			case m.ch <- msg:
-			case <-m.done:
+			if msg.Header == nil && asm.idle() {
+				m.put(mail{msg: msg})
+				return
+			}
+			whole := asm.add(msg)
+			for err := asm.takeErr(); err != nil; err = asm.takeErr() {
+				m.put(mail{err: err})
+			}
+			if whole != nil {
+				m.put(mail{msg: whole})
 			}
 		})
 		if err == nil {
@@ -191,17 +250,38 @@ func NewMailbox(c *Conn, names ...string) (*Mailbox, error) {
 			return nil, fmt.Errorf("wire: subscribe %s: %w", subject, err)
 		}
 		m.subs = append(m.subs, sub)
+		m.asms = append(m.asms, asm)
 	}
 	return m, nil
 }
 
+// put hands mail to Next, unless the mailbox is closed.
+func (m *Mailbox) put(x mail) {
+	select {
+	case m.ch <- x:
+	case <-m.done:
+	}
+}
+
 // Next waits for the next message on any of the mailbox's subjects; decode
-// it with Unmarshal. It gives up when ctx is done.
+// it with Unmarshal. A message that came in chunks is returned whole, with
+// the sender's subject and reply subject. It gives up when ctx is done. An
+// error wrapping ErrIncomplete reports a chunked message that was dropped;
+// the next call goes on with the following messages.
 func (m *Mailbox) Next(ctx context.Context) (*nats.Msg, error) {
 	select {
-	case msg := <-m.ch:
-		return msg, nil
+	case x := <-m.ch:
+		return x.msg, x.err
 	case <-ctx.Done():
+		var held []string
+		for _, asm := range m.asms {
+			if d := asm.describe(); d != "" {
+				held = append(held, d)
+			}
+		}
+		if len(held) > 0 {
+			return nil, fmt.Errorf("wire: waiting for messages: %w (%s)", ctx.Err(), strings.Join(held, "; "))
+		}
 		return nil, fmt.Errorf("wire: waiting for messages: %w", ctx.Err())
 	}
 }

@@ -2,4 +2,11 @@
 // encoding (with fast paths for numeric slices), typed publish, request and
 // subscribe over NATS, subjects under one job prefix, and an embedded
 // nats-server for single-machine jobs and tests.
+//
+// A message that fits the server's max_payload travels as one NATS message
+// without headers. A larger one is split into chunks sent back to back on
+// the same subject and reply subject, each marked with the headers
+// HeaderChunkID, HeaderChunk and HeaderChunkSize; Inbox, Mailbox and Request
+// put them together again and hand out only whole messages, and report a
+// message they had to drop with ErrIncomplete instead of losing it silently.
 package wire

@@ -11,7 +11,7 @@ import (
 // MaxPayload is the max_payload the embedded server is started with: 8 MiB,
 // deliberately above NATS's 1 MiB default so that model-sized messages
 // (feature statistics of a few hundred thousand variables) fit in one
-// message. Publish refuses a larger message with a clear error.
+// message. Larger messages travel in chunks (see Publish).
 const MaxPayload = 8 << 20
 
 // Server is an embedded nats-server.
@@ -23,10 +23,15 @@ type Server struct {
 // 127.0.0.1:port (port 0 picks a free one, -1 listens on no TCP port at all,
 // only in-process connections).
 func StartServer(port int) (*Server, error) {
+	return startServer(port, MaxPayload)
+}
+
+// startServer is StartServer with the given max_payload, for tests.
+func startServer(port int, maxPayload int32) (*Server, error) {
 	opts := &server.Options{
 		Host:       "127.0.0.1",
 		Port:       port,
-		MaxPayload: MaxPayload,
+		MaxPayload: maxPayload,
 		NoLog:      true,
 		NoSigs:     true,
 	}
