@@ -378,6 +378,9 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	}
 	delete(n.asked, rep.Round)
 	n.stats.planned(rep.Part, rep.Nanos)
+	if m := n.opts.Monitor; m != nil {
+		m.PhaseSeconds.WithLabelValues("plan").Add(float64(rep.Nanos) / 1e9)
+	}
 	if n.stopping {
 		return nil // the rounds in flight are the last
 	}
@@ -418,7 +421,12 @@ func (n *node[P, R, U, S]) send(round uint64, p *planned[P]) error {
 		got: make([]bool, w), partials: make([]R, w), reports: make([]S, w),
 	}
 	n.sent = round
-	n.stats.dispatch += time.Since(t0)
+	d := time.Since(t0)
+	n.stats.dispatch += d
+	if m := n.opts.Monitor; m != nil {
+		m.PhaseSeconds.WithLabelValues("dispatch").Add(d.Seconds())
+		m.InFlight.Set(float64(len(n.flight)))
+	}
 	return nil
 }
 
@@ -515,6 +523,15 @@ func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
 	n.res.Candidates += int64(f.info.Candidates)
 	n.res.RoundTimes = append(n.res.RoundTimes, end.Sub(f.sent))
 	n.stats.round(time.Duration(f.nanos), f.last.Sub(f.first), end.Sub(t0), end.Sub(f.sent))
+	if m := n.opts.Monitor; m != nil {
+		m.Rounds.Inc()
+		m.Updates.Add(float64(f.info.Selected))
+		m.RoundSeconds.Observe(end.Sub(f.sent).Seconds())
+		m.PhaseSeconds.WithLabelValues("push").Add(float64(f.nanos) / 1e9)
+		m.PhaseSeconds.WithLabelValues("wait").Add(f.last.Sub(f.first).Seconds())
+		m.PhaseSeconds.WithLabelValues("pull").Add(end.Sub(t0).Seconds())
+		m.InFlight.Set(float64(len(n.flight)))
+	}
 
 	if !n.stopping {
 		switch {
@@ -551,6 +568,12 @@ func (n *node[P, R, U, S]) record(round uint64, reports []S) (schmp.Progress, er
 		return prog, fmt.Errorf("coordinator: objective after round %d: %w", round, err)
 	}
 	n.stats.objective += time.Since(t0)
+	if m := n.opts.Monitor; m != nil {
+		m.PhaseSeconds.WithLabelValues("objective").Add(time.Since(t0).Seconds())
+		m.Objective.Set(prog.Objective)
+		m.Gap.Set(prog.Gap)
+		m.NNZ.Set(float64(prog.NNZ))
+	}
 	s := Sample{Time: time.Since(n.start), Round: round, Progress: prog, Updates: n.res.Updates}
 	n.res.Trace = append(n.res.Trace, s)
 	n.res.Final = prog

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/strads-go/strads/monitor"
 )
 
 // Options configures a coordinator node.
@@ -43,6 +45,8 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Logger receives the node's log; nil discards it.
 	Logger *slog.Logger
+	// Monitor, if set, receives the node's metrics.
+	Monitor *monitor.Metrics
 }
 
 // Validate reports the first bad option, named as its command-line flag.

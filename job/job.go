@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -35,6 +36,9 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives every node's log; nil discards it.
 	Logger *slog.Logger
+	// Monitor, if set, receives every node's metrics (the coordinator's
+	// through Coordinator.Monitor, which Run sets to it).
+	Monitor *monitor.Metrics
 }
 
 // Run runs prog's job to the end. It returns the coordinator's result, or
@@ -74,6 +78,9 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 			return err
 		}
 		c, err := wire.NewConn(nc, opts.Job)
+		if err == nil && opts.Monitor != nil {
+			err = opts.Monitor.AddConn(name, nc)
+		}
 		if err != nil {
 			nc.Close()
 			return err
@@ -94,7 +101,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	join := opts.Coordinator.JoinTimeout
 	for i := range schedulers {
 		if err := start(fmt.Sprintf("scheduler-%d", i), func(c *wire.Conn) error {
-			return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: join, Timeout: opts.Timeout, Logger: log})
+			return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
 		}); err != nil {
 			cancel()
 			wg.Wait()
@@ -103,7 +110,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	}
 	for i := 0; i < opts.Coordinator.Workers; i++ {
 		if err := start(fmt.Sprintf("worker-%d", i), func(c *wire.Conn) error {
-			return worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log})
+			return worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
 		}); err != nil {
 			cancel()
 			wg.Wait()
@@ -119,12 +126,19 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	}
 	defer nc.Close()
 	c, err := wire.NewConn(nc, opts.Job)
+	if err == nil && opts.Monitor != nil {
+		err = opts.Monitor.AddConn("coordinator", nc)
+	}
 	if err != nil {
 		cancel()
 		wg.Wait()
 		return nil, err
 	}
-	res, cerr := coordinator.Run(ctx, c, prog.NewCoordinator, opts.Coordinator)
+	copts := opts.Coordinator
+	if opts.Monitor != nil {
+		copts.Monitor = opts.Monitor
+	}
+	res, cerr := coordinator.Run(ctx, c, prog.NewCoordinator, copts)
 	if cerr != nil {
 		cancel()
 	}

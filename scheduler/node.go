@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nuid"
 
+	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -27,6 +28,8 @@ type NodeOptions struct {
 	Timeout time.Duration
 	// Logger receives the node's log; nil discards it.
 	Logger *slog.Logger
+	// Monitor, if set, receives the node's metrics.
+	Monitor *monitor.Metrics
 }
 
 // Run runs a scheduler node on c: it joins the job, which gives it its part
@@ -106,6 +109,13 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		rep := protocol.PlanReply[P]{Round: req.Round, Part: part}
 		rep.Plan, rep.Info, err = s.Schedule(req.Round, req.Feedback)
 		rep.Nanos = time.Since(t0).Nanoseconds()
+		if m := opts.Monitor; m != nil {
+			l := monitor.Label(part)
+			m.Plans.WithLabelValues(l).Inc()
+			m.PlanSeconds.WithLabelValues(l).Add(float64(rep.Nanos) / 1e9)
+			m.Candidates.WithLabelValues(l).Add(float64(rep.Info.Candidates))
+			m.Selected.WithLabelValues(l).Add(float64(rep.Info.Selected))
+		}
 		if err != nil {
 			rep.Err = err.Error()
 		}

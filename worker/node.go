@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nuid"
 
+	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -27,6 +28,8 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives the node's log; nil discards it.
 	Logger *slog.Logger
+	// Monitor, if set, receives the node's metrics.
+	Monitor *monitor.Metrics
 }
 
 func (o *Options) fill() {
@@ -111,6 +114,11 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 		}
 		last = task.Round
 		p, err := step(ctx, w, place.Shard, &task)
+		if m := opts.Monitor; m != nil {
+			l := monitor.Label(place.Shard)
+			m.WorkerTasks.WithLabelValues(l).Inc()
+			m.WorkerSeconds.WithLabelValues(l).Add(float64(p.Nanos) / 1e9)
+		}
 		if perr := wire.Publish(c, protocol.SubjectPartial, p); perr != nil && err == nil {
 			err = perr
 		}

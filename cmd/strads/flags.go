@@ -12,6 +12,7 @@ import (
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/scheduler"
 )
 
@@ -95,6 +96,7 @@ type runFlags struct {
 	nats        string
 	job         string
 	verbose     bool
+	http        string
 }
 
 func addRunFlags(fs *flag.FlagSet) *runFlags {
@@ -114,6 +116,7 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.StringVar(&f.nats, "nats", "", "`URL` of the NATS server (empty: start an embedded one)")
 	fs.StringVar(&f.job, "job", "lasso", "job `name`: every subject of the job is under strads.<name>.")
 	fs.BoolVar(&f.verbose, "verbose", false, "log what every role does")
+	fs.StringVar(&f.http, "http", "", "serve Prometheus metrics (/metrics) and pprof profiles (/debug/pprof/) on `addr`, e.g. localhost:9090")
 	return f
 }
 
@@ -150,6 +153,22 @@ func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// serve starts the --http server, if asked for, and says where on w. It
+// returns the metrics for the nodes (nil without --http) and a function
+// that stops the server.
+func (f *runFlags) serve(w io.Writer, log *slog.Logger) (*monitor.Metrics, func(), error) {
+	if f.http == "" {
+		return nil, func() {}, nil
+	}
+	m := monitor.New()
+	srv, err := monitor.Serve(f.http, m, log)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	fmt.Fprintf(w, "serving metrics on http://%s/metrics and profiles on http://%s/debug/pprof/\n", srv.Addr(), srv.Addr())
+	return m, func() { srv.Close() }, nil
 }
 
 func (f *runFlags) logger(w io.Writer) *slog.Logger {

@@ -36,12 +36,19 @@ func runLasso(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkData(cfg.Data); err != nil {
 		return err
 	}
+	log := rf.logger(stderr)
+	mon, stop, err := rf.serve(stderr, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	res, err := job.Run(ctx, lasso.Program(cfg), job.Options{
 		Job:         rf.job,
 		NATS:        rf.nats,
 		Coordinator: opts,
 		Timeout:     rf.timeout,
-		Logger:      rf.logger(stderr),
+		Logger:      log,
+		Monitor:     mon,
 	})
 	if err != nil {
 		return err

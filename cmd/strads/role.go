@@ -55,14 +55,24 @@ func runRole(ctx context.Context, role string, args []string, stdout, stderr io.
 		return usageError{err}
 	}
 	log := rf.logger(stderr)
+	mon, stop, err := rf.serve(stderr, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if mon != nil {
+		if err := mon.AddConn(role, nc); err != nil {
+			return err
+		}
+	}
 	prog := lasso.Program(cfg)
 	switch role {
 	case "scheduler":
-		return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: log})
+		return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: log, Monitor: mon})
 	case "worker":
-		return worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: log})
+		return worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: log, Monitor: mon})
 	}
-	opts.Logger = log
+	opts.Logger, opts.Monitor = log, mon
 	res, err := coordinator.Run(ctx, c, prog.NewCoordinator, opts)
 	if err != nil {
 		return err

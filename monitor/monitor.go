@@ -1,0 +1,175 @@
+// Package monitor exposes what a node is doing while a job runs: its
+// metrics for Prometheus (github.com/prometheus/client_golang) and its
+// profiles (net/http/pprof), served over HTTP, so that a long distributed
+// run can be watched and profiled.
+//
+// Metrics holds the metrics of every role; a node updates only its own
+// role's, so the same Metrics serves a process that runs one role or, for
+// the all-in-one command, all of them. Worker and scheduler metrics are
+// labelled by shard and part.
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the metrics of the nodes of a process.
+type Metrics struct {
+	// Coordinator: rounds and updates pulled, the round latency, where the
+	// time went, and the last report.
+	Rounds       prometheus.Counter
+	Updates      prometheus.Counter
+	RoundSeconds prometheus.Histogram
+	PhaseSeconds *prometheus.CounterVec // by phase: plan, dispatch, push, wait, pull, objective
+	InFlight     prometheus.Gauge
+	Objective    prometheus.Gauge
+	Gap          prometheus.Gauge
+	NNZ          prometheus.Gauge
+
+	// Workers, by shard: tasks run and compute time.
+	WorkerTasks   *prometheus.CounterVec
+	WorkerSeconds *prometheus.CounterVec
+
+	// Schedulers, by part: plans made, their compute time, candidates
+	// examined and variables selected.
+	Plans       *prometheus.CounterVec
+	PlanSeconds *prometheus.CounterVec
+	Candidates  *prometheus.CounterVec
+	Selected    *prometheus.CounterVec
+
+	reg *prometheus.Registry
+}
+
+// New returns the metrics of a process in a new registry, which also holds
+// the Go runtime's and the process's own metrics.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	f := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "strads", Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	g := func(name, help string) prometheus.Gauge {
+		c := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "strads", Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	v := func(name, help, label string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "strads", Name: name, Help: help}, []string{label})
+		reg.MustRegister(c)
+		return c
+	}
+	m := &Metrics{
+		Rounds:  f("coordinator_rounds_total", "Rounds pulled."),
+		Updates: f("coordinator_updates_total", "Variable updates made."),
+		RoundSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "strads", Name: "coordinator_round_seconds",
+			Help:    "Round latency: from sending a round to the workers to the end of its Pull.",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 18),
+		}),
+		PhaseSeconds:  v("coordinator_phase_seconds_total", "Time per phase of the rounds: plan (scheduler compute), dispatch, push (slowest worker's compute), wait (first to last partial), pull, objective.", "phase"),
+		InFlight:      g("coordinator_rounds_in_flight", "Rounds in flight."),
+		Objective:     g("coordinator_objective", "Objective at the last report."),
+		Gap:           g("coordinator_gap", "Certified gap at the last report (0 if the app has none)."),
+		NNZ:           g("coordinator_nnz", "Non-zero model variables at the last report."),
+		WorkerTasks:   v("worker_tasks_total", "Tasks run.", "shard"),
+		WorkerSeconds: v("worker_compute_seconds_total", "Time spent applying updates, reporting and pushing.", "shard"),
+		Plans:         v("scheduler_plans_total", "Plans made.", "part"),
+		PlanSeconds:   v("scheduler_plan_seconds_total", "Time spent planning, feedback included.", "part"),
+		Candidates:    v("scheduler_candidates_total", "Candidates examined.", "part"),
+		Selected:      v("scheduler_selected_total", "Variables selected.", "part"),
+		reg:           reg,
+	}
+	reg.MustRegister(m.RoundSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Label returns the label value of shard or part i.
+func Label(i int) string { return strconv.Itoa(i) }
+
+// AddConn registers the traffic of a node's NATS connection, labelled by
+// the node's name.
+func (m *Metrics) AddConn(name string, nc *nats.Conn) error {
+	stat := func(metric, help string, get func(nats.Statistics) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strads", Name: metric, Help: help, ConstLabels: prometheus.Labels{"conn": name},
+		}, func() float64 { return float64(get(nc.Stats())) })
+	}
+	for _, c := range []prometheus.Collector{
+		stat("nats_in_msgs_total", "Messages received by the connection.", func(s nats.Statistics) uint64 { return s.InMsgs }),
+		stat("nats_out_msgs_total", "Messages sent by the connection.", func(s nats.Statistics) uint64 { return s.OutMsgs }),
+		stat("nats_in_bytes_total", "Bytes received by the connection.", func(s nats.Statistics) uint64 { return s.InBytes }),
+		stat("nats_out_bytes_total", "Bytes sent by the connection.", func(s nats.Statistics) uint64 { return s.OutBytes }),
+	} {
+		if err := m.reg.Register(c); err != nil {
+			return fmt.Errorf("monitor: connection %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Handler returns the HTTP handler of /metrics and /debug/pprof/.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// Server serves a Metrics' handler.
+type Server struct {
+	srv  *http.Server
+	addr string
+	done chan error
+}
+
+// Serve starts serving m on addr (host:port; port 0 picks a free one) and
+// returns once it listens. Errors after that are logged to log.
+func Serve(addr string, m *Metrics, log *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http %s: %w", addr, err)
+	}
+	s := &Server{
+		srv:  &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		addr: ln.Addr().String(),
+		done: make(chan error, 1),
+	}
+	go func() {
+		err := s.srv.Serve(ln)
+		if !errors.Is(err, http.ErrServerClosed) && log != nil {
+			log.Error("monitor", "addr", s.addr, "err", err)
+		}
+		s.done <- err
+	}()
+	return s, nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.addr }
+
+// Close stops the server, waiting up to 5 seconds for requests in progress.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	<-s.done
+	return err
+}

@@ -1,0 +1,105 @@
+package monitor_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/monitor"
+)
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+// value returns the value of the sample of metric (with its labels, as
+// written by Prometheus) in the exposition text.
+func value(t *testing.T, text, metric string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + ` (\S+)$`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no %s in\n%.2000s", metric, text)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestServe runs a job whose nodes report to one Metrics, served over
+// HTTP, and checks the metrics against the job's result, and that pprof
+// answers.
+func TestServe(t *testing.T) {
+	m := monitor.New()
+	srv, err := monitor.Serve("127.0.0.1:0", m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	prog := nnls.Program(nnls.Config{Rows: 50, Cols: 10, Seed: 1, Block: 2})
+	res, err := job.Run(ctx, prog, job.Options{
+		Job:         "monitor",
+		Coordinator: coordinator.Options{Workers: 2, Depth: 2, MaxRounds: 30, ReportEvery: 5},
+		Timeout:     10 * time.Second,
+		Monitor:     m,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := get(t, "http://"+srv.Addr()+"/metrics")
+	checks := []struct {
+		metric string
+		want   float64
+	}{
+		{"strads_coordinator_rounds_total", float64(res.Rounds)},
+		{"strads_coordinator_updates_total", float64(res.Updates)},
+		{"strads_coordinator_round_seconds_count", float64(res.Rounds)},
+		{"strads_coordinator_objective", res.Final.Objective},
+		{`strads_scheduler_plans_total{part="0"}`, float64(res.Rounds)},
+		// Every round, and the stop task.
+		{`strads_worker_tasks_total{shard="0"}`, float64(res.Rounds + 1)},
+		{`strads_worker_tasks_total{shard="1"}`, float64(res.Rounds + 1)},
+	}
+	for _, c := range checks {
+		if got := value(t, text, c.metric); got != c.want {
+			t.Errorf("%s = %v, want %v", c.metric, got, c.want)
+		}
+	}
+	if v := value(t, text, `strads_nats_out_bytes_total{conn="coordinator"}`); v <= 0 {
+		t.Errorf("coordinator sent %v bytes", v)
+	}
+	if !strings.Contains(text, `strads_coordinator_phase_seconds_total{phase="pull"}`) {
+		t.Error("no pull phase")
+	}
+	if body := get(t, "http://"+srv.Addr()+"/debug/pprof/"); !strings.Contains(body, "goroutine") {
+		t.Errorf("pprof index %.200q", body)
+	}
+}
+
+func TestServeBadAddress(t *testing.T) {
+	if _, err := monitor.Serve("256.0.0.1:x", monitor.New(), nil); err == nil || !strings.Contains(err.Error(), "--http") {
+		t.Errorf("error %v, want one naming --http", err)
+	}
+}
