@@ -49,6 +49,3 @@ func (w *window) release(round uint64) {
 	}
 	delete(w.rounds, round)
 }
-
-// inFlight returns the number of rounds in flight.
-func (w *window) inFlight() int { return len(w.rounds) }
