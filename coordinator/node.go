@@ -412,7 +412,7 @@ func (n *node[P, R, U, S]) send(round uint64, p *planned[P]) error {
 		k++
 	}
 	task := protocol.Task[P, U]{Round: round, Updates: n.take(k), Plan: p.plan, Report: report}
-	if err := wire.Publish(n.c, protocol.SubjectTask, task); err != nil {
+	if err := n.publishTask(task); err != nil {
 		return fmt.Errorf("coordinator: round %d: %w", round, err)
 	}
 	w := n.opts.Workers
@@ -426,6 +426,36 @@ func (n *node[P, R, U, S]) send(round uint64, p *planned[P]) error {
 	if m := n.opts.Monitor; m != nil {
 		m.PhaseSeconds.WithLabelValues("dispatch").Add(d.Seconds())
 		m.InFlight.Set(float64(len(n.flight)))
+	}
+	return nil
+}
+
+// publishTask sends task to the workers: one broadcast, or, when one of
+// its updates is a schmp.Splitter, to each worker its own parts.
+func (n *node[P, R, U, S]) publishTask(task protocol.Task[P, U]) error {
+	split := false
+	for _, u := range task.Updates {
+		if _, ok := any(u).(schmp.Splitter[U]); ok {
+			split = true
+			break
+		}
+	}
+	if !split {
+		return wire.Publish(n.c, protocol.SubjectTask, task)
+	}
+	all := task.Updates
+	for k := range n.opts.Workers {
+		own := make([]U, len(all))
+		for i, u := range all {
+			own[i] = u
+			if s, ok := any(u).(schmp.Splitter[U]); ok {
+				own[i] = s.ForShard(k)
+			}
+		}
+		task.Updates = own
+		if err := wire.Publish(n.c, protocol.SubjectTaskShard(k), task); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -611,7 +641,7 @@ func (n *node[P, R, U, S]) progressLine() {
 func (n *node[P, R, U, S]) finish(ctx context.Context) error {
 	round := n.sent + 1
 	stop := protocol.Task[P, U]{Round: round, Updates: n.take(len(n.updates)), Stop: true}
-	if err := wire.Publish(n.c, protocol.SubjectTask, stop); err != nil {
+	if err := n.publishTask(stop); err != nil {
 		return fmt.Errorf("coordinator: stop: %w", err)
 	}
 	w := n.opts.Workers

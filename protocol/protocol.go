@@ -7,10 +7,12 @@
 //	coordinator → scheduler part p   plan.<p>   publish: PlanRequest, answered on planned
 //	scheduler   → coordinator        planned    publish: PlanReply[P]
 //	coordinator → workers            task       publish: Task[P, U]  (one message, all workers)
+//	coordinator → worker shard k     task.<k>   publish: Task[P, U]  (updates that differ by worker)
 //	worker      → coordinator        partial    publish: Partial[R, S]
 //
-// Each node reads one subject: a worker only tasks, a scheduler only its
-// plan requests; the coordinator reads joins, readies, plans and partials.
+// A worker reads only tasks (its own and the broadcast ones, which it puts
+// in round order), a scheduler only its plan requests; the coordinator
+// reads joins, readies, plans and partials.
 // The end of the job travels on the same subjects: a Task or PlanRequest
 // with Stop set, and Abort set when the job failed.
 //
@@ -34,6 +36,11 @@ const (
 	SubjectTask    = "task"
 	SubjectPartial = "partial"
 )
+
+// SubjectTaskShard returns the subject of the tasks of worker shard k
+// alone: a round whose updates implement schmp.Splitter goes to each
+// worker on its own subject.
+func SubjectTaskShard(k int) string { return "task." + strconv.Itoa(k) }
 
 // SubjectPlan returns the subject on which scheduler part reads its plan
 // requests.

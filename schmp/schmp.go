@@ -103,6 +103,14 @@ type Coordinator[P, R, U, S any] interface {
 	WriteModel(w io.Writer) error
 }
 
+// Splitter is implemented by an update whose parts differ by worker, as in
+// the static rotation engine (DESIGN §4), where each worker receives the
+// block of the model that it owns next. The runtime then sends worker shard
+// k, instead of the whole update, u.ForShard(k), on a subject of its own.
+type Splitter[U any] interface {
+	ForShard(shard int) U
+}
+
 // Program bundles the constructors of an app's three roles. Each
 // constructor is called on the node that runs the role, so it loads only
 // what that role needs (a worker, only its own shard).

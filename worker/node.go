@@ -54,13 +54,6 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	opts.fill()
 	log := opts.Logger.With("role", "worker", "id", opts.ID)
 
-	// Subscribe before joining so that no task can slip past.
-	tasks, err := wire.Subscribe[protocol.Task[P, U]](c, protocol.SubjectTask)
-	if err != nil {
-		return err
-	}
-	defer tasks.Close()
-
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
 	place, err := protocol.Join(joinCtx, c, opts.ID, protocol.RoleWorker, opts.Timeout)
@@ -69,6 +62,14 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	}
 	log = log.With("shard", place.Shard)
 	log.Info("joined", "shards", place.Shards)
+
+	// Subscribe before reporting ready: the first task follows once every
+	// worker is.
+	tasks, err := wire.NewMailbox(c, protocol.SubjectTask, protocol.SubjectTaskShard(place.Shard))
+	if err != nil {
+		return err
+	}
+	defer tasks.Close()
 
 	w, err := newWorker(ctx, place.Shard, place.Shards)
 	var summary S
@@ -90,27 +91,43 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 
 	// The first task comes once every worker is ready: allow the join time.
 	wait := opts.JoinTimeout + opts.Timeout
-	var last uint64 // the round of the last task
+	var last uint64                           // the round of the last task run
+	early := map[uint64]protocol.Task[P, U]{} // tasks that came before their turn
 	for {
-		tctx, cancel := context.WithTimeout(ctx, wait)
-		task, _, err := tasks.Next(tctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		task, ok := early[last+1]
+		if ok {
+			delete(early, last+1)
+		} else {
+			tctx, cancel := context.WithTimeout(ctx, wait)
+			msg, err := tasks.Next(tctx)
+			cancel()
+			if err == nil {
+				task = protocol.Task[P, U]{}
+				err = wire.Unmarshal(msg.Data, &task)
 			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("worker shard %d: no task from the coordinator for %s", place.Shard, wait)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("worker shard %d: no task from the coordinator for %s", place.Shard, wait)
+				}
+				return fmt.Errorf("worker shard %d: %w", place.Shard, err)
 			}
-			return fmt.Errorf("worker shard %d: %w", place.Shard, err)
-		}
-		wait = 2 * opts.Timeout
-		if task.Abort != "" {
-			return fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort)
-		}
-		if task.Round != last+1 {
-			// Updates must be applied in round order, each once.
-			return fmt.Errorf("worker shard %d: task of round %d after round %d", place.Shard, task.Round, last)
+			wait = 2 * opts.Timeout
+			if task.Abort != "" {
+				return fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort)
+			}
+			if task.Round > last+1 && len(early) < maxEarly {
+				// Broadcast and own tasks travel on two subjects: put
+				// them back in round order.
+				early[task.Round] = task
+				continue
+			}
+			if task.Round != last+1 {
+				// Updates must be applied in round order, each once.
+				return fmt.Errorf("worker shard %d: task of round %d after round %d", place.Shard, task.Round, last)
+			}
 		}
 		last = task.Round
 		p, err := step(ctx, w, place.Shard, &task)
@@ -131,6 +148,10 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 		}
 	}
 }
+
+// maxEarly bounds the tasks a worker holds back until their turn: more
+// than the coordinator ever has in flight.
+const maxEarly = 2 * 64
 
 // step runs one task on w and returns the partial to send. On error the
 // partial carries the error's text.
