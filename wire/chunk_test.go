@@ -564,3 +564,44 @@ func TestAssemblerRejects(t *testing.T) {
 		t.Errorf("orphaned chunk: %v, %d orphaned", whole, a.orphaned)
 	}
 }
+
+func TestChunkedRequestIncompleteReply(t *testing.T) {
+	srv := startSmall(t)
+	c := connect(t, srv, false)
+	ctx := testCtx(t)
+	// The responder sends the first chunks of its reply, then skips one
+	// when asked for X=1.
+	sub, err := c.nc.Subscribe(c.Subject("half"), func(msg *nats.Msg) {
+		var req numbers
+		if err := Unmarshal(msg.Data, &req); err != nil {
+			t.Error(err)
+			return
+		}
+		data, _ := Marshal(bigNumbers(1))
+		chunks := chunkMsgs(msg.Reply, "", data, smallPayload-chunkHeaderRoom)
+		send := chunks[:2]
+		if req.X == 1 {
+			send = append(send, chunks[3])
+		}
+		for _, m := range send {
+			if err := c.nc.PublishMsg(m); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = Request[numbers, numbers](short, c, "half", numbers{})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "2 of ") {
+		t.Errorf("half a reply: %v, want a deadline error that names the partial reply", err)
+	}
+	_, err = Request[numbers, numbers](ctx, c, "half", numbers{X: 1})
+	if !errors.Is(err, ErrIncomplete) {
+		t.Errorf("a reply with a chunk missing: %v, want ErrIncomplete", err)
+	}
+}

@@ -91,25 +91,55 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 	subject := c.Subject(name)
 	// A reply may come in chunks, which nats.Conn.Request would not wait
 	// for: listen on an inbox of our own. The server handles the SUB before
-	// the request, so the reply cannot come too early.
+	// the request, so the reply cannot come too early. (An asynchronous
+	// subscription: a synchronous one allocates a channel of 64k messages.)
 	inbox := c.nc.NewInbox()
-	sub, err := c.subscribeSync(inbox)
+	asm := newAssembler(c.limits, pendingOnlyThis)
+	got := make(chan mail, 1)
+	give := func(x mail) {
+		select {
+		case got <- x:
+		default: // the first reply or error wins
+		}
+	}
+	sub, err := c.nc.Subscribe(inbox, func(msg *nats.Msg) {
+		if msg.Header != nil || !asm.idle() {
+			msg = asm.add(msg)
+			switch err := asm.takeErr(); {
+			case msg != nil && isNoResponders(msg):
+				give(mail{err: ErrNoResponders})
+			case msg != nil:
+				give(mail{msg: msg})
+			case err != nil:
+				give(mail{err: err})
+			}
+			return
+		}
+		give(mail{msg: msg})
+	})
+	if err == nil {
+		err = sub.SetPendingLimits(1<<20, 1<<30)
+	}
 	if err != nil {
+		if sub != nil {
+			sub.Unsubscribe()
+		}
 		return rep, fmt.Errorf("wire: request %s: %w", subject, err)
 	}
 	defer sub.Unsubscribe()
 	if err := c.send(subject, inbox, data); err != nil {
 		return rep, err
 	}
-	asm := newAssembler(c.limits, pendingEmpty)
-	msg, err := asm.next(ctx, sub)
-	if err != nil {
-		return rep, fmt.Errorf("wire: request %s: %w", subject, err)
+	var x mail
+	select {
+	case x = <-got:
+	case <-ctx.Done():
+		x.err = asm.annotate(ctx.Err())
 	}
-	if isNoResponders(msg) {
-		return rep, fmt.Errorf("wire: request %s: %w", subject, ErrNoResponders)
+	if x.err != nil {
+		return rep, fmt.Errorf("wire: request %s: %w", subject, x.err)
 	}
-	if err := Unmarshal(msg.Data, &rep); err != nil {
+	if err := Unmarshal(x.msg.Data, &rep); err != nil {
 		return rep, fmt.Errorf("wire: reply on %s: %w", subject, err)
 	}
 	return rep, nil
