@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -8,53 +9,68 @@ import (
 	"io"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/wire"
 )
+
+func init() {
+	register("lasso", appCommand{
+		summary: "L1-regularized least squares",
+		job:     runLasso,
+		role:    runLassoRole,
+		gen:     genLasso,
+	})
+}
+
+// lassoSetup parses the flags of a Lasso command and checks the data.
+func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis string) (lasso.Config, *runFlags, coordinator.Options, error) {
+	lf := addLassoFlags(fs)
+	rf := addRunFlags(fs)
+	if err := parse(fs, args, stdout, synopsis); err != nil {
+		return lasso.Config{}, nil, coordinator.Options{}, err
+	}
+	cfg, err := lf.config(rf.workers)
+	if err != nil {
+		return cfg, nil, coordinator.Options{}, err
+	}
+	opts, err := rf.options(stderr)
+	if err != nil {
+		return cfg, nil, opts, err
+	}
+	return cfg, rf, opts, nil
+}
 
 // runLasso runs a whole Lasso job in this process.
 func runLasso(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lasso", flag.ContinueOnError)
-	lf := addLassoFlags(fs)
-	rf := addRunFlags(fs)
-	if err := parse(fs, args, stdout, "strads lasso --data FILE [--lambda L | --lambda-ratio R] [flags]"); err != nil {
-		return err
-	}
-	cfg, err := lf.config(rf.workers)
+	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, "strads lasso --data FILE [--lambda L | --lambda-ratio R] [flags]")
 	if err != nil {
 		return err
-	}
-	opts, err := rf.options(stderr)
-	if err != nil {
-		return err
-	}
-	if err := wire.CheckJob(rf.job); err != nil {
-		return usageError{err}
 	}
 	if err := checkData(cfg.Data); err != nil {
 		return err
 	}
-	log := rf.logger(stderr)
-	mon, stop, err := rf.serve(stderr, log)
+	return runAll(ctx, lasso.Program(cfg), rf, opts, stdout, stderr, printResult)
+}
+
+// runLassoRole runs one role of a Lasso job.
+func runLassoRole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
+	addAppFlag(fs)
+	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app lasso --nats URL --job NAME [flags]", role))
 	if err != nil {
 		return err
 	}
-	defer stop()
-	res, err := job.Run(ctx, lasso.Program(cfg), job.Options{
-		Job:         rf.job,
-		NATS:        rf.nats,
-		Coordinator: opts,
-		Timeout:     rf.timeout,
-		Logger:      log,
-		Monitor:     mon,
-	})
-	if err != nil {
+	if err := checkRole(rf); err != nil {
 		return err
 	}
-	printResult(stdout, res)
-	return nil
+	if role != "coordinator" {
+		if err := checkData(cfg.Data); err != nil {
+			return err
+		}
+	}
+	return runNode(ctx, role, lasso.Program(cfg), rf, opts, stdout, stderr, printResult)
 }
 
 // checkData reads the whole data file once, so that bad input is reported
@@ -71,9 +87,42 @@ func checkData(path string) error {
 	return nil
 }
 
-// printResult prints the line that ends a successful job.
+// printResult prints the end of a run: the objective line, then where the
+// time went.
 func printResult(w io.Writer, res *coordinator.Result) {
 	fmt.Fprintf(w, "objective %.12g  gap %.3g  nnz %d  rounds %d  updates %d  time %.3fs  (%s)\n",
 		res.Final.Objective, res.Final.Gap, res.Final.NNZ, res.Rounds, res.Updates, res.Elapsed.Seconds(), res.Reason)
 	res.WriteSummary(w)
+}
+
+// genLasso writes a synthetic Lasso data set.
+func genLasso(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gen lasso", flag.ContinueOnError)
+	var c lasso.GenConfig
+	fs.IntVar(&c.Samples, "samples", 1000, "number of samples (rows)")
+	fs.IntVar(&c.Features, "features", 10000, "number of features (columns)")
+	fs.Float64Var(&c.Density, "density", 0.01, "fraction of non-zero entries")
+	fs.IntVar(&c.CorrGroups, "corr-groups", 0, "number of groups of correlated features (0: independent features)")
+	fs.Float64Var(&c.Corr, "corr", 0.8, "correlation of the features within a group")
+	fs.IntVar(&c.TrueNNZ, "true-nnz", 100, "non-zeros of the true coefficient vector")
+	fs.Float64Var(&c.Noise, "noise", 0.1, "standard deviation of the noise added to y")
+	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same flags give the same file")
+	out := fs.String("o", "", "output `file` (LIBSVM format)")
+	if err := parse(fs, args, stdout, "strads gen lasso [flags] -o FILE"); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("-o FILE is required")
+	}
+	if err := c.Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := atomicfile.Write(*out, func(w *bufio.Writer) error {
+		_, err := lasso.Generate(w, c)
+		return err
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d samples, %d features\n", *out, c.Samples, c.Features)
+	return nil
 }

@@ -1,9 +1,9 @@
 // Command strads runs scheduled model-parallel machine learning jobs.
 //
-//	strads lasso --data FILE --workers N [flags]     a whole job, on one machine
-//	strads scheduler|coordinator|worker --nats URL --job NAME [flags]
+//	strads APP [flags]                                a whole job, on one machine (APP: lasso, …)
+//	strads scheduler|coordinator|worker --app APP --nats URL --job NAME [flags]
 //	                                                  one role of a job, for many machines
-//	strads gen lasso --samples N --features M ... -o FILE
+//	strads gen APP [flags] -o FILE                    a synthetic data set
 //	strads server [--port 4222]                       a NATS server for the roles
 //
 // Run any of them with --help for their flags. The exit status is 0 on
@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -27,18 +28,23 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `strads runs scheduled model-parallel (SchMP) machine learning jobs.
-
-Usage:
-  strads lasso --data FILE --workers N [flags]   run a Lasso job on this machine
-  strads scheduler   --nats URL --job NAME [flags]   run the scheduler role
-  strads coordinator --nats URL --job NAME [flags]   run the coordinator role
-  strads worker      --nats URL --job NAME [flags]   run a worker role
-  strads gen lasso [flags] -o FILE                  write a synthetic Lasso data set
-  strads server [--port 4222]                       run a NATS server for the roles
+// usage returns the command's usage, listing the apps.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("strads runs scheduled model-parallel (SchMP) machine learning jobs.\n\nUsage:\n")
+	for _, name := range appNames() {
+		fmt.Fprintf(&b, "  strads %-12s [flags]                         run a job on this machine: %s\n", name, apps[name].summary)
+	}
+	b.WriteString(`  strads scheduler   --app APP --nats URL --job NAME [flags]   run a scheduler role
+  strads coordinator --app APP --nats URL --job NAME [flags]   run the coordinator role
+  strads worker      --app APP --nats URL --job NAME [flags]   run a worker role
+  strads gen APP [flags] -o FILE                     write a synthetic data set
+  strads server [--port 4222]                        run a NATS server for the roles
 
 Run "strads COMMAND --help" for the flags of a command.
-`
+`)
+	return b.String()
+}
 
 // usageError marks errors in the command line or its input: exit status 2.
 type usageError struct{ err error }
@@ -53,26 +59,33 @@ func usagef(format string, args ...any) error {
 // run runs the command line args and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
-	case "lasso":
-		err = runLasso(ctx, rest, stdout, stderr)
 	case "scheduler", "coordinator", "worker":
-		err = runRole(ctx, cmd, rest, stdout, stderr)
+		app, ok := apps[appFlag(rest)]
+		if !ok {
+			err = usagef("--app %q: want one of %s", appFlag(rest), strings.Join(appNames(), ", "))
+			break
+		}
+		err = app.role(ctx, cmd, rest, stdout, stderr)
 	case "gen":
 		err = runGen(rest, stdout, stderr)
 	case "server":
 		err = runServer(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 		return 0
 	default:
-		fmt.Fprint(stderr, usage)
-		fmt.Fprintf(stderr, "\nstrads: unknown command %q\n", cmd)
-		return 2
+		app, ok := apps[cmd]
+		if !ok {
+			fmt.Fprint(stderr, usage())
+			fmt.Fprintf(stderr, "\nstrads: unknown command %q\n", cmd)
+			return 2
+		}
+		err = app.job(ctx, rest, stdout, stderr)
 	}
 	var ue usageError
 	switch {

@@ -160,6 +160,15 @@ func TestBadFlags(t *testing.T) {
 	if code, stdout, _ := runCLI(t, "lasso", "--help"); code != 0 || !strings.Contains(stdout, "--lambda-ratio") {
 		t.Errorf("--help: exit %d, output %q", code, stdout)
 	}
+	for _, args := range [][]string{
+		{"worker", "--app", "nope", "--nats", "nats://127.0.0.1:1"},
+		{"gen", "nope", "-o", filepath.Join(t.TempDir(), "x")},
+		{"scheduler", "--app=lasso", "--data", data},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line", args, code, stderr)
+		}
+	}
 }
 
 func TestLassoCommand(t *testing.T) {
