@@ -39,11 +39,45 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis string) e
 	return nil
 }
 
-// lassoFlags are the flags of the Lasso app, shared by all its roles.
-type lassoFlags struct {
-	cfg      lasso.Config
+// scheduleFlags are the flags of the dynamic scheduler (package scheduler),
+// shared by the apps that plan with it.
+type scheduleFlags struct {
+	cfg      scheduler.Config
 	schedule string
 	seed     uint64
+}
+
+func addScheduleFlags(fs *flag.FlagSet) *scheduleFlags {
+	f := &scheduleFlags{}
+	fs.StringVar(&f.schedule, "schedule", "priority", "how coordinates are picked: priority, random or cyclic")
+	fs.Float64Var(&f.cfg.Gamma, "gamma", 2, "priority exponent γ: p(j) ∝ |Δ_j|^γ + η, Δ_j the last change of coordinate j")
+	fs.Float64Var(&f.cfg.Eta, "eta", 1e-6, "priority floor η: p(j) ∝ |Δ_j|^γ + η")
+	fs.IntVar(&f.cfg.Candidates, "candidates", 64, "candidates U′ drawn per round, before the dependency check")
+	fs.IntVar(&f.cfg.Block, "block", 32, "coordinates U updated per round, at most")
+	fs.IntVar(&f.cfg.Warmup, "warmup", -1, "rounds of uniform picks before priorities switch on (-1: one sweep, ⌈M/U⌉)")
+	fs.Float64Var(&f.cfg.Rho, "rho", 0.1, "never update together two coordinates whose columns have |correlation| ≥ ρ (1 turns the check off)")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the scheduler's random draws")
+	return f
+}
+
+// config returns the scheduler's config for workers workers; the app sets
+// its Vars and validates it.
+func (f *scheduleFlags) config(workers int) (scheduler.Config, error) {
+	c := f.cfg
+	p, err := scheduler.ParsePolicy(f.schedule)
+	if err != nil {
+		return c, usagef("--schedule: %v", err)
+	}
+	c.Policy = p
+	c.Seed = f.seed
+	c.Workers = max(workers, 1)
+	return c, nil
+}
+
+// lassoFlags are the flags of the Lasso app, shared by all its roles.
+type lassoFlags struct {
+	cfg   lasso.Config
+	sched *scheduleFlags
 }
 
 func addLassoFlags(fs *flag.FlagSet) *lassoFlags {
@@ -52,27 +86,17 @@ func addLassoFlags(fs *flag.FlagSet) *lassoFlags {
 	fs.Float64Var(&f.cfg.Lambda, "lambda", 0, "L1 penalty λ of (1/2n)‖y − Xβ‖² + λ‖β‖₁")
 	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖Xᵀy‖∞/n (overrides --lambda when > 0)")
 	fs.BoolVar(&f.cfg.Intercept, "intercept", false, "fit an unpenalized intercept (centers X and y)")
-	fs.StringVar(&f.schedule, "schedule", "priority", "how coordinates are picked: priority, random or cyclic")
-	fs.Float64Var(&f.cfg.Schedule.Gamma, "gamma", 2, "priority exponent γ: p(j) ∝ |Δβ_j|^γ + η")
-	fs.Float64Var(&f.cfg.Schedule.Eta, "eta", 1e-6, "priority floor η: p(j) ∝ |Δβ_j|^γ + η")
-	fs.IntVar(&f.cfg.Schedule.Candidates, "candidates", 64, "candidates U′ drawn per round, before the dependency check")
-	fs.IntVar(&f.cfg.Schedule.Block, "block", 32, "coordinates U updated per round, at most")
-	fs.IntVar(&f.cfg.Schedule.Warmup, "warmup", -1, "rounds of uniform picks before priorities switch on (-1: one sweep, ⌈M/U⌉)")
-	fs.Float64Var(&f.cfg.Schedule.Rho, "rho", 0.1, "never update together two coordinates whose columns have |correlation| ≥ ρ (1 turns the check off)")
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the scheduler's random draws")
+	f.sched = addScheduleFlags(fs)
 	return f
 }
 
 // config returns the validated Lasso config for workers workers.
 func (f *lassoFlags) config(workers int) (lasso.Config, error) {
 	cfg := f.cfg
-	p, err := scheduler.ParsePolicy(f.schedule)
-	if err != nil {
-		return cfg, usagef("--schedule: %v", err)
+	var err error
+	if cfg.Schedule, err = f.sched.config(workers); err != nil {
+		return cfg, err
 	}
-	cfg.Schedule.Policy = p
-	cfg.Schedule.Seed = f.seed
-	cfg.Schedule.Workers = max(workers, 1)
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
 	}
