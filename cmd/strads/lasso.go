@@ -98,15 +98,8 @@ func printResult(w io.Writer, res *coordinator.Result) {
 // genLasso writes a synthetic Lasso data set.
 func genLasso(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gen lasso", flag.ContinueOnError)
-	var c lasso.GenConfig
-	fs.IntVar(&c.Samples, "samples", 1000, "number of samples (rows)")
-	fs.IntVar(&c.Features, "features", 10000, "number of features (columns)")
-	fs.Float64Var(&c.Density, "density", 0.01, "fraction of non-zero entries")
-	fs.IntVar(&c.CorrGroups, "corr-groups", 0, "number of groups of correlated features (0: independent features)")
-	fs.Float64Var(&c.Corr, "corr", 0.8, "correlation of the features within a group")
-	fs.IntVar(&c.TrueNNZ, "true-nnz", 100, "non-zeros of the true coefficient vector")
-	fs.Float64Var(&c.Noise, "noise", 0.1, "standard deviation of the noise added to y")
-	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same flags give the same file")
+	c := defaultGenConfig()
+	addGenFlags(fs, &c, "standard deviation of the noise added to y")
 	out := fs.String("o", "", "output `file` (LIBSVM format)")
 	if err := parse(fs, args, stdout, "strads gen lasso [flags] -o FILE"); err != nil {
 		return err

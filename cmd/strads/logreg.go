@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/strads-go/strads/apps/logreg"
+	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/schmp"
+)
+
+func init() {
+	register("logreg", appCommand{
+		summary: "L1-regularized logistic regression",
+		job:     runLogreg,
+		role:    runLogregRole,
+		gen:     genLogreg,
+	})
+}
+
+// logregFlags are the flags of the logistic regression app, shared by all
+// its roles.
+type logregFlags struct {
+	cfg     logreg.Config
+	sched   *scheduleFlags
+	predict string
+}
+
+func addLogregFlags(fs *flag.FlagSet) *logregFlags {
+	f := &logregFlags{}
+	fs.StringVar(&f.cfg.Data, "data", "", "LIBSVM `file` of training samples, labels 0/1 or -1/+1; every role reads its own copy")
+	fs.StringVar(&f.cfg.Test, "test", "", "LIBSVM `file` of test samples: the metrics report their accuracy")
+	fs.Float64Var(&f.cfg.Lambda, "lambda", 0, "L1 penalty λ of (1/n)Σ log(1 + exp(−y_i·(x_i·w + b))) + λ‖w‖₁")
+	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖Xᵀ(y01 − c)‖∞/n the smallest λ with w = 0 (c = ȳ with --intercept, ½ without)")
+	fs.Float64Var(&f.cfg.C, "C", 0, "set λ = 1/(C·n): liblinear's and scikit-learn's C, for their objective ‖w‖₁ + C·Σ loss")
+	fs.BoolVar(&f.cfg.Intercept, "intercept", false, "fit an unpenalized intercept b")
+	fs.StringVar(&f.predict, "predict", "", "write P(y = +1 | x) for every sample of --test (or of --data without it) to `file`, as a CSV label,probability")
+	f.sched = addScheduleFlags(fs)
+	return f
+}
+
+// config returns the validated logistic regression config for workers
+// workers.
+func (f *logregFlags) config(workers int) (logreg.Config, error) {
+	cfg := f.cfg
+	var err error
+	if cfg.Schedule, err = f.sched.config(workers); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	if f.predict != "" {
+		if st, err := os.Stat(filepath.Dir(f.predict)); err != nil || !st.IsDir() {
+			return cfg, usagef("--predict %s: directory %s does not exist", f.predict, filepath.Dir(f.predict))
+		}
+	}
+	return cfg, nil
+}
+
+// logregJob is a logistic regression job as the command runs it: the
+// program, whose coordinator it keeps, and what it writes once the job is
+// done. The runtime writes its metrics to a temporary file, which finish
+// extends with the accuracy columns into --metrics.
+type logregJob struct {
+	cfg     logreg.Config
+	predict string
+	metrics string // the user's --metrics, or ""
+	tmp     string // where the runtime writes its metrics
+	coord   *logreg.Coordinator
+}
+
+// logregSetup parses the flags of a logistic regression command and checks
+// the input that role reads ("" for a whole job) before anything starts:
+// bad input is a usage error naming its file and line.
+func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (*logregJob, *runFlags, coordinator.Options, error) {
+	lf := addLogregFlags(fs)
+	rf := addRunFlags(fs)
+	if err := parse(fs, args, stdout, synopsis); err != nil {
+		return nil, nil, coordinator.Options{}, err
+	}
+	cfg, err := lf.config(rf.workers)
+	if err != nil {
+		return nil, nil, coordinator.Options{}, err
+	}
+	opts, err := rf.options(stderr)
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	if role != "coordinator" {
+		if err := logreg.CheckData(cfg.Data); err != nil {
+			return nil, nil, opts, usageError{err}
+		}
+	}
+	if role == "" || role == "coordinator" {
+		if cfg.Test != "" {
+			if _, _, err := logreg.CheckLabels(cfg.Test); err != nil {
+				return nil, nil, opts, usageError{err}
+			}
+		}
+		if lf.predict != "" && cfg.Test == "" && role == "coordinator" {
+			if err := logreg.CheckData(cfg.Data); err != nil {
+				return nil, nil, opts, usageError{err}
+			}
+		}
+	}
+	j := &logregJob{cfg: cfg, predict: lf.predict, metrics: opts.Metrics}
+	if opts.Metrics != "" {
+		j.tmp = filepath.Join(os.TempDir(), fmt.Sprintf("strads-logreg-%d-%d.csv", os.Getpid(), time.Now().UnixNano()))
+		opts.Metrics = j.tmp
+	}
+	return j, rf, opts, nil
+}
+
+// program returns the job's program; its coordinator is kept in j.
+func (j *logregJob) program() schmp.Program[logreg.Plan, logreg.Partial, logreg.Update, logreg.Summary] {
+	prog := logreg.Program(j.cfg)
+	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[logreg.Plan, logreg.Partial, logreg.Update, logreg.Summary], error) {
+		c, err := logreg.NewCoordinator(j.cfg)
+		j.coord = c
+		return c, err
+	}
+	return prog
+}
+
+// runLogreg runs a whole logistic regression job in this process.
+func runLogreg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("logreg", flag.ContinueOnError)
+	j, rf, opts, err := logregSetup(fs, args, stdout, stderr, "strads logreg --data FILE (--lambda L | --lambda-ratio R | --C C) [flags]", "")
+	if err != nil {
+		return err
+	}
+	defer j.cleanup()
+	if err := runAll(ctx, j.program(), rf, opts, stdout, stderr, j.print); err != nil {
+		return err
+	}
+	return j.finish()
+}
+
+// runLogregRole runs one role of a logistic regression job.
+func runLogregRole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
+	addAppFlag(fs)
+	j, rf, opts, err := logregSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app logreg --nats URL --job NAME [flags]", role), role)
+	if err != nil {
+		return err
+	}
+	defer j.cleanup()
+	if err := checkRole(rf); err != nil {
+		return err
+	}
+	if err := runNode(ctx, role, j.program(), rf, opts, stdout, stderr, j.print); err != nil {
+		return err
+	}
+	if role != "coordinator" {
+		return nil
+	}
+	return j.finish()
+}
+
+// print prints the end of a run: the runtime's lines, then the accuracy and
+// what the step safeguard saw.
+func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
+	printResult(w, res)
+	c := j.coord
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "λ %.6g (λ_max %.6g)", c.Lambda(), c.LambdaMax())
+	if j.cfg.Intercept {
+		fmt.Fprintf(w, "  intercept %.6g", c.Intercept())
+	}
+	if recs := c.Records(); len(recs) > 0 {
+		last := recs[len(recs)-1]
+		fmt.Fprintf(w, "  train accuracy %.4f", last.Train)
+		if !math.IsNaN(last.Test) {
+			fmt.Fprintf(w, "  test accuracy %.4f", last.Test)
+		}
+	}
+	g := c.Safeguard()
+	fmt.Fprintf(w, "\nsafeguard: %d of %d rounds raised the objective (the most by %.2g of F(0)); joint-step factor θ ≥ %.3g\n",
+		g.Rose, g.Rounds, g.MaxRise, g.MinTheta)
+}
+
+// finish writes the outputs that only the command knows: the metrics with
+// their accuracy columns, and the predictions.
+func (j *logregJob) finish() error {
+	if j.coord == nil {
+		return nil
+	}
+	if j.metrics != "" {
+		data, err := os.ReadFile(j.tmp)
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		if err := atomicfile.Write(j.metrics, func(w *bufio.Writer) error {
+			return extendMetrics(w, data, j.coord.Records())
+		}); err != nil {
+			return err
+		}
+	}
+	if j.predict != "" {
+		path := j.cfg.Test
+		if path == "" {
+			path = j.cfg.Data
+		}
+		if err := atomicfile.Write(j.predict, func(w *bufio.Writer) error {
+			return j.coord.WritePredictions(w, path)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanup removes the runtime's metrics file.
+func (j *logregJob) cleanup() {
+	if j.tmp != "" {
+		os.Remove(j.tmp)
+	}
+}
+
+// extendMetrics writes the runtime's metrics CSV data with two more
+// columns, train_accuracy and test_accuracy (empty without a test set),
+// from recs: one record per row.
+func extendMetrics(w io.Writer, data []byte, recs []logreg.Record) error {
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	if len(lines) != len(recs)+1 {
+		return fmt.Errorf("metrics: %d rows for %d reports", len(lines)-1, len(recs))
+	}
+	var buf []byte
+	for i, line := range lines {
+		buf = append(buf[:0], line...)
+		if i == 0 {
+			buf = append(buf, ",train_accuracy,test_accuracy"...)
+		} else {
+			r := recs[i-1]
+			buf = append(buf, ',')
+			buf = strconv.AppendFloat(buf, r.Train, 'g', -1, 64)
+			buf = append(buf, ',')
+			if !math.IsNaN(r.Test) {
+				buf = strconv.AppendFloat(buf, r.Test, 'g', -1, 64)
+			}
+		}
+		if _, err := w.Write(append(buf, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// genLogreg writes a synthetic classification data set.
+func genLogreg(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gen logreg", flag.ContinueOnError)
+	var c logreg.GenConfig
+	c.GenConfig = defaultGenConfig()
+	c.Noise = 0
+	addGenFlags(fs, &c.GenConfig, "standard deviation of the noise added to the margin x·w*")
+	fs.Float64Var(&c.Bias, "bias", 0, "the true intercept: P(y = +1) = σ(x·w* + bias)")
+	labels := fs.String("labels", "pm1", "how labels are written: pm1 (-1/+1) or 01 (0/1)")
+	truth := fs.String("truth", "", "also write the true weights w* to `file`, as a CSV index,value of the non-zeros (1-based)")
+	out := fs.String("o", "", "output `file` (LIBSVM format)")
+	if err := parse(fs, args, stdout, "strads gen logreg [flags] -o FILE"); err != nil {
+		return err
+	}
+	switch *labels {
+	case "pm1":
+	case "01":
+		c.ZeroOne = true
+	default:
+		return usagef("--labels %q: want pm1 or 01", *labels)
+	}
+	if *out == "" {
+		return usagef("-o FILE is required")
+	}
+	if err := c.Validate(); err != nil {
+		return usageError{err}
+	}
+	var w []float64
+	if err := atomicfile.Write(*out, func(bw *bufio.Writer) error {
+		var err error
+		w, err = logreg.Generate(bw, c)
+		return err
+	}); err != nil {
+		return err
+	}
+	if *truth != "" {
+		if err := atomicfile.Write(*truth, func(bw *bufio.Writer) error {
+			bw.WriteString("index,value\n")
+			for j, v := range w {
+				if v != 0 {
+					fmt.Fprintf(bw, "%d,%s\n", j+1, strconv.FormatFloat(v, 'g', -1, 64))
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d samples, %d features\n", *out, c.Samples, c.Features)
+	return nil
+}
