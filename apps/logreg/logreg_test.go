@@ -430,7 +430,7 @@ func TestNewtonStep(t *testing.T) {
 		}
 		var g, h, a, c float64
 		for i := range x {
-			_, q, curv := rowLoss(y[i], z[i])
+			_, q, curv := row(y[i], z[i])
 			g += x[i] * -y[i] * q / float64(n)
 			h += x[i] * x[i] * curv / float64(n)
 			a += x[i] * x[i] / (4 * float64(n))
@@ -451,5 +451,38 @@ func TestNewtonStep(t *testing.T) {
 	}
 	if d, m := newtonStep(1, 0.3, 0, 0, 0, 0.1); d != 0 || m != 0 {
 		t.Errorf("empty column: step %v, curvature %v, want 0, 0", d, m)
+	}
+}
+
+// TestRow checks the per-row quantities against their plain formulas, and
+// the loss changes summed by logRatio against a plain sum of logarithms.
+func TestRow(t *testing.T) {
+	for _, y := range []float64{-1, 1} {
+		for _, z := range []float64{-700, -40, -3, -0.5, 0, 1e-9, 0.7, 5, 36, 700} {
+			s, q, curv := row(y, z)
+			m := y * z
+			wantQ := 1 / (1 + math.Exp(m))
+			wantLoss := math.Log1p(math.Exp(-m))
+			if m < -30 {
+				wantLoss = -m + math.Log1p(math.Exp(m))
+			}
+			wantCurv := 1 / (2 + math.Exp(m) + math.Exp(-m))
+			if got := rowLoss(y, z, s); math.Abs(got-wantLoss) > 1e-15*math.Max(1, wantLoss) {
+				t.Errorf("y %v z %v: loss %.17g, want %.17g", y, z, got, wantLoss)
+			}
+			if math.Abs(q-wantQ) > 1e-15*wantQ || (wantCurv > 1e-300 && math.Abs(curv-wantCurv) > 1e-12*wantCurv) {
+				t.Errorf("y %v z %v: q %.17g curvature %.17g, want %.17g and %.17g", y, z, q, curv, wantQ, wantCurv)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	r, want := newLogRatio(), 0.0
+	for range 100000 {
+		a, b := 1+rng.Float64(), 1+rng.Float64()
+		r.add(a, b)
+		want += math.Log(a) - math.Log(b)
+	}
+	if got := r.value(); math.Abs(got-want) > 1e-9 {
+		t.Errorf("logRatio: %.15g, plain sum %.15g", got, want)
 	}
 }

@@ -2,17 +2,49 @@ package logreg
 
 import "math"
 
-// rowLoss returns, for a row with label y (±1) and margin z, the loss
-// log(1 + exp(−y·z)), q = σ(−y·z) (the probability of the wrong class) and
-// the curvature σ(z)·σ(−z), all computed without overflow or cancellation.
-func rowLoss(y, z float64) (loss, q, curv float64) {
+// row returns, for a row with label y (±1) and margin z, s = 1 + e with
+// e = exp(−|y·z|), so that the loss log(1 + exp(−y·z)) is
+// log(s) + max(−y·z, 0); q = σ(−y·z), the probability of the wrong class;
+// and the curvature σ(z)·σ(−z) = e/s². Nothing overflows or cancels.
+func row(y, z float64) (s, q, curv float64) {
 	m := y * z
 	e := math.Exp(-math.Abs(m)) // in (0, 1]
-	curv = e / ((1 + e) * (1 + e))
+	s = 1 + e
+	t := 1 / s
+	curv = e * t * t
 	if m >= 0 {
-		return math.Log1p(e), e / (1 + e), curv
+		return s, e * t, curv
 	}
-	return -m + math.Log1p(e), 1 / (1 + e), curv
+	return s, t, curv
+}
+
+// rowLoss returns log(1 + exp(−y·z)) for a row whose row(y, z) is s.
+func rowLoss(y, z, s float64) float64 {
+	return math.Log(s) + max(-y*z, 0)
+}
+
+// logRatio sums log(a_k/b_k) over pairs with a_k, b_k in [1, 2] by
+// multiplying them, with one logarithm at the end: the loss changes of an
+// update cost no logarithm per row.
+type logRatio struct {
+	num, den float64
+	exp, k   int
+}
+
+func newLogRatio() logRatio { return logRatio{num: 1, den: 1} }
+
+func (l *logRatio) add(a, b float64) {
+	l.num *= a
+	l.den *= b
+	if l.k++; l.k == 512 { // 2^512 stays far from overflow
+		fn, en := math.Frexp(l.num)
+		fd, ed := math.Frexp(l.den)
+		l.num, l.den, l.exp, l.k = fn, fd, l.exp+en-ed, 0
+	}
+}
+
+func (l *logRatio) value() float64 {
+	return math.Log(l.num/l.den) + float64(l.exp)*math.Ln2
 }
 
 // entropy returns the binary entropy −q·log q − (1−q)·log(1−q) in nats.

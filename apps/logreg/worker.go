@@ -18,22 +18,31 @@ type Worker struct {
 	pos, neg  int // labels as written: +1 or 1, −1
 	zero      int // labels 0
 
-	// Per row: the margin z = x·w + b, and at it the loss, r = −y·q and
-	// d = σ(z)·σ(−z), where q = σ(−y·z).
-	z, loss, r, d []float64
-	sumR, sumD    float64 // Σ r_i, Σ d_i, kept up to date by Apply
+	rows       []rowState
+	sumR, sumD float64 // Σ r_i, Σ d_i, kept up to date by Apply
 
 	w []float64 // w, as the updates so far make it
 	b float64
 
-	// Rows whose margin an update changed, for recomputing them once.
+	// Rows whose margin an update changed, for recomputing them once, and
+	// their margins before it.
 	dirty   []bool
 	touched []int32
+	zOld    []float64
+	rp      []float64 // scratch for Report
 
 	// Updates applied since the last Push: their rounds and loss changes.
 	asOf   uint64
 	rounds []uint64
 	change []float64
+}
+
+// rowState is what a worker keeps of a row: the margin z = x·w + b, and at
+// it r = −y·q and d = σ(z)·σ(−z), where q = σ(−y·z), and the s of row (the
+// loss is log(s) + max(−y·z, 0)). Keeping them together costs one cache
+// line per row that an update or a push touches.
+type rowState struct {
+	z, r, d, s float64
 }
 
 // NewWorker reads shard of shards (a contiguous range of rows) of cfg.Data.
@@ -51,7 +60,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 	rows := x.Rows
 	w := &Worker{
 		x: x, y: make([]float64, rows), intercept: cfg.Intercept,
-		z: make([]float64, rows), loss: make([]float64, rows), r: make([]float64, rows), d: make([]float64, rows),
+		rows: make([]rowState, rows),
 		dirty: make([]bool, rows),
 	}
 	for i, v := range labels {
@@ -69,7 +78,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 			w.zero++
 		}
 	}
-	w.recomputeAll()
+	w.init()
 	return w, nil
 }
 
@@ -97,31 +106,29 @@ func (w *Worker) Describe() (Summary, error) {
 	return s, nil
 }
 
-// set recomputes the cached values of row i from its margin, and returns
-// the change of its loss.
-func (w *Worker) set(i int) float64 {
-	loss, q, d := rowLoss(w.y[i], w.z[i])
-	r := -w.y[i] * q
-	change := loss - w.loss[i]
-	w.sumR += r - w.r[i]
-	w.sumD += d - w.d[i]
-	w.loss[i], w.r[i], w.d[i] = loss, r, d
-	return change
+// set recomputes the cached values of row i from its margin, which was
+// zOld, and adds the change of its loss to ratio and hinge.
+func (w *Worker) set(i int, zOld float64, ratio *logRatio, hinge *float64) {
+	y, st := w.y[i], &w.rows[i]
+	s, q, d := row(y, st.z)
+	r := -y * q
+	ratio.add(s, st.s)
+	*hinge += max(-y*st.z, 0) - max(-y*zOld, 0)
+	w.sumR += r - st.r
+	w.sumD += d - st.d
+	st.s, st.r, st.d = s, r, d
 }
 
-// recomputeAll recomputes every row, and the sums afresh. It returns the
-// change of the loss.
-func (w *Worker) recomputeAll() float64 {
-	var change float64
-	for i := range w.z {
-		change += w.set(i)
-	}
+// init computes the cached values of every row at margin 0, and their
+// sums.
+func (w *Worker) init() {
 	w.sumR, w.sumD = 0, 0
-	for i := range w.z {
-		w.sumR += w.r[i]
-		w.sumD += w.d[i]
+	for i, y := range w.y {
+		s, q, d := row(y, 0)
+		w.rows[i] = rowState{r: -y * q, d: d, s: s}
+		w.sumR += -y * q
+		w.sumD += d
 	}
-	return change
 }
 
 // Apply implements schmp.Worker: it moves the margins and records the
@@ -129,6 +136,15 @@ func (w *Worker) recomputeAll() float64 {
 func (w *Worker) Apply(u Update) error {
 	if len(u.Vars) != len(u.Delta) {
 		return fmt.Errorf("update with %d variables and %d deltas", len(u.Vars), len(u.Delta))
+	}
+	if math.IsNaN(u.Bias) || math.IsInf(u.Bias, 0) {
+		return fmt.Errorf("update of the intercept by %v", u.Bias)
+	}
+	all := u.Bias != 0 // every row moves
+	if all {
+		for _, st := range w.rows {
+			w.zOld = append(w.zOld, st.z)
+		}
 	}
 	for k, j := range u.Vars {
 		d := u.Delta[k]
@@ -144,36 +160,38 @@ func (w *Worker) Apply(u Update) error {
 		}
 		rows, vals := w.x.Col(int(j))
 		for t, i := range rows {
-			w.z[i] += vals[t] * d
-			if !w.dirty[i] {
+			st := &w.rows[i]
+			if !all && !w.dirty[i] {
 				w.dirty[i] = true
 				w.touched = append(w.touched, i)
+				w.zOld = append(w.zOld, st.z)
 			}
+			st.z += vals[t] * d
 		}
 	}
-	var change float64
-	if u.Bias != 0 {
-		if math.IsNaN(u.Bias) || math.IsInf(u.Bias, 0) {
-			return fmt.Errorf("update of the intercept by %v", u.Bias)
-		}
+	ratio, hinge := newLogRatio(), 0.0
+	if all {
 		w.b += u.Bias
-		for i := range w.z {
-			w.z[i] += u.Bias
+		for i := range w.rows {
+			w.rows[i].z += u.Bias
+			w.set(i, w.zOld[i], &ratio, &hinge)
 		}
-		for _, i := range w.touched {
-			w.dirty[i] = false
+		// Re-sum afresh, now that every row changed.
+		w.sumR, w.sumD = 0, 0
+		for _, st := range w.rows {
+			w.sumR += st.r
+			w.sumD += st.d
 		}
-		change = w.recomputeAll()
 	} else {
-		for _, i := range w.touched {
+		for k, i := range w.touched {
 			w.dirty[i] = false
-			change += w.set(int(i))
+			w.set(int(i), w.zOld[k], &ratio, &hinge)
 		}
 	}
-	w.touched = w.touched[:0]
+	w.touched, w.zOld = w.touched[:0], w.zOld[:0]
 	w.asOf = u.Round
 	w.rounds = append(w.rounds, u.Round)
-	w.change = append(w.change, change)
+	w.change = append(w.change, ratio.value()+hinge)
 	return nil
 }
 
@@ -193,9 +211,9 @@ func (w *Worker) Push(_ context.Context, _ uint64, p Plan) (Partial, error) {
 		rows, vals := w.x.Col(int(j))
 		var g, h float64
 		for t, i := range rows {
-			v := vals[t]
-			g += v * w.r[i]
-			h += v * v * w.d[i]
+			v, st := vals[t], &w.rows[i]
+			g += v * st.r
+			h += v * v * st.d
 		}
 		part.Grad[k], part.Curv[k] = g, h
 	}
@@ -206,20 +224,18 @@ func (w *Worker) Push(_ context.Context, _ uint64, p Plan) (Partial, error) {
 // objective, the duality gap and the accuracy need. It costs one pass over
 // the shard.
 func (w *Worker) Report() (Summary, error) {
-	s := Summary{Rows: w.x.Rows, V: make([]float64, w.x.Cols)}
-	if w.intercept {
-		s.P = make([]float64, w.x.Cols)
-	}
+	s := Summary{Rows: w.x.Rows}
 	w.sumR, w.sumD = 0, 0
-	for i, z := range w.z {
-		s.Loss += w.loss[i]
-		w.sumR += w.r[i]
-		w.sumD += w.d[i]
-		if (z >= 0) == (w.y[i] > 0) {
+	for i, st := range w.rows {
+		y := w.y[i]
+		s.Loss += rowLoss(y, st.z, st.s)
+		w.sumR += st.r
+		w.sumD += st.d
+		if (st.z >= 0) == (y > 0) {
 			s.Correct++
 		}
-		q := -w.y[i] * w.r[i]
-		if w.y[i] > 0 {
+		q := -y * st.r
+		if y > 0 {
 			s.HPos += entropy(q)
 			s.QPos += q
 		} else {
@@ -227,19 +243,20 @@ func (w *Worker) Report() (Summary, error) {
 			s.QNeg += q
 		}
 	}
-	for j := range w.x.Cols {
-		rows, vals := w.x.Col(j)
-		var v, p float64
-		for t, i := range rows {
-			v -= vals[t] * w.r[i] // y·q = −r
-			if w.y[i] > 0 {
-				p -= vals[t] * w.r[i]
+	// V_j = Σ x_ij·y_i·q_i = −Σ x_ij·r_i, and with an intercept P_j, the
+	// same over the positive rows.
+	w.rp = w.rp[:0]
+	for _, st := range w.rows {
+		w.rp = append(w.rp, st.r)
+	}
+	s.V = w.columnSums(w.rp)
+	if w.intercept {
+		for i, y := range w.y {
+			if y < 0 {
+				w.rp[i] = 0
 			}
 		}
-		s.V[j] = v
-		if s.P != nil {
-			s.P[j] = p
-		}
+		s.P = w.columnSums(w.rp)
 	}
 	for _, b := range w.w {
 		if b != 0 {
@@ -248,4 +265,18 @@ func (w *Worker) Report() (Summary, error) {
 		}
 	}
 	return s, nil
+}
+
+// columnSums returns −Σ_i x_ij·v_i for every column j of the shard.
+func (w *Worker) columnSums(v []float64) []float64 {
+	sums := make([]float64, w.x.Cols)
+	for j := range sums {
+		rows, vals := w.x.Col(j)
+		var sum float64
+		for t, i := range rows {
+			sum -= vals[t] * v[i]
+		}
+		sums[j] = sum
+	}
+	return sums
 }
