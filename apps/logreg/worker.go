@@ -60,7 +60,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 	rows := x.Rows
 	w := &Worker{
 		x: x, y: make([]float64, rows), intercept: cfg.Intercept,
-		rows: make([]rowState, rows),
+		rows:  make([]rowState, rows),
 		dirty: make([]bool, rows),
 	}
 	for i, v := range labels {
