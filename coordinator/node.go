@@ -527,9 +527,11 @@ func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
 		if err != nil {
 			return err
 		}
-		if prog.HasGap {
+		switch {
+		case n.opts.Tol == 0: // off
+		case prog.HasGap:
 			converged = prog.Gap <= n.opts.Tol*math.Abs(prog.Objective)
-		} else {
+		default:
 			converged = n.havePrev && relChange(n.prev, prog.Objective) < n.opts.Tol
 		}
 		n.prev, n.havePrev = prog.Objective, true

@@ -21,6 +21,7 @@ type halving struct {
 	hangShard int     // this shard stops answering…
 	hangRound uint64  // …from this round on (0: never)
 	vars      []int32 // the variables every plan claims to update
+	zeroGap   bool    // the objective comes with a certified gap of 0
 }
 
 // halvingScheduler is scheduler part of parts. Its plan is the round
@@ -63,7 +64,10 @@ func (w *halvingWorker) Push(ctx context.Context, round uint64, _ int) (float64,
 	return w.x / float64(w.shards), nil
 }
 
-type halvingCoordinator struct{ x float64 }
+type halvingCoordinator struct {
+	x       float64
+	zeroGap bool
+}
 
 func (c *halvingCoordinator) Start(shards []float64) (float64, error) {
 	for i, s := range shards {
@@ -89,7 +93,7 @@ func (c *halvingCoordinator) Objective(reports []float64) (schmp.Progress, error
 	for _, r := range reports {
 		sum += r
 	}
-	return schmp.Progress{Objective: 1 + sum}, nil
+	return schmp.Progress{Objective: 1 + sum, HasGap: c.zeroGap}, nil
 }
 
 func (c *halvingCoordinator) WriteModel(w io.Writer) error {
@@ -107,7 +111,7 @@ func (h halving) program() schmp.Program[int, float64, float64, float64] {
 			return &halvingWorker{h: h, shard: shard, shards: shards}, nil
 		},
 		NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
-			return &halvingCoordinator{}, nil
+			return &halvingCoordinator{zeroGap: h.zeroGap}, nil
 		},
 	}
 }
@@ -126,19 +130,23 @@ func run(t *testing.T, h halving, o coordinator.Options) (*coordinator.Result, e
 func TestStops(t *testing.T) {
 	cases := []struct {
 		name   string
+		h      halving
 		opts   coordinator.Options
 		reason string
 		rounds uint64
 	}{
-		{"max-rounds", coordinator.Options{Workers: 3, MaxRounds: 7, ReportEvery: 1}, "max-rounds", 7},
+		{"max-rounds", halving{}, coordinator.Options{Workers: 3, MaxRounds: 7, ReportEvery: 1}, "max-rounds", 7},
+		// --tol 0 is off, even when the gap is exactly 0.
+		{"tol off", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1}, "max-rounds", 6},
+		{"zero gap", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1, Tol: 1e-9}, "converged", 1},
 		// The report of round r shows 1 + 2^-(r-1): its relative change
 		// first falls below 1e-3 in round 11.
-		{"tol", coordinator.Options{Workers: 2, Tol: 1e-3, ReportEvery: 1}, "converged", 11},
-		{"time-limit", coordinator.Options{Workers: 1, TimeLimit: 50 * time.Millisecond, ReportEvery: 5}, "time-limit", 0},
+		{"tol", halving{}, coordinator.Options{Workers: 2, Tol: 1e-3, ReportEvery: 1}, "converged", 11},
+		{"time-limit", halving{}, coordinator.Options{Workers: 1, TimeLimit: 50 * time.Millisecond, ReportEvery: 5}, "time-limit", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := run(t, halving{}, tc.opts)
+			res, err := run(t, tc.h, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
