@@ -1,0 +1,121 @@
+package mf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// The algorithms (Config.Algo).
+const (
+	// SGD is stochastic gradient descent, one rating at a time.
+	SGD = "sgd"
+	// CCD is CCD++, rank-one cyclic coordinate descent (Yu et al. 2012).
+	CCD = "ccd"
+)
+
+// The schedules of SGD (Config.Schedule).
+const (
+	// Rotation is DSGD on the static rotation engine: items are cut into
+	// one block per worker, and in sub-round t worker p updates block
+	// (p+t) mod P, so no two workers ever touch the same factor.
+	Rotation = "rotation"
+	// Unscheduled is the Hogwild-style baseline: every worker updates its
+	// own copy of all of H over all its ratings, and the copies are merged
+	// once per iteration.
+	Unscheduled = "unscheduled"
+)
+
+// Config configures a job. Every role gets the same Config.
+type Config struct {
+	// Train is the training ratings file; Test, if set, the held-out one.
+	// Workers read them; the coordinator and the scheduler do not.
+	Train, Test string
+	// Rank is K, the number of factors.
+	Rank int
+	// Lambda is λ of Σ(r − w·h)² + λ(‖W‖² + ‖H‖²) (not weighted by counts).
+	Lambda float64
+	// Algo is SGD or CCD; Schedule (SGD only) Rotation or Unscheduled.
+	Algo, Schedule string
+	// LearningRate and Decay set the SGD step size of iteration e (from
+	// 0): η_e = LearningRate/(1 + Decay·e^1.5).
+	LearningRate, Decay float64
+	// Inner is the number of CCD++ inner iterations per feature.
+	Inner int
+	// Seed seeds the initial factors and the order of the SGD updates.
+	Seed uint64
+	// Workers is the number of workers P.
+	Workers int
+	// Iters is the number of iterations the job runs (0: no limit). An
+	// iteration is a pass over all ratings: P rounds with Rotation, one
+	// round Unscheduled, Rank·Inner rounds with CCD (RoundsPerIter); the
+	// runtime's MaxRounds must be Iters·RoundsPerIter.
+	Iters int
+	// ReportEvery is the number of iterations between evaluations; the
+	// runtime's ReportEvery must be ReportEvery·RoundsPerIter.
+	ReportEvery int
+
+	// Progress, on the coordinator, receives a line per evaluation; Warn
+	// receives warnings (test ratings with unseen ids). Either may be nil.
+	Progress, Warn io.Writer
+	// Model, on the coordinator, if set, receives the trace of
+	// evaluations and, if Model.Factors, the factors.
+	Model *Model
+}
+
+// RoundsPerIter returns the number of runtime rounds of an iteration.
+func (c Config) RoundsPerIter() int {
+	switch {
+	case c.Algo == CCD:
+		return c.Rank * max(c.Inner, 1)
+	case c.Schedule == Unscheduled:
+		return 1
+	}
+	return max(c.Workers, 1)
+}
+
+// blocks returns the number of item blocks: one per worker with Rotation.
+func (c Config) blocks() int {
+	if c.Algo == SGD && c.Schedule == Rotation {
+		return c.Workers
+	}
+	return 1
+}
+
+// Validate reports the first bad setting, named as its command-line flag.
+func (c Config) Validate() error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case c.Rank < 1:
+		return fmt.Errorf("--rank must be at least 1, got %d", c.Rank)
+	case c.Rank > 1<<12:
+		return fmt.Errorf("--rank must be at most %d, got %d", 1<<12, c.Rank)
+	case !(c.Lambda >= 0) || !finite(c.Lambda):
+		return fmt.Errorf("--lambda must be a finite number >= 0, got %v", c.Lambda)
+	case c.Algo != SGD && c.Algo != CCD:
+		return fmt.Errorf("--algo must be %s or %s, got %q", SGD, CCD, c.Algo)
+	case c.Schedule != Rotation && c.Schedule != Unscheduled:
+		return fmt.Errorf("--schedule must be %s or %s, got %q", Rotation, Unscheduled, c.Schedule)
+	case c.Algo == CCD && c.Schedule != Rotation:
+		return errors.New("--schedule=unscheduled is a baseline of --algo=sgd; CCD++ has none")
+	case c.Algo == SGD && (!(c.LearningRate > 0) || !finite(c.LearningRate)):
+		return fmt.Errorf("--lr must be a finite number > 0, got %v", c.LearningRate)
+	case !(c.Decay >= 0) || !finite(c.Decay):
+		return fmt.Errorf("--decay must be a finite number >= 0, got %v", c.Decay)
+	case c.Algo == CCD && c.Inner < 1:
+		return fmt.Errorf("--inner must be at least 1, got %d", c.Inner)
+	case c.Workers < 1 || c.Workers > 1<<12:
+		return fmt.Errorf("--workers must be in [1, %d], got %d", 1<<12, c.Workers)
+	case c.Iters < 0:
+		return fmt.Errorf("--iters must be >= 0, got %d", c.Iters)
+	case c.ReportEvery < 1:
+		return fmt.Errorf("--report-every must be at least 1, got %d", c.ReportEvery)
+	}
+	return nil
+}
+
+// stepSize returns the SGD step size of iteration e.
+func (c Config) stepSize(e uint64) float64 {
+	return c.LearningRate / (1 + c.Decay*math.Pow(float64(e), 1.5))
+}

@@ -1,0 +1,380 @@
+package mf
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/scheduler"
+)
+
+// noise is the noise level of the generated test data.
+const noise = 0.1
+
+var (
+	dataOnce            sync.Once
+	trainPath, testPath string
+	dataDir             string
+)
+
+// testData returns a generated set of 100,000 ratings of rank 5 with noise
+// 0.1 (train, test), written once for all tests.
+func testData(t *testing.T) (train, test string) {
+	t.Helper()
+	dataOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mf-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dataDir = dir
+		trainPath, testPath = filepath.Join(dir, "train.txt"), filepath.Join(dir, "test.txt")
+		var tr, te bytes.Buffer
+		if _, err := Generate(&tr, &te, GenConfig{Users: 2000, Items: 500, Rank: 5, Ratings: 100_000, Noise: noise, Alpha: 1, TestFraction: 0.1, Seed: 7}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(trainPath, tr.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(testPath, te.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if trainPath == "" {
+		t.Fatal("no test data")
+	}
+	return trainPath, testPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dataDir != "" {
+		os.RemoveAll(dataDir)
+	}
+	os.Exit(code)
+}
+
+// config returns a configuration of the algorithm ("rotation",
+// "unscheduled" or "ccd") on the test data.
+func config(t *testing.T, algo string, workers, iters int) Config {
+	train, test := testData(t)
+	c := Config{
+		Train: train, Test: test, Rank: 5, Lambda: 0.5, Algo: SGD, Schedule: Rotation,
+		LearningRate: 0.05, Decay: 0.02, Inner: 1, Seed: 1, Workers: workers,
+		Iters: iters, ReportEvery: 1, Model: &Model{Factors: true},
+	}
+	switch algo {
+	case "unscheduled":
+		c.Schedule = Unscheduled
+	case "ccd":
+		c.Algo = CCD
+	}
+	return c
+}
+
+// run runs the job of cfg to its Iters on an embedded NATS server, with
+// reportEvery rounds between reports (0: cfg.ReportEvery iterations), and
+// returns its model.
+func run(t *testing.T, cfg Config, depth, reportEvery int) (*Model, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rpi := cfg.RoundsPerIter()
+	if reportEvery == 0 {
+		reportEvery = cfg.ReportEvery * rpi
+	}
+	opts := job.Options{
+		Job:     "mf",
+		Timeout: 20 * time.Second,
+		Coordinator: coordinator.Options{
+			Workers: cfg.Workers, Depth: depth, MaxRounds: uint64(cfg.Iters * rpi),
+			ReportEvery: reportEvery, Timeout: 20 * time.Second,
+		},
+	}
+	var err error
+	switch {
+	case cfg.Algo == CCD:
+		_, err = job.Run(ctx, CCDProgram(cfg), opts)
+	case cfg.Schedule == Unscheduled:
+		_, err = job.Run(ctx, UnscheduledProgram(cfg), opts)
+	default:
+		_, err = job.Run(ctx, RotationProgram(cfg), opts)
+	}
+	return cfg.Model, err
+}
+
+// TestConverges checks that every algorithm recovers the low-rank
+// structure of the generated data: the test RMSE comes within 20% of the
+// noise level (the error of the true factors), and the training RMSE
+// within 10%.
+func TestConverges(t *testing.T) {
+	cases := []struct {
+		algo           string
+		workers, iters int
+	}{
+		{"rotation", 1, 30},
+		{"rotation", 3, 30},
+		{"unscheduled", 2, 30},
+		{"ccd", 2, 10},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/workers=%d", tc.algo, tc.workers), func(t *testing.T) {
+			m, err := run(t, config(t, tc.algo, tc.workers, tc.iters), 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := m.Final()
+			t.Logf("after %g iterations: train RMSE %.4f, test RMSE %.4f (noise %g)", f.Iter, f.TrainRMSE, f.TestRMSE, noise)
+			if f.Iter != float64(tc.iters) || len(m.Trace) != tc.iters+1 {
+				t.Errorf("final evaluation after %g iterations, %d evaluations; want %d, %d", f.Iter, len(m.Trace), tc.iters, tc.iters+1)
+			}
+			if !(f.TestRMSE <= 1.2*noise) {
+				t.Errorf("test RMSE %.4f, want ≤ %.3f", f.TestRMSE, 1.2*noise)
+			}
+			if !(f.TrainRMSE <= 1.1*noise) {
+				t.Errorf("train RMSE %.4f, want ≤ %.3f", f.TrainRMSE, 1.1*noise)
+			}
+			if m.Test == 0 || m.Train+m.Test+m.Unseen != 100_000 {
+				t.Errorf("%d train, %d test and %d unseen ratings, want 100000 in all", m.Train, m.Test, m.Unseen)
+			}
+		})
+	}
+}
+
+// TestCCDMonotone checks that CCD++ never increases the objective: each
+// round minimizes it exactly over one column of W and then of H. The
+// objective is evaluated after every round.
+func TestCCDMonotone(t *testing.T) {
+	for _, inner := range []int{1, 3} {
+		t.Run(fmt.Sprintf("inner=%d", inner), func(t *testing.T) {
+			cfg := config(t, "ccd", 2, 3)
+			cfg.Inner = inner
+			m, err := run(t, cfg, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := 3*cfg.Rank*inner + 1; len(m.Trace) != want {
+				t.Fatalf("%d evaluations, want %d", len(m.Trace), want)
+			}
+			for k := 1; k < len(m.Trace); k++ {
+				prev, cur := m.Trace[k-1].Objective, m.Trace[k].Objective
+				if cur > prev*(1+1e-12) {
+					t.Errorf("round %d: objective rose from %.15g to %.15g", m.Trace[k].Round, prev, cur)
+				}
+			}
+		})
+	}
+}
+
+// TestSGDDecreasing checks that SGD decreases the objective on average:
+// over 20 iterations, evaluated after each, the objective falls to a tenth
+// of its start, and rises in at most a fifth of the iterations.
+func TestSGDDecreasing(t *testing.T) {
+	for _, algo := range []string{"rotation", "unscheduled"} {
+		t.Run(algo, func(t *testing.T) {
+			m, err := run(t, config(t, algo, 2, 20), 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rises := 0
+			for k := 1; k < len(m.Trace); k++ {
+				if m.Trace[k].Objective > m.Trace[k-1].Objective {
+					rises++
+				}
+			}
+			first, last := m.Trace[0].Objective, m.Final().Objective
+			if rises > 4 || !(last < first/10) {
+				t.Errorf("objective %.6g → %.6g with %d rises in 20 iterations", first, last, rises)
+			}
+		})
+	}
+}
+
+// factors returns the written W and H of m.
+func factors(t *testing.T, m *Model) string {
+	t.Helper()
+	var b strings.Builder
+	if err := m.WriteW(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteH(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestDeterministic checks that a fixed seed gives bit-identical factors
+// and objectives, and another seed others.
+func TestDeterministic(t *testing.T) {
+	for _, tc := range []struct {
+		algo    string
+		workers int
+	}{{"rotation", 1}, {"rotation", 2}, {"unscheduled", 2}, {"ccd", 2}} {
+		t.Run(fmt.Sprintf("%s/workers=%d", tc.algo, tc.workers), func(t *testing.T) {
+			var got []string
+			var objs [][]float64
+			for _, seed := range []uint64{3, 3, 4} {
+				cfg := config(t, tc.algo, tc.workers, 3)
+				cfg.Seed = seed
+				m, err := run(t, cfg, 1, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, factors(t, m))
+				var o []float64
+				for _, e := range m.Trace {
+					o = append(o, e.Objective)
+				}
+				objs = append(objs, o)
+			}
+			if got[0] != got[1] || !slices.Equal(objs[0], objs[1]) {
+				t.Error("two runs with the same seed differ")
+			}
+			if got[0] == got[2] {
+				t.Error("runs with seeds 3 and 4 are the same")
+			}
+		})
+	}
+}
+
+// TestRotationIsSequentialDSGD checks the transport of the blocks: DSGD on
+// the rotation with P workers gives, bit for bit, the factors of a
+// sequential program that runs the same strata in the same order on one
+// copy of W and H.
+func TestRotationIsSequentialDSGD(t *testing.T) {
+	const workers, iters = 3, 4
+	cfg := config(t, "rotation", workers, iters)
+	m, err := run(t, cfg, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	shards := make([]*shard, workers)
+	ws := make([][]float64, workers)
+	for p := range shards {
+		if shards[p], err = loadShard(cfg, p, false); err != nil {
+			t.Fatal(err)
+		}
+		ws[p] = shards[p].initUsers(cfg.Rank)
+	}
+	ix := shards[0].ix
+	h := initItems(ix.ItemIDs, cfg.Seed, ix.Mean, ix.Std, cfg.Rank)
+	rot := scheduler.Rotation{Workers: workers}
+	for t := range uint64(workers * iters) {
+		for p, s := range shards {
+			b := rot.Block(p, t)
+			sgd(s.train[s.cell[b]:s.cell[b+1]], ws[p], h, cfg.Rank, cfg.stepSize(t/workers), s.regU, s.regI)
+		}
+	}
+	want := &Model{Rank: cfg.Rank, ItemIDs: ix.ItemIDs, Users: ix.ShardUsers, W: ws, H: h}
+	if factors(t, m) != factors(t, want) {
+		t.Error("the rotation's factors differ from sequential DSGD's")
+	}
+}
+
+// TestDepth checks that every algorithm refuses rounds in flight: their
+// rounds depend on each other's updates.
+func TestDepth(t *testing.T) {
+	for _, algo := range []string{"rotation", "unscheduled", "ccd"} {
+		t.Run(algo, func(t *testing.T) {
+			if _, err := run(t, config(t, algo, 2, 2), 2, 0); err == nil {
+				t.Error("depth 2: no error")
+			}
+		})
+	}
+}
+
+// TestUnseen checks test ratings whose user or item is not in the training
+// data: left out of the test RMSE, counted and warned about, and predicted
+// by the mean training rating.
+func TestUnseen(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	train := write("train", "10 100 1\n10 200 2\n-3 100 3\n-3 300 4\n9000000000000000000 200 5\n")
+	test := write("test", "10 300 2\n77 100 1\n-3 400 1\n-3 200 3\n")
+	var warn bytes.Buffer
+	for _, workers := range []int{1, 2} {
+		warn.Reset()
+		cfg := Config{
+			Train: train, Test: test, Rank: 2, Lambda: 0.1, Algo: CCD, Schedule: Rotation, Inner: 1,
+			Seed: 1, Workers: workers, Iters: 2, ReportEvery: 1, Model: &Model{Factors: true}, Warn: &warn,
+		}
+		m, err := run(t, cfg, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Test != 2 || m.Unseen != 2 || m.Train != 5 {
+			t.Errorf("workers=%d: %d train, %d test, %d unseen; want 5, 2, 2", workers, m.Train, m.Test, m.Unseen)
+		}
+		if !strings.Contains(warn.String(), "2 of 4 test ratings") {
+			t.Errorf("warning %q", warn.String())
+		}
+		var out bytes.Buffer
+		n, err := m.Predict(test, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if n != 2 || len(lines) != 4 || lines[1] != "77 100 3" || lines[2] != "-3 400 3" {
+			t.Errorf("workers=%d: %d unseen, predictions %q; want 2, with the mean 3 for 77 100 and -3 400", workers, n, lines)
+		}
+		var w strings.Builder
+		if err := m.WriteW(&w); err != nil {
+			t.Fatal(err)
+		}
+		ids := ""
+		for _, l := range strings.Split(strings.TrimSpace(w.String()), "\n") {
+			f := strings.Fields(l)
+			if len(f) != 3 {
+				t.Fatalf("W line %q: want id and 2 values", l)
+			}
+			ids += f[0] + " "
+		}
+		if ids != "-3 10 9000000000000000000 " {
+			t.Errorf("W ids %q, want the original ids in ascending order", ids)
+		}
+	}
+}
+
+// TestFingerprint checks that the coordinator refuses workers that read
+// different training files.
+func TestFingerprint(t *testing.T) {
+	b := newBase(Config{Workers: 2, Rank: 1})
+	err := b.start([]Summary{{Fingerprint: 1}, {Fingerprint: 2}})
+	if err == nil || !strings.Contains(err.Error(), "different training data") {
+		t.Errorf("error %v", err)
+	}
+}
+
+// TestInitIndependentOfWorkers checks that the first evaluation, of the
+// initial factors, does not depend on the number of workers.
+func TestInitIndependentOfWorkers(t *testing.T) {
+	var objs []float64
+	for _, workers := range []int{1, 2, 3} {
+		m, err := run(t, config(t, "rotation", workers, 1), 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, m.Trace[0].Objective)
+	}
+	for k := 1; k < len(objs); k++ {
+		if math.Abs(objs[k]-objs[0]) > 1e-9*objs[0] {
+			t.Errorf("initial objective %.15g with %d workers, %.15g with 1", objs[k], k+1, objs[0])
+		}
+	}
+}

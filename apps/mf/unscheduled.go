@@ -1,0 +1,189 @@
+package mf
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// FullUpdate, the U of the unscheduled SGD and of CCD++, is broadcast to
+// every worker: all of H (at the start, and after every round of the
+// unscheduled SGD) or one column of it (CCD++).
+type FullUpdate struct {
+	// Round is the number of rounds whose updates the state reflects.
+	Round uint64 `msgpack:"r"`
+	// Factors (in the first update) asks for the users' factors in the
+	// reports.
+	Factors bool `msgpack:"f,omitempty"`
+	// H is all of H, row by row.
+	H wire.Float64s `msgpack:"h,omitempty"`
+	// Feature and Col (CCD++): column Feature of H is now Col.
+	Feature int           `msgpack:"k,omitempty"`
+	Col     wire.Float64s `msgpack:"c,omitempty"`
+}
+
+// DeltaPartial, the R of the unscheduled SGD, is how a worker's copy of H
+// moved in an iteration: Delta holds, row by row, the change of the
+// factors of the items Items, on which the worker has Counts ratings.
+type DeltaPartial struct {
+	Items  wire.Int32s   `msgpack:"i"`
+	Counts wire.Int32s   `msgpack:"n"`
+	Delta  wire.Float64s `msgpack:"d"`
+	Stats
+}
+
+// unscheduledWorker is worker p of the unscheduled SGD: each round (an
+// iteration) it runs SGD over all its ratings on its own copy of all of H,
+// as every other worker does at the same time, and sends the change.
+type unscheduledWorker struct {
+	*shard
+	w, h    []float64
+	round   uint64
+	started bool // the first update is in
+	factors bool
+	items   []int32 // the items of its ratings, ascending
+	counts  []int32 // its ratings of each
+	before  []float64
+}
+
+func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
+	s, err := loadShard(cfg, p, false)
+	if err != nil {
+		return nil, err
+	}
+	w := &unscheduledWorker{shard: s, w: s.initUsers(cfg.Rank), h: make([]float64, len(s.ix.ItemIDs)*cfg.Rank)}
+	n := make([]int32, len(s.ix.ItemIDs))
+	for _, e := range s.train {
+		n[e.i]++
+	}
+	for i, c := range n {
+		if c > 0 {
+			w.items = append(w.items, int32(i))
+			w.counts = append(w.counts, c)
+		}
+	}
+	w.before = make([]float64, len(w.items)*cfg.Rank)
+	return w, nil
+}
+
+// Describe implements schmp.Worker.
+func (w *unscheduledWorker) Describe() (Summary, error) { return w.describe(), nil }
+
+// Apply implements schmp.Worker: H is the merged one.
+func (w *unscheduledWorker) Apply(u FullUpdate) error {
+	if u.Round == 0 {
+		w.factors = u.Factors
+	}
+	if len(u.H) != len(w.h) {
+		return fmt.Errorf("update of round %d: H has %d values, want %d", u.Round, len(u.H), len(w.h))
+	}
+	copy(w.h, u.H)
+	w.round = u.Round
+	w.started = true
+	return nil
+}
+
+// Push implements schmp.Worker.
+func (w *unscheduledWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (DeltaPartial, error) {
+	t0 := time.Now()
+	if !w.started || turn.SubRound != w.round {
+		return DeltaPartial{}, fmt.Errorf("round %d on the state after round %d (the job needs --depth 1)", turn.SubRound+1, w.round)
+	}
+	k := w.cfg.Rank
+	for j, i := range w.items {
+		copy(w.before[j*k:(j+1)*k], w.h[int(i)*k:int(i+1)*k])
+	}
+	sgd(w.train, w.w, w.h, k, w.cfg.stepSize(turn.SubRound), w.regU, w.regI)
+	delta := make(wire.Float64s, len(w.before))
+	for j, i := range w.items {
+		for c := range k {
+			delta[j*k+c] = w.h[int(i)*k+c] - w.before[j*k+c]
+		}
+	}
+	return DeltaPartial{
+		Items: w.items, Counts: w.counts, Delta: delta,
+		Stats: Stats{Work: float64(len(w.train)), Nanos: time.Since(t0).Nanoseconds()},
+	}, nil
+}
+
+// Report implements schmp.Worker: after every update the worker holds the
+// merged H, so every state is evaluated. Worker 0 answers for ‖H‖².
+func (w *unscheduledWorker) Report() (Summary, error) {
+	if !w.started {
+		return Summary{}, errNotStarted
+	}
+	k := w.cfg.Rank
+	s := Summary{
+		Round: w.round, Exact: true,
+		SSE: sse(w.train, w.w, w.h, k), TestSSE: sse(w.test, w.w, w.h, k), WNorm: sumSq(w.w),
+	}
+	if w.p == 0 {
+		s.HNorm = sumSq(w.h)
+	}
+	if w.factors {
+		s.W = w.w
+	}
+	return s, nil
+}
+
+// unscheduledCoordinator merges the workers' copies of H: each item's
+// factor moves by the average of the workers' changes weighted by their
+// ratings of it, h_i += Σ_p n_pi·Δ_pi / Σ_p n_pi.
+type unscheduledCoordinator struct {
+	base
+	h      []float64
+	weight []float64
+}
+
+// Start implements schmp.Coordinator.
+func (c *unscheduledCoordinator) Start(sums []Summary) (FullUpdate, error) {
+	if err := c.start(sums); err != nil {
+		return FullUpdate{}, err
+	}
+	c.h = initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank)
+	c.weight = make([]float64, len(c.m.ItemIDs))
+	return FullUpdate{Factors: c.m.Factors, H: slices.Clone(c.h)}, nil
+}
+
+// Pull implements schmp.Coordinator.
+func (c *unscheduledCoordinator) Pull(round uint64, _ scheduler.Turn, partials []DeltaPartial) (FullUpdate, schmp.Feedback, error) {
+	k := c.cfg.Rank
+	clear(c.weight)
+	for p, part := range partials {
+		if len(part.Counts) != len(part.Items) || len(part.Delta) != len(part.Items)*k {
+			return FullUpdate{}, schmp.Feedback{}, fmt.Errorf("worker %d sent %d items, %d counts and %d values", p, len(part.Items), len(part.Counts), len(part.Delta))
+		}
+		for j, i := range part.Items {
+			if i < 0 || int(i) >= len(c.weight) {
+				return FullUpdate{}, schmp.Feedback{}, fmt.Errorf("worker %d sent item %d of %d", p, i, len(c.weight))
+			}
+			c.weight[i] += float64(part.Counts[j])
+		}
+	}
+	for _, part := range partials {
+		for j, i := range part.Items {
+			f := float64(part.Counts[j]) / c.weight[i]
+			hi := c.h[int(i)*k : int(i+1)*k]
+			for d, v := range part.Delta[j*k : (j+1)*k] {
+				hi[d] += f * v
+			}
+		}
+		c.account(part.Stats)
+	}
+	c.pulled = round
+	return FullUpdate{Round: round, H: slices.Clone(c.h)}, schmp.Feedback{Vars: wire.Int32s{0}, Delta: wire.Float64s{0}}, nil
+}
+
+// Objective implements schmp.Coordinator.
+func (c *unscheduledCoordinator) Objective(reports []Summary) (schmp.Progress, error) {
+	return c.evaluate(reports, func() []float64 { return c.h })
+}
+
+// WriteModel implements schmp.Coordinator.
+func (c *unscheduledCoordinator) WriteModel(w io.Writer) error { return c.writeModel(w) }
