@@ -153,3 +153,60 @@ func TestSparseColumnsCost(t *testing.T) {
 		}
 	}
 }
+
+// TestSetDependentExact checks that a SparseColumns set decides exactly as
+// the pairwise check: at ρ equal to the largest Dependence of j with a
+// member it says dependent, and just above it, not, bit for bit, as
+// members come and go.
+func TestSetDependentExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	var b sparse.Builder
+	const rows, cols = 60, 40
+	for range rows {
+		var idx []int32
+		var val []float64
+		for j := range cols {
+			if rng.Float64() < 0.15 {
+				idx = append(idx, int32(j))
+				val = append(val, rng.NormFloat64()+0.5)
+			}
+		}
+		b.AddRow(idx, val)
+	}
+	m := b.Build(cols)
+	for _, centered := range []bool{false, true} {
+		c := NewSparseColumns(m, centered)
+		set := c.NewSet()
+		in := map[int]bool{}
+		for step := range 400 {
+			k := rng.IntN(cols)
+			if in[k] {
+				set.Remove(k)
+				delete(in, k)
+			} else {
+				set.Add(k)
+				in[k] = true
+			}
+			if set.Len() != len(in) {
+				t.Fatalf("step %d: Len %d, want %d", step, set.Len(), len(in))
+			}
+			j := rng.IntN(cols)
+			if in[j] {
+				continue
+			}
+			top := 0.0
+			for k := range in {
+				top = max(top, c.Dependence(j, k))
+			}
+			if top == 0 {
+				if set.Dependent(j, math.SmallestNonzeroFloat64) {
+					t.Fatalf("centered=%v step %d: %d dependent, pairwise not", centered, step, j)
+				}
+				continue
+			}
+			if !set.Dependent(j, top) || set.Dependent(j, math.Nextafter(top, 2)) {
+				t.Fatalf("centered=%v step %d: set disagrees with the pairwise maximum %v for %d", centered, step, top, j)
+			}
+		}
+	}
+}

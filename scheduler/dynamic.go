@@ -171,6 +171,10 @@ type Dynamic struct {
 
 	inflight []int32 // the variables selected and not yet fed back
 
+	// With Columns that index sets (SetMaker), the dependency check asks
+	// these instead of checking pairs.
+	flightSet, roundSet Set
+
 	// The walk: Cyclic and the Priority warm-up.
 	order  []int32 // walk order; nil means index order
 	cursor int     // next position of order
@@ -223,6 +227,9 @@ func NewDynamic(c Config, cols Columns) (*Dynamic, error) {
 	}
 	if sc, ok := cols.(*SparseColumns); ok && sc.m.Cols < c.Vars {
 		return nil, fmt.Errorf("--vars %d exceeds the %d columns of the data", c.Vars, sc.m.Cols)
+	}
+	if sm, ok := cols.(SetMaker); ok && d.check {
+		d.flightSet, d.roundSet = sm.NewSet(), sm.NewSet()
 	}
 	for j := range d.busy {
 		d.busy[j] = -1
@@ -328,7 +335,7 @@ func (d *Dynamic) Next() Selection {
 		default:
 			j = d.nextWeighted()
 		}
-		if d.busy[j] >= 0 || !d.independent(j, d.inflight) {
+		if d.busy[j] >= 0 || !d.independent(j, d.inflight, d.flightSet) {
 			deferred++
 			if kind == drawWalk {
 				d.later = append(d.later, j)
@@ -338,8 +345,11 @@ func (d *Dynamic) Next() Selection {
 			}
 			continue
 		}
-		if d.independent(j, vars) {
+		if d.independent(j, vars, d.roundSet) {
 			vars = append(vars, j)
+			if d.roundSet != nil {
+				d.roundSet.Add(int(j))
+			}
 		} else {
 			d.rejected = append(d.rejected, j)
 		}
@@ -354,6 +364,10 @@ func (d *Dynamic) Next() Selection {
 	for _, j := range vars {
 		d.busy[j] = int32(len(d.inflight))
 		d.inflight = append(d.inflight, j)
+		if d.roundSet != nil {
+			d.roundSet.Remove(int(j))
+			d.flightSet.Add(int(j))
+		}
 	}
 	d.round++
 	return Selection{
@@ -388,12 +402,19 @@ func (d *Dynamic) release(j int32) {
 	d.busy[last] = k
 	d.inflight = d.inflight[:len(d.inflight)-1]
 	d.busy[j] = -1
+	if d.flightSet != nil {
+		d.flightSet.Remove(int(j))
+	}
 }
 
-// independent reports whether j may join the accepted variables vars.
-func (d *Dynamic) independent(j int32, vars []int32) bool {
+// independent reports whether j depends on none of vars, which set, if
+// not nil, holds too.
+func (d *Dynamic) independent(j int32, vars []int32, set Set) bool {
 	if !d.check {
 		return true
+	}
+	if set != nil {
+		return !set.Dependent(int(j), d.cfg.Rho)
 	}
 	for _, a := range vars {
 		if d.cols.Dependence(int(j), int(a)) >= d.cfg.Rho {
