@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/strads-go/strads/apps/mf"
+	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/schmp"
+)
+
+func init() {
+	register("mf", appCommand{
+		summary: "matrix factorization of ratings",
+		job:     runMF,
+		role:    runMFRole,
+		gen:     genMF,
+	})
+}
+
+// mfFlags are the flags of the matrix factorization app, shared by all its
+// roles.
+type mfFlags struct {
+	cfg                 mf.Config
+	predict, predictOut string
+}
+
+func addMFFlags(fs *flag.FlagSet) *mfFlags {
+	f := &mfFlags{}
+	fs.StringVar(&f.cfg.Train, "train", "", "training ratings `file`, lines \"user item rating\" (white space, comma or :: separated); workers read it")
+	fs.StringVar(&f.cfg.Test, "test", "", "held-out ratings `file`: the metrics report its RMSE (ratings of users or items not in --train are left out, and counted)")
+	fs.IntVar(&f.cfg.Rank, "rank", 10, "rank K of the factors")
+	fs.Float64Var(&f.cfg.Lambda, "lambda", 0.05, "λ of Σ(r − w_u·h_i)² + λ(‖W‖² + ‖H‖²), not weighted by counts")
+	fs.StringVar(&f.cfg.Algo, "algo", mf.SGD, "algorithm: sgd (stochastic gradient descent) or ccd (CCD++, rank-one coordinate descent)")
+	fs.StringVar(&f.cfg.Schedule, "schedule", mf.Rotation, "sgd only: rotation (DSGD: item blocks rotate among the workers) or unscheduled (Hogwild-style baseline: every worker updates all of H, merged once per iteration)")
+	fs.Float64Var(&f.cfg.LearningRate, "lr", 0.05, "sgd: step size η₀; iteration e uses η₀/(1 + decay·e^1.5)")
+	fs.Float64Var(&f.cfg.Decay, "decay", 0.02, "sgd: decay of the step size")
+	fs.IntVar(&f.cfg.Inner, "inner", 1, "ccd: inner iterations per feature")
+	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the initial factors and of the SGD order")
+	fs.IntVar(&f.cfg.Iters, "iters", 20, "stop after `n` iterations (passes over the ratings; 0: no limit)")
+	fs.StringVar(&f.predict, "predict", "", "predict the ratings of the (user, item) pairs of `file` (lines \"user item\") into --predict-out; unseen ids get the mean training rating")
+	fs.StringVar(&f.predictOut, "predict-out", "", "`file` where --predict writes lines \"user item prediction\"")
+	return f
+}
+
+// setFlag changes a runtime flag's default and usage for mf.
+func setFlag(fs *flag.FlagSet, name, value, usage string) {
+	f := fs.Lookup(name)
+	if err := f.Value.Set(value); err != nil {
+		panic(err) // a programming error: the value is a constant
+	}
+	f.DefValue, f.Usage = value, usage
+}
+
+// mfJob is a matrix factorization job as the command runs it: its config,
+// the model its coordinator fills, and the outputs, opened before the job
+// runs and committed together once it is done.
+type mfJob struct {
+	cfg                mf.Config
+	model              *mf.Model
+	out, metrics       string
+	predict, predicted string
+	files              []*atomicfile.File
+}
+
+// mfSetup parses the flags of a matrix factorization command and checks
+// the input that role reads ("" for a whole job) before anything starts:
+// bad input is a usage error naming its file and line.
+func mfSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (*mfJob, *runFlags, coordinator.Options, error) {
+	f := addMFFlags(fs)
+	rf := addRunFlags(fs)
+	setFlag(fs, "job", "mf", "job `name`: every subject of the job is under strads.<name>.")
+	setFlag(fs, "report-every", "1", "evaluate every `n` iterations (one pass over the ratings)")
+	setFlag(fs, "tol", "1e-4", "stop when the objective changes by less than tol, relatively, between two evaluations (0: off)")
+	setFlag(fs, "out", "", "write the factors to `PREFIX`.W.txt and PREFIX.H.txt, lines \"id v1 … vK\" in ascending id order")
+	setFlag(fs, "metrics", "", "write a CSV to `file`, a row per evaluation: time_s,round,iter,objective,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s")
+	setFlag(fs, "progress", "1s", "print a line per evaluation on stderr (0: never)")
+	setFlag(fs, "depth", "1", "rounds in flight: mf needs 1 (every round needs the previous one's update)")
+	setFlag(fs, "max-rounds", "0", "stop after `n` runtime rounds (an iteration is --workers rounds on the rotation, 1 unscheduled, rank·inner with ccd; --iters is simpler; 0: no limit)")
+	if err := parse(fs, args, stdout, synopsis); err != nil {
+		return nil, nil, coordinator.Options{}, err
+	}
+	cfg := f.cfg
+	cfg.Workers, cfg.ReportEvery = rf.workers, rf.reportEvery
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, coordinator.Options{}, usageError{err}
+	}
+	switch {
+	case rf.depth > 1:
+		return nil, nil, coordinator.Options{}, usagef("--depth %d: mf needs --depth 1 (on the rotation every round holds every block of H, and every round needs the previous one's update)", rf.depth)
+	case rf.schedulers > 1:
+		return nil, nil, coordinator.Options{}, usagef("--schedulers %d: mf takes one scheduler", rf.schedulers)
+	case (f.predict == "") != (f.predictOut == ""):
+		return nil, nil, coordinator.Options{}, usagef("--predict FILE and --predict-out FILE go together")
+	}
+	opts, err := rf.options(stderr)
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	j := &mfJob{cfg: cfg, out: opts.Out, metrics: opts.Metrics, predict: f.predict, predicted: f.predictOut}
+	if j.predicted != "" {
+		if st, err := os.Stat(filepath.Dir(j.predicted)); err != nil || !st.IsDir() {
+			return nil, nil, opts, usagef("--predict-out %s: directory %s does not exist", j.predicted, filepath.Dir(j.predicted))
+		}
+	}
+	if err := j.check(role); err != nil {
+		return nil, nil, opts, err
+	}
+
+	// mf evaluates, prints its progress and writes its outputs itself.
+	rpi := uint64(cfg.RoundsPerIter())
+	opts.ReportEvery = cfg.ReportEvery * int(rpi)
+	if cfg.Iters > 0 {
+		opts.MaxRounds = uint64(cfg.Iters) * rpi
+		if rf.maxRounds > 0 {
+			opts.MaxRounds = min(opts.MaxRounds, rf.maxRounds)
+		}
+	}
+	opts.Progress, opts.Out, opts.Metrics = nil, "", ""
+	j.model = &mf.Model{Factors: j.out != "" || j.predict != ""}
+	j.cfg.Model, j.cfg.Warn = j.model, stderr
+	if rf.progress > 0 {
+		j.cfg.Progress = stderr
+	}
+	return j, rf, opts, nil
+}
+
+// check reads the input that role reads, so that bad input fails before
+// any role starts.
+func (j *mfJob) check(role string) error {
+	var files []string
+	if role == "" || role == "worker" {
+		if j.cfg.Train == "" {
+			return usagef("--train FILE is required")
+		}
+		files = append(files, j.cfg.Train)
+		if j.cfg.Test != "" {
+			files = append(files, j.cfg.Test)
+		}
+	}
+	for _, path := range files {
+		if err := mf.ReadRatings(path, func(int, mf.Rating) error { return nil }); err != nil {
+			return mfInputError(err)
+		}
+	}
+	if j.predict != "" && (role == "" || role == "coordinator") {
+		if err := mf.ReadPairs(j.predict, func(int, int64, int64) error { return nil }); err != nil {
+			return mfInputError(err)
+		}
+	}
+	return nil
+}
+
+// mfInputError makes bad or missing input a usage error.
+func mfInputError(err error) error {
+	var pe *mf.ParseError
+	if errors.As(err, &pe) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+		return usageError{err}
+	}
+	return err
+}
+
+// open creates the output files, so that a bad path fails before the job
+// runs; commit writes and commits them, abort removes them.
+func (j *mfJob) open() error {
+	for _, path := range j.outputs() {
+		f, err := atomicfile.Create(path)
+		if err != nil {
+			j.abort()
+			return err
+		}
+		j.files = append(j.files, f)
+	}
+	return nil
+}
+
+func (j *mfJob) outputs() []string {
+	var paths []string
+	if j.out != "" {
+		paths = append(paths, j.out+".W.txt", j.out+".H.txt")
+	}
+	if j.metrics != "" {
+		paths = append(paths, j.metrics)
+	}
+	if j.predicted != "" {
+		paths = append(paths, j.predicted)
+	}
+	return paths
+}
+
+func (j *mfJob) abort() {
+	for _, f := range j.files {
+		f.Abort()
+	}
+}
+
+// commit writes the outputs and commits them.
+func (j *mfJob) commit(stderr io.Writer) error {
+	var writes []func(io.Writer) error
+	if j.out != "" {
+		writes = append(writes, j.model.WriteW, j.model.WriteH)
+	}
+	if j.metrics != "" {
+		writes = append(writes, j.model.WriteMetrics)
+	}
+	if j.predicted != "" {
+		writes = append(writes, func(w io.Writer) error {
+			unseen, err := j.model.Predict(j.predict, w)
+			if unseen > 0 {
+				fmt.Fprintf(stderr, "mf: %d pairs of %s have a user or item not in --train: predicted by the mean training rating %.6g\n", unseen, j.predict, j.model.Mean)
+			}
+			return err
+		})
+	}
+	for k, write := range writes {
+		f := j.files[k]
+		if err := write(f); err != nil {
+			return fmt.Errorf("write %s: %w", f.Path(), err)
+		}
+	}
+	for _, f := range j.files {
+		if err := f.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run runs the job's program, as a whole (role "") or one role of it, and
+// writes the outputs if it is the coordinator's.
+func (j *mfJob) run(ctx context.Context, role string, rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer) error {
+	writes := role == "" || role == "coordinator"
+	if writes {
+		if err := j.open(); err != nil {
+			return err
+		}
+		defer j.abort()
+	}
+	var err error
+	switch {
+	case j.cfg.Algo == mf.CCD:
+		err = runMFProgram(ctx, role, mf.CCDProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+	case j.cfg.Schedule == mf.Unscheduled:
+		err = runMFProgram(ctx, role, mf.UnscheduledProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+	default:
+		err = runMFProgram(ctx, role, mf.RotationProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+	}
+	if err != nil || !writes {
+		return err
+	}
+	return j.commit(stderr)
+}
+
+// runMFProgram runs prog as a whole job (role "") or one role of it.
+func runMFProgram[P, R, U, S any](ctx context.Context, role string, prog schmp.Program[P, R, U, S], rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer, print func(io.Writer, *coordinator.Result)) error {
+	if role == "" {
+		return runAll(ctx, prog, rf, opts, stdout, stderr, print)
+	}
+	return runNode(ctx, role, prog, rf, opts, stdout, stderr, print)
+}
+
+// print prints the end of a run: the last evaluation, then where the time
+// went.
+func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
+	e := j.model.Final()
+	fmt.Fprintf(w, "train RMSE %.6f  test RMSE %.6f  objective %.12g  iterations %g  rounds %d  time %.3fs  (%s)\n",
+		e.TrainRMSE, e.TestRMSE, e.Objective, e.Iter, res.Rounds, res.Elapsed.Seconds(), res.Reason)
+	if e.Round < res.Rounds {
+		fmt.Fprintf(w, "the figures and outputs are those of the last evaluation, after round %d; the %d round(s) after it, an unfinished iteration, are not in them\n",
+			e.Round, res.Rounds-e.Round)
+	}
+	res.WriteSummary(w)
+}
+
+// runMF runs a whole matrix factorization job in this process.
+func runMF(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mf", flag.ContinueOnError)
+	j, rf, opts, err := mfSetup(fs, args, stdout, stderr, "strads mf --train FILE [--test FILE] [--rank K --lambda L --iters T --workers N --algo sgd|ccd --schedule rotation|unscheduled] [flags]", "")
+	if err != nil {
+		return err
+	}
+	return j.run(ctx, "", rf, opts, stdout, stderr)
+}
+
+// runMFRole runs one role of a matrix factorization job.
+func runMFRole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
+	addAppFlag(fs)
+	j, rf, opts, err := mfSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app mf --nats URL --job NAME [flags]", role), role)
+	if err != nil {
+		return err
+	}
+	if err := checkRole(rf); err != nil {
+		return err
+	}
+	return j.run(ctx, role, rf, opts, stdout, stderr)
+}
+
+// genMF writes a synthetic ratings set, split into PREFIX.train.txt and
+// PREFIX.test.txt.
+func genMF(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gen mf", flag.ContinueOnError)
+	var c mf.GenConfig
+	fs.IntVar(&c.Users, "users", 10000, "number of users")
+	fs.IntVar(&c.Items, "items", 2000, "number of items")
+	fs.IntVar(&c.Rank, "rank", 10, "rank of the true factors")
+	fs.IntVar(&c.Ratings, "ratings", 500000, "number of ratings, train and test together")
+	fs.Float64Var(&c.Noise, "noise", 0.1, "standard deviation of the Gaussian noise on a rating (the true ratings w·h have variance 1)")
+	fs.Float64Var(&c.Alpha, "alpha", 1, "item popularity: the j-th most popular item is drawn with probability ∝ j^-alpha")
+	fs.Float64Var(&c.TestFraction, "test-fraction", 0.1, "fraction of the ratings in the test set")
+	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same flags give the same files")
+	out := fs.String("o", "", "output `PREFIX`: writes PREFIX.train.txt and PREFIX.test.txt")
+	if err := parse(fs, args, stdout, "strads gen mf [flags] -o PREFIX"); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("-o PREFIX is required")
+	}
+	if err := c.Validate(); err != nil {
+		return usageError{err}
+	}
+	train, err := atomicfile.Create(*out + ".train.txt")
+	if err != nil {
+		return usageError{err}
+	}
+	defer train.Abort()
+	test, err := atomicfile.Create(*out + ".test.txt")
+	if err != nil {
+		return usageError{err}
+	}
+	defer test.Abort()
+	st, err := mf.Generate(train, test, c)
+	if err == nil {
+		err = train.Commit()
+	}
+	if err == nil {
+		err = test.Commit()
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d ratings) and %s (%d ratings): %d users, %d items, rank %d, noise %g\n",
+		train.Path(), st.Train, test.Path(), st.Test, c.Users, c.Items, c.Rank, c.Noise)
+	return nil
+}
