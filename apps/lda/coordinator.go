@@ -1,0 +1,407 @@
+package lda
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// model is what both coordinators share: the corpus's sizes, the topic
+// totals, the reports, the outputs.
+type model struct {
+	cfg    Config
+	k, w   int
+	vocab  []string // nil: words are shown by id
+	tokens int64    // N
+	docs   int      // non-empty documents
+	nk     wire.Int32s
+	perTok []int64 // tokens of each word
+
+	last      Summary   // the totals of the last reports
+	lastLL    float64   // the log-likelihood per token of the last report
+	docTopic  []*Sparse // of the last reports, if they carried them
+	reports   int
+	heldOut   *heldOut
+	wordCount func(fn func(w, t, n int32)) // every non-zero count of the table
+}
+
+func newModel(cfg Config) (*model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := openCorpus(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &model{cfg: cfg, k: cfg.Topics, w: c.words}
+	switch {
+	case c.text != nil:
+		m.vocab = c.text.words
+	case cfg.Vocab != "":
+		if m.vocab, err = readVocab(cfg.Vocab, c.words); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// start merges the workers' initial counts: it returns the table as rows
+// (row w is word w), and sets the totals.
+func (m *model) start(shards []Summary) (*rows, error) {
+	if len(shards) != m.cfg.Workers {
+		return nil, fmt.Errorf("%d shard summaries for %d workers", len(shards), m.cfg.Workers)
+	}
+	m.nk = make(wire.Int32s, m.k)
+	m.perTok = make([]int64, m.w)
+	room := make([]int32, m.w)
+	for p, s := range shards {
+		if s.Counts == nil {
+			return nil, fmt.Errorf("worker %d: no counts", p)
+		}
+		if err := s.Counts.check(-1, m.k, false); err != nil {
+			return nil, fmt.Errorf("worker %d: counts: %w", p, err)
+		}
+		for r, w := range s.Counts.IDs {
+			if w < 0 || int(w) >= m.w {
+				return nil, fmt.Errorf("worker %d: word %d of %d", p, w, m.w)
+			}
+			room[w] += s.Counts.Offsets[r+1] - s.Counts.Offsets[r]
+		}
+		m.tokens += s.Tokens
+		m.docs += s.Docs
+	}
+	if m.tokens == 0 {
+		return nil, fmt.Errorf("the corpus has no tokens")
+	}
+	table := &rows{}
+	table.build(&Sparse{Offsets: make(wire.Int32s, m.w+1)}, m.k, func(i int) int32 { return room[i] })
+	for p, s := range shards {
+		var n int64
+		for r, w := range s.Counts.IDs {
+			topics, counts := s.Counts.Row(r)
+			for j, t := range topics {
+				table.add(w, t, counts[j])
+				m.nk[t] += counts[j]
+				m.perTok[w] += int64(counts[j])
+				n += int64(counts[j])
+			}
+		}
+		if n != s.Tokens {
+			return nil, fmt.Errorf("worker %d: counts of %d tokens, says %d", p, n, s.Tokens)
+		}
+	}
+	return table, nil
+}
+
+// pullTopics adds the partials' changes to the topic totals, and checks
+// that they still count every token once.
+func (m *model) pullTopics(partials []Partial) error {
+	for p, r := range partials {
+		if len(r.DeltaNK) != m.k {
+			return fmt.Errorf("worker %d: %d topic changes, want %d", p, len(r.DeltaNK), m.k)
+		}
+		for t, d := range r.DeltaNK {
+			m.nk[t] += d
+		}
+	}
+	var n int64
+	for t, c := range m.nk {
+		if c < 0 {
+			return fmt.Errorf("count invariant: n_k[%d] = %d < 0", t, c)
+		}
+		n += int64(c)
+	}
+	if n != m.tokens {
+		return fmt.Errorf("count invariant: Σ n_k = %d, want N = %d", n, m.tokens)
+	}
+	return nil
+}
+
+// checkTable checks that the table's counts add up, topic by topic, to
+// the totals (Σ_w n_wk = n_k).
+func (m *model) checkTable() error {
+	totals := make([]int64, m.k)
+	m.wordCount(func(_, t, n int32) { totals[t] += int64(n) })
+	for t, n := range totals {
+		if n != int64(m.nk[t]) {
+			return fmt.Errorf("count invariant: Σ_w n_wk = %d for topic %d, but n_k = %d", n, t, m.nk[t])
+		}
+	}
+	return nil
+}
+
+// Objective implements schmp.Coordinator: the collapsed log-likelihood
+// log p(w, z) per token, after checking that the reports agree: every
+// worker has the same topic totals n_k, which the documents' counts and
+// the words' counts both add up to, and which count N tokens.
+func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
+	if len(reports) == 0 || len(reports[0].NK) != m.k {
+		return schmp.Progress{}, fmt.Errorf("reports without topic totals")
+	}
+	nk := reports[0].NK
+	doc := make([]int64, m.k)
+	word := make([]int64, m.k)
+	sum := Summary{}
+	m.docTopic = m.docTopic[:0]
+	for p, r := range reports {
+		if !slices.Equal(r.NK, nk) {
+			return schmp.Progress{}, fmt.Errorf("count invariant: worker %d has other topic totals than worker 0", p)
+		}
+		if len(r.DocTotals) != m.k || len(r.WordTotals) != m.k {
+			return schmp.Progress{}, fmt.Errorf("worker %d: report without totals", p)
+		}
+		for t := range m.k {
+			doc[t] += int64(r.DocTotals[t])
+			word[t] += int64(r.WordTotals[t])
+		}
+		sum.DocLL += r.DocLL
+		sum.WordLL += r.WordLL
+		sum.WordNNZ += r.WordNNZ
+		sum.Sampled += r.Sampled
+		sum.SampleNanos = max(sum.SampleNanos, r.SampleNanos)
+		if r.DocTopic != nil {
+			m.docTopic = append(m.docTopic, r.DocTopic)
+		}
+	}
+	if len(m.docTopic) != len(reports) {
+		m.docTopic = m.docTopic[:0]
+	}
+	var n int64
+	for t, c := range nk {
+		if c < 0 || doc[t] != int64(c) || word[t] != int64(c) {
+			return schmp.Progress{}, fmt.Errorf("count invariant: topic %d: n_k = %d, Σ_d n_dk = %d, Σ_w n_wk = %d", t, c, doc[t], word[t])
+		}
+		n += int64(c)
+	}
+	if n != m.tokens {
+		return schmp.Progress{}, fmt.Errorf("count invariant: Σ n_k = %d, want N = %d", n, m.tokens)
+	}
+	ll := sum.DocLL + sum.WordLL + topicLL(nk, m.w, m.cfg.Beta)
+	m.last, m.lastLL = sum, ll/float64(m.tokens)
+	m.reports++
+	return schmp.Progress{Objective: m.lastLL, NNZ: sum.WordNNZ}, nil
+}
+
+// LogLikelihood returns the log-likelihood per token of the last report.
+func (m *model) LogLikelihood() float64 { return m.lastLL }
+
+// Tokens returns N, the corpus's tokens.
+func (m *model) Tokens() int64 { return m.tokens }
+
+// SamplingRate returns the tokens sampled per second of the slowest
+// worker's sampling time, as of the last report (0 before any sampling).
+func (m *model) SamplingRate() float64 {
+	if m.last.SampleNanos == 0 {
+		return 0
+	}
+	return float64(m.last.Sampled) / (float64(m.last.SampleNanos) / 1e9)
+}
+
+// WriteModel implements schmp.Coordinator: the top words of every topic;
+// and the word-topic counts and document-topic proportions where asked.
+func (m *model) WriteModel(w io.Writer) error {
+	return m.write(w)
+}
+
+// Coordinator is the rotation's coordinator: it cuts the vocabulary into
+// blocks, routes every block to its next owner and sums the changes to
+// the topic totals.
+type Coordinator struct {
+	*model
+	rot    scheduler.Rotation
+	layout wire.Int32s // the block of each word
+	words  [][]int32   // the words of each block, ascending
+	blocks []Sparse    // the counts of each block, as of the last pull
+}
+
+// NewCoordinator returns the coordinator of cfg.
+func NewCoordinator(cfg Config) (*Coordinator, error) {
+	m, err := newModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{model: m, rot: scheduler.Rotation{Workers: cfg.Workers}}
+	m.wordCount = c.eachCount
+	return c, nil
+}
+
+// Start implements schmp.Coordinator: it sums the workers' counts, cuts
+// the vocabulary into P blocks balanced by tokens, and hands every worker
+// its first block.
+func (c *Coordinator) Start(shards []Summary) (Update, error) {
+	table, err := c.start(shards)
+	if err != nil {
+		return Update{}, err
+	}
+	c.layout, c.words = cutBlocks(c.perTok, c.cfg.Workers)
+	c.blocks = make([]Sparse, len(c.words))
+	u := Update{Layout: c.layout, NK: slices.Clone(c.nk)}
+	for b, words := range c.words {
+		s := &c.blocks[b]
+		s.startRows(len(words))
+		for _, w := range words {
+			if err := table.appendRow(s, w); err != nil {
+				return Update{}, err
+			}
+		}
+		u.Blocks = append(u.Blocks, Handoff{Owner: c.rot.Owner(b, 0), ID: b, Counts: *s})
+	}
+	return u, nil
+}
+
+// cutBlocks cuts the words into p blocks balanced by tokens: the words,
+// most tokens first, each go to the block with fewest tokens so far. It
+// returns the block of each word and the words of each block.
+func cutBlocks(tokens []int64, p int) (wire.Int32s, [][]int32) {
+	order := make([]int32, len(tokens))
+	for w := range order {
+		order[w] = int32(w)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(tokens[b], tokens[a]) })
+	load := make([]int64, p)
+	layout := make(wire.Int32s, len(tokens))
+	words := make([][]int32, p)
+	for _, w := range order {
+		b := 0
+		for i := range load {
+			if load[i] < load[b] || (load[i] == load[b] && len(words[i]) < len(words[b])) {
+				b = i
+			}
+		}
+		load[b] += tokens[w]
+		layout[w] = int32(b)
+		words[b] = append(words[b], w)
+	}
+	for _, ws := range words {
+		slices.Sort(ws)
+	}
+	return layout, words
+}
+
+// Pull implements schmp.Coordinator: it checks that every worker sent the
+// block it held, and sends each block to its owner in the next sub-round.
+func (c *Coordinator) Pull(round uint64, turn scheduler.Turn, partials []Partial) (Update, schmp.Feedback, error) {
+	if len(partials) != c.cfg.Workers {
+		return Update{}, schmp.Feedback{}, fmt.Errorf("%d partials for %d workers", len(partials), c.cfg.Workers)
+	}
+	if err := c.pullTopics(partials); err != nil {
+		return Update{}, schmp.Feedback{}, fmt.Errorf("round %d: %w", round, err)
+	}
+	u := Update{NK: slices.Clone(c.nk)}
+	fb := schmp.Feedback{Vars: make(wire.Int32s, len(partials)), Delta: make(wire.Float64s, len(partials))}
+	for p, r := range partials {
+		b := c.rot.Block(p, turn.SubRound)
+		if r.BlockID != b {
+			return Update{}, fb, fmt.Errorf("worker %d sent block %d in sub-round %d, want %d", p, r.BlockID, turn.SubRound, b)
+		}
+		if err := r.Counts.check(len(c.words[b]), c.k, false); err != nil {
+			return Update{}, fb, fmt.Errorf("worker %d: block %d: %w", p, b, err)
+		}
+		c.blocks[b] = r.Counts
+		u.Blocks = append(u.Blocks, Handoff{Owner: c.rot.Owner(b, turn.SubRound+1), ID: b, Counts: r.Counts})
+		fb.Vars[p] = int32(b)
+		fb.Delta[p] = float64(r.Moved)
+	}
+	if c.cfg.Check {
+		if err := c.checkTable(); err != nil {
+			return Update{}, fb, fmt.Errorf("round %d: %w", round, err)
+		}
+	}
+	return u, fb, nil
+}
+
+// eachCount calls fn with every non-zero count of the table.
+func (c *Coordinator) eachCount(fn func(w, t, n int32)) {
+	for b, words := range c.words {
+		s := &c.blocks[b]
+		for i, w := range words {
+			topics, counts := s.Row(i)
+			for j, t := range topics {
+				fn(w, t, counts[j])
+			}
+		}
+	}
+}
+
+// UnscheduledCoordinator is the baseline's coordinator: it merges the
+// workers' changes into the table once per iteration and sends the whole
+// table to every worker.
+type UnscheduledCoordinator struct {
+	*model
+	table *Sparse // row w is word w
+}
+
+// NewUnscheduledCoordinator returns the baseline's coordinator of cfg.
+func NewUnscheduledCoordinator(cfg Config) (*UnscheduledCoordinator, error) {
+	m, err := newModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &UnscheduledCoordinator{model: m}
+	m.wordCount = c.eachCount
+	return c, nil
+}
+
+// Start implements schmp.Coordinator: the summed table, for every worker.
+func (c *UnscheduledCoordinator) Start(shards []Summary) (Table, error) {
+	table, err := c.start(shards)
+	if err != nil {
+		return Table{}, err
+	}
+	if c.table, err = table.sparse(); err != nil {
+		return Table{}, err
+	}
+	return Table{NK: slices.Clone(c.nk), Counts: *c.table}, nil
+}
+
+// Pull implements schmp.Coordinator: the table plus every worker's
+// changes.
+func (c *UnscheduledCoordinator) Pull(round uint64, _ scheduler.Turn, partials []Partial) (Table, schmp.Feedback, error) {
+	if err := c.pullTopics(partials); err != nil {
+		return Table{}, schmp.Feedback{}, fmt.Errorf("round %d: %w", round, err)
+	}
+	var table rows
+	table.build(c.table, c.k, func(w int) int32 { return int32(min(c.perTok[w], int64(c.k))) })
+	var moved int64
+	for p, r := range partials {
+		if err := r.Counts.check(-1, c.k, true); err != nil {
+			return Table{}, schmp.Feedback{}, fmt.Errorf("worker %d: changes: %w", p, err)
+		}
+		for i, w := range r.Counts.IDs {
+			if w < 0 || int(w) >= c.w {
+				return Table{}, schmp.Feedback{}, fmt.Errorf("worker %d: word %d of %d", p, w, c.w)
+			}
+			topics, counts := r.Counts.Row(i)
+			for j, t := range topics {
+				table.add(w, t, counts[j])
+			}
+		}
+		moved += r.Moved
+	}
+	var err error
+	if c.table, err = table.sparse(); err != nil {
+		return Table{}, schmp.Feedback{}, fmt.Errorf("round %d: count invariant: %w", round, err)
+	}
+	if c.cfg.Check {
+		if err := c.checkTable(); err != nil {
+			return Table{}, schmp.Feedback{}, fmt.Errorf("round %d: %w", round, err)
+		}
+	}
+	fb := schmp.Feedback{Vars: wire.Int32s{0}, Delta: wire.Float64s{float64(moved)}}
+	return Table{NK: slices.Clone(c.nk), Counts: *c.table}, fb, nil
+}
+
+// eachCount calls fn with every non-zero count of the table.
+func (c *UnscheduledCoordinator) eachCount(fn func(w, t, n int32)) {
+	for w := range c.table.Rows() {
+		topics, counts := c.table.Row(w)
+		for j, t := range topics {
+			fn(int32(w), t, counts[j])
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package lda
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// roundTrip sends v through msgpack, as the runtime does.
+func roundTrip[T any](t *testing.T, v T) T {
+	t.Helper()
+	b, err := wire.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := wire.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// driver runs a program in one goroutine, round by round, as the runtime
+// does at depth 1 (updates, report, push; pull), with every message
+// through msgpack, and calls check after every pull.
+type driver[U any] struct {
+	prog    schmp.Program[scheduler.Turn, Partial, U, Summary]
+	workers []schmp.Worker[scheduler.Turn, Partial, U, Summary]
+	coord   schmp.Coordinator[scheduler.Turn, Partial, U, Summary]
+	sched   schmp.Scheduler[scheduler.Turn]
+	reports []float64 // the objective at every report
+}
+
+func newDriver[U any](t *testing.T, prog schmp.Program[scheduler.Turn, Partial, U, Summary], workers int) *driver[U] {
+	t.Helper()
+	ctx := context.Background()
+	d := &driver[U]{prog: prog}
+	var err error
+	if d.sched, err = prog.NewScheduler(ctx, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d.coord, err = prog.NewCoordinator(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for k := range workers {
+		w, err := prog.NewWorker(ctx, k, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.workers = append(d.workers, w)
+	}
+	return d
+}
+
+// apply sends u to every worker (its own part, for a splitter).
+func (d *driver[U]) apply(t *testing.T, u U) {
+	t.Helper()
+	for k, w := range d.workers {
+		own := u
+		if s, ok := any(u).(schmp.Splitter[U]); ok {
+			own = s.ForShard(k)
+		}
+		if err := w.Apply(roundTrip(t, own)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// run runs rounds rounds, reporting every `every`.
+func (d *driver[U]) run(t *testing.T, rounds, every int, check func(round int)) {
+	t.Helper()
+	var sums []Summary
+	for _, w := range d.workers {
+		s, err := w.Describe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, roundTrip(t, s))
+	}
+	u, err := d.coord.Start(sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.apply(t, u)
+	check(0)
+	for r := 1; r <= rounds; r++ {
+		plan, _, err := d.sched.Schedule(uint64(r), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r-1)%every == 0 {
+			d.report(t)
+		}
+		var partials []Partial
+		for _, w := range d.workers {
+			p, err := w.Push(context.Background(), uint64(r), roundTrip(t, plan))
+			if err != nil {
+				t.Fatalf("round %d: %v", r, err)
+			}
+			partials = append(partials, roundTrip(t, p))
+		}
+		u, _, err := d.coord.Pull(uint64(r), plan, partials)
+		if err != nil {
+			t.Fatalf("round %d: %v", r, err)
+		}
+		d.apply(t, u)
+		check(r)
+	}
+	d.report(t)
+}
+
+func (d *driver[U]) report(t *testing.T) {
+	t.Helper()
+	var reps []Summary
+	for _, w := range d.workers {
+		s, err := w.Report()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, roundTrip(t, s))
+	}
+	prog, err := d.coord.Objective(reps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.reports = append(d.reports, prog.Objective)
+}
+
+// baseOf returns the shared part of a worker.
+func baseOf(w any) *base {
+	switch w := w.(type) {
+	case *Worker:
+		return w.base
+	case *UnscheduledWorker:
+		return w.base
+	}
+	panic(fmt.Sprintf("not an lda worker: %T", w))
+}
+
+func modelOf(c any) *model {
+	switch c := c.(type) {
+	case *Coordinator:
+		return c.model
+	case *UnscheduledCoordinator:
+		return c.model
+	}
+	panic(fmt.Sprintf("not an lda coordinator: %T", c))
+}
+
+// recount counts, from the workers' topic assignments alone, the
+// word-topic, document-topic and topic counts, and returns the collapsed
+// log-likelihood per token computed from them with math.Lgamma.
+func recount(bs []*base, k, words int, alpha, beta float64) (nwk map[[2]int32]int32, ndkSum, nk []int64, llPerToken float64) {
+	nwk = map[[2]int32]int32{}
+	ndkSum, nk = make([]int64, k), make([]int64, k)
+	var ll float64
+	var n int64
+	for _, b := range bs {
+		sh := b.sh
+		for d := range sh.docs() {
+			ndk := make([]int64, k)
+			for i := sh.start[d]; i < sh.start[d+1]; i++ {
+				nwk[[2]int32{sh.word[i], sh.z[i]}]++
+				ndk[sh.z[i]]++
+				nk[sh.z[i]]++
+				n++
+			}
+			nd := float64(sh.start[d+1] - sh.start[d])
+			ll += lgamma(float64(k)*alpha) - lgamma(nd+float64(k)*alpha)
+			for t, c := range ndk {
+				ndkSum[t] += c
+				ll += lgamma(float64(c)+alpha) - lgamma(alpha)
+			}
+		}
+	}
+	for _, c := range nwk {
+		ll += lgamma(float64(c)+beta) - lgamma(beta)
+	}
+	for _, c := range nk {
+		ll += lgamma(float64(words)*beta) - lgamma(float64(c)+float64(words)*beta)
+	}
+	return nwk, ndkSum, nk, ll / float64(n)
+}
+
+// checkCounts checks the count invariants of a job after a round,
+// against counts recomputed from the topic assignments.
+func checkCounts(t *testing.T, round int, ws []*base, m *model) float64 {
+	t.Helper()
+	nwk, ndk, nk, ll := recount(ws, m.k, m.w, m.cfg.Alpha, m.cfg.Beta)
+	var n int64
+	for _, c := range nk {
+		n += c
+	}
+	if n != m.tokens {
+		t.Fatalf("round %d: %d tokens assigned, want %d", round, n, m.tokens)
+	}
+	table := map[[2]int32]int32{}
+	wordSum := make([]int64, m.k)
+	m.wordCount(func(w, tp, c int32) {
+		if c <= 0 {
+			t.Fatalf("round %d: count %d of word %d, topic %d", round, c, w, tp)
+		}
+		key := [2]int32{w, tp}
+		if _, dup := table[key]; dup {
+			t.Fatalf("round %d: word %d topic %d twice in the table", round, w, tp)
+		}
+		table[key] = c
+		wordSum[tp] += int64(c)
+	})
+	if len(table) != len(nwk) {
+		t.Fatalf("round %d: the table has %d non-zero counts, the assignments %d", round, len(table), len(nwk))
+	}
+	for key, c := range nwk {
+		if table[key] != c {
+			t.Fatalf("round %d: n_wk of word %d topic %d is %d, the assignments say %d", round, key[0], key[1], table[key], c)
+		}
+	}
+	for tp := range m.k {
+		if int64(m.nk[tp]) != nk[tp] || wordSum[tp] != nk[tp] || ndk[tp] != nk[tp] {
+			t.Fatalf("round %d: topic %d: coordinator n_k %d, Σ_w n_wk %d, Σ_d n_dk %d, assignments %d",
+				round, tp, m.nk[tp], wordSum[tp], ndk[tp], nk[tp])
+		}
+	}
+	for p, w := range ws {
+		for tp, c := range w.s.nk {
+			if int64(c) != nk[tp] {
+				t.Fatalf("round %d: worker %d has n_k[%d] = %d, want %d", round, p, tp, c, nk[tp])
+			}
+		}
+		if dt := w.sh.docTopic(); dt.check(w.sh.docs(), m.k, false) != nil {
+			t.Fatalf("round %d: worker %d: bad document-topic counts", round, p)
+		}
+	}
+	return ll
+}
+
+// TestInvariants runs both programs on 1, 2 and 4 workers round by round
+// and checks after every sub-round that the word-topic table, the topic
+// totals and the documents' counts all agree with the topic assignments
+// (Σ_w n_wk = Σ_d n_dk = n_k, Σ_k n_k = N, no count negative), and that
+// the reported log-likelihood is the one recomputed from the assignments.
+func TestInvariants(t *testing.T) {
+	f := genCorpus(t, GenConfig{Docs: 150, Vocab: 300, Topics: 6, DocLen: 40, Alpha: 0.2, Beta: 0.05, Seed: 1})
+	for _, unscheduled := range []bool{false, true} {
+		for _, workers := range []int{1, 2, 4} {
+			t.Run(fmt.Sprintf("unscheduled=%v/workers=%d", unscheduled, workers), func(t *testing.T) {
+				cfg := f.config(workers, 3)
+				cfg.Unscheduled = unscheduled
+				cfg.Check = true
+				rounds, every := cfg.Rounds()
+				if unscheduled {
+					testInvariants(t, newDriver(t, Unscheduled(cfg), workers), int(rounds), every)
+				} else {
+					testInvariants(t, newDriver(t, Program(cfg), workers), int(rounds), every)
+				}
+			})
+		}
+	}
+}
+
+func testInvariants[U any](t *testing.T, d *driver[U], rounds, every int) {
+	var ws []*base
+	for _, w := range d.workers {
+		ws = append(ws, baseOf(w))
+	}
+	m := modelOf(d.coord)
+	var lls []float64
+	d.run(t, rounds, every, func(round int) {
+		ll := checkCounts(t, round, ws, m)
+		if round%every == 0 {
+			lls = append(lls, ll)
+		}
+	})
+	if len(lls) != len(d.reports) {
+		t.Fatalf("%d reports, %d recounts", len(d.reports), len(lls))
+	}
+	for i, ll := range lls {
+		if got := d.reports[i]; math.Abs(got-ll) > 1e-9*math.Abs(ll) {
+			t.Errorf("report %d: log-likelihood per token %.12g, recomputed %.12g", i, got, ll)
+		}
+	}
+	if !(d.reports[len(d.reports)-1] > d.reports[0]) {
+		t.Errorf("log-likelihood did not rise: %v", d.reports)
+	}
+	// The last report carries every document's topics.
+	var docs int
+	for _, s := range m.docTopic {
+		docs += s.Rows()
+	}
+	if docs != m.docs {
+		t.Errorf("the last reports carry %d documents, want %d", docs, m.docs)
+	}
+}

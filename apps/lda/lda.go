@@ -1,0 +1,301 @@
+package lda
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// Config configures an LDA job. Every role gets the same Config; each
+// reads what it needs (a worker, only its documents).
+type Config struct {
+	// Docword is a UCI bag-of-words file (header D, W, NNZ, then
+	// "docID wordID count" lines, 1-based, sorted by document), and Vocab
+	// its vocabulary, one word a line (optional: topics then show word
+	// ids).
+	Docword, Vocab string
+	// Text, instead of Docword, is one document a line of raw text:
+	// lower-cased and split on non-letters. Words of the StopWords file
+	// and words in fewer than MinDocFreq documents are dropped; the
+	// vocabulary is the remaining words, sorted.
+	Text, StopWords string
+	MinDocFreq      int
+	// TestDocword, if set, is a held-out docword file on the same
+	// vocabulary, whose perplexity the coordinator computes at the end
+	// by document completion (see HeldOut).
+	TestDocword string
+	// Topics is K.
+	Topics int
+	// Alpha and Beta are the symmetric Dirichlet priors of the
+	// document-topic and topic-word distributions.
+	Alpha, Beta float64
+	// Seed seeds the initial topics and the samplers: a job is
+	// deterministic given its Config.
+	Seed uint64
+	// Iters is the number of iterations (sweeps over every token), and
+	// ReportEvery the iterations between two log-likelihood reports.
+	Iters, ReportEvery int
+	// Workers is P, the number of workers (and of word blocks).
+	Workers int
+	// Unscheduled selects the data-parallel baseline: every worker samples
+	// all its tokens against its own copy of the whole word-topic table,
+	// merged once per iteration.
+	Unscheduled bool
+	// MHSteps is the number of Metropolis–Hastings cycles per token (a
+	// word proposal and a document proposal each).
+	MHSteps int
+	// TopWords is the number of words per topic in the model output.
+	TopWords int
+	// WordTopicOut and DocTopicOut, if set, are the paths of the
+	// word-topic counts and document-topic proportions (CSV), written with
+	// the model.
+	WordTopicOut, DocTopicOut string
+	// StopsEarly says that the job may stop at a round that the workers
+	// cannot foresee (a time limit, or a tolerance checked every round):
+	// then every report carries the document-topic counts, not only the
+	// last.
+	StopsEarly bool
+	// Check makes the coordinator check the count invariants after every
+	// round, not only at reports (a pass over the word-topic table).
+	Check bool
+	// Tokens is N if known (the command line counts them when it checks
+	// the input); 0 makes the scheduler count them.
+	Tokens int64
+}
+
+// Validate reports the first bad setting, named as its flag.
+func (c *Config) Validate() error {
+	switch {
+	case c.Docword == "" && c.Text == "":
+		return fmt.Errorf("--docword FILE or --text FILE is required")
+	case c.Docword != "" && c.Text != "":
+		return fmt.Errorf("--docword and --text exclude each other")
+	case c.Text != "" && c.Vocab != "":
+		return fmt.Errorf("--vocab goes with --docword; --text builds its own vocabulary")
+	case c.Text == "" && (c.StopWords != "" || c.MinDocFreq > 1):
+		return fmt.Errorf("--stop-words and --min-df go with --text")
+	case c.MinDocFreq < 0:
+		return fmt.Errorf("--min-df must be >= 0, got %d", c.MinDocFreq)
+	case c.Topics < 1 || c.Topics > maxTopics:
+		return fmt.Errorf("--topics must be in [1, %d], got %d", maxTopics, c.Topics)
+	case !(c.Alpha > 0) || math.IsInf(c.Alpha, 0):
+		return fmt.Errorf("--alpha must be a finite number > 0, got %v", c.Alpha)
+	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
+		return fmt.Errorf("--beta must be a finite number > 0, got %v", c.Beta)
+	case c.Iters < 1:
+		return fmt.Errorf("--iters must be at least 1, got %d", c.Iters)
+	case c.ReportEvery < 1:
+		return fmt.Errorf("--report-every must be at least 1, got %d", c.ReportEvery)
+	case c.Workers < 1:
+		return fmt.Errorf("--workers must be at least 1, got %d", c.Workers)
+	case c.MHSteps < 1 || c.MHSteps > maxMH:
+		return fmt.Errorf("--mh-steps must be in [1, %d], got %d", maxMH, c.MHSteps)
+	case c.TopWords < 0:
+		return fmt.Errorf("--top-words must be >= 0, got %d", c.TopWords)
+	case c.Tokens < 0:
+		return fmt.Errorf("lda: Tokens must be >= 0, got %d", c.Tokens)
+	}
+	return nil
+}
+
+// maxTopics bounds K.
+const maxTopics = 1 << 20
+
+// RoundsPerIteration returns the runtime rounds of one iteration: P
+// sub-rounds of the rotation, or one round of the unscheduled baseline.
+func (c *Config) RoundsPerIteration() int {
+	if c.Unscheduled {
+		return 1
+	}
+	return c.Workers
+}
+
+// Rounds returns the coordinator's MaxRounds and ReportEvery for c.
+func (c *Config) Rounds() (maxRounds uint64, reportEvery int) {
+	r := c.RoundsPerIteration()
+	return uint64(c.Iters) * uint64(r), c.ReportEvery * r
+}
+
+// Partial, the R of the program, is what a worker sends after a round:
+// the rotation's worker sends the block it held, with its counts after
+// the sub-round; the unscheduled worker sends the changes it made to its
+// copy of the table (rows named by word, signed counts). Both send their
+// change to the topic totals.
+type Partial struct {
+	BlockID int         `msgpack:"b"`
+	Counts  Sparse      `msgpack:"c"`
+	DeltaNK wire.Int32s `msgpack:"k"`
+	// Moved is the number of tokens whose topic changed.
+	Moved int64 `msgpack:"m"`
+}
+
+// Handoff is a block on its way to the worker that owns it next.
+type Handoff struct {
+	Owner  int    `msgpack:"o"`
+	ID     int    `msgpack:"b"`
+	Counts Sparse `msgpack:"c"`
+}
+
+// Update, the U of the rotation, hands every worker the block it owns in
+// the next sub-round, and the topic totals. The first update also carries
+// the layout: the block of every word.
+type Update struct {
+	Layout wire.Int32s `msgpack:"l,omitempty"`
+	NK     wire.Int32s `msgpack:"k"`
+	Blocks []Handoff   `msgpack:"b"`
+}
+
+// ForShard implements schmp.Splitter: worker k receives its block alone.
+func (u Update) ForShard(k int) Update {
+	own := Update{Layout: u.Layout, NK: u.NK}
+	for _, h := range u.Blocks {
+		if h.Owner == k {
+			own.Blocks = append(own.Blocks, h)
+		}
+	}
+	return own
+}
+
+// Table, the U of the unscheduled baseline, is the whole word-topic table
+// (row w is word w) and the topic totals, sent to every worker.
+type Table struct {
+	NK     wire.Int32s `msgpack:"k"`
+	Counts Sparse      `msgpack:"c"`
+}
+
+// Summary, the S of the program, describes a worker's shard when it joins
+// (Docs, Tokens, Counts, NK: its initial counts), and its state when it
+// reports (NK … DocTopic).
+type Summary struct {
+	// Docs is the number of non-empty documents, and Tokens of tokens.
+	Docs   int   `msgpack:"d,omitempty"`
+	Tokens int64 `msgpack:"n,omitempty"`
+	// Counts is the shard's initial word-topic counts (rows named by word).
+	Counts *Sparse `msgpack:"c,omitempty"`
+	// NK is the topic totals: at join, the shard's; at reports, the whole
+	// corpus's as the worker has them.
+	NK wire.Int32s `msgpack:"k,omitempty"`
+	// DocLL is the document part of the log-likelihood over the shard,
+	// and DocTotals the shard's tokens by topic.
+	DocLL     float64     `msgpack:"dl,omitempty"`
+	DocTotals wire.Int32s `msgpack:"dt,omitempty"`
+	// WordLL is the word part of the log-likelihood over the words whose
+	// counts the worker holds (its block; a stripe of the table for the
+	// baseline), WordTotals their counts by topic and WordNNZ their
+	// non-zero counts.
+	WordLL     float64     `msgpack:"wl,omitempty"`
+	WordTotals wire.Int32s `msgpack:"wt,omitempty"`
+	WordNNZ    int         `msgpack:"wn,omitempty"`
+	// Sampled is the number of tokens the worker has sampled, and
+	// SampleNanos the time it spent sampling them.
+	Sampled     int64 `msgpack:"s,omitempty"`
+	SampleNanos int64 `msgpack:"sn,omitempty"`
+	// DocTopic is the shard's document-topic counts (rows named by
+	// document), sent with the last report.
+	DocTopic *Sparse `msgpack:"z,omitempty"`
+}
+
+// Program returns the LDA program on the rotation engine for cfg.
+func Program(cfg Config) schmp.Program[scheduler.Turn, Partial, Update, Summary] {
+	return program(cfg, "lda", NewWorker, NewCoordinator)
+}
+
+// Unscheduled returns the data-parallel baseline program for cfg (whose
+// Unscheduled must be set).
+func Unscheduled(cfg Config) schmp.Program[scheduler.Turn, Partial, Table, Summary] {
+	return program(cfg, "lda-unscheduled", NewUnscheduledWorker, NewUnscheduledCoordinator)
+}
+
+// program bundles the constructors of a program whose updates are U.
+func program[U any, W schmp.Worker[scheduler.Turn, Partial, U, Summary], C schmp.Coordinator[scheduler.Turn, Partial, U, Summary]](
+	cfg Config, name string, newWorker func(Config, int, int) (W, error), newCoordinator func(Config) (C, error),
+) schmp.Program[scheduler.Turn, Partial, U, Summary] {
+	return schmp.Program[scheduler.Turn, Partial, U, Summary]{
+		Name: name,
+		NewScheduler: func(_ context.Context, part, parts int) (schmp.Scheduler[scheduler.Turn], error) {
+			return newScheduler(cfg, part, parts)
+		},
+		NewWorker: func(_ context.Context, shard, shards int) (schmp.Worker[scheduler.Turn, Partial, U, Summary], error) {
+			return newWorker(cfg, shard, shards)
+		},
+		NewCoordinator: func(context.Context) (schmp.Coordinator[scheduler.Turn, Partial, U, Summary], error) {
+			return newCoordinator(cfg)
+		},
+	}
+}
+
+// Scheduler plans the rounds: scheduler.Rotation's sub-rounds, or one
+// round a sweep for the baseline. A round samples about N/P tokens (N for
+// the baseline), which its plan reports as the variables it updates, so
+// that the runtime's update rate is tokens per second.
+type Scheduler struct {
+	rot    scheduler.Rotation
+	rounds int   // rounds per iteration
+	tokens int64 // N
+}
+
+func newScheduler(cfg Config, part, parts int) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rot, err := scheduler.NewRotation(cfg.Workers, part, parts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{rot: rot, rounds: cfg.RoundsPerIteration(), tokens: cfg.Tokens}
+	if s.tokens == 0 {
+		st, err := Scan(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.tokens = st.Tokens
+	}
+	return s, nil
+}
+
+// Schedule implements schmp.Scheduler.
+func (s *Scheduler) Schedule(round uint64, fb []schmp.Feedback) (scheduler.Turn, schmp.PlanInfo, error) {
+	turn := scheduler.Turn{SubRound: round - 1}
+	info := schmp.PlanInfo{Vars: wire.Int32s{0}}
+	if s.rounds > 1 {
+		var err error
+		if turn, info, err = s.rot.Schedule(round, fb); err != nil {
+			return turn, info, err
+		}
+	}
+	// Sub-round t of an iteration counts ⌊(t+1)N/P⌋ − ⌊tN/P⌋ tokens, so
+	// that an iteration counts N exactly.
+	t, p := int64(turn.SubRound%uint64(s.rounds)), int64(s.rounds)
+	n := (t+1)*s.tokens/p - t*s.tokens/p
+	info.Candidates, info.Selected = int(n), int(n)
+	return turn, info, nil
+}
+
+// Scan reads and checks the whole input of cfg (the training corpus, its
+// vocabulary, and the held-out corpus), and returns the training corpus's
+// sizes. Bad input is a *ParseError naming the file and line.
+func Scan(cfg Config) (Stats, error) {
+	c, err := openCorpus(&cfg)
+	if err != nil {
+		return Stats{}, err
+	}
+	st, err := c.scan()
+	if err != nil {
+		return st, err
+	}
+	if cfg.Vocab != "" {
+		if _, err := readVocab(cfg.Vocab, c.words); err != nil {
+			return st, err
+		}
+	}
+	if cfg.TestDocword != "" {
+		if _, err := readTest(cfg.TestDocword, c.words); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}

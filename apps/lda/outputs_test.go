@@ -1,0 +1,218 @@
+package lda
+
+import (
+	"context"
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
+)
+
+// readCSV reads a CSV file with a header.
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows[1:]
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestOutputs runs a job to its files and checks them: the top words, the
+// word-topic counts (which count every token once), the document-topic
+// proportions (a distribution per document), the held-out perplexity
+// (better than the unigram model's); and that a second run writes the
+// same files (a job is deterministic).
+func TestOutputs(t *testing.T) {
+	f := genCorpus(t, GenConfig{Docs: 300, Vocab: 200, Topics: 5, DocLen: 50, TestDocs: 60, Alpha: 0.1, Beta: 0.01, Seed: 4})
+	var first map[string][]byte
+	for run := range 2 {
+		dir := t.TempDir()
+		cfg := f.config(2, 20)
+		cfg.TopWords, cfg.TestDocword = 7, f.test
+		cfg.WordTopicOut, cfg.DocTopicOut = filepath.Join(dir, "wt.csv"), filepath.Join(dir, "dt.csv")
+		out := filepath.Join(dir, "topics.txt")
+		_, m := runJobOpts(t, cfg, Program(cfg), coordinator.Options{Out: out})
+
+		files := map[string][]byte{}
+		for _, p := range []string{out, cfg.WordTopicOut, cfg.DocTopicOut} {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[filepath.Base(p)] = b
+		}
+		if run == 1 {
+			for name, b := range files {
+				if string(b) != string(first[name]) {
+					t.Errorf("%s differs between two runs of the same job", name)
+				}
+			}
+			continue
+		}
+		first = files
+
+		lines := strings.Split(strings.TrimSpace(string(files["topics.txt"])), "\n")
+		var topics int
+		for _, l := range lines {
+			if strings.HasPrefix(l, "topic ") {
+				topics++
+				if n := strings.Count(l, " w"); n != 7 {
+					t.Errorf("%q: %d words, want 7", l, n)
+				}
+			}
+		}
+		if topics != 5 {
+			t.Errorf("%d topic lines, want 5:\n%s", topics, files["topics.txt"])
+		}
+
+		var tokens int64
+		for _, r := range readCSV(t, cfg.WordTopicOut) {
+			if r[1] != "w"+r[0] {
+				t.Errorf("word %s is named %s", r[0], r[1])
+			}
+			tokens += int64(atoi(t, r[3]))
+		}
+		if tokens != f.model.Tokens {
+			t.Errorf("the word-topic counts count %d tokens, want %d", tokens, f.model.Tokens)
+		}
+
+		theta := map[int]float64{}
+		listed := map[int]int{}
+		length := map[int]int{}
+		for _, r := range readCSV(t, cfg.DocTopicOut) {
+			d := atoi(t, r[0])
+			v, _ := strconv.ParseFloat(r[3], 64)
+			theta[d] += v
+			listed[d]++
+			length[d] += atoi(t, r[2])
+		}
+		if len(theta) != m.docs {
+			t.Errorf("%d documents in the document-topic file, want %d", len(theta), m.docs)
+		}
+		for d, s := range theta {
+			s += float64(5-listed[d]) * 0.1 / (float64(length[d]) + 5*0.1)
+			if math.Abs(s-1) > 1e-4 {
+				t.Errorf("document %d: proportions sum to %v", d, s)
+			}
+		}
+
+		perp, n, ok, err := m.HeldOut()
+		if err != nil || !ok || n == 0 {
+			t.Fatalf("held-out: %v, %v, %d tokens", err, ok, n)
+		}
+		uni := unigramPerplexity(t, f, m.w)
+		t.Logf("held-out perplexity %.1f on %d tokens; unigram model %.1f", perp, n, uni)
+		if !(perp < 0.8*uni) {
+			t.Errorf("held-out perplexity %.1f not well below the unigram model's %.1f", perp, uni)
+		}
+		if !strings.Contains(string(files["topics.txt"]), "held-out perplexity") {
+			t.Errorf("the topics file does not give the held-out perplexity")
+		}
+	}
+}
+
+// unigramPerplexity is the perplexity of the held-out half of the test
+// documents under the training corpus's smoothed word frequencies.
+func unigramPerplexity(t *testing.T, f *corpusFiles, words int) float64 {
+	t.Helper()
+	freq := make([]float64, words)
+	var n float64
+	for _, row := range f.model.Counts {
+		for w, c := range row {
+			freq[w] += float64(c)
+			n += float64(c)
+		}
+	}
+	docs, err := readTest(f.test, words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logp float64
+	var m int
+	for _, d := range docs {
+		if len(d) < 2 {
+			continue
+		}
+		for i := 1; i < len(d); i += 2 {
+			logp += math.Log((freq[d[i]] + 0.01) / (n + float64(words)*0.01))
+			m++
+		}
+	}
+	return math.Exp(-logp / float64(m))
+}
+
+// TestEarlyStop stops jobs after their first round, by a time limit, on
+// one worker that reports every round: the workers cannot tell the stop
+// from a regular report, so the document-topic proportions are in the
+// last report only if they were told that the job may stop early, and
+// otherwise the job fails rather than write none.
+func TestEarlyStop(t *testing.T) {
+	f := genCorpus(t, GenConfig{Docs: 60, Vocab: 50, Topics: 3, DocLen: 20, Alpha: 0.1, Beta: 0.05, Seed: 6})
+	for _, early := range []bool{false, true} {
+		dir := t.TempDir()
+		cfg := f.config(1, 50)
+		cfg.StopsEarly = early
+		cfg.DocTopicOut = filepath.Join(dir, "dt.csv")
+		maxRounds, every := cfg.Rounds()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err := job.Run(ctx, Program(cfg), job.Options{Job: "lda", Timeout: 30 * time.Second,
+			Coordinator: coordinator.Options{Workers: 1, MaxRounds: maxRounds, ReportEvery: every, TimeLimit: time.Nanosecond, Out: filepath.Join(dir, "topics.txt")}})
+		cancel()
+		if early {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reason != "time-limit" || len(readCSV(t, cfg.DocTopicOut)) == 0 {
+				t.Errorf("stopped by %s, document-topic file empty", res.Reason)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "document-topic") {
+			t.Errorf("error %v, want one about the document-topic counts", err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("a failed job left %d files", len(entries))
+		}
+	}
+}
+
+// TestUnscheduled runs the data-parallel baseline on the runtime: its
+// log-likelihood rises and plateaus near the rotation's.
+func TestUnscheduled(t *testing.T) {
+	f := genCorpus(t, GenConfig{Docs: 300, Vocab: 300, Topics: 6, DocLen: 60, Alpha: 0.1, Beta: 0.01, Seed: 8})
+	cfg := f.config(2, 40)
+	cfg.ReportEvery = 2
+	rot, _ := runJob(t, cfg, Program(cfg))
+	cfg.Unscheduled = true
+	res, _ := runJob(t, cfg, Unscheduled(cfg))
+	checkPlateau(t, res.Trace)
+	if want := uint64(40); res.Rounds != want {
+		t.Errorf("%d rounds, want %d (one per iteration)", res.Rounds, want)
+	}
+	t.Logf("log-likelihood per token after 40 iterations: rotation %.4f, unscheduled %.4f", rot.Final.Objective, res.Final.Objective)
+	if d := math.Abs(res.Final.Objective - rot.Final.Objective); d > 0.1 {
+		t.Errorf("unscheduled %.4f, rotation %.4f", res.Final.Objective, rot.Final.Objective)
+	}
+}
