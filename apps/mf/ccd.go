@@ -43,7 +43,7 @@ type ccdWorker struct {
 }
 
 func newCCDWorker(cfg Config, p int) (*ccdWorker, error) {
-	s, err := loadShard(cfg, p, true)
+	s, err := loadShard(cfg, p)
 	if err != nil {
 		return nil, err
 	}

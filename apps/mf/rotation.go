@@ -74,7 +74,7 @@ type rotationWorker struct {
 }
 
 func newRotationWorker(cfg Config, p int) (*rotationWorker, error) {
-	s, err := loadShard(cfg, p, false)
+	s, err := loadShard(cfg, p)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package mf
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -36,10 +37,10 @@ type shard struct {
 // loadShard reads worker p's shard: a counting pass over the training file
 // (BuildIndex), a pass that keeps the worker's own users' ratings, and a
 // pass over the test file that keeps its users' test ratings. Within a
-// block, the training ratings are in a random order drawn from the seed
-// and the worker (the order of SGD); sorted says to sort them by user
-// instead (for CCD++).
-func loadShard(cfg Config, p int, sorted bool) (*shard, error) {
+// block, the training ratings are grouped by user, in ascending user
+// index, and each user's ratings are in a random order drawn from the seed
+// and the worker (see group).
+func loadShard(cfg Config, p int) (*shard, error) {
 	ix, err := BuildIndex(cfg.Train, cfg.Workers, cfg.blocks())
 	if err != nil {
 		return nil, err
@@ -59,7 +60,7 @@ func loadShard(cfg Config, p int, sorted bool) (*shard, error) {
 	if len(s.train) != ix.ShardRatings[p] {
 		return nil, fmt.Errorf("%s changed while it was read: %d ratings of worker %d, then %d", cfg.Train, ix.ShardRatings[p], p, len(s.train))
 	}
-	s.group(sorted)
+	s.group()
 	s.regU = make([]float64, len(s.users))
 	for k, n := range ix.UserCount[p] {
 		s.regU[k] = cfg.Lambda / float64(n)
@@ -93,9 +94,14 @@ func loadShard(cfg Config, p int, sorted bool) (*shard, error) {
 	return s, nil
 }
 
-// group sorts the training ratings into their item blocks, each in a
-// seeded random order, or by user if sorted.
-func (s *shard) group(sorted bool) {
+// group sorts the training ratings into their item blocks and, within a
+// block, by user, each user's ratings in a seeded random order. This is
+// the order of the SGD steps: grouped by user, W is read in order and a
+// user's factor stays in cache for all its ratings. Measured on 5M
+// generated ratings (bench/RESULTS.md), the SGD kernel ran 1.3× (rank 10)
+// to 2.2× (rank 50) faster than with all ratings of a block shuffled, and
+// the test RMSE after the same number of iterations was no worse.
+func (s *shard) group() {
 	blocks := s.ix.Blocks
 	blockOf := make([]int32, len(s.ix.ItemIDs))
 	for b := range blocks {
@@ -122,11 +128,8 @@ func (s *shard) group(sorted bool) {
 	rng := rand.New(rand.NewPCG(s.cfg.Seed, uint64(s.p)))
 	for b := range blocks {
 		c := s.train[s.cell[b]:s.cell[b+1]]
-		if sorted {
-			slices.SortStableFunc(c, func(x, y entry) int { return int(x.u) - int(y.u) })
-			continue
-		}
 		rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+		slices.SortStableFunc(c, func(x, y entry) int { return cmp.Compare(x.u, y.u) })
 	}
 }
 

@@ -53,7 +53,7 @@ type unscheduledWorker struct {
 }
 
 func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
-	s, err := loadShard(cfg, p, false)
+	s, err := loadShard(cfg, p)
 	if err != nil {
 		return nil, err
 	}
