@@ -70,9 +70,13 @@ func proxStep(w, g, m, l float64) float64 {
 	return math.Copysign(max(math.Abs(z)-l, 0), z)/m - w
 }
 
-// bisections bounds the search for the safe curvature; the bound it finds
-// is within a factor e^{c·Δ/2^bisections} of the best.
-const bisections = 12
+// The search for the safe curvature stops after bisections halvings, or
+// once the interval is short enough for the bound to be within a factor
+// e^{bisectTol} of the best.
+const (
+	bisections = 12
+	bisectTol  = 1e-3
+)
 
 // newtonStep returns the safeguarded Newton step d of a coordinate with
 // value w, loss gradient g and curvature h, under the penalty l·|w|, where
@@ -98,7 +102,7 @@ func newtonStep(w, g, h, a, c, l float64) (d, m float64) {
 	}
 	lo := 0.0
 	for range bisections {
-		if c*(hi-lo) < 1e-6 {
+		if c*(hi-lo) < bisectTol {
 			break
 		}
 		mid := (lo + hi) / 2
