@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -25,7 +26,9 @@ type model struct {
 	last      Summary   // the totals of the last reports
 	lastLL    float64   // the log-likelihood per token of the last report
 	docTopic  []*Sparse // of the last reports, if they carried them
-	reports   int
+	t0        time.Time // the first round
+	pulled    uint64    // the last round pulled
+	trace     []Report
 	heldOut   *heldOut
 	wordCount func(fn func(w, t, n int32)) // every non-zero count of the table
 }
@@ -56,6 +59,7 @@ func (m *model) start(shards []Summary) (*rows, error) {
 	if len(shards) != m.cfg.Workers {
 		return nil, fmt.Errorf("%d shard summaries for %d workers", len(shards), m.cfg.Workers)
 	}
+	m.t0 = time.Now()
 	m.nk = make(wire.Int32s, m.k)
 	m.perTok = make([]int64, m.w)
 	room := make([]int32, m.w)
@@ -98,9 +102,13 @@ func (m *model) start(shards []Summary) (*rows, error) {
 	return table, nil
 }
 
-// pullTopics adds the partials' changes to the topic totals, and checks
-// that they still count every token once.
-func (m *model) pullTopics(partials []Partial) error {
+// pullTopics adds the partials' changes of round to the topic totals, and
+// checks that they still count every token once.
+func (m *model) pullTopics(round uint64, partials []Partial) error {
+	m.pulled = round
+	if len(partials) != m.cfg.Workers {
+		return fmt.Errorf("%d partials for %d workers", len(partials), m.cfg.Workers)
+	}
 	for p, r := range partials {
 		if len(r.DeltaNK) != m.k {
 			return fmt.Errorf("worker %d: %d topic changes, want %d", p, len(r.DeltaNK), m.k)
@@ -163,7 +171,7 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 		sum.WordLL += r.WordLL
 		sum.WordNNZ += r.WordNNZ
 		sum.Sampled += r.Sampled
-		sum.SampleNanos = max(sum.SampleNanos, r.SampleNanos)
+		sum.SampleNanos += r.SampleNanos
 		if r.DocTopic != nil {
 			m.docTopic = append(m.docTopic, r.DocTopic)
 		}
@@ -183,23 +191,16 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 	}
 	ll := sum.DocLL + sum.WordLL + topicLL(nk, m.w, m.cfg.Beta)
 	m.last, m.lastLL = sum, ll/float64(m.tokens)
-	m.reports++
-	return schmp.Progress{Objective: m.lastLL, NNZ: sum.WordNNZ}, nil
-}
-
-// LogLikelihood returns the log-likelihood per token of the last report.
-func (m *model) LogLikelihood() float64 { return m.lastLL }
-
-// Tokens returns N, the corpus's tokens.
-func (m *model) Tokens() int64 { return m.tokens }
-
-// SamplingRate returns the tokens sampled per second of the slowest
-// worker's sampling time, as of the last report (0 before any sampling).
-func (m *model) SamplingRate() float64 {
-	if m.last.SampleNanos == 0 {
-		return 0
+	r := Report{
+		Time: time.Since(m.t0), Round: m.pulled, Iter: float64(m.pulled) / float64(m.cfg.RoundsPerIteration()),
+		LogLik: m.lastLL, Tokens: sum.Sampled, SampleNanos: sum.SampleNanos, NNZ: sum.WordNNZ,
 	}
-	return float64(m.last.Sampled) / (float64(m.last.SampleNanos) / 1e9)
+	m.trace = append(m.trace, r)
+	if m.cfg.Progress != nil {
+		fmt.Fprintf(m.cfg.Progress, "iter %g  log-likelihood/token %.6f  tokens/s %.4g (sampling %.4g per core)  elapsed %s\n",
+			r.Iter, r.LogLik, r.TokensPerSecond(), r.SamplingRate(), r.Time.Round(time.Millisecond))
+	}
+	return schmp.Progress{Objective: m.lastLL, NNZ: sum.WordNNZ}, nil
 }
 
 // WriteModel implements schmp.Coordinator: the top words of every topic;
@@ -286,10 +287,7 @@ func cutBlocks(tokens []int64, p int) (wire.Int32s, [][]int32) {
 // Pull implements schmp.Coordinator: it checks that every worker sent the
 // block it held, and sends each block to its owner in the next sub-round.
 func (c *Coordinator) Pull(round uint64, turn scheduler.Turn, partials []Partial) (Update, schmp.Feedback, error) {
-	if len(partials) != c.cfg.Workers {
-		return Update{}, schmp.Feedback{}, fmt.Errorf("%d partials for %d workers", len(partials), c.cfg.Workers)
-	}
-	if err := c.pullTopics(partials); err != nil {
+	if err := c.pullTopics(round, partials); err != nil {
 		return Update{}, schmp.Feedback{}, fmt.Errorf("round %d: %w", round, err)
 	}
 	u := Update{NK: slices.Clone(c.nk)}
@@ -362,7 +360,7 @@ func (c *UnscheduledCoordinator) Start(shards []Summary) (Table, error) {
 // Pull implements schmp.Coordinator: the table plus every worker's
 // changes.
 func (c *UnscheduledCoordinator) Pull(round uint64, _ scheduler.Turn, partials []Partial) (Table, schmp.Feedback, error) {
-	if err := c.pullTopics(partials); err != nil {
+	if err := c.pullTopics(round, partials); err != nil {
 		return Table{}, schmp.Feedback{}, fmt.Errorf("round %d: %w", round, err)
 	}
 	var table rows

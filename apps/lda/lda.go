@@ -3,6 +3,7 @@ package lda
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/strads-go/strads/scheduler"
@@ -65,6 +66,10 @@ type Config struct {
 	// Tokens is N if known (the command line counts them when it checks
 	// the input); 0 makes the scheduler count them.
 	Tokens int64
+	// Progress, if set, receives a line from the coordinator at every
+	// report: iteration, log-likelihood per token, tokens per second,
+	// elapsed time.
+	Progress io.Writer
 }
 
 // Validate reports the first bad setting, named as its flag.
@@ -191,7 +196,8 @@ type Summary struct {
 	WordTotals wire.Int32s `msgpack:"wt,omitempty"`
 	WordNNZ    int         `msgpack:"wn,omitempty"`
 	// Sampled is the number of tokens the worker has sampled, and
-	// SampleNanos the time it spent sampling them.
+	// SampleNanos the time it spent sampling them (taking blocks up
+	// included).
 	Sampled     int64 `msgpack:"s,omitempty"`
 	SampleNanos int64 `msgpack:"sn,omitempty"`
 	// DocTopic is the shard's document-topic counts (rows named by

@@ -98,3 +98,12 @@ func runAll[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S],
 	printResult(stdout, res)
 	return nil
 }
+
+// runProgram runs prog as a whole job on this machine (role "", as runAll)
+// or one role of it (as runNode).
+func runProgram[P, R, U, S any](ctx context.Context, role string, prog schmp.Program[P, R, U, S], rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer, printResult func(io.Writer, *coordinator.Result)) error {
+	if role == "" {
+		return runAll(ctx, prog, rf, opts, stdout, stderr, printResult)
+	}
+	return runNode(ctx, role, prog, rf, opts, stdout, stderr, printResult)
+}

@@ -1,0 +1,66 @@
+package lda
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Report is the state of a job at a report: a row of the metrics.
+type Report struct {
+	// Time is the time since the first round.
+	Time time.Duration
+	// Round is the number of rounds whose updates the report reflects,
+	// and Iter the iterations they make.
+	Round uint64
+	Iter  float64
+	// LogLik is the collapsed log-likelihood log p(w, z) per token.
+	LogLik float64
+	// Tokens is the number of tokens sampled so far, and SampleNanos the
+	// time the workers spent sampling them, all workers together.
+	Tokens      int64
+	SampleNanos int64
+	// NNZ is the number of non-zero word-topic counts.
+	NNZ int
+}
+
+// TokensPerSecond returns the tokens sampled per second of the whole job
+// (communication and reports included).
+func (r Report) TokensPerSecond() float64 {
+	if r.Time <= 0 {
+		return 0
+	}
+	return float64(r.Tokens) / r.Time.Seconds()
+}
+
+// SamplingRate returns the tokens sampled per second of a worker's
+// sampling time: the sampler's rate on one core.
+func (r Report) SamplingRate() float64 {
+	if r.SampleNanos <= 0 {
+		return 0
+	}
+	return float64(r.Tokens) / (float64(r.SampleNanos) / 1e9)
+}
+
+// Trace returns every report of the job so far.
+func (m *model) Trace() []Report { return m.trace }
+
+// MetricsHeader is the header of the metrics CSV.
+const MetricsHeader = "time_s,round,iter,loglik,tokens,tokens_per_s,sample_tokens_per_s_core,nnz\n"
+
+// WriteMetrics writes the reports as CSV, a row per report (see
+// MetricsHeader): loglik is per token; tokens_per_s is the whole job's
+// rate since its first round; sample_tokens_per_s_core the sampler's rate
+// on one core.
+func (m *model) WriteMetrics(w io.Writer) error {
+	if _, err := io.WriteString(w, MetricsHeader); err != nil {
+		return err
+	}
+	for _, r := range m.trace {
+		if _, err := fmt.Fprintf(w, "%.6f,%d,%g,%.9g,%d,%.6g,%.6g,%d\n", r.Time.Seconds(), r.Round, r.Iter, r.LogLik,
+			r.Tokens, r.TokensPerSecond(), r.SamplingRate(), r.NNZ); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/strads-go/strads/apps/lda"
+	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+)
+
+func init() {
+	register("lda", appCommand{
+		summary: "topic model (LDA, collapsed Gibbs sampling)",
+		job:     runLDA,
+		role:    runLDARole,
+		gen:     genLDA,
+	})
+}
+
+// ldaFlags are the flags of the LDA app, shared by all its roles.
+type ldaFlags struct {
+	cfg      lda.Config
+	schedule string
+}
+
+func addLDAFlags(fs *flag.FlagSet) *ldaFlags {
+	f := &ldaFlags{}
+	c := &f.cfg
+	fs.StringVar(&c.Docword, "docword", "", "UCI bag-of-words `file`: lines D, W, NNZ, then \"docID wordID count\" (1-based, sorted by docID); a worker reads only its documents")
+	fs.StringVar(&c.Vocab, "vocab", "", "vocabulary `file` of --docword, one word a line (W lines); without it, words show as #id")
+	fs.StringVar(&c.Text, "text", "", "instead of --docword: raw text `file`, one document a line, lower-cased and split on non-letters")
+	fs.StringVar(&c.StopWords, "stop-words", "", "with --text: `file` of words to drop (separated by blanks or newlines)")
+	fs.IntVar(&c.MinDocFreq, "min-df", 1, "with --text: drop words found in fewer than `n` documents")
+	fs.StringVar(&c.TestDocword, "test-docword", "", "held-out docword `file` on the same vocabulary: its perplexity by document completion is printed at the end")
+	fs.IntVar(&c.Topics, "topics", 100, "number of topics K")
+	fs.IntVar(&c.Iters, "iters", 100, "iterations: every token is sampled once per iteration (P rounds of the rotation)")
+	fs.Float64Var(&c.Alpha, "alpha", 0.1, "symmetric Dirichlet prior α of the document-topic proportions")
+	fs.Float64Var(&c.Beta, "beta", 0.01, "symmetric Dirichlet prior β of the topic-word distributions")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the initial topics and of the samplers: the same flags give the same model")
+	fs.IntVar(&c.MHSteps, "mh-steps", 2, "Metropolis-Hastings cycles per token (a word proposal and a document proposal each)")
+	fs.StringVar(&f.schedule, "schedule", "rotation", "rotation (word blocks rotate among the workers) or unscheduled (data-parallel baseline: every worker samples against its own copy of the whole table, merged once per iteration)")
+	fs.IntVar(&c.TopWords, "top-words", 10, "words per topic in --out")
+	fs.StringVar(&c.WordTopicOut, "word-topic", "", "write the word-topic counts to `file` (CSV word_id,word,topic,count); needs --out")
+	fs.StringVar(&c.DocTopicOut, "doc-topic", "", "write the document-topic proportions to `file` (CSV doc_id,topic,count,theta of the non-zero counts; θ = (n_dk+α)/(N_d+Kα)); needs --out")
+	fs.BoolVar(&c.Check, "check", false, "check the count invariants after every round, not only at reports")
+	return f
+}
+
+// ldaJob is an LDA job as the command runs it.
+type ldaJob struct {
+	cfg     lda.Config
+	metrics string
+	results ldaResults // the coordinator's, once built
+}
+
+// ldaResults is what the command reads from the coordinator.
+type ldaResults interface {
+	Trace() []lda.Report
+	WriteMetrics(w io.Writer) error
+	HeldOut() (perplexity float64, tokens int64, ok bool, err error)
+}
+
+// ldaSetup parses the flags of an LDA command and checks the input that
+// role reads ("" for a whole job) before anything starts: bad input is a
+// usage error naming its file and line.
+func ldaSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (*ldaJob, *runFlags, coordinator.Options, error) {
+	f := addLDAFlags(fs)
+	rf := addRunFlags(fs)
+	setFlag(fs, "job", "lda", "job `name`: every subject of the job is under strads.<name>.")
+	setFlag(fs, "report-every", "1", "report the log-likelihood every `n` iterations (one pass over the tokens' topics)")
+	setFlag(fs, "tol", "0", "stop when the log-likelihood per token changes by less than tol, relatively, between two reports (0: off)")
+	setFlag(fs, "out", "", "write the topics to `file`: every topic's share of the tokens and its --top-words words with p(word | topic)")
+	setFlag(fs, "metrics", "", "write a CSV to `file`, a row per report: "+lda.MetricsHeader[:len(lda.MetricsHeader)-1])
+	setFlag(fs, "progress", "1s", "print a line per report on stderr: iteration, log-likelihood per token, tokens/s, elapsed (0: never)")
+	setFlag(fs, "depth", "1", "rounds in flight: lda needs 1 (every round of the rotation holds every block)")
+	setFlag(fs, "max-rounds", "0", "not for lda: use --iters")
+	if err := parse(fs, args, stdout, synopsis); err != nil {
+		return nil, nil, coordinator.Options{}, err
+	}
+	cfg := f.cfg
+	cfg.Workers, cfg.ReportEvery = rf.workers, rf.reportEvery
+	switch f.schedule {
+	case "rotation":
+	case "unscheduled":
+		cfg.Unscheduled = true
+	default:
+		return nil, nil, coordinator.Options{}, usagef("--schedule %q: want rotation or unscheduled", f.schedule)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, coordinator.Options{}, usageError{err}
+	}
+	switch {
+	case rf.depth != 1:
+		return nil, nil, coordinator.Options{}, usagef("--depth %d: lda needs --depth 1 (every round of the rotation holds every word block, and needs the previous round's blocks)", rf.depth)
+	case rf.schedulers != 1:
+		return nil, nil, coordinator.Options{}, usagef("--schedulers %d: lda takes one scheduler", rf.schedulers)
+	case rf.maxRounds != 0:
+		return nil, nil, coordinator.Options{}, usagef("--max-rounds: lda counts iterations: use --iters")
+	case rf.out == "" && (cfg.WordTopicOut != "" || cfg.DocTopicOut != ""):
+		return nil, nil, coordinator.Options{}, usagef("--word-topic and --doc-topic are written with the topics: give --out too")
+	}
+	opts, err := rf.options(stderr)
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	for _, p := range []struct{ flag, path string }{{"--word-topic", cfg.WordTopicOut}, {"--doc-topic", cfg.DocTopicOut}} {
+		if p.path == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+			return nil, nil, opts, usagef("%s %s: directory %s does not exist", p.flag, p.path, filepath.Dir(p.path))
+		}
+	}
+	st, err := lda.Scan(cfg)
+	if err != nil {
+		return nil, nil, opts, ldaInputError(err)
+	}
+	cfg.Tokens = st.Tokens
+	opts.MaxRounds, opts.ReportEvery = cfg.Rounds()
+	// A stop the workers cannot foresee: every report then carries the
+	// document-topic counts, so that the last one does.
+	cfg.StopsEarly = opts.TimeLimit > 0 || (opts.Tol > 0 && opts.ReportEvery == 1)
+	if rf.progress > 0 && (role == "" || role == "coordinator") {
+		cfg.Progress = stderr
+	}
+	// The app prints its own progress line per report and writes its own
+	// metrics (with tokens per second).
+	j := &ldaJob{cfg: cfg, metrics: opts.Metrics}
+	opts.Progress, opts.Metrics = nil, ""
+	return j, rf, opts, nil
+}
+
+// ldaInputError makes bad or missing input a usage error.
+func ldaInputError(err error) error {
+	var pe *lda.ParseError
+	if errors.As(err, &pe) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+		return usageError{err}
+	}
+	return err
+}
+
+// capture makes prog's coordinator, once built, the job's results.
+func capture[U any](prog schmp.Program[scheduler.Turn, lda.Partial, U, lda.Summary], j *ldaJob) schmp.Program[scheduler.Turn, lda.Partial, U, lda.Summary] {
+	newCoordinator := prog.NewCoordinator
+	prog.NewCoordinator = func(ctx context.Context) (schmp.Coordinator[scheduler.Turn, lda.Partial, U, lda.Summary], error) {
+		c, err := newCoordinator(ctx)
+		if err == nil {
+			j.results, _ = c.(ldaResults)
+		}
+		return c, err
+	}
+	return prog
+}
+
+// run runs the job, as a whole (role "") or one role of it; the
+// coordinator's writes the metrics.
+func (j *ldaJob) run(ctx context.Context, role string, rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer) error {
+	var metrics *atomicfile.File
+	if j.metrics != "" && (role == "" || role == "coordinator") {
+		// Open now, so that a bad path fails before the job runs.
+		var err error
+		if metrics, err = atomicfile.Create(j.metrics); err != nil {
+			return usageError{err}
+		}
+		defer metrics.Abort()
+	}
+	var err error
+	if j.cfg.Unscheduled {
+		err = runProgram(ctx, role, capture(lda.Unscheduled(j.cfg), j), rf, opts, stdout, stderr, j.print)
+	} else {
+		err = runProgram(ctx, role, capture(lda.Program(j.cfg), j), rf, opts, stdout, stderr, j.print)
+	}
+	if err != nil || metrics == nil {
+		return err
+	}
+	if err := j.results.WriteMetrics(metrics); err != nil {
+		return fmt.Errorf("write %s: %w", metrics.Path(), err)
+	}
+	return metrics.Commit()
+}
+
+// print prints the end of a run: the log-likelihood, the rates, the
+// held-out perplexity, then where the time went.
+func (j *ldaJob) print(w io.Writer, res *coordinator.Result) {
+	trace := j.results.Trace()
+	if len(trace) == 0 {
+		return
+	}
+	r := trace[len(trace)-1]
+	fmt.Fprintf(w, "log-likelihood/token %.6f  iterations %g  rounds %d  tokens %d  time %.3fs  tokens/s %.4g  sampling %.4g tokens/s per core  (%s)\n",
+		r.LogLik, r.Iter, res.Rounds, r.Tokens, res.Elapsed.Seconds(), r.TokensPerSecond(), r.SamplingRate(), res.Reason)
+	if perp, n, ok, err := j.results.HeldOut(); err != nil {
+		fmt.Fprintf(w, "held-out perplexity: %v\n", err)
+	} else if ok {
+		fmt.Fprintf(w, "held-out perplexity %.3f on %d tokens of %s (document completion)\n", perp, n, j.cfg.TestDocword)
+	}
+	res.WriteSummary(w)
+}
+
+// runLDA runs a whole LDA job in this process.
+func runLDA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lda", flag.ContinueOnError)
+	j, rf, opts, err := ldaSetup(fs, args, stdout, stderr, "strads lda --docword FILE [--vocab FILE] | --text FILE  [--topics K --iters T --workers N --alpha A --beta B --seed S] [flags]", "")
+	if err != nil {
+		return err
+	}
+	return j.run(ctx, "", rf, opts, stdout, stderr)
+}
+
+// runLDARole runs one role of an LDA job.
+func runLDARole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
+	addAppFlag(fs)
+	j, rf, opts, err := ldaSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app lda --nats URL --job NAME [flags]", role), role)
+	if err != nil {
+		return err
+	}
+	if err := checkRole(rf); err != nil {
+		return err
+	}
+	return j.run(ctx, role, rf, opts, stdout, stderr)
+}
+
+// genLDA writes a synthetic corpus drawn from a known LDA model:
+// PREFIX.docword.txt, PREFIX.vocab.txt, PREFIX.phi.csv (the model) and,
+// with --test-docs, PREFIX.test.docword.txt.
+func genLDA(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gen lda", flag.ContinueOnError)
+	var c lda.GenConfig
+	fs.IntVar(&c.Docs, "docs", 1000, "number of documents D")
+	fs.IntVar(&c.Vocab, "vocab", 5000, "vocabulary size W")
+	fs.IntVar(&c.Topics, "topics", 20, "number of true topics K")
+	fs.IntVar(&c.DocLen, "doc-len", 100, "mean document length: lengths are uniform in [L/2, 3L/2]")
+	fs.IntVar(&c.TestDocs, "test-docs", 0, "also draw `n` held-out documents into PREFIX.test.docword.txt")
+	fs.Float64Var(&c.Alpha, "alpha", 0.1, "Dirichlet prior of the true document-topic proportions")
+	fs.Float64Var(&c.Beta, "beta", 0.01, "Dirichlet prior of the true topics")
+	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same flags give the same files")
+	out := fs.String("o", "", "output `PREFIX`: writes PREFIX.docword.txt, PREFIX.vocab.txt, PREFIX.phi.csv (the true topics: topic,word_id,prob ≥ 1e-6)")
+	if err := parse(fs, args, stdout, "strads gen lda [flags] -o PREFIX"); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("-o PREFIX is required")
+	}
+	if err := c.Validate(); err != nil {
+		return usageError{err}
+	}
+	names := []string{".docword.txt", ".vocab.txt", ".phi.csv"}
+	if c.TestDocs > 0 {
+		names = append(names, ".test.docword.txt")
+	}
+	var files []*atomicfile.File
+	defer func() {
+		for _, f := range files {
+			f.Abort()
+		}
+	}()
+	ws := make([]*bufio.Writer, 4)
+	for i, name := range names {
+		f, err := atomicfile.Create(*out + name)
+		if err != nil {
+			return usageError{err}
+		}
+		files = append(files, f)
+		ws[i] = f.Writer
+	}
+	t0 := time.Now()
+	m, err := lda.Generate(ws[0], ws[1], ws[2], ws[3], c)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := f.Commit(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s.docword.txt: %d documents, %d words, %d tokens from %d topics (%.1fs)\n",
+		*out, c.Docs, c.Vocab, m.Tokens, c.Topics, time.Since(t0).Seconds())
+	return nil
+}
