@@ -90,27 +90,11 @@ func run(t *testing.T, cfg Config, depth, reportEvery int) (*Model, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rpi := cfg.RoundsPerIter()
-	if reportEvery == 0 {
-		reportEvery = cfg.ReportEvery * rpi
-	}
-	opts := job.Options{
-		Job:     "mf",
-		Timeout: 20 * time.Second,
-		Coordinator: coordinator.Options{
-			Workers: cfg.Workers, Depth: depth, MaxRounds: uint64(cfg.Iters * rpi),
-			ReportEvery: reportEvery, Timeout: 20 * time.Second,
-		},
-	}
-	var err error
-	switch {
-	case cfg.Algo == CCD:
-		_, err = job.Run(ctx, CCDProgram(cfg), opts)
-	case cfg.Schedule == Unscheduled:
-		_, err = job.Run(ctx, UnscheduledProgram(cfg), opts)
-	default:
-		_, err = job.Run(ctx, RotationProgram(cfg), opts)
-	}
+	_, err := Run(ctx, cfg, job.Options{
+		Job:         "mf",
+		Timeout:     20 * time.Second,
+		Coordinator: coordinator.Options{Depth: depth, ReportEvery: reportEvery, Timeout: 20 * time.Second},
+	})
 	return cfg.Model, err
 }
 
@@ -377,6 +361,32 @@ func TestInitIndependentOfWorkers(t *testing.T) {
 	for k := 1; k < len(objs); k++ {
 		if math.Abs(objs[k]-objs[0]) > 1e-9*objs[0] {
 			t.Errorf("initial objective %.15g with %d workers, %.15g with 1", objs[k], k+1, objs[0])
+		}
+	}
+}
+
+// TestUnscheduledOneWorker checks the baseline's merge: with one worker
+// there is nothing to merge, and the unscheduled SGD is the rotation's
+// SGD (the same steps in the same order; the merge h + (h' − h) rounds, so
+// the objectives agree to rounding).
+func TestUnscheduledOneWorker(t *testing.T) {
+	var objs [][]float64
+	for _, algo := range []string{"rotation", "unscheduled"} {
+		cfg := config(t, algo, 1, 5)
+		cfg.LearningRate = 0.05
+		m, err := run(t, cfg, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o []float64
+		for _, e := range m.Trace {
+			o = append(o, e.Objective)
+		}
+		objs = append(objs, o)
+	}
+	for k := range objs[0] {
+		if math.Abs(objs[0][k]-objs[1][k]) > 1e-9*objs[0][k] {
+			t.Errorf("iteration %d: objective %.15g on the rotation, %.15g unscheduled", k, objs[0][k], objs[1][k])
 		}
 	}
 }

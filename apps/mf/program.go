@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -110,4 +112,32 @@ func (s stepper) Schedule(round uint64, _ []schmp.Feedback) (scheduler.Turn, sch
 		v = int32(s.cfg.feature(round - 1))
 	}
 	return scheduler.Turn{SubRound: round - 1}, schmp.PlanInfo{Vars: wire.Int32s{v}, Candidates: 1, Selected: 1}, nil
+}
+
+// Run runs the job of cfg in this process (job.Run: an embedded NATS server
+// unless opts.NATS is set) with the program of cfg's algorithm. Where opts
+// leaves them 0, the runtime's MaxRounds is cfg.Iters iterations and its
+// ReportEvery cfg.ReportEvery iterations, and Workers is cfg.Workers.
+func Run(ctx context.Context, cfg Config, opts job.Options) (*coordinator.Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rpi := cfg.RoundsPerIter()
+	o := &opts.Coordinator
+	if o.Workers == 0 {
+		o.Workers = cfg.Workers
+	}
+	if o.MaxRounds == 0 {
+		o.MaxRounds = uint64(cfg.Iters * rpi)
+	}
+	if o.ReportEvery == 0 {
+		o.ReportEvery = cfg.ReportEvery * rpi
+	}
+	switch {
+	case cfg.Algo == CCD:
+		return job.Run(ctx, CCDProgram(cfg), opts)
+	case cfg.Schedule == Unscheduled:
+		return job.Run(ctx, UnscheduledProgram(cfg), opts)
+	}
+	return job.Run(ctx, RotationProgram(cfg), opts)
 }
