@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -47,9 +46,7 @@ func (c *Config) Validate() error {
 }
 
 // Plan is the set of coordinates updated in a round.
-type Plan struct {
-	Vars wire.Int32s `msgpack:"v"`
-}
+type Plan = scheduler.Plan
 
 // Partial is a worker's share of a round: Dot[k] = Σ x_ij·r_i over its
 // rows for j = Plan.Vars[k], and SumR = Σ r_i over its rows.
@@ -109,61 +106,9 @@ func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 	}
 }
 
-// Scheduler is the scheduler side of the Lasso: the dynamic engine over a
-// contiguous range of the columns of X.
-type Scheduler struct {
-	d     *scheduler.Dynamic
-	first int32 // the engine's variable k is column first+k
-	vars  int32 // the number of columns of the part
-}
-
-// NewScheduler reads part of parts of the columns of cfg.Data and starts the
-// engine over them. Parts other than the first seed their draws with
-// cfg.Schedule.Seed+part.
-func NewScheduler(cfg Config, part, parts int) (*Scheduler, error) {
-	x, first, total, err := libsvm.ReadColumns(cfg.Data, part, parts)
-	if err != nil {
-		return nil, err
-	}
-	if total == 0 {
-		return nil, fmt.Errorf("%s: no features", cfg.Data)
-	}
-	if x.Cols == 0 {
-		return nil, fmt.Errorf("%s: %d features are too few for %d schedulers", cfg.Data, total, parts)
-	}
-	sc := cfg.Schedule
-	sc.Vars = x.Cols
-	sc.Seed += uint64(part)
-	if sc.Warmup < 0 {
-		sc.Warmup = (sc.Vars + sc.Block - 1) / sc.Block
-	}
-	var cols scheduler.Columns = scheduler.NewSparseColumns(x, cfg.Intercept)
-	d, err := scheduler.NewDynamic(sc, cols)
-	if err != nil {
-		return nil, err
-	}
-	return &Scheduler{d: d, first: int32(first), vars: int32(x.Cols)}, nil
-}
-
-// Schedule implements schmp.Scheduler.
-func (s *Scheduler) Schedule(round uint64, fbs []schmp.Feedback) (Plan, schmp.PlanInfo, error) {
-	for _, fb := range fbs {
-		local := make([]int32, len(fb.Vars))
-		for k, j := range fb.Vars {
-			local[k] = j - s.first
-			if local[k] < 0 || local[k] >= s.vars {
-				return Plan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d for column %d, outside this scheduler's [%d, %d)", fb.Round, j, s.first, s.first+s.vars)
-			}
-		}
-		if len(fb.Delta) != len(fb.Vars) {
-			return Plan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d with %d variables and %d deltas", fb.Round, len(fb.Vars), len(fb.Delta))
-		}
-		s.d.Feedback(local, fb.Delta)
-	}
-	sel := s.d.Next()
-	vars := make(wire.Int32s, len(sel.Vars))
-	for k, j := range sel.Vars {
-		vars[k] = j + s.first
-	}
-	return Plan{Vars: vars}, schmp.PlanInfo{Vars: vars, Candidates: sel.Candidates, Selected: len(vars)}, nil
+// NewScheduler returns scheduler part of parts: the dynamic engine over its
+// range of the columns of cfg.Data, with Pearson correlations for the
+// dependency check when the job fits an intercept, cosines otherwise.
+func NewScheduler(cfg Config, part, parts int) (*scheduler.ColumnScheduler, error) {
+	return scheduler.NewColumnScheduler(cfg.Data, cfg.Intercept, cfg.Schedule, part, parts)
 }

@@ -18,7 +18,7 @@ import (
 // planned. It returns the coordinator after rounds rounds.
 func sequential(t *testing.T, cfg Config, workers, parts int, rounds uint64) *Coordinator {
 	t.Helper()
-	scheds := make([]*Scheduler, parts)
+	scheds := make([]*scheduler.ColumnScheduler, parts)
 	for p := range scheds {
 		s, err := NewScheduler(cfg, p, parts)
 		if err != nil {
@@ -111,7 +111,7 @@ func TestDepthOneIsSequential(t *testing.T) {
 
 // recorder wraps a Lasso scheduler part and records every plan it makes.
 type recorder struct {
-	s     *Scheduler
+	s     *scheduler.ColumnScheduler
 	mu    *sync.Mutex
 	plans map[uint64][]int32
 }

@@ -31,7 +31,7 @@
 //   - the scheduler picks the coordinates of a round by priority
 //     (|Δw_j|^γ + η), uniformly or cyclically, and drops those whose columns
 //     are correlated with one already picked (|corr(x_j, x_k)| ≥ ρ): the
-//     same column scheduler as the Lasso's (lasso.Scheduler, over
+//     same column scheduler as the Lasso's (scheduler.ColumnScheduler, over
 //     scheduler.Dynamic);
 //   - each worker holds its own rows of X (column-compressed), the labels,
 //     and the margins z_i = x_i·w + b of its rows, with the per-row loss,

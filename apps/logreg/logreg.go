@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -68,7 +67,7 @@ func (c *Config) Validate() error {
 
 // Plan is the set of coordinates updated in a round. Logistic regression
 // plans its coordinates exactly as the Lasso does, with the same scheduler.
-type Plan = lasso.Plan
+type Plan = scheduler.Plan
 
 // Partial is a worker's share of a round: for j = Plan.Vars[k],
 // Grad[k] = Σ x_ij·r_i and Curv[k] = Σ x_ij²·d_i over its rows, where
@@ -147,12 +146,12 @@ func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 	}
 }
 
-// NewScheduler returns scheduler part of parts for cfg: the Lasso's column
-// scheduler, which reads its columns of cfg.Data and runs the dynamic engine
-// over them (with Pearson correlations for the dependency check when the job
-// fits an intercept, cosines otherwise).
-func NewScheduler(cfg Config, part, parts int) (*lasso.Scheduler, error) {
-	return lasso.NewScheduler(lasso.Config{Data: cfg.Data, Intercept: cfg.Intercept, Schedule: cfg.Schedule}, part, parts)
+// NewScheduler returns scheduler part of parts for cfg: the column
+// scheduler the Lasso uses too, which reads its columns of cfg.Data and runs
+// the dynamic engine over them (with Pearson correlations for the
+// dependency check when the job fits an intercept, cosines otherwise).
+func NewScheduler(cfg Config, part, parts int) (*scheduler.ColumnScheduler, error) {
+	return scheduler.NewColumnScheduler(cfg.Data, cfg.Intercept, cfg.Schedule, part, parts)
 }
 
 // label maps a LIBSVM label to ±1; ok is false for anything but 0, 1 and

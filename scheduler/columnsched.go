@@ -1,0 +1,100 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// Plan is the plan of a round of the dynamic engine: the variables it
+// updates.
+type Plan struct {
+	Vars wire.Int32s `msgpack:"v"`
+}
+
+// ColumnScheduler is a scheduler part for a model with one variable per
+// column of a LIBSVM file (Lasso, logistic regression): the dynamic engine
+// over a contiguous range of the columns, whose dependency check uses the
+// columns' correlation.
+type ColumnScheduler struct {
+	d     *Dynamic
+	first int32 // the engine's variable k is column first+k
+	vars  int32 // the number of columns of the part
+}
+
+// NewColumnScheduler reads part of parts of the columns of the LIBSVM file
+// at path and starts the engine over them, with Pearson correlations for
+// the dependency check if centered and cosines otherwise. c.Vars is set
+// from the data; a negative c.Warmup means one sweep of the part,
+// ⌈Vars/Block⌉ rounds. Parts other than the first seed their draws with
+// c.Seed+part. Without a dependency check (c.Rho ≥ 1) only the number of
+// columns is read.
+func NewColumnScheduler(path string, centered bool, c Config, part, parts int) (*ColumnScheduler, error) {
+	var cols Columns
+	var first, vars, total int
+	if c.Rho >= 1 {
+		err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
+			for k := len(row.Index) - 1; k >= 0; k-- {
+				if row.Value[k] != 0 {
+					total = max(total, int(row.Index[k])+1)
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		var hi int
+		first, hi = libsvm.ShardRange(total, part, parts)
+		vars = hi - first
+	} else {
+		x, lo, n, err := libsvm.ReadColumns(path, part, parts)
+		if err != nil {
+			return nil, err
+		}
+		cols, first, vars, total = NewSparseColumns(x, centered), lo, x.Cols, n
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("%s: no features", path)
+	}
+	if vars == 0 {
+		return nil, fmt.Errorf("%s: %d features are too few for %d schedulers", path, total, parts)
+	}
+	c.Vars = vars
+	c.Seed += uint64(part)
+	if c.Warmup < 0 {
+		c.Warmup = (c.Vars + c.Block - 1) / c.Block
+	}
+	d, err := NewDynamic(c, cols)
+	if err != nil {
+		return nil, err
+	}
+	return &ColumnScheduler{d: d, first: int32(first), vars: int32(vars)}, nil
+}
+
+// Schedule implements schmp.Scheduler. The feedback must name columns of
+// this part.
+func (s *ColumnScheduler) Schedule(round uint64, fbs []schmp.Feedback) (Plan, schmp.PlanInfo, error) {
+	for _, fb := range fbs {
+		if len(fb.Delta) != len(fb.Vars) {
+			return Plan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d with %d variables and %d deltas", fb.Round, len(fb.Vars), len(fb.Delta))
+		}
+		local := make([]int32, len(fb.Vars))
+		for k, j := range fb.Vars {
+			local[k] = j - s.first
+			if local[k] < 0 || local[k] >= s.vars {
+				return Plan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d for column %d, outside this scheduler's [%d, %d)", fb.Round, j, s.first, s.first+s.vars)
+			}
+		}
+		s.d.Feedback(local, fb.Delta)
+	}
+	sel := s.d.Next()
+	vars := make(wire.Int32s, len(sel.Vars))
+	for k, j := range sel.Vars {
+		vars[k] = j + s.first
+	}
+	return Plan{Vars: vars}, schmp.PlanInfo{Vars: vars, Candidates: sel.Candidates, Selected: len(vars)}, nil
+}
