@@ -3,6 +3,8 @@ package lda
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/strads-go/strads/scheduler"
@@ -14,8 +16,18 @@ var turn0 scheduler.Turn
 // resampled per second in a sweep over a whole shard held as one block,
 // after a few burn-in sweeps (the first sweeps, from random topics, are
 // slower: every word's counts are spread over many topics).
+//
+// LDA_BENCH_DOCWORD names another corpus (a docword file) to measure on,
+// and LDA_BENCH_SWEEPS the burn-in sweeps (default 30).
 func BenchmarkSampler(b *testing.B) {
-	f := genCorpus(b, GenConfig{Docs: 2000, Vocab: 5000, Topics: 100, DocLen: 100, Alpha: 0.1, Beta: 0.01, Seed: 5})
+	f := &corpusFiles{docword: os.Getenv("LDA_BENCH_DOCWORD")}
+	if f.docword == "" {
+		f = genCorpus(b, GenConfig{Docs: 2000, Vocab: 5000, Topics: 100, DocLen: 100, Alpha: 0.1, Beta: 0.01, Seed: 5})
+	}
+	burn := 30
+	if s := os.Getenv("LDA_BENCH_SWEEPS"); s != "" {
+		burn, _ = strconv.Atoi(s)
+	}
 	for _, k := range []int{100, 1000} {
 		for _, mh := range []int{1, 2} {
 			b.Run(fmt.Sprintf("K=%d/mh=%d", k, mh), func(b *testing.B) {
@@ -27,7 +39,7 @@ func BenchmarkSampler(b *testing.B) {
 					b.Fatal(err)
 				}
 				d := newDriverFor(b, cfg, w)
-				for range 30 {
+				for range burn {
 					d.sweep(b)
 				}
 				sampled, nanos := w.s.sampled, w.sampleNanos
@@ -49,7 +61,7 @@ type benchDriver struct {
 	c *UnscheduledCoordinator
 }
 
-func newDriverFor(b *testing.B, cfg Config, w *UnscheduledWorker) *benchDriver {
+func newDriverFor(b testing.TB, cfg Config, w *UnscheduledWorker) *benchDriver {
 	c, err := NewUnscheduledCoordinator(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -68,7 +80,7 @@ func newDriverFor(b *testing.B, cfg Config, w *UnscheduledWorker) *benchDriver {
 	return &benchDriver{w: w, c: c}
 }
 
-func (d *benchDriver) sweep(b *testing.B) {
+func (d *benchDriver) sweep(b testing.TB) {
 	p, err := d.w.Push(context.Background(), 1, turn0)
 	if err != nil {
 		b.Fatal(err)

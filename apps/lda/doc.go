@@ -50,11 +50,18 @@
 //
 // Documents are sampled one after the other, each document's tokens of the
 // block together; a document's counts n_dk live in a dense scratch array
-// while it is sampled. All proposals of a token are drawn, and their
-// counts looked up, before its chain runs (the look-ups then overlap in
-// memory), which is exact: no count changes during a token's chain. A
+// while it is sampled. The word proposals of all the block's tokens are
+// drawn when the block is taken up, word by word (each word's alias table
+// is then in cache), and read in token order. All proposals of a token
+// are looked up before its chain runs, so that the look-ups overlap in
+// memory; that is exact, as no count changes during a token's chain. A
 // block's word-topic rows are dense (K cells) or open-addressing hashes,
 // whichever is smaller, so memory is O(non-zeros), not O(W·K).
+//
+// The sampler is checked against the exact conditional of a token
+// (TestKernel) and against plain collapsed Gibbs sampling
+// (TestMatchesExactGibbs); it mixes more slowly per iteration than the
+// latter, as Metropolis–Hastings samplers do.
 //
 // # Reports
 //

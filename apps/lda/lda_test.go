@@ -44,35 +44,35 @@ func runJobOpts[U any](t *testing.T, cfg Config, prog schmp.Program[scheduler.Tu
 	return res, m
 }
 
-// TestRecovery fits a corpus drawn from a known model of 8 topics on 1, 2
+// TestRecovery fits a corpus drawn from a known model of 5 topics on 1, 2
 // and 4 workers and checks that the topics found are the true ones, and
 // that the log-likelihood rises and plateaus.
 //
 // Each true topic φ_k is matched to the estimated topic nearest in total
 // variation (TV); the matches must be distinct, and their mean TV below
-// 0.05. The threshold: the counts of the true assignments, smoothed, are
-// themselves at mean TV `floor` ≈ 0.015 from the true topics (the sampling
+// 0.03. The threshold: the counts of the true assignments, smoothed, are
+// themselves at mean TV `floor` ≈ 0.01 from the true topics (the sampling
 // noise of a corpus this size), while unrelated topics are at TV ≈ 0.95; a
-// merged pair of topics raises the mean by 0.08 or more.
+// merged pair of topics raises the mean by 0.2.
 //
-// Collapsed Gibbs sampling has local optima: on this corpus about one
-// run in six, from any seed and on any number of workers, merges two
-// topics and splits a third for hundreds of iterations, with a clearly
-// lower log-likelihood (about −2.61 against −2.50 per token). So, as in
-// practice, every worker count runs three seeds and the run with the
-// highest training log-likelihood is checked.
+// Collapsed Gibbs sampling has local optima: from a random start, a run
+// may merge two topics and split a third, with a clearly lower
+// log-likelihood, for hundreds of iterations. Plain collapsed Gibbs does
+// too (on an 8-topic corpus, 5 runs of 12 after 50 iterations); on this
+// corpus 2 runs of 12 on one worker and none of 12 on four were caught
+// after 80 iterations. So, as in practice, every worker count runs three
+// seeds and the run with the highest training log-likelihood is checked.
 func TestRecovery(t *testing.T) {
-	f := genCorpus(t, GenConfig{Docs: 500, Vocab: 400, Topics: 8, DocLen: 80, Alpha: 0.1, Beta: 0.005, Seed: 3})
+	f := genCorpus(t, GenConfig{Docs: 400, Vocab: 300, Topics: 5, DocLen: 100, Alpha: 0.1, Beta: 0.005, Seed: 3})
 	_, fd := bestMatch(f.model.Phi, smoothed(f.model.Counts, 0.01))
-	floor := mean(fd)
-	t.Logf("noise floor: mean TV of the true assignments' counts %.3f", floor)
+	t.Logf("noise floor: mean TV of the true assignments' counts %.3f", mean(fd))
 	for _, workers := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
 			var best *coordinator.Result
 			var bestModel *model
 			for seed := range uint64(3) {
-				cfg := f.config(workers, 50)
-				cfg.Seed, cfg.ReportEvery = seed+1, 2
+				cfg := f.config(workers, 80)
+				cfg.Seed, cfg.ReportEvery = seed+1, 4
 				res, m := runJob(t, cfg, Program(cfg))
 				t.Logf("seed %d: log-likelihood per token %.4f", seed+1, res.Final.Objective)
 				if best == nil || res.Final.Objective > best.Final.Objective {
@@ -89,8 +89,8 @@ func TestRecovery(t *testing.T) {
 			}
 			mtv := mean(dist)
 			t.Logf("best run: mean best-match TV %.3f (each %.3f)", mtv, dist)
-			if mtv > 0.05 {
-				t.Errorf("mean best-match TV %.3f > 0.05", mtv)
+			if mtv > 0.03 {
+				t.Errorf("mean best-match TV %.3f > 0.03", mtv)
 			}
 			checkPlateau(t, best.Trace)
 		})

@@ -198,21 +198,34 @@ func TestEarlyStop(t *testing.T) {
 	}
 }
 
-// TestUnscheduled runs the data-parallel baseline on the runtime: its
-// log-likelihood rises and plateaus near the rotation's.
+// TestUnscheduled runs the data-parallel baseline on the runtime: one
+// round per iteration, the log-likelihood rises and plateaus, at the
+// rotation's (best of two seeds each, see TestRecovery on local optima).
 func TestUnscheduled(t *testing.T) {
-	f := genCorpus(t, GenConfig{Docs: 300, Vocab: 300, Topics: 6, DocLen: 60, Alpha: 0.1, Beta: 0.01, Seed: 8})
-	cfg := f.config(2, 40)
-	cfg.ReportEvery = 2
-	rot, _ := runJob(t, cfg, Program(cfg))
-	cfg.Unscheduled = true
-	res, _ := runJob(t, cfg, Unscheduled(cfg))
-	checkPlateau(t, res.Trace)
-	if want := uint64(40); res.Rounds != want {
-		t.Errorf("%d rounds, want %d (one per iteration)", res.Rounds, want)
+	f := genCorpus(t, GenConfig{Docs: 400, Vocab: 300, Topics: 5, DocLen: 100, Alpha: 0.1, Beta: 0.005, Seed: 3})
+	best := map[bool]*coordinator.Result{}
+	for _, unscheduled := range []bool{false, true} {
+		for seed := range uint64(2) {
+			cfg := f.config(2, 60)
+			cfg.Seed, cfg.ReportEvery, cfg.Unscheduled = seed+1, 3, unscheduled
+			var res *coordinator.Result
+			if unscheduled {
+				res, _ = runJob(t, cfg, Unscheduled(cfg))
+				if res.Rounds != 60 {
+					t.Errorf("%d rounds, want 60 (one per iteration)", res.Rounds)
+				}
+			} else {
+				res, _ = runJob(t, cfg, Program(cfg))
+			}
+			if b := best[unscheduled]; b == nil || res.Final.Objective > b.Final.Objective {
+				best[unscheduled] = res
+			}
+		}
 	}
-	t.Logf("log-likelihood per token after 40 iterations: rotation %.4f, unscheduled %.4f", rot.Final.Objective, res.Final.Objective)
-	if d := math.Abs(res.Final.Objective - rot.Final.Objective); d > 0.1 {
-		t.Errorf("unscheduled %.4f, rotation %.4f", res.Final.Objective, rot.Final.Objective)
+	checkPlateau(t, best[true].Trace)
+	rot, uns := best[false].Final.Objective, best[true].Final.Objective
+	t.Logf("log-likelihood per token after 60 iterations: rotation %.4f, unscheduled %.4f", rot, uns)
+	if d := math.Abs(uns - rot); d > 0.01 {
+		t.Errorf("unscheduled %.4f, rotation %.4f", uns, rot)
 	}
 }

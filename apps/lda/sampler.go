@@ -23,6 +23,7 @@ func (r *rng) next() uint64 {
 	return hi ^ lo
 }
 
+
 // unit returns a uniform number in [0, 1).
 func (r *rng) unit() float64 { return float64(r.next()>>11) * 0x1p-53 }
 
@@ -107,6 +108,7 @@ type sampler struct {
 	sc                 aliasScratch
 	weights            []float64
 	topicsK            []int32
+	props              []int32 // the word proposals of token i: props[i·mh:(i+1)·mh]
 	sampled, moved     int64
 }
 
@@ -184,6 +186,26 @@ type proposal struct {
 	docPropose bool
 }
 
+// predraw draws the word proposals of every token of the block, word by
+// word (each word's alias table is hot while its tokens' proposals are
+// drawn): props[i·mh+j] is the j-th proposal of token i, where the tokens
+// of row r are occ[off[r]:off[r+1]], out of n tokens.
+func (s *sampler) predraw(occ, off []int32, n int) {
+	s.props = resize(s.props, n*s.mh)
+	for r := range len(off) - 1 {
+		a, e := off[r], off[r+1]
+		if a == e {
+			continue
+		}
+		w := int32(r)
+		for _, i := range occ[a:e] {
+			for j := range s.mh {
+				s.props[int(i)*s.mh+j] = s.proposeWord(w)
+			}
+		}
+	}
+}
+
 // sampleDoc resamples tokens [first, last) of a document whose topics are
 // z (all its tokens, in every block) and whose block rows are lw (the same
 // indexing; only [first, last) is read).
@@ -194,18 +216,18 @@ type proposal struct {
 // are drawn, and their counts looked up, before the chain runs. The
 // look-ups are independent memory accesses that the processor overlaps,
 // and no count changes during the chain (only when it ends).
-func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int) {
+func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int, props []int32) {
 	for _, t := range z {
 		s.ndk[t]++
 	}
 	nd := float64(len(z))
 	alpha, beta, wbeta := s.alpha, s.beta, s.wbeta
 	steps := 2 * s.mh
-	var props [2 * maxMH]proposal
+	var ps [2 * maxMH]proposal
 	for i := first; i < last; i++ {
 		w, s0 := lw[i], z[i]
 		for j := 0; j < steps; j += 2 {
-			props[j] = proposal{t: s.proposeWord(w)}
+			ps[j] = proposal{t: props[i*s.mh+j/2]}
 			u := s.rng.unit() * (nd + s.kalpha)
 			t := int32(-1) // the token itself: its current topic
 			switch {
@@ -214,10 +236,10 @@ func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int) {
 			case int(u) != i:
 				t = z[int(u)]
 			}
-			props[j+1] = proposal{t: t, docPropose: true}
+			ps[j+1] = proposal{t: t, docPropose: true}
 		}
-		for j := range props[:steps] {
-			p := &props[j]
+		for j := range ps[:steps] {
+			p := &ps[j]
 			if p.t >= 0 {
 				p.nw, p.sw = s.table.get(w, p.t)
 				p.nd, p.nk = s.ndk[p.t], s.nk[p.t]
@@ -228,8 +250,8 @@ func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int) {
 		nw, sw := s.table.get(w, cur)
 		nwCur, swCur := float64(nw-1), float64(sw)
 		ndCur, nkCur := float64(s.ndk[cur]-1), float64(s.nk[cur]-1)
-		for j := range props[:steps] {
-			p := &props[j]
+		for j := range ps[:steps] {
+			p := &ps[j]
 			t := p.t
 			if t < 0 || t == cur {
 				continue

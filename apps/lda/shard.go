@@ -24,6 +24,9 @@ type shard struct {
 	row    []int32
 	bstart []int32
 	own    [][]int32 // own[b][i]: this shard's tokens of the i-th word of block b
+	// occ[b][occOff[b][i]:occOff[b][i+1]] are the tokens of row i of
+	// block b.
+	occ, occOff [][]int32
 }
 
 // loadShard reads the documents [lo, hi) of the corpus and gives their
@@ -147,6 +150,28 @@ func (sh *shard) layout(wordBlock []int32, blocks int) error {
 		}
 	}
 	sh.bstart[len(sh.bstart)-1] = int32(len(sh.word))
+	sh.occ, sh.occOff = make([][]int32, blocks), make([][]int32, blocks)
+	for b, own := range sh.own {
+		off := make([]int32, len(own)+1)
+		for i, n := range own {
+			off[i+1] = off[i] + n
+		}
+		sh.occOff[b] = off
+		sh.occ[b] = make([]int32, off[len(own)])
+	}
+	next := make([][]int32, blocks)
+	for b := range next {
+		next[b] = slices.Clone(sh.occOff[b][:len(sh.own[b])])
+	}
+	for d := range sh.docs() {
+		for b := range blocks {
+			for i := sh.bstart[d*blocks+b]; i < sh.bstart[d*blocks+b+1]; i++ {
+				r := sh.row[i]
+				sh.occ[b][next[b][r]] = i
+				next[b][r]++
+			}
+		}
+	}
 	return nil
 }
 
@@ -154,13 +179,14 @@ func (sh *shard) layout(wordBlock []int32, blocks int) error {
 // in block b, document by document. It checks ctx's error function every
 // few thousand documents.
 func (sh *shard) sample(s *sampler, b int, cancelled func() error) error {
+	s.predraw(sh.occ[b], sh.occOff[b], len(sh.z))
 	for d := range sh.docs() {
 		first, last := sh.bstart[d*sh.blocks+b], sh.bstart[d*sh.blocks+b+1]
 		if first == last {
 			continue
 		}
 		a, e := sh.start[d], sh.start[d+1]
-		s.sampleDoc(sh.z[a:e], sh.row[a:e], int(first-a), int(last-a))
+		s.sampleDoc(sh.z[a:e], sh.row[a:e], int(first-a), int(last-a), s.props[int(a)*s.mh:int(e)*s.mh])
 		if d%4096 == 4095 {
 			if err := cancelled(); err != nil {
 				return err
