@@ -23,7 +23,6 @@ func (r *rng) next() uint64 {
 	return hi ^ lo
 }
 
-
 // unit returns a uniform number in [0, 1).
 func (r *rng) unit() float64 { return float64(r.next()>>11) * 0x1p-53 }
 
