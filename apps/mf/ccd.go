@@ -39,7 +39,8 @@ type ccdWorker struct {
 	cur     int         // the feature res leaves out
 	round   uint64
 	factors bool
-	byUser  []int // the ratings of user u are train[byUser[u]:byUser[u+1]]
+	byUser  []int   // the ratings of user u are train[byUser[u]:byUser[u+1]]
+	item    []int32 // train[j].i, apart: a round reads only the items and res
 }
 
 func newCCDWorker(cfg Config, p int) (*ccdWorker, error) {
@@ -51,8 +52,10 @@ func newCCDWorker(cfg Config, p int) (*ccdWorker, error) {
 	rows := s.initUsers(cfg.Rank)
 	w.w = columns(rows, len(s.users), cfg.Rank)
 	w.byUser = make([]int, len(s.users)+1)
-	for _, e := range s.train {
+	w.item = make([]int32, len(s.train))
+	for j, e := range s.train {
 		w.byUser[e.u+1]++
+		w.item[j] = e.i
 	}
 	for u := range s.users {
 		w.byUser[u+1] += w.byUser[u]
@@ -128,23 +131,29 @@ func (w *ccdWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Sums
 		return SumsPartial{}, fmt.Errorf("round %d on the state after round %d (CCD++ needs --depth 1)", turn.SubRound+1, w.round)
 	}
 	t := w.cfg.feature(turn.SubRound)
-	if t != w.cur {
-		wa, ha, wb, hb := w.w[w.cur], w.h[w.cur], w.w[t], w.h[t]
-		for j, e := range w.train {
-			w.res[j] += wb[e.u]*hb[e.i] - wa[e.u]*ha[e.i]
-		}
-		w.cur = t
-	}
+	// On a new feature t, res leaves out the last one, cur, instead of t:
+	// res += w_ut·h_it − w_u,cur·h_i,cur, folded into the pass over each
+	// user's ratings (which stay in cache for the second pass).
+	wa, ha := w.w[w.cur], w.h[w.cur]
+	switching := t != w.cur
+	w.cur = t
 	wt, ht := w.w[t], w.h[t]
 	num := make(wire.Float64s, len(ht))
 	den := make(wire.Float64s, len(ht))
 	lambda := w.cfg.Lambda
 	for u := range wt {
 		lo, hi := w.byUser[u], w.byUser[u+1]
+		items, res := w.item[lo:hi], w.res[lo:hi]
 		var a, b float64
-		for j := lo; j < hi; j++ {
-			h := ht[w.train[j].i]
-			a += w.res[j] * h
+		if switching {
+			wu, wau := wt[u], wa[u]
+			for k, i := range items {
+				res[k] += wu*ht[i] - wau*ha[i]
+			}
+		}
+		for k, i := range items {
+			h := ht[i]
+			a += res[k] * h
 			b += h * h
 		}
 		v := 0.0
@@ -152,9 +161,8 @@ func (w *ccdWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Sums
 			v = a / (lambda + b)
 		}
 		wt[u] = v
-		for j := lo; j < hi; j++ {
-			i := w.train[j].i
-			num[i] += w.res[j] * v
+		for k, i := range items {
+			num[i] += res[k] * v
 			den[i] += v * v
 		}
 	}
@@ -171,7 +179,7 @@ func (w *ccdWorker) Report() (Summary, error) {
 	wc, hc := w.w[w.cur], w.h[w.cur]
 	var e2 float64
 	for j, e := range w.train {
-		d := w.res[j] - wc[e.u]*hc[e.i]
+		d := w.res[j] - wc[e.u]*hc[w.item[j]]
 		e2 += d * d
 	}
 	var t2 float64

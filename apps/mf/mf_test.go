@@ -3,6 +3,7 @@ package mf
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -388,5 +389,16 @@ func TestUnscheduledOneWorker(t *testing.T) {
 		if math.Abs(objs[0][k]-objs[1][k]) > 1e-9*objs[0][k] {
 			t.Errorf("iteration %d: objective %.15g on the rotation, %.15g unscheduled", k, objs[0][k], objs[1][k])
 		}
+	}
+}
+
+// TestDiverged checks that a step size far too large fails the job with
+// ErrDiverged rather than writing a model of NaNs.
+func TestDiverged(t *testing.T) {
+	cfg := config(t, "rotation", 2, 5)
+	cfg.LearningRate = 50
+	_, err := run(t, cfg, 1, 0)
+	if !errors.Is(err, ErrDiverged) {
+		t.Errorf("error %v, want ErrDiverged", err)
 	}
 }

@@ -3,6 +3,7 @@ package mf
 import (
 	"bufio"
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -250,6 +251,9 @@ func dot(a, b []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// ErrDiverged is the error of a job whose objective is no longer finite.
+var ErrDiverged = errors.New("diverged")
+
 // base is what the coordinators of all algorithms share: the checks at
 // Start, the accounting of work, and the evaluations.
 type base struct {
@@ -341,7 +345,7 @@ func (b *base) evaluate(reports []Summary, h func() []float64) (schmp.Progress, 
 	}
 	e.Objective += b.cfg.Lambda * (wn + hn)
 	if math.IsNaN(e.Objective) || math.IsInf(e.Objective, 0) {
-		return b.last, fmt.Errorf("diverged: the objective is %v after round %d (try a smaller --lr)", e.Objective, b.pulled)
+		return b.last, fmt.Errorf("%w: the objective is %v after round %d (try a smaller --lr)", ErrDiverged, e.Objective, b.pulled)
 	}
 	e.Time = time.Since(b.t0)
 	e.Round = b.pulled

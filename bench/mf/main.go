@@ -240,6 +240,10 @@ func bench(ctx context.Context, o *options, log io.Writer) error {
 				for _, decay := range o.decays {
 					v := variant{algo: algo, rank: rank, workers: o.workers, lr: lr, decay: decay}
 					r, err := o.do(ctx, "tune", v, 1, o.tuneIters, o.tuneIters, train, test, log)
+					if errors.Is(err, mf.ErrDiverged) {
+						fmt.Fprintln(log, err)
+						continue // a step size too large: not a candidate
+					}
 					if err != nil {
 						return err
 					}

@@ -40,7 +40,7 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	fs.StringVar(&f.cfg.Algo, "algo", mf.SGD, "algorithm: sgd (stochastic gradient descent) or ccd (CCD++, rank-one coordinate descent)")
 	fs.StringVar(&f.cfg.Schedule, "schedule", mf.Rotation, "sgd only: rotation (DSGD: item blocks rotate among the workers) or unscheduled (Hogwild-style baseline: every worker updates all of H, merged once per iteration)")
 	fs.Float64Var(&f.cfg.LearningRate, "lr", 0.05, "sgd: step size η₀; iteration e uses η₀/(1 + decay·e^1.5)")
-	fs.Float64Var(&f.cfg.Decay, "decay", 0.02, "sgd: decay of the step size")
+	fs.Float64Var(&f.cfg.Decay, "decay", 0.05, "sgd: decay of the step size")
 	fs.IntVar(&f.cfg.Inner, "inner", 1, "ccd: inner iterations per feature")
 	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the initial factors and of the SGD order")
 	fs.IntVar(&f.cfg.Iters, "iters", 20, "stop after `n` iterations (passes over the ratings; 0: no limit)")
