@@ -28,6 +28,7 @@ type model struct {
 	docTopic  []*Sparse // of the last reports, if they carried them
 	t0        time.Time // the first round
 	pulled    uint64    // the last round pulled
+	pulledAt  time.Time // when its partials were all in
 	trace     []Report
 	heldOut   *heldOut
 	wordCount func(fn func(w, t, n int32)) // every non-zero count of the table
@@ -60,6 +61,7 @@ func (m *model) start(shards []Summary) (*rows, error) {
 		return nil, fmt.Errorf("%d shard summaries for %d workers", len(shards), m.cfg.Workers)
 	}
 	m.t0 = time.Now()
+	m.pulledAt = m.t0
 	m.nk = make(wire.Int32s, m.k)
 	m.perTok = make([]int64, m.w)
 	room := make([]int32, m.w)
@@ -105,7 +107,7 @@ func (m *model) start(shards []Summary) (*rows, error) {
 // pullTopics adds the partials' changes of round to the topic totals, and
 // checks that they still count every token once.
 func (m *model) pullTopics(round uint64, partials []Partial) error {
-	m.pulled = round
+	m.pulled, m.pulledAt = round, time.Now()
 	if len(partials) != m.cfg.Workers {
 		return fmt.Errorf("%d partials for %d workers", len(partials), m.cfg.Workers)
 	}
@@ -192,7 +194,7 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 	ll := sum.DocLL + sum.WordLL + topicLL(nk, m.w, m.cfg.Beta)
 	m.last, m.lastLL = sum, ll/float64(m.tokens)
 	r := Report{
-		Time: time.Since(m.t0), Round: m.pulled, Iter: float64(m.pulled) / float64(m.cfg.RoundsPerIteration()),
+		Time: m.pulledAt.Sub(m.t0), Round: m.pulled, Iter: float64(m.pulled) / float64(m.cfg.RoundsPerIteration()),
 		LogLik: m.lastLL, Tokens: sum.Sampled, SampleNanos: sum.SampleNanos, NNZ: sum.WordNNZ,
 	}
 	m.trace = append(m.trace, r)

@@ -8,7 +8,8 @@ import (
 
 // Report is the state of a job at a report: a row of the metrics.
 type Report struct {
-	// Time is the time since the first round.
+	// Time is the time from the first round to the end of round Round
+	// (when its last partial came in).
 	Time time.Duration
 	// Round is the number of rounds whose updates the report reflects,
 	// and Iter the iterations they make.
