@@ -57,6 +57,7 @@ type options struct {
 	target               float64
 	out                  string
 	tune, curves, tputOn bool
+	replot               bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.target, "target", 1.2, "time to a test RMSE of target·noise")
 	fs.StringVar(&o.out, "out", "bench/mf/results", "output directory")
 	phases := fs.String("phases", "tune,curves,throughput", "the phases to run")
+	fs.BoolVar(&o.replot, "replot", false, "only draw the plots again from runs.csv and the metrics in --out (with the flags of the run that wrote them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -218,6 +220,13 @@ func main() {
 }
 
 func bench(ctx context.Context, o *options, log io.Writer) error {
+	if o.replot {
+		runs, err := readCurves(o.out)
+		if err != nil {
+			return err
+		}
+		return plotRMSE(o.out, runs, o)
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
@@ -334,7 +343,7 @@ func (o *options) write(runs []*run, train, test string) error {
 		if r.phase != "curve" {
 			continue
 		}
-		name := fmt.Sprintf("mf-%s-r%d-w%d-run%d.csv", r.v.algo, r.v.rank, r.v.workers, r.n)
+		name := metricsName(r.v, r.n)
 		if err := atomicfile.Write(filepath.Join(o.out, name), func(w *bufioWriter) error { return r.model.WriteMetrics(w) }); err != nil {
 			return err
 		}
@@ -348,5 +357,5 @@ func (o *options) write(runs []*run, train, test string) error {
 	if !o.curves {
 		return nil
 	}
-	return plotRMSE(filepath.Join(o.out, "rmse"), runs, o)
+	return plotRMSE(o.out, runs, o)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"path/filepath"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -18,17 +19,36 @@ var colors = map[string]color.Color{
 	"ccd":         color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 }
 
-// plotRMSE draws the test RMSE of the curve runs against time on a log
-// axis, one colour per algorithm (and a dash pattern per rank beyond the
-// first): run 1 thick, the others thin; the noise level and the target
-// dotted. It writes path.png and path.svg.
-func plotRMSE(path string, runs []*run, o *options) error {
+// plotRMSE draws, for every rank of the curves, the test RMSE of the curve
+// runs against time on a log axis, one colour per algorithm: run 1 thick,
+// the others thin; the noise level and the target dotted. It writes
+// dir/rmse-r<rank>.png and .svg.
+func plotRMSE(dir string, runs []*run, o *options) error {
+	for _, rank := range o.curveRanks {
+		var rs []*run
+		for _, r := range runs {
+			if r.phase == "curve" && r.v.rank == rank {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		if err := plotRank(filepath.Join(dir, fmt.Sprintf("rmse-r%d", rank)), rank, rs, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plotRank draws the curve runs of one rank.
+func plotRank(path string, rank int, runs []*run, o *options) error {
 	p := plot.New()
 	g := o.gen
-	p.Title.Text = fmt.Sprintf("Matrix factorization, %d ratings (%d users × %d items, rank %d, noise %g), %d workers",
-		g.Ratings, g.Users, g.Items, g.Rank, g.Noise, o.workers)
+	p.Title.Text = fmt.Sprintf("Matrix factorization at rank %d, %d ratings (%d users × %d items, true rank %d, noise %g), %d workers",
+		rank, g.Ratings, g.Users, g.Items, g.Rank, g.Noise, o.workers)
 	if o.data != "" {
-		p.Title.Text = fmt.Sprintf("Matrix factorization, %s, %d workers", o.data, o.workers)
+		p.Title.Text = fmt.Sprintf("Matrix factorization at rank %d, %s, %d workers", rank, o.data, o.workers)
 	}
 	p.X.Label.Text = "time since the job started (s), loading excluded"
 	p.Y.Label.Text = "test RMSE (log scale)"
@@ -44,9 +64,6 @@ func plotRMSE(path string, runs []*run, o *options) error {
 	ymin, ymax, xmax := math.Inf(1), 0.0, 0.0
 	legend := map[variant]bool{}
 	for _, r := range runs {
-		if r.phase != "curve" {
-			continue
-		}
 		var pts plotter.XYs
 		for _, e := range r.model.Trace {
 			pts = append(pts, plotter.XY{X: e.Time.Seconds(), Y: e.TestRMSE})
@@ -57,9 +74,6 @@ func plotRMSE(path string, runs []*run, o *options) error {
 			return err
 		}
 		l.Color = colors[r.v.algo]
-		if r.v.rank != o.curveRanks[0] {
-			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-		}
 		if !legend[r.v] {
 			legend[r.v] = true
 			l.Width = vg.Points(1.5)
@@ -92,7 +106,7 @@ func plotRMSE(path string, runs []*run, o *options) error {
 	p.Y.Min, p.Y.Max = ymin*0.95, ymax*1.05
 	p.X.Min = 0
 	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(10*vg.Inch, 6*vg.Inch, path+ext); err != nil {
+		if err := p.Save(9*vg.Inch, 5.5*vg.Inch, path+ext); err != nil {
 			return err
 		}
 	}
