@@ -42,9 +42,10 @@
 //	w_u ← w_u + η(e·h_i − (λ/n_u)·w_u),  h_i ← h_i + η(e·w_u − (λ/n_i)·h_i),
 //
 // n_u and n_i the ratings counts: the regularizer is split among a factor's
-// ratings so that the steps of an iteration add up to a gradient step on F.
-// η = LearningRate/(1 + Decay·e^1.5) in iteration e. The order of the
-// ratings within a block is a random permutation drawn once from the seed.
+// ratings, so that the per-rating gradients add up to the gradient of F
+// (halved). η = LearningRate/(1 + Decay·e^1.5) in iteration e. Within a
+// block a worker's ratings are grouped by user (W is then read in order),
+// each user's in a random order drawn once from the seed.
 //
 // The unscheduled baseline (Schedule = Unscheduled) is Hogwild-style: in
 // each round (an iteration) every worker runs SGD over all its ratings on
