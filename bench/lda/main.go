@@ -397,8 +397,8 @@ func (o *options) summary(args []string, tokens int64, runs []*run) string {
 	if st := filter(runs, "staleness"); len(st) > 0 {
 		fmt.Fprintf(&b, "## Staleness of n_k: the rotation on P workers (K = %d), log-likelihood/token by iteration, mean over %d seeds\n\n", o.staleTopics, o.seeds)
 		var its []float64
-		for _, it := range []float64{2, 5, 10, 20, float64(o.staleIters)} {
-			if it <= float64(o.staleIters) && !slices.Contains(its, it) {
+		for _, it := range []float64{2, 6, 10, 20, float64(o.staleIters)} {
+			if it <= float64(o.staleIters) && int(it)%o.reportEvery == 0 && !slices.Contains(its, it) {
 				its = append(its, it)
 			}
 		}
