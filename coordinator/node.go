@@ -59,7 +59,8 @@ type node[P, R, U, S any] struct {
 	updates  []pulledUpdate[U]           // pulled, not yet sent to the workers
 	feedback [][]schmp.Feedback          // per scheduler part, not yet sent
 	stopping bool
-	prev     float64 // the objective of the previous report
+	marks    map[uint64]mark // the last rounds pulled, for the reports that show them
+	prev     float64         // the objective of the previous report
 	havePrev bool
 
 	// Accounting.
@@ -68,6 +69,12 @@ type node[P, R, U, S any] struct {
 	lastRound uint64
 	waited    time.Duration // time spent waiting for messages
 	nats0     nats.Statistics
+}
+
+// mark is when a round was pulled, and the updates made up to it.
+type mark struct {
+	time    time.Duration // since the first round
+	updates int64
 }
 
 // pulledUpdate is the update of a round, waiting to be sent to the workers.
@@ -272,6 +279,7 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	n.asked = map[uint64]time.Time{}
 	n.plans = map[uint64]*planned[P]{}
 	n.flight = map[uint64]*flight[P, R, S]{}
+	n.marks = map[uint64]mark{0: {}}
 	n.updates = []pulledUpdate[U]{{0, u}}
 	n.feedback = make([][]schmp.Feedback, n.opts.Schedulers)
 	n.stats.init(n.opts.Workers, n.opts.Schedulers)
@@ -552,6 +560,10 @@ func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
 
 	n.res.Rounds = round
 	n.res.Updates += int64(f.info.Selected)
+	n.marks[round] = mark{time: time.Since(n.start), updates: n.res.Updates}
+	if d := uint64(n.opts.Depth); round >= d {
+		delete(n.marks, round-d) // no report to come shows it
+	}
 	n.res.Candidates += int64(f.info.Candidates)
 	n.res.RoundTimes = append(n.res.RoundTimes, end.Sub(f.sent))
 	n.stats.round(time.Duration(f.nanos), f.last.Sub(f.first), end.Sub(t0), end.Sub(f.sent))
@@ -606,7 +618,13 @@ func (n *node[P, R, U, S]) record(round uint64, reports []S) (schmp.Progress, er
 		m.Gap.Set(prog.Gap)
 		m.NNZ.Set(float64(prog.NNZ))
 	}
-	s := Sample{Time: time.Since(n.start), Round: round, Progress: prog, Updates: n.res.Updates}
+	// The reports show the state after round, which may be older than the
+	// last round pulled: date them by when round was pulled.
+	at, ok := n.marks[round]
+	if !ok {
+		at = mark{time: time.Since(n.start), updates: n.res.Updates}
+	}
+	s := Sample{Time: at.time, Round: round, Progress: prog, Updates: at.updates}
 	n.res.Trace = append(n.res.Trace, s)
 	n.res.Final = prog
 	if n.metrics != nil {

@@ -180,6 +180,14 @@ func TestPipeline(t *testing.T) {
 			if len(res.Timing.Workers) != 2 || len(res.Timing.Schedulers) != tc.schedulers || res.Timing.Msgs == 0 {
 				t.Errorf("timing %+v", res.Timing)
 			}
+			// A report shows the state after its Round, D rounds before
+			// the round it came with: its updates and time are that
+			// round's (one update a round here).
+			for i, smp := range res.Trace {
+				if smp.Updates != int64(smp.Round) || (i > 0 && (smp.Time < res.Trace[i-1].Time || smp.Round < res.Trace[i-1].Round)) {
+					t.Fatalf("report %d: round %d, %d updates, at %s (previous %+v)", i, smp.Round, smp.Updates, smp.Time, res.Trace[max(i-1, 0)])
+				}
+			}
 		})
 	}
 }

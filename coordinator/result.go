@@ -11,7 +11,8 @@ import (
 
 // Sample is one report of a run: a row of the metrics CSV.
 type Sample struct {
-	// Time is the time since the first round.
+	// Time is when the state it reports was reached: the time from the
+	// first round to the end of round Round's Pull (0 for Round 0).
 	Time time.Duration
 	// Round is the number of rounds whose updates the report reflects.
 	Round uint64
