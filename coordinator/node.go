@@ -45,8 +45,11 @@ type node[P, R, U, S any] struct {
 
 	box     *wire.Mailbox // plans and partials
 	metrics *atomicfile.File
-	start   time.Time
-	res     Result
+	// metricNames are the app's metrics, fixed by the first report; nil
+	// before it.
+	metricNames []string
+	start       time.Time
+	res         Result
 
 	// The pipeline.
 	win      *window
@@ -131,7 +134,6 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 			return nil, err
 		}
 		defer n.metrics.Abort()
-		n.metrics.WriteString(metricsHeader)
 	}
 
 	summaries, err := n.awaitReady(ctx, readies)
@@ -628,11 +630,41 @@ func (n *node[P, R, U, S]) record(round uint64, reports []S) (schmp.Progress, er
 	n.res.Trace = append(n.res.Trace, s)
 	n.res.Final = prog
 	if n.metrics != nil {
+		if err := n.checkMetrics(prog.Metrics); err != nil {
+			return prog, fmt.Errorf("coordinator: objective after round %d: %w", round, err)
+		}
 		n.stats.nats = n.natsDelta()
 		writeSample(n.metrics.Writer, s, n.stats.since(&n.lastRow, n.res.Rounds-n.lastRound))
 		n.lastRow, n.lastRound = n.stats.copy(), n.res.Rounds
 	}
 	return prog, nil
+}
+
+// checkMetrics writes the metrics CSV header with the app's columns at the
+// first report, and checks that later reports name the same metrics.
+func (n *node[P, R, U, S]) checkMetrics(ms []schmp.Metric) error {
+	if n.metricNames == nil {
+		n.metricNames = make([]string, len(ms))
+		n.metrics.WriteString(strings.TrimSuffix(metricsHeader, "\n"))
+		for i, m := range ms {
+			if m.Name == "" || strings.ContainsAny(m.Name, ",\"\n\r") {
+				return fmt.Errorf("app metric %q: want a name without commas, quotes or newlines", m.Name)
+			}
+			n.metricNames[i] = m.Name
+			n.metrics.WriteString("," + m.Name)
+		}
+		n.metrics.WriteString("\n")
+		return nil
+	}
+	if len(ms) != len(n.metricNames) {
+		return fmt.Errorf("%d app metrics, %d at the first report", len(ms), len(n.metricNames))
+	}
+	for i, m := range ms {
+		if m.Name != n.metricNames[i] {
+			return fmt.Errorf("app metric %d is %q, %q at the first report", i, m.Name, n.metricNames[i])
+		}
+	}
+	return nil
 }
 
 // natsDelta returns the coordinator connection's traffic since the first
@@ -651,9 +683,13 @@ func (n *node[P, R, U, S]) progressLine() {
 	if n.res.Final.HasGap {
 		gap = fmt.Sprintf("  gap %.2g", n.res.Final.Gap)
 	}
-	fmt.Fprintf(n.opts.Progress, "round %d  elapsed %s  objective %.9g%s  nnz %d  updates/s %.0f\n",
+	var extra strings.Builder
+	for _, m := range n.res.Final.Metrics {
+		fmt.Fprintf(&extra, "  %s %.6g", m.Name, m.Value)
+	}
+	fmt.Fprintf(n.opts.Progress, "round %d  elapsed %s  objective %.9g%s  nnz %d  updates/s %.0f%s\n",
 		n.res.Rounds, el.Round(10*time.Millisecond), n.res.Final.Objective, gap, n.res.Final.NNZ,
-		float64(n.res.Updates)/el.Seconds())
+		float64(n.res.Updates)/el.Seconds(), extra.String())
 }
 
 // finish sends the last updates with the stop, takes the final reports,

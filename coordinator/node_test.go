@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ type halving struct {
 	hangRound uint64  // …from this round on (0: never)
 	vars      []int32 // the variables every plan claims to update
 	zeroGap   bool    // the objective comes with a certified gap of 0
+	metrics   bool    // reports carry app metrics "x" and "none" (NaN)
 }
 
 // halvingScheduler is scheduler part of parts. Its plan is the round
@@ -67,6 +71,7 @@ func (w *halvingWorker) Push(ctx context.Context, round uint64, _ int) (float64,
 type halvingCoordinator struct {
 	x       float64
 	zeroGap bool
+	metrics bool
 }
 
 func (c *halvingCoordinator) Start(shards []float64) (float64, error) {
@@ -93,7 +98,11 @@ func (c *halvingCoordinator) Objective(reports []float64) (schmp.Progress, error
 	for _, r := range reports {
 		sum += r
 	}
-	return schmp.Progress{Objective: 1 + sum, HasGap: c.zeroGap}, nil
+	p := schmp.Progress{Objective: 1 + sum, HasGap: c.zeroGap}
+	if c.metrics {
+		p.Metrics = []schmp.Metric{{Name: "x", Value: sum}, {Name: "none", Value: math.NaN()}}
+	}
+	return p, nil
 }
 
 func (c *halvingCoordinator) WriteModel(w io.Writer) error {
@@ -111,7 +120,7 @@ func (h halving) program() schmp.Program[int, float64, float64, float64] {
 			return &halvingWorker{h: h, shard: shard, shards: shards}, nil
 		},
 		NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
-			return &halvingCoordinator{zeroGap: h.zeroGap}, nil
+			return &halvingCoordinator{zeroGap: h.zeroGap, metrics: h.metrics}, nil
 		},
 	}
 }
@@ -235,6 +244,31 @@ func TestValidate(t *testing.T) {
 	for _, tc := range cases {
 		if err := tc.opts.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.opts, err, tc.want)
+		}
+	}
+}
+
+// TestAppMetrics checks that an app's metrics become the last columns of the
+// metrics CSV, a NaN an empty cell.
+func TestAppMetrics(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.csv")
+	if _, err := run(t, halving{metrics: true}, coordinator.Options{Workers: 2, MaxRounds: 4, ReportEvery: 1, Metrics: path}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if !strings.HasPrefix(rows[0], "time_s,round,objective,") || !strings.HasSuffix(rows[0], ",bytes,x,none") || len(rows) != 6 {
+		t.Fatalf("metrics:\n%s", data)
+	}
+	// The report after round r shows x = 2^-r (the halving), with an
+	// empty cell for "none".
+	for r, row := range rows[1:] {
+		cells := strings.Split(row, ",")
+		if want := strconv.FormatFloat(math.Pow(2, -float64(r)), 'g', -1, 64); len(cells) != 16 || cells[14] != want || cells[15] != "" {
+			t.Errorf("row %d: %q, want x = %s and an empty last cell", r+1, row, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"bufio"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -128,5 +129,11 @@ func writeSample(w *bufio.Writer, s Sample, r rowStats) {
 	f(r.msgs, 4)
 	w.WriteByte(',')
 	f(r.bytes, 6)
+	for _, m := range s.Metrics {
+		w.WriteByte(',')
+		if !math.IsNaN(m.Value) {
+			f(m.Value, -1)
+		}
+	}
 	w.WriteByte('\n')
 }

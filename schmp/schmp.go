@@ -44,6 +44,18 @@ type Progress struct {
 	// Gap ≤ tol·|Objective|.
 	Gap    float64
 	HasGap bool
+	// Metrics are the app's own measures of the state (accuracy, RMSE,
+	// …): the runtime adds them, in order, as columns of the metrics CSV
+	// and to the progress line. Every report of a job must name the same
+	// metrics in the same order; a NaN value is an empty cell.
+	Metrics []Metric
+}
+
+// Metric is an app-defined measure in a Progress.
+type Metric struct {
+	// Name is the metrics CSV column, e.g. "test_accuracy".
+	Name  string
+	Value float64
 }
 
 // Scheduler makes plans. It runs on a scheduler node.

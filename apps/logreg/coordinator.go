@@ -317,7 +317,8 @@ func (c *Coordinator) realized(round uint64, dl float64) {
 
 // Objective implements schmp.Coordinator: F at the workers' state, and the
 // duality gap of the package documentation. It also records the training
-// accuracy and, with a test set, the test accuracy at the coordinator's w.
+// accuracy and, with a test set, the test accuracy at the coordinator's w,
+// and reports both as the metrics train_accuracy and test_accuracy.
 func (c *Coordinator) Objective(reports []Summary) (schmp.Progress, error) {
 	m := len(c.w)
 	v := make([]float64, m)
@@ -371,8 +372,12 @@ func (c *Coordinator) Objective(reports []Summary) (schmp.Progress, error) {
 		t = nl / norm
 	}
 	dual := t * (sPos*hPos + sNeg*hNeg) / c.n
-	c.records = append(c.records, Record{Train: float64(correct) / c.n, Test: c.testAccuracy()})
-	return schmp.Progress{Objective: f, NNZ: nnz, Gap: max(f-dual, 0), HasGap: true}, nil
+	rec := Record{Train: float64(correct) / c.n, Test: c.testAccuracy()}
+	c.records = append(c.records, rec)
+	return schmp.Progress{Objective: f, NNZ: nnz, Gap: max(f-dual, 0), HasGap: true, Metrics: []schmp.Metric{
+		{Name: "train_accuracy", Value: rec.Train},
+		{Name: "test_accuracy", Value: rec.Test}, // NaN without a test set: an empty cell
+	}}, nil
 }
 
 // testAccuracy returns the accuracy of the coordinator's model on the test

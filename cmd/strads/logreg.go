@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/strads-go/strads/apps/logreg"
 	"github.com/strads-go/strads/atomicfile"
@@ -70,13 +68,10 @@ func (f *logregFlags) config(workers int) (logreg.Config, error) {
 
 // logregJob is a logistic regression job as the command runs it: the
 // program, whose coordinator it keeps, and what it writes once the job is
-// done. The runtime writes its metrics to a temporary file, which finish
-// extends with the accuracy columns into --metrics.
+// done.
 type logregJob struct {
 	cfg     logreg.Config
 	predict string
-	metrics string // the user's --metrics, or ""
-	tmp     string // where the runtime writes its metrics
 	coord   *logreg.Coordinator
 }
 
@@ -114,12 +109,7 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 			}
 		}
 	}
-	j := &logregJob{cfg: cfg, predict: lf.predict, metrics: opts.Metrics}
-	if opts.Metrics != "" {
-		j.tmp = filepath.Join(os.TempDir(), fmt.Sprintf("strads-logreg-%d-%d.csv", os.Getpid(), time.Now().UnixNano()))
-		opts.Metrics = j.tmp
-	}
-	return j, rf, opts, nil
+	return &logregJob{cfg: cfg, predict: lf.predict}, rf, opts, nil
 }
 
 // program returns the job's program; its coordinator is kept in j.
@@ -140,7 +130,6 @@ func runLogreg(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	defer j.cleanup()
 	if err := runAll(ctx, j.program(), rf, opts, stdout, stderr, j.print); err != nil {
 		return err
 	}
@@ -155,7 +144,6 @@ func runLogregRole(ctx context.Context, role string, args []string, stdout, stde
 	if err != nil {
 		return err
 	}
-	defer j.cleanup()
 	if err := checkRole(rf); err != nil {
 		return err
 	}
@@ -192,22 +180,10 @@ func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
 		g.Rose, g.Rounds, g.MaxRise, g.MinTheta)
 }
 
-// finish writes the outputs that only the command knows: the metrics with
-// their accuracy columns, and the predictions.
+// finish writes the output that only the command knows: the predictions.
 func (j *logregJob) finish() error {
 	if j.coord == nil {
 		return nil
-	}
-	if j.metrics != "" {
-		data, err := os.ReadFile(j.tmp)
-		if err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
-		if err := atomicfile.Write(j.metrics, func(w *bufio.Writer) error {
-			return extendMetrics(w, data, j.coord.Records())
-		}); err != nil {
-			return err
-		}
 	}
 	if j.predict != "" {
 		path := j.cfg.Test
@@ -217,42 +193,6 @@ func (j *logregJob) finish() error {
 		if err := atomicfile.Write(j.predict, func(w *bufio.Writer) error {
 			return j.coord.WritePredictions(w, path)
 		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// cleanup removes the runtime's metrics file.
-func (j *logregJob) cleanup() {
-	if j.tmp != "" {
-		os.Remove(j.tmp)
-	}
-}
-
-// extendMetrics writes the runtime's metrics CSV data with two more
-// columns, train_accuracy and test_accuracy (empty without a test set),
-// from recs: one record per row.
-func extendMetrics(w io.Writer, data []byte, recs []logreg.Record) error {
-	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
-	if len(lines) != len(recs)+1 {
-		return fmt.Errorf("metrics: %d rows for %d reports", len(lines)-1, len(recs))
-	}
-	var buf []byte
-	for i, line := range lines {
-		buf = append(buf[:0], line...)
-		if i == 0 {
-			buf = append(buf, ",train_accuracy,test_accuracy"...)
-		} else {
-			r := recs[i-1]
-			buf = append(buf, ',')
-			buf = strconv.AppendFloat(buf, r.Train, 'g', -1, 64)
-			buf = append(buf, ',')
-			if !math.IsNaN(r.Test) {
-				buf = strconv.AppendFloat(buf, r.Test, 'g', -1, 64)
-			}
-		}
-		if _, err := w.Write(append(buf, '\n')); err != nil {
 			return err
 		}
 	}
