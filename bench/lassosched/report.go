@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strads-go/strads/bench/machine"
 	"github.com/strads-go/strads/scheduler"
 )
 
@@ -249,7 +249,7 @@ func writeSummary(path string, o *options, args []string, nnz int64, fstar, lowe
 	fmt.Fprintf(&b, "- runtime: job.Run on the embedded NATS server, runs per variant: %d (interleaved), time limit %v per run, stop when gap ≤ %g·F, objective reported every %d rounds\n",
 		o.runs, o.timeLimit, o.tol, o.reportEvery)
 	fmt.Fprintf(&b, "- machine: %s, %s/%s, %d CPUs (GOMAXPROCS %d), %s\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel())
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), machine.CPUModel())
 	b.WriteString("\n## Results\n\n")
 	fmt.Fprintf(&b, "F* = %.15g is the lowest objective reported by any run of any %s. ", fstar, o.axisName())
 	if !math.IsInf(lower, -1) {
@@ -307,24 +307,6 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// cpuModel returns the first "model name" of /proc/cpuinfo, or "CPU model
-// unknown".
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return "CPU model unknown"
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "CPU model unknown"
 }
 
 func writeRunsCSV(path string, runs []*run) error {

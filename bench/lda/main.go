@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/lda"
+	"github.com/strads-go/strads/bench/machine"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
@@ -360,7 +361,7 @@ func (o *options) summary(args []string, tokens int64, runs []*run) string {
 	fmt.Fprintf(&b, "Corpus: lda.Generate, %d documents, %d words, %d tokens, from %d topics (α = %g, β = %g), seed %d. "+
 		"Fitted with α = %g, β = %g, %d Metropolis–Hastings cycles per token. Machine: %d CPUs (%s), %s.\n\n",
 		o.gen.Docs, o.gen.Vocab, tokens, o.gen.Topics, o.gen.Alpha, o.gen.Beta, o.gen.Seed, o.alpha, o.beta, o.mh,
-		runtime.NumCPU(), cpuModel(), runtime.Version())
+		runtime.NumCPU(), machine.CPUModel(), runtime.Version())
 	if tp := filter(runs, "throughput"); len(tp) > 0 {
 		b.WriteString("## Throughput (1 worker: one core samples)\n\n")
 		b.WriteString("| K | iterations | sampler tokens/s per core (2nd half) | job tokens/s (2nd half) | job tokens/s (whole run) | final log-likelihood/token |\n|---|---|---|---|---|---|\n")
@@ -455,17 +456,4 @@ func writeRunsCSV(path string, runs []*run) error {
 			last.Iter, r.res.Elapsed.Seconds(), last.LogLik, last.TokensPerSecond(), s, j)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "CPU model unknown"
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "CPU model unknown"
 }

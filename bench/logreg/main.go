@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/logreg"
+	"github.com/strads-go/strads/bench/machine"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/libsvm"
@@ -501,7 +502,7 @@ func write(o *options, d *dataset, lambda, c, target float64, train string, cmdA
 	fmt.Fprintf(&s, "liblinear: `%s %s`; its model has F = %.12g (our convention), nnz %d: the target.\n\n", filepath.Base(train), strings.Join(cmdArgs, " "), target, rs[0].nnz)
 	fmt.Fprintf(&s, "strads: --block %d --candidates %d --rho %g --gamma %g --eta %g --warmup %d --depth %d --report-every %d.\n\n",
 		o.sched.Block, o.sched.Candidates, o.sched.Rho, o.sched.Gamma, o.sched.Eta, o.sched.Warmup, o.depth, o.reportEvery)
-	fmt.Fprintf(&s, "Machine: %d CPUs, %s, %s.\n\n", runtime.NumCPU(), cpuModel(), runtime.Version())
+	fmt.Fprintf(&s, "Machine: %d CPUs, %s, %s.\n\n", runtime.NumCPU(), machine.CPUModel(), runtime.Version())
 	s.WriteString("| solver | runs reaching F_lib | whole-job time to F_lib (s), median | of which setup (s) | rounds | updates | final F | nnz | rounds that raised F |\n|---|---|---|---|---|---|---|---|---|\n")
 	var names []string
 	for _, r := range rs {
@@ -547,17 +548,4 @@ func cmpDur(a, b result) int {
 		return 1
 	}
 	return int(a.wall - b.wall)
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown CPU"
 }

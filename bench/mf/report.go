@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/strads-go/strads/bench/machine"
 )
 
 // bufioWriter is what atomicfile.Write hands out.
@@ -110,7 +112,7 @@ func (o *options) summary(w *bufio.Writer, runs []*run, train, test string) erro
 			g.Users, g.Items, g.Rank, g.Ratings, 100*g.TestFraction, g.Noise, g.Alpha, g.Seed)
 	}
 	fmt.Fprintf(w, "Jobs: λ = %g, an embedded NATS server with in-process connections, all roles in this process. Machine: %d CPUs (%s), %s, load average %s at the end.\n\n",
-		o.lambda, runtime.NumCPU(), cpuModel(), runtime.Version(), loadAverage())
+		o.lambda, runtime.NumCPU(), machine.CPUModel(), runtime.Version(), machine.LoadAverage())
 
 	if order, by := group(runs, "tune"); len(order) > 0 {
 		fmt.Fprintf(w, "## Tuning (%d iterations, %d workers)\n\n| schedule | rank | lr | decay | test RMSE |\n|---|---|---|---|---|\n", o.tuneIters, o.workers)
@@ -167,25 +169,4 @@ func testAt(r *run, it float64) float64 {
 		}
 	}
 	return math.NaN()
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown CPU"
-}
-
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }

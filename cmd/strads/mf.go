@@ -12,7 +12,6 @@ import (
 	"github.com/strads-go/strads/apps/mf"
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/schmp"
 )
 
 func init() {
@@ -245,24 +244,16 @@ func (j *mfJob) run(ctx context.Context, role string, rf *runFlags, opts coordin
 	var err error
 	switch {
 	case j.cfg.Algo == mf.CCD:
-		err = runMFProgram(ctx, role, mf.CCDProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+		err = runProgram(ctx, role, mf.CCDProgram(j.cfg), rf, opts, stdout, stderr, j.print)
 	case j.cfg.Schedule == mf.Unscheduled:
-		err = runMFProgram(ctx, role, mf.UnscheduledProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+		err = runProgram(ctx, role, mf.UnscheduledProgram(j.cfg), rf, opts, stdout, stderr, j.print)
 	default:
-		err = runMFProgram(ctx, role, mf.RotationProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+		err = runProgram(ctx, role, mf.RotationProgram(j.cfg), rf, opts, stdout, stderr, j.print)
 	}
 	if err != nil || !writes {
 		return err
 	}
 	return j.commit(stderr)
-}
-
-// runMFProgram runs prog as a whole job (role "") or one role of it.
-func runMFProgram[P, R, U, S any](ctx context.Context, role string, prog schmp.Program[P, R, U, S], rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer, print func(io.Writer, *coordinator.Result)) error {
-	if role == "" {
-		return runAll(ctx, prog, rf, opts, stdout, stderr, print)
-	}
-	return runNode(ctx, role, prog, rf, opts, stdout, stderr, print)
 }
 
 // print prints the end of a run: the last evaluation, then where the time
