@@ -75,6 +75,15 @@ func NewColumnScheduler(path string, centered bool, c Config, part, parts int) (
 	return &ColumnScheduler{d: d, first: int32(first), vars: int32(vars)}, nil
 }
 
+// ValidateColumnConfig reports the first bad field of c for
+// NewColumnScheduler, before the data are read: c.Vars is not checked (it
+// comes from the data), and a negative c.Warmup is allowed (one sweep).
+func ValidateColumnConfig(c Config) error {
+	c.Vars = max(c.Vars, 1)
+	c.Warmup = max(c.Warmup, 0)
+	return c.Validate()
+}
+
 // Schedule implements schmp.Scheduler. The feedback must name columns of
 // this part.
 func (s *ColumnScheduler) Schedule(round uint64, fbs []schmp.Feedback) (Plan, schmp.PlanInfo, error) {

@@ -39,10 +39,7 @@ func (c *Config) Validate() error {
 	case c.LambdaRatio < 0 || math.IsNaN(c.LambdaRatio) || math.IsInf(c.LambdaRatio, 0):
 		return fmt.Errorf("--lambda-ratio must be a finite number >= 0, got %v", c.LambdaRatio)
 	}
-	s := c.Schedule
-	s.Vars = max(s.Vars, 1) // known only once the data are read
-	s.Warmup = max(s.Warmup, 0)
-	return s.Validate()
+	return scheduler.ValidateColumnConfig(c.Schedule)
 }
 
 // Plan is the set of coordinates updated in a round.

@@ -59,10 +59,7 @@ func (c *Config) Validate() error {
 	case 2, 3:
 		return errors.New("give only one of --lambda, --lambda-ratio and --C")
 	}
-	s := c.Schedule
-	s.Vars = max(s.Vars, 1) // known only once the data are read
-	s.Warmup = max(s.Warmup, 0)
-	return s.Validate()
+	return scheduler.ValidateColumnConfig(c.Schedule)
 }
 
 // Plan is the set of coordinates updated in a round. Logistic regression
