@@ -19,6 +19,16 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
+// ErrDiverged is wrapped in the error of a job whose model diverged: a
+// report's objective, or its gap (schmp.Progress.HasGap), was not finite,
+// or the objective rose by more than Options.RiseTol allows. The error
+// names the round whose state the report shows, and the cause.
+var ErrDiverged = errors.New("the model diverged")
+
+// smallestNormal is the smallest positive normal float64, the floor of the
+// scale of Options.RiseTol.
+const smallestNormal = 0x1p-1022
+
 // Run runs a coordinator node on c until the job stops or fails, or ctx is
 // done. newCoordinator builds the app's coordinator. On success the model is
 // at opts.Out and the metrics at opts.Metrics; on failure neither file is
@@ -65,6 +75,9 @@ type node[P, R, U, S any] struct {
 	marks    map[uint64]mark // the last rounds pulled, for the reports that show them
 	prev     float64         // the objective of the previous report
 	havePrev bool
+	low      float64 // the lowest objective reported so far…
+	lowRound uint64  // …in the report of this round
+	haveLow  bool
 
 	// Accounting.
 	stats     stats
@@ -525,7 +538,7 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 // pull combines round's partials, decides whether to stop, and asks for the
 // plan that takes the round's place in the pipeline.
 func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
-	converged := false
+	converged, reached := false, false
 	if f.report {
 		// The workers reported before pushing, having applied the updates
 		// of rounds up to round−depth.
@@ -545,6 +558,7 @@ func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
 			converged = n.havePrev && relChange(n.prev, prog.Objective) < n.opts.Tol
 		}
 		n.prev, n.havePrev = prog.Objective, true
+		reached = n.opts.HasTarget && prog.Objective <= n.opts.Target
 	}
 	t0 := time.Now()
 	u, fb, err := n.app.Pull(round, f.plan, f.partials)
@@ -581,6 +595,8 @@ func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
 
 	if !n.stopping {
 		switch {
+		case reached:
+			n.res.Reason = "target"
 		case converged:
 			n.res.Reason = "converged"
 		case n.opts.MaxRounds > 0 && round >= n.opts.MaxRounds:
@@ -606,7 +622,8 @@ func relChange(a, b float64) float64 {
 }
 
 // record computes the objective from the reports, for the state after
-// round rounds, and appends it to the trace and the metrics.
+// round rounds, and appends it to the trace and the metrics. It fails,
+// with ErrDiverged, on a report that shows the model diverged.
 func (n *node[P, R, U, S]) record(round uint64, reports []S) (schmp.Progress, error) {
 	t0 := time.Now()
 	prog, err := n.app.Objective(reports)
@@ -637,7 +654,29 @@ func (n *node[P, R, U, S]) record(round uint64, reports []S) (schmp.Progress, er
 		writeSample(n.metrics.Writer, s, n.stats.since(&n.lastRow, n.res.Rounds-n.lastRound))
 		n.lastRow, n.lastRound = n.stats.copy(), n.res.Rounds
 	}
-	return prog, nil
+	return prog, n.checkDiverged(round, prog)
+}
+
+// checkDiverged returns an error wrapping ErrDiverged if prog, the report
+// of the state after round rounds, shows that the model diverged: its
+// objective or gap is not finite, or, with Options.RiseTol, its objective
+// rose above the lowest so far by more than the tolerance. Every stop test
+// comes after it, so that no stop is ever taken on such a report.
+func (n *node[P, R, U, S]) checkDiverged(round uint64, prog schmp.Progress) error {
+	f := prog.Objective
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return fmt.Errorf("coordinator: round %d: the objective is not finite (%v): %w", round, f, ErrDiverged)
+	case prog.HasGap && (math.IsNaN(prog.Gap) || math.IsInf(prog.Gap, 0)):
+		return fmt.Errorf("coordinator: round %d: the gap is not finite (%v; objective %v): %w", round, prog.Gap, f, ErrDiverged)
+	case n.opts.RiseTol > 0 && n.haveLow && f-n.low > n.opts.RiseTol*max(math.Abs(n.low), smallestNormal):
+		return fmt.Errorf("coordinator: round %d: the objective rose from %v (round %d) to %v, more than the tolerance %v allows: %w",
+			round, n.low, n.lowRound, f, n.opts.RiseTol, ErrDiverged)
+	}
+	if !n.haveLow || f < n.low {
+		n.low, n.lowRound, n.haveLow = f, round, true
+	}
+	return nil
 }
 
 // checkMetrics writes the metrics CSV header with the app's columns at the

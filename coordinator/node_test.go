@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -26,6 +27,10 @@ type halving struct {
 	vars      []int32 // the variables every plan claims to update
 	zeroGap   bool    // the objective comes with a certified gap of 0
 	metrics   bool    // reports carry app metrics "x" and "none" (NaN)
+	// script, if set, gives the progress of report k (0 the first) in
+	// place of the objective 1 + x. With depth 1 and a report every round,
+	// report k shows the state after k rounds.
+	script func(k int) schmp.Progress
 }
 
 // halvingScheduler is scheduler part of parts. Its plan is the round
@@ -72,6 +77,8 @@ type halvingCoordinator struct {
 	x       float64
 	zeroGap bool
 	metrics bool
+	script  func(k int) schmp.Progress
+	reports int // the reports so far
 }
 
 func (c *halvingCoordinator) Start(shards []float64) (float64, error) {
@@ -98,6 +105,10 @@ func (c *halvingCoordinator) Objective(reports []float64) (schmp.Progress, error
 	for _, r := range reports {
 		sum += r
 	}
+	if c.script != nil {
+		c.reports++
+		return c.script(c.reports - 1), nil
+	}
 	p := schmp.Progress{Objective: 1 + sum, HasGap: c.zeroGap}
 	if c.metrics {
 		p.Metrics = []schmp.Metric{{Name: "x", Value: sum}, {Name: "none", Value: math.NaN()}}
@@ -120,7 +131,7 @@ func (h halving) program() schmp.Program[int, float64, float64, float64] {
 			return &halvingWorker{h: h, shard: shard, shards: shards}, nil
 		},
 		NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
-			return &halvingCoordinator{zeroGap: h.zeroGap, metrics: h.metrics}, nil
+			return &halvingCoordinator{zeroGap: h.zeroGap, metrics: h.metrics, script: h.script}, nil
 		},
 	}
 }
@@ -152,6 +163,18 @@ func TestStops(t *testing.T) {
 		// first falls below 1e-3 in round 11.
 		{"tol", halving{}, coordinator.Options{Workers: 2, Tol: 1e-3, ReportEvery: 1}, "converged", 11},
 		{"time-limit", halving{}, coordinator.Options{Workers: 1, TimeLimit: 50 * time.Millisecond, ReportEvery: 5}, "time-limit", 0},
+		// The report of round r+1 shows 1 + 2^-r: the first at most
+		// 1 + 2^-5 comes with round 6.
+		{"target", halving{}, coordinator.Options{Workers: 2, ReportEvery: 1, Target: 1 + 0x1p-5, HasTarget: true}, "target", 6},
+		// Reports with rounds 1, 5, 9 show 1 + 2^-0, 2^-4, 2^-8: the stop
+		// is decided at a report.
+		{"target between reports", halving{}, coordinator.Options{Workers: 2, ReportEvery: 4, Target: 1 + 0x1p-5, HasTarget: true}, "target", 9},
+		{"target unmet", halving{}, coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5, Target: 0.5, HasTarget: true}, "max-rounds", 5},
+		// Target 0 is a target like any other; without HasTarget there is
+		// none.
+		{"target unset", halving{}, coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5, Target: 2}, "max-rounds", 5},
+		// A report that meets both stops is "target".
+		{"target and converged", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1, Tol: 1e-9, Target: 2, HasTarget: true}, "target", 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +191,117 @@ func TestStops(t *testing.T) {
 			}
 			if len(res.RoundTimes) != int(res.Rounds) || res.MedianRound() <= 0 {
 				t.Errorf("%d round times for %d rounds", len(res.RoundTimes), res.Rounds)
+			}
+		})
+	}
+}
+
+// objectives returns a script whose report k has objective fs[k] (the last
+// of fs after that) and no gap.
+func objectives(fs ...float64) func(int) schmp.Progress {
+	return func(k int) schmp.Progress {
+		return schmp.Progress{Objective: fs[min(k, len(fs)-1)]}
+	}
+}
+
+// from returns a script whose report k has objective 1 + 2^-k and gap 2^-k
+// before report k0, and progress bad from then on.
+func from(k0 int, bad schmp.Progress) func(int) schmp.Progress {
+	return func(k int) schmp.Progress {
+		if k >= k0 {
+			return bad
+		}
+		g := math.Pow(2, -float64(k))
+		return schmp.Progress{Objective: 1 + g, Gap: g, HasGap: true}
+	}
+}
+
+// TestDiverged checks that a report whose objective or gap is not finite,
+// or whose objective rose by more than RiseTol, fails the job with an
+// error wrapping ErrDiverged that names the round (whose state the report
+// shows) and the cause, and leaves no output; and that the reports that
+// show no such thing do not.
+func TestDiverged(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	cases := []struct {
+		name string
+		h    halving
+		opts coordinator.Options
+		want string // a regexp of the error; "": none, a run to --max-rounds
+	}{
+		// Inf ≤ tol·Inf: once, a diverged run stopped here as converged.
+		{"+Inf objective and gap", halving{script: from(4, schmp.Progress{Objective: inf, Gap: inf, HasGap: true})},
+			coordinator.Options{Workers: 2, ReportEvery: 1, Tol: 1e-4},
+			`^coordinator: round 4: the objective is not finite \(\+Inf\): the model diverged$`},
+		{"NaN objective", halving{script: from(3, schmp.Progress{Objective: nan})},
+			coordinator.Options{Workers: 2, ReportEvery: 1, MaxRounds: 20},
+			`round 3: the objective is not finite \(NaN\)`},
+		{"-Inf objective", halving{script: from(2, schmp.Progress{Objective: -inf})},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 20, Tol: 1e-4},
+			`round 2: the objective is not finite \(-Inf\)`},
+		// Reports lag the depth: the error names the round whose state
+		// the report shows, as the metrics CSV does. Report 4 comes with
+		// round 5 and shows the state after round 2.
+		{"depth 3", halving{script: from(4, schmp.Progress{Objective: inf})},
+			coordinator.Options{Workers: 2, Depth: 3, ReportEvery: 1, MaxRounds: 20},
+			`round 2: the objective is not finite \(\+Inf\)`},
+		// Report 1 comes with round 6 and shows the state after round 5.
+		{"between reports", halving{script: from(1, schmp.Progress{Objective: inf})},
+			coordinator.Options{Workers: 2, ReportEvery: 5, MaxRounds: 20},
+			`round 5: the objective is not finite \(\+Inf\)`},
+		// The final report, after the last round, counts too: report 0
+		// comes with round 1, report 1 is the final one.
+		{"final report", halving{script: from(1, schmp.Progress{Objective: nan})},
+			coordinator.Options{Workers: 2, ReportEvery: 100, MaxRounds: 6},
+			`round 6: the objective is not finite \(NaN\)`},
+		{"NaN gap", halving{script: from(3, schmp.Progress{Objective: 0.5, Gap: nan, HasGap: true})},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 20, Tol: 1e-4},
+			`^coordinator: round 3: the gap is not finite \(NaN; objective 0.5\): the model diverged$`},
+		{"negative NaN gap", halving{script: from(3, schmp.Progress{Objective: 0.5, Gap: math.Copysign(nan, -1), HasGap: true})},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 20},
+			`round 3: the gap is not finite \(NaN`},
+		{"-Inf gap", halving{script: from(3, schmp.Progress{Objective: 0.5, Gap: -inf, HasGap: true})},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 20, Tol: 1e-4},
+			`round 3: the gap is not finite \(-Inf`},
+		{"rise", halving{script: objectives(0.5, 0.3, 0.2813, 0.2911)},
+			coordinator.Options{Workers: 2, ReportEvery: 1, MaxRounds: 20, RiseTol: 1e-9},
+			`^coordinator: round 3: the objective rose from 0.2813 \(round 2\) to 0.2911, more than the tolerance 1e-09 allows: the model diverged$`},
+		// Each step rises by less than 1% of the lowest, 0.5; the second
+		// takes the objective 1.6% above it.
+		{"rise from the lowest", halving{script: objectives(1, 0.5, 0.504, 0.508)},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 20, RiseTol: 0.01},
+			`round 3: the objective rose from 0.5 \(round 1\) to 0.508, more than the tolerance 0.01 allows`},
+		{"rise from zero", halving{script: objectives(1, 0, 1e-300)},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 20, RiseTol: 1e-9},
+			`round 2: the objective rose from 0 \(round 1\) to 1e-300`},
+		{"rise within the tolerance", halving{script: objectives(1, 0.5, 0.504)},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5, RiseTol: 0.01}, ""},
+		{"rise allowed", halving{script: objectives(1, 0.5, 2, 3)},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5}, ""},
+		// A gap is only a gap with HasGap; metrics may be NaN (see
+		// TestAppMetrics).
+		{"no gap", halving{script: from(0, schmp.Progress{Objective: 0.5, Gap: nan})},
+			coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.opts.Out, tc.opts.Metrics = filepath.Join(dir, "model.txt"), filepath.Join(dir, "metrics.csv")
+			res, err := run(t, tc.h, tc.opts)
+			if tc.want == "" {
+				if err != nil || res.Reason != "max-rounds" {
+					t.Fatalf("result %+v, error %v; want a run to --max-rounds", res, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("stopped after %d rounds (%s) at objective %v; want an error matching %s", res.Rounds, res.Reason, res.Final.Objective, tc.want)
+			}
+			if !errors.Is(err, coordinator.ErrDiverged) || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
+				t.Errorf("error %q: want one wrapping ErrDiverged matching %s", err, tc.want)
+			}
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+				t.Errorf("left behind %v (%v)", entries, err)
 			}
 		})
 	}
@@ -240,10 +374,23 @@ func TestValidate(t *testing.T) {
 		{coordinator.Options{Workers: 1, ReportEvery: 1, Depth: -1}, "--depth"},
 		{coordinator.Options{Workers: 1, ReportEvery: 1, Depth: coordinator.MaxDepth + 1}, "--depth"},
 		{coordinator.Options{Workers: 1, ReportEvery: 1, Schedulers: -2}, "--schedulers"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: -1e-9}, "RiseTol"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: math.NaN()}, "RiseTol"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: math.Inf(1)}, "RiseTol"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Target: math.NaN(), HasTarget: true}, "--target"},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Target: math.Inf(-1), HasTarget: true}, "--target"},
 	}
 	for _, tc := range cases {
 		if err := tc.opts.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.opts, err, tc.want)
+		}
+	}
+	for _, o := range []coordinator.Options{
+		{Workers: 1, ReportEvery: 1, RiseTol: 1e-9, Target: 0, HasTarget: true},
+		{Workers: 1, ReportEvery: 1, Target: math.NaN()}, // no target
+	} {
+		if err := o.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v, want nil", o, err)
 		}
 	}
 }

@@ -29,7 +29,22 @@ type Options struct {
 	// the optimum, relatively: Gap ≤ Tol·|F| where the app certifies a gap
 	// (schmp.Progress.HasGap); otherwise when F's relative change between two
 	// consecutive reports, |F_prev − F|/|F|, is below Tol. 0 turns it off.
+	// A report whose objective or gap is not finite never stops the job
+	// this way: it fails it, with ErrDiverged.
 	Tol float64
+	// RiseTol, when > 0, fails the job with ErrDiverged at a report whose
+	// objective F exceeds the lowest objective L reported so far by more
+	// than RiseTol·max(|L|, the smallest normal float64): for apps whose
+	// steps never increase the objective by construction, where such a
+	// rise means the model diverged. It assumes an objective that is
+	// minimized. 0 turns it off.
+	RiseTol float64
+	// Target and HasTarget: when HasTarget, the job stops (Result.Reason
+	// "target") at the first report whose objective is at most Target, say
+	// a peer's objective in a benchmark. It assumes an objective that is
+	// minimized.
+	Target    float64
+	HasTarget bool
 	// ReportEvery is the number of rounds between two objective reports.
 	ReportEvery int
 	// JoinTimeout bounds the wait for the workers and the scheduler.
@@ -49,7 +64,8 @@ type Options struct {
 	Monitor *monitor.Metrics
 }
 
-// Validate reports the first bad option, named as its command-line flag.
+// Validate reports the first bad option, named as its command-line flag
+// (RiseTol, which has none, by its name).
 func (o *Options) Validate() error {
 	switch {
 	case o.Workers < 1:
@@ -60,6 +76,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--depth must be in [1, %d], got %d", MaxDepth, o.Depth)
 	case o.Tol < 0 || math.IsNaN(o.Tol):
 		return fmt.Errorf("--tol must be >= 0, got %v", o.Tol)
+	case o.RiseTol < 0 || math.IsNaN(o.RiseTol) || math.IsInf(o.RiseTol, 0):
+		return fmt.Errorf("RiseTol must be finite and >= 0, got %v", o.RiseTol)
+	case o.HasTarget && (math.IsNaN(o.Target) || math.IsInf(o.Target, 0)):
+		return fmt.Errorf("--target must be finite, got %v", o.Target)
 	case o.TimeLimit < 0:
 		return fmt.Errorf("--time-limit must be >= 0, got %v", o.TimeLimit)
 	case o.ReportEvery < 1:

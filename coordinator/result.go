@@ -33,8 +33,10 @@ type Result struct {
 	Final schmp.Progress
 	// Elapsed is the time from the first round to the end.
 	Elapsed time.Duration
-	// Reason says why the run stopped: "converged", "max-rounds" or
-	// "time-limit".
+	// Reason says why the run stopped: "target" (Options.Target),
+	// "converged" (Options.Tol), "max-rounds" or "time-limit"; when a
+	// report meets several stops, the first of these. A run whose model
+	// diverged has no Result: it fails with ErrDiverged.
 	Reason string
 	// Trace holds every report, in order.
 	Trace []Sample
