@@ -189,13 +189,18 @@ func (c *Coordinator) Intercept() float64 {
 // non-zero coefficients with 1-based indices as in LIBSVM, preceded by the
 // intercept as index 0 when the job fits one.
 func (c *Coordinator) WriteModel(w io.Writer) error {
+	return writeModel(w, c.cfg.Intercept, c.Intercept(), c.beta)
+}
+
+// writeModel writes the model file of either layout.
+func writeModel(w io.Writer, intercept bool, b0 float64, beta []float64) error {
 	buf := []byte("index,value\n")
-	if c.cfg.Intercept {
+	if intercept {
 		buf = append(buf, "0,"...)
-		buf = strconv.AppendFloat(buf, c.Intercept(), 'g', 17, 64)
+		buf = strconv.AppendFloat(buf, b0, 'g', 17, 64)
 		buf = append(buf, '\n')
 	}
-	for j, b := range c.beta {
+	for j, b := range beta {
 		if b == 0 {
 			continue
 		}

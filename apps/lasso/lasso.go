@@ -25,8 +25,86 @@ type Config struct {
 	Intercept bool
 	// Schedule configures the scheduler's dynamic engine; its Vars is set
 	// from the data, and a negative Warmup means one sweep's worth of
-	// rounds, ⌈M/Block⌉.
+	// rounds, ⌈M/Block⌉. In the column layout its Block, Candidates and
+	// Rho are set by the block scheduler.
 	Schedule scheduler.Config
+	// Layout is LayoutRows or LayoutColumns (see ChooseLayout).
+	Layout Layout
+	// RoundWork is the work of a worker's block in the column layout, in
+	// non-zeros (0: scheduler.DefaultRoundWork).
+	RoundWork int
+	// InnerTol is the relative tolerance of a worker's coordinate descent
+	// over its block in the column layout (0: DefaultInnerTol).
+	InnerTol float64
+}
+
+// Layout is how a job's data are split among the workers.
+type Layout int
+
+const (
+	// LayoutRows shards the samples: each worker holds its rows, and a
+	// round updates a few coordinates from the workers' summed partials.
+	LayoutRows Layout = iota
+	// LayoutColumns shards the features: each worker holds its columns
+	// with all rows, and a round runs many sequential coordinate updates
+	// on every worker, merged by a line search.
+	LayoutColumns
+)
+
+// String returns "rows" or "cols".
+func (l Layout) String() string {
+	if l == LayoutColumns {
+		return "cols"
+	}
+	return "rows"
+}
+
+// ParseLayout parses "rows", "cols" or "auto" (auto: ok is false, and the
+// layout is to be chosen by ChooseLayout).
+func ParseLayout(s string) (l Layout, auto bool, err error) {
+	switch s {
+	case "rows":
+		return LayoutRows, false, nil
+	case "cols":
+		return LayoutColumns, false, nil
+	case "auto", "":
+		return LayoutColumns, true, nil
+	}
+	return 0, false, fmt.Errorf("unknown --layout %q (want auto, rows or cols)", s)
+}
+
+// ChooseLayout returns the layout for samples×features data on workers
+// workers: the column layout, unless there are several workers and far
+// more samples than features (n > 10·p), where the columns' residual
+// replicas would be the larger messages.
+func ChooseLayout(samples, features, workers int) Layout {
+	if workers > 1 && samples > 10*features {
+		return LayoutRows
+	}
+	return LayoutColumns
+}
+
+// DefaultInnerTol is the default Config.InnerTol: a worker stops sweeping
+// its block when no coordinate's step would lower the objective by more
+// than about DefaultInnerTol·‖r‖²/2n.
+const DefaultInnerTol = 1e-9
+
+// innerWorkFactor bounds a worker's work in a round, in the column layout,
+// to this many times the block's budget.
+const innerWorkFactor = 8
+
+func (c *Config) innerTol() float64 {
+	if c.InnerTol > 0 {
+		return c.InnerTol
+	}
+	return DefaultInnerTol
+}
+
+func (c *Config) roundWork() int64 {
+	if c.RoundWork > 0 {
+		return int64(c.RoundWork)
+	}
+	return scheduler.DefaultRoundWork
 }
 
 // Validate reports the first bad setting, named as its flag.

@@ -23,9 +23,47 @@ func init() {
 	})
 }
 
-// lassoSetup parses the flags of a Lasso command and checks the data.
-func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis string) (lasso.Config, *runFlags, coordinator.Options, error) {
+// layoutFlags are the flags of the data layout, shared by the Lasso and
+// logistic regression.
+type layoutFlags struct {
+	layout    string
+	roundWork int
+}
+
+func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
+	f := &layoutFlags{}
+	fs.StringVar(&f.layout, "layout", "auto", "how the data are split among the workers: cols (each worker owns columns with all rows, many updates per round), rows (each worker owns rows), or auto (cols unless several workers and samples > 10·features)")
+	fs.IntVar(&f.roundWork, "round-work", 0, "column layout: the work of a worker's block per round, in non-zeros (0: 2^20, about a millisecond)")
+	return f
+}
+
+// resolve returns the layout for the data at path on workers workers: the
+// flag's, or for auto the one lasso.ChooseLayout picks from the data's
+// shape (which reads the file).
+func (f *layoutFlags) resolve(path string, workers int) (lasso.Layout, error) {
+	l, auto, err := lasso.ParseLayout(f.layout)
+	if err != nil {
+		return l, usageError{err}
+	}
+	if f.roundWork < 0 {
+		return l, usagef("--round-work must be >= 0, got %d", f.roundWork)
+	}
+	if !auto {
+		return l, nil
+	}
+	n, p, err := dataShape(path)
+	if err != nil {
+		return l, err
+	}
+	return lasso.ChooseLayout(n, p, workers), nil
+}
+
+// lassoSetup parses the flags of a Lasso command and checks the data (all
+// of it, unless the role is the coordinator, which reads none but for the
+// shape when the layout is auto).
+func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (lasso.Config, *runFlags, coordinator.Options, error) {
 	lf := addLassoFlags(fs)
+	lay := addLayoutFlags(fs)
 	rf := addRunFlags(fs)
 	if err := parse(fs, args, stdout, synopsis); err != nil {
 		return lasso.Config{}, nil, coordinator.Options{}, err
@@ -38,18 +76,54 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 	if err != nil {
 		return cfg, nil, opts, err
 	}
+	if role != "coordinator" {
+		if err := checkData(cfg.Data); err != nil {
+			return cfg, nil, opts, err
+		}
+	}
+	if cfg.Layout, err = lay.resolve(cfg.Data, rf.workers); err != nil {
+		return cfg, nil, opts, err
+	}
+	cfg.RoundWork = lay.roundWork
+	if cfg.Layout == lasso.LayoutColumns {
+		if rf.schedulers != 1 {
+			return cfg, nil, opts, usagef("--layout cols takes one scheduler, not --schedulers %d", rf.schedulers)
+		}
+		// The line search makes every merged round lower the objective.
+		opts.RiseTol = monotoneRiseTol
+	}
 	return cfg, rf, opts, nil
+}
+
+// monotoneRiseTol is the rise of the objective, relative, that a job whose
+// every round provably lowers it tolerates before it fails: rounding only.
+const monotoneRiseTol = 1e-9
+
+// dataShape returns the number of rows and of columns (up to the last with
+// a non-zero) of the LIBSVM file at path.
+func dataShape(path string) (rows, cols int, err error) {
+	err = libsvm.Read(path, func(_ int, row libsvm.Row) error {
+		rows++
+		for k := len(row.Index) - 1; k >= 0; k-- {
+			if row.Value[k] != 0 {
+				cols = max(cols, int(row.Index[k])+1)
+				break
+			}
+		}
+		return nil
+	})
+	return rows, cols, dataError(err)
 }
 
 // runLasso runs a whole Lasso job in this process.
 func runLasso(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lasso", flag.ContinueOnError)
-	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, "strads lasso --data FILE [--lambda L | --lambda-ratio R] [flags]")
+	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, "strads lasso --data FILE [--lambda L | --lambda-ratio R] [flags]", "")
 	if err != nil {
 		return err
 	}
-	if err := checkData(cfg.Data); err != nil {
-		return err
+	if cfg.Layout == lasso.LayoutColumns {
+		return runAll(ctx, lasso.ColumnProgram(cfg, rf.workers), rf, opts, stdout, stderr, printResult)
 	}
 	return runAll(ctx, lasso.Program(cfg), rf, opts, stdout, stderr, printResult)
 }
@@ -58,17 +132,15 @@ func runLasso(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func runLassoRole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(role, flag.ContinueOnError)
 	addAppFlag(fs)
-	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app lasso --nats URL --job NAME [flags]", role))
+	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app lasso --nats URL --job NAME [flags]", role), role)
 	if err != nil {
 		return err
 	}
 	if err := checkRole(rf); err != nil {
 		return err
 	}
-	if role != "coordinator" {
-		if err := checkData(cfg.Data); err != nil {
-			return err
-		}
+	if cfg.Layout == lasso.LayoutColumns {
+		return runNode(ctx, role, lasso.ColumnProgram(cfg, rf.workers), rf, opts, stdout, stderr, printResult)
 	}
 	return runNode(ctx, role, lasso.Program(cfg), rf, opts, stdout, stderr, printResult)
 }
@@ -76,7 +148,11 @@ func runLassoRole(ctx context.Context, role string, args []string, stdout, stder
 // checkData reads the whole data file once, so that bad input is reported
 // with its file and line before any role starts.
 func checkData(path string) error {
-	err := libsvm.Read(path, func(int, libsvm.Row) error { return nil })
+	return dataError(libsvm.Read(path, func(int, libsvm.Row) error { return nil }))
+}
+
+// dataError makes an error of reading data a usage error (exit status 2).
+func dataError(err error) error {
 	var pe *libsvm.ParseError
 	if errors.As(err, &pe) {
 		return usageError{pe}

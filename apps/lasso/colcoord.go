@@ -1,0 +1,276 @@
+package lasso
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+)
+
+// ColCoordinator is the coordinator side of the Lasso in the column layout:
+// it holds β and its own replica of q = y − Xβ, merges the workers' changes
+// with an exact line search, and certifies the objective with the duality
+// gap.
+type ColCoordinator struct {
+	cfg     Config
+	workers int
+	n       float64
+	lambda  float64
+	y       []float64
+	meanY   float64
+	colSum  []float64
+	q       []float64
+	beta    []float64
+	pos     []int32 // column → its index in a round's feedback, or -1
+
+	// Rounds whose merged step was shorter than 1, and the shortest.
+	Shortened int
+	MinAlpha  float64
+}
+
+// NewColCoordinator returns the coordinator side for cfg in the column
+// layout.
+func NewColCoordinator(cfg Config) *ColCoordinator {
+	return &ColCoordinator{cfg: cfg, MinAlpha: 1}
+}
+
+// errData reports workers that read different data.
+var errData = errors.New("the workers read different data: every role of a job must read the same --data")
+
+// Start implements schmp.Coordinator: it checks that the workers hold the
+// same rows and together every column once, and sets λ.
+func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
+	if len(shards) == 0 {
+		return ColUpdate{}, errors.New("no workers")
+	}
+	s0 := shards[0]
+	if s0.Rows == 0 {
+		return ColUpdate{}, fmt.Errorf("%s: no samples", c.cfg.Data)
+	}
+	if len(s0.Y) != s0.Rows {
+		return ColUpdate{}, fmt.Errorf("worker shard 0 sent %d labels for %d rows", len(s0.Y), s0.Rows)
+	}
+	c.workers = len(shards)
+	c.n = float64(s0.Rows)
+	c.colSum = make([]float64, s0.Features)
+	lambdaMax := 0.0
+	for k, s := range shards {
+		lo, hi := scheduler.OwnedRange(s0.Features, k, len(shards))
+		switch {
+		case s.Data != s0.Data:
+			return ColUpdate{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", errData, k, s.Data, s0.Data)
+		case s.Rows != s0.Rows || s.Features != s0.Features:
+			return ColUpdate{}, fmt.Errorf("%w: worker shard %d has %d×%d, shard 0 %d×%d", errData, k, s.Rows, s.Features, s0.Rows, s0.Features)
+		case s.First != lo || s.First+s.Cols != hi || len(s.ColSum) != s.Cols:
+			return ColUpdate{}, fmt.Errorf("worker shard %d holds columns [%d, %d), want [%d, %d)", k, s.First, s.First+s.Cols, lo, hi)
+		}
+		copy(c.colSum[lo:hi], s.ColSum)
+		lambdaMax = max(lambdaMax, s.LambdaMax)
+	}
+	c.y = s0.Y
+	if c.cfg.Intercept {
+		for _, v := range c.y {
+			c.meanY += v
+		}
+		c.meanY /= c.n
+	}
+	c.q = slices.Clone(c.y)
+	c.beta = make([]float64, s0.Features)
+	c.pos = make([]int32, s0.Features)
+	for j := range c.pos {
+		c.pos[j] = -1
+	}
+	c.lambda = c.cfg.Lambda
+	if c.cfg.LambdaRatio > 0 {
+		c.lambda = c.cfg.LambdaRatio * lambdaMax
+	}
+	if !(c.lambda > 0) {
+		return ColUpdate{}, fmt.Errorf("the penalty λ is %v: the column layout needs λ > 0 (λ_max is %v)", c.lambda, lambdaMax)
+	}
+	return ColUpdate{Lambda: c.lambda}, nil
+}
+
+// Lambda returns the penalty in use (known after Start).
+func (c *ColCoordinator) Lambda() float64 { return c.lambda }
+
+// Pull implements schmp.Coordinator: it merges the workers' changes. With
+// one worker the change is its own sequential coordinate descent, which
+// never raises the objective, and is taken whole. With several, it takes
+// whichever lowers the objective most of the merged change at the step
+// α ∈ [0, 1] that minimizes the objective along it (an exact line search)
+// and each worker's change alone.
+func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUpdate, schmp.Feedback, error) {
+	if len(partials) != c.workers || len(p.Blocks) != c.workers {
+		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials and %d blocks for %d workers", len(partials), len(p.Blocks), c.workers)
+	}
+	var fb schmp.Feedback
+	for _, b := range p.Blocks {
+		fb.Vars = append(fb.Vars, b...)
+	}
+	fb.Delta = make([]float64, len(fb.Vars))
+	var moved []int // workers with a change
+	for k, part := range partials {
+		if len(part.Vars) != len(part.Value) {
+			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent %d variables and %d values", k, len(part.Vars), len(part.Value))
+		}
+		lo, hi := scheduler.OwnedRange(len(c.beta), k, c.workers)
+		for i, j := range part.Vars {
+			if int(j) < lo || int(j) >= hi {
+				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d)", k, j, lo, hi)
+			}
+			if math.IsNaN(part.Value[i]) || math.IsInf(part.Value[i], 0) {
+				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d set column %d to %v", k, j, part.Value[i])
+			}
+		}
+		switch len(part.Dir) {
+		case 0:
+		case len(c.q):
+			moved = append(moved, k)
+		default:
+			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent a direction over %d rows, want %d", k, len(part.Dir), len(c.q))
+		}
+	}
+	if len(moved) == 0 {
+		return ColUpdate{Alpha: 1}, fb, nil
+	}
+	u := ColUpdate{Alpha: 1}
+	if len(moved) == 1 {
+		part := partials[moved[0]]
+		u.Dir, u.Vars, u.Value = part.Dir, part.Vars, part.Value
+	} else {
+		u = c.merge(partials, moved)
+	}
+	if u.Alpha < 1 {
+		c.Shortened++
+		c.MinAlpha = min(c.MinAlpha, u.Alpha)
+	}
+	applyDir(c.q, u.Dir, u.Alpha)
+	for k, j := range fb.Vars {
+		c.pos[j] = int32(k)
+	}
+	for i, j := range u.Vars {
+		old := c.beta[j]
+		c.beta[j] = step(old, u.Value[i], u.Alpha)
+		if k := c.pos[j]; k >= 0 {
+			fb.Delta[k] = c.beta[j] - old
+		}
+	}
+	for _, j := range fb.Vars {
+		c.pos[j] = -1
+	}
+	return u, fb, nil
+}
+
+// merge returns the best of the merged change of the workers in moved, at
+// its best step, and each one's change alone, at step 1.
+func (c *ColCoordinator) merge(partials []ColPartial, moved []int) ColUpdate {
+	dir := make([]float64, len(c.q))
+	var vars []int32
+	var vals []float64
+	for _, k := range moved {
+		for i, d := range partials[k].Dir {
+			dir[i] += d
+		}
+		vars = append(vars, partials[k].Vars...)
+		vals = append(vals, partials[k].Value...)
+	}
+	r := c.residual()
+	best := ColUpdate{Dir: dir, Vars: vars, Value: vals}
+	path := c.path(r, dir, vars, vals)
+	best.Alpha = path.minimize()
+	bestF := path.at(best.Alpha)
+	for _, k := range moved {
+		part := partials[k]
+		if f := c.path(r, part.Dir, part.Vars, part.Value).at(1); f < bestF {
+			best, bestF = ColUpdate{Alpha: 1, Dir: part.Dir, Vars: part.Vars, Value: part.Value}, f
+		}
+	}
+	return best
+}
+
+// residual returns r = ỹ − X̃β from the coordinator's q.
+func (c *ColCoordinator) residual() []float64 {
+	r := slices.Clone(c.q)
+	if c.cfg.Intercept {
+		var sum float64
+		for _, v := range r {
+			sum += v
+		}
+		m := sum / c.n
+		for i := range r {
+			r[i] -= m
+		}
+	}
+	return r
+}
+
+// path returns the objective along the change dir of Xβ (β_j moving to
+// vals[k] for j = vars[k]), relative to the objective now.
+func (c *ColCoordinator) path(r, dir []float64, vars []int32, vals []float64) linePath {
+	var mean float64
+	if c.cfg.Intercept {
+		for _, d := range dir {
+			mean += d
+		}
+		mean /= c.n
+	}
+	var a, b float64
+	for i, d := range dir {
+		d -= mean
+		a += d * d
+		b += r[i] * d
+	}
+	lp := linePath{a: a / c.n, b: b / c.n, lambda: c.lambda, b0: make([]float64, len(vars)), d: make([]float64, len(vars))}
+	for k, j := range vars {
+		lp.b0[k] = c.beta[j]
+		lp.d[k] = vals[k] - c.beta[j]
+	}
+	return lp
+}
+
+// Objective implements schmp.Coordinator: P(β) = (1/2n)‖r‖² + λ‖β‖₁ and
+// its duality gap, as for the row layout. Every worker must report the same
+// residual.
+func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error) {
+	rr, yr := reports[0].SqResid, reports[0].YtR
+	var dual, l1 float64
+	nnz := 0
+	for k, r := range reports {
+		if r.SqResid != rr || r.YtR != yr {
+			return schmp.Progress{}, fmt.Errorf("%w: worker shard %d has Σr² = %v, shard 0 %v", errData, k, r.SqResid, rr)
+		}
+		dual = max(dual, r.MaxXtR)
+		l1 += r.L1
+		nnz += r.NNZ
+	}
+	s := 1.0
+	if nl := c.n * c.lambda; dual > nl {
+		s = nl / dual
+	}
+	gap := (0.5*rr + c.n*c.lambda*l1 - s*yr + 0.5*s*s*rr) / c.n
+	return schmp.Progress{Objective: rr/(2*c.n) + c.lambda*l1, NNZ: nnz, Gap: max(gap, 0), HasGap: true}, nil
+}
+
+// Beta returns the coefficients (owned by c).
+func (c *ColCoordinator) Beta() []float64 { return c.beta }
+
+// Intercept returns ȳ − x̄ᵀβ (0 without an intercept).
+func (c *ColCoordinator) Intercept() float64 {
+	if !c.cfg.Intercept {
+		return 0
+	}
+	b0 := c.meanY
+	for j, b := range c.beta {
+		b0 -= c.colSum[j] / c.n * b
+	}
+	return b0
+}
+
+// WriteModel implements schmp.Coordinator, as for the row layout.
+func (c *ColCoordinator) WriteModel(w io.Writer) error {
+	return writeModel(w, c.cfg.Intercept, c.Intercept(), c.beta)
+}

@@ -1,0 +1,289 @@
+package lasso
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/sparse"
+)
+
+// ColWorker is the worker side of the Lasso in the column layout: its own
+// columns with all their rows, the labels, and a replica of q = y − Xβ.
+type ColWorker struct {
+	cfg          Config
+	shard        int
+	x            *sparse.CSC // the worker's columns; column l is column first+l
+	first, total int
+	n            float64
+	y            []float64
+	meanY        float64 // 0 without an intercept
+	colSum       []float64
+	curv         []float64 // a_j = ‖x̃_j‖²/n; 0 for a column with nothing to fit
+	data         libsvm.Fingerprint
+
+	lambda float64
+	q      []float64 // y − Xβ over all rows, as the updates so far make it
+	beta   []float64 // β over the worker's columns
+
+	scratch []float64 // q during a Push
+	trial   []float64 // β over the worker's columns during a Push
+	active  []int32
+}
+
+// NewColWorker reads the columns of cfg.Data that worker shard of shards
+// owns in the column layout, with all their rows.
+func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
+	fp, err := libsvm.FingerprintFile(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	x, y, first, total, err := libsvm.ReadOwnedColumns(cfg.Data, shard, shards)
+	if err != nil {
+		return nil, err
+	}
+	if total < shards {
+		return nil, fmt.Errorf("%s: %d features are too few for %d workers in the column layout", cfg.Data, total, shards)
+	}
+	w := &ColWorker{
+		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
+		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
+		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
+		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),
+	}
+	if cfg.Intercept {
+		for _, v := range y {
+			w.meanY += v
+		}
+		w.meanY /= w.n
+	}
+	for l := range x.Cols {
+		_, vals := x.Col(l)
+		var sum, sq float64
+		for _, v := range vals {
+			sum += v
+			sq += v * v
+		}
+		w.colSum[l] = sum
+		a := sq / w.n
+		if cfg.Intercept {
+			m := sum / w.n
+			a -= m * m
+		}
+		if a >= 1e-14*sq/w.n && a > 0 {
+			w.curv[l] = a
+		}
+	}
+	return w, nil
+}
+
+// Describe implements schmp.Worker.
+func (w *ColWorker) Describe() (ColSummary, error) {
+	s := ColSummary{
+		Rows: len(w.y), Features: w.total, First: w.first, Cols: w.x.Cols, Data: w.data, ColSum: w.colSum,
+	}
+	if w.shard == 0 {
+		s.Y = w.y
+	}
+	for l := range w.x.Cols {
+		if w.curv[l] == 0 {
+			continue
+		}
+		rows, vals := w.x.Col(l)
+		var dot float64
+		for t, i := range rows {
+			dot += vals[t] * w.y[i]
+		}
+		s.LambdaMax = max(s.LambdaMax, math.Abs(dot-w.meanY*w.colSum[l])/w.n)
+	}
+	return s, nil
+}
+
+// Apply implements schmp.Worker.
+func (w *ColWorker) Apply(u ColUpdate) error {
+	if u.Lambda != 0 {
+		w.lambda = u.Lambda
+	}
+	if len(u.Vars) != len(u.Value) {
+		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))
+	}
+	if u.Dir != nil {
+		if len(u.Dir) != len(w.q) {
+			return fmt.Errorf("update with a direction over %d rows, want %d", len(u.Dir), len(w.q))
+		}
+		applyDir(w.q, u.Dir, u.Alpha)
+	}
+	for k, j := range u.Vars {
+		l := int(j) - w.first
+		if l < 0 || l >= len(w.beta) {
+			continue // another worker's column
+		}
+		w.beta[l] = step(w.beta[l], u.Value[k], u.Alpha)
+	}
+	return nil
+}
+
+// applyDir sets q ← q − alpha·dir, as every node of the job does it.
+func applyDir(q, dir []float64, alpha float64) {
+	for i, d := range dir {
+		q[i] -= alpha * d
+	}
+}
+
+// step returns β_j moved by alpha from b towards v: v itself when alpha is
+// 1, and exactly 0 where the move crosses zero at alpha (up to rounding).
+func step(b, v, alpha float64) float64 {
+	if alpha == 1 {
+		return v
+	}
+	x := b + alpha*(v-b)
+	if math.Abs(x) <= 1e-12*math.Abs(b) {
+		return 0
+	}
+	return x
+}
+
+// residualShift returns c such that r = q + c is the residual of the
+// centered problem (0 without an intercept), from sumQ = Σ q_i.
+func (w *ColWorker) residualShift(sumQ float64) float64 {
+	if !w.cfg.Intercept {
+		return 0
+	}
+	return -sumQ / w.n
+}
+
+// Push implements schmp.Worker: coordinate descent over the worker's block,
+// on a scratch copy of q. It sweeps the whole block, then the block's
+// non-zero coordinates until they settle, then the whole block again, until
+// a sweep of the block changes nothing by more than the inner tolerance or
+// the work budget is spent.
+func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
+	if len(p.Blocks) <= w.shard {
+		return ColPartial{}, fmt.Errorf("plan with %d blocks has none for worker shard %d", len(p.Blocks), w.shard)
+	}
+	block := p.Blocks[w.shard]
+	for _, j := range block {
+		if l := int(j) - w.first; l < 0 || l >= w.x.Cols {
+			return ColPartial{}, fmt.Errorf("plan gives worker shard %d column %d, outside its columns [%d, %d)", w.shard, j, w.first, w.first+w.x.Cols)
+		}
+	}
+	copy(w.scratch, w.q)
+	copy(w.trial, w.beta)
+	var sumQ, rr float64
+	for _, v := range w.scratch {
+		sumQ += v
+	}
+	c := w.residualShift(sumQ)
+	for _, v := range w.scratch {
+		rr += (v + c) * (v + c)
+	}
+	// A sweep has settled when no coordinate's step would lower the
+	// objective by more than about tol·‖r‖²/2n (a step δ_j lowers it by
+	// about a_j·δ_j²/2).
+	tol := w.cfg.innerTol() * rr / w.n
+	budget := w.cfg.roundWork() * innerWorkFactor
+	var work int64
+	sweep := func(cols []int32) float64 {
+		var most float64
+		for _, j := range cols {
+			l := int(j) - w.first
+			rows, vals := w.x.Col(l)
+			work += int64(len(rows)) + 1
+			a := w.curv[l]
+			if a == 0 {
+				continue
+			}
+			var dot float64
+			for t, i := range rows {
+				dot += vals[t] * w.scratch[i]
+			}
+			old := w.trial[l]
+			z := (dot+c*w.colSum[l])/w.n + a*old
+			nw := softThreshold(z, w.lambda) / a
+			d := nw - old
+			if d == 0 {
+				continue
+			}
+			for t, i := range rows {
+				w.scratch[i] -= vals[t] * d
+			}
+			w.trial[l] = nw
+			if w.cfg.Intercept {
+				sumQ -= w.colSum[l] * d
+				c = -sumQ / w.n
+			}
+			most = max(most, a*d*d)
+		}
+		return most
+	}
+	for work < budget {
+		if err := ctx.Err(); err != nil {
+			return ColPartial{}, err
+		}
+		if sweep(block) <= tol {
+			break
+		}
+		for work < budget {
+			w.active = w.active[:0]
+			for _, j := range block {
+				if w.trial[int(j)-w.first] != 0 {
+					w.active = append(w.active, j)
+				}
+			}
+			if len(w.active) == len(block) || sweep(w.active) <= tol {
+				break
+			}
+		}
+	}
+	var part ColPartial
+	part.Work = work
+	for _, j := range block {
+		l := int(j) - w.first
+		if w.trial[l] != w.beta[l] {
+			part.Vars = append(part.Vars, j)
+			part.Value = append(part.Value, w.trial[l])
+		}
+	}
+	if len(part.Vars) > 0 {
+		part.Dir = make([]float64, len(w.q))
+		for i, v := range w.q {
+			part.Dir[i] = v - w.scratch[i]
+		}
+	}
+	return part, nil
+}
+
+// Report implements schmp.Worker: the residual's sums, which every worker
+// computes alike, and the correlations and ‖β‖₁ of its own columns.
+func (w *ColWorker) Report() (ColSummary, error) {
+	s := ColSummary{Rows: len(w.y)}
+	var sumQ float64
+	for _, v := range w.q {
+		sumQ += v
+	}
+	c := w.residualShift(sumQ)
+	for i, v := range w.q {
+		r := v + c
+		s.SqResid += r * r
+		s.YtR += (w.y[i] - w.meanY) * r
+	}
+	for l := range w.x.Cols {
+		if w.curv[l] == 0 {
+			continue
+		}
+		rows, vals := w.x.Col(l)
+		var dot float64
+		for t, i := range rows {
+			dot += vals[t] * w.q[i]
+		}
+		s.MaxXtR = max(s.MaxXtR, math.Abs(dot+c*w.colSum[l]))
+	}
+	for _, b := range w.beta {
+		if b != 0 {
+			s.L1 += math.Abs(b)
+			s.NNZ++
+		}
+	}
+	return s, nil
+}

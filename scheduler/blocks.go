@@ -1,0 +1,175 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// BlockPlan is the plan of a round in the column layout: Blocks[k] lists the
+// columns that worker k updates, in order, all of them columns that worker k
+// owns (see OwnedRange).
+type BlockPlan struct {
+	Blocks []wire.Int32s `msgpack:"b"`
+}
+
+// DefaultRoundWork is the work, in non-zeros visited, that BlockScheduler
+// gives each worker's block by default: about a millisecond of coordinate
+// updates on one core, some ten times the fixed cost of a round over NATS,
+// so that computation dominates.
+const DefaultRoundWork = 1 << 20
+
+// OwnedRange returns the columns [lo, hi) that worker shard of shards owns in
+// the column layout of total columns: a contiguous split as [libsvm.ShardRange]
+// splits rows.
+func OwnedRange(total, shard, shards int) (lo, hi int) {
+	return libsvm.ShardRange(total, shard, shards)
+}
+
+// BlockScheduler plans rounds for the column layout (DESIGN §5), in which
+// each worker owns a contiguous range of the columns with all their rows and
+// runs many sequential coordinate updates per round: the plan gives every
+// worker a block of its own columns. It runs one dynamic engine per worker,
+// over that worker's columns, without a dependency check (a worker's updates
+// are sequential, hence exact); the coordinator's merge of the workers'
+// changes is what makes their blocks safe together. A block holds as many
+// columns as fit the work budget: Work non-zeros, at the worker's mean
+// non-zeros per column.
+type BlockScheduler struct {
+	engines []*Dynamic
+	first   []int32 // engine k's variable i is column first[k]+i
+}
+
+// BlockConfig configures a BlockScheduler.
+type BlockConfig struct {
+	// Engine configures each worker's engine. Vars, Block, Candidates,
+	// Rho and Workers are set by the scheduler; a negative Warmup means one
+	// sweep over the worker's columns.
+	Engine Config
+	// Work is the budget of a worker's block in non-zeros (0:
+	// DefaultRoundWork).
+	Work int
+}
+
+// NewBlockScheduler reads the column counts of the LIBSVM file at path and
+// starts an engine for each of workers workers. It must be the only
+// scheduler part: the column layout plans every worker each round.
+func NewBlockScheduler(path string, c BlockConfig, workers, part, parts int) (*BlockScheduler, error) {
+	if parts != 1 || part != 0 {
+		return nil, fmt.Errorf("the column layout takes one scheduler, not %d", parts)
+	}
+	var nnz []int
+	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
+		for k, j := range row.Index {
+			if row.Value[k] == 0 {
+				continue
+			}
+			for int(j) >= len(nnz) {
+				nnz = append(nnz, 0)
+			}
+			nnz[j]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(nnz) == 0 {
+		return nil, fmt.Errorf("%s: no features", path)
+	}
+	return newBlockScheduler(nnz, c, workers)
+}
+
+// newBlockScheduler starts the engines for columns with the given non-zero
+// counts.
+func newBlockScheduler(nnz []int, c BlockConfig, workers int) (*BlockScheduler, error) {
+	if workers < 1 {
+		return nil, fmt.Errorf("workers must be >= 1, got %d", workers)
+	}
+	if len(nnz) < workers {
+		return nil, fmt.Errorf("%d features are too few for %d workers in the column layout", len(nnz), workers)
+	}
+	work := c.Work
+	if work <= 0 {
+		work = DefaultRoundWork
+	}
+	s := &BlockScheduler{}
+	for k := range workers {
+		lo, hi := OwnedRange(len(nnz), k, workers)
+		total := 0
+		for _, v := range nnz[lo:hi] {
+			total += v + 1
+		}
+		// Columns per block at the range's mean cost.
+		block := max(1, min(hi-lo, int(int64(work)*int64(hi-lo)/int64(max(total, 1)))))
+		e := c.Engine
+		e.Vars, e.Block, e.Candidates, e.Rho, e.Workers = hi-lo, block, block, 1, 1
+		e.Seed += uint64(k)
+		if e.Warmup < 0 {
+			e.Warmup = (e.Vars + block - 1) / block
+		}
+		d, err := NewDynamic(e, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.engines = append(s.engines, d)
+		s.first = append(s.first, int32(lo))
+	}
+	return s, nil
+}
+
+// owner returns the engine that owns column j, or -1.
+func (s *BlockScheduler) owner(j int32) int {
+	for k := len(s.first) - 1; k >= 0; k-- {
+		if j >= s.first[k] {
+			if int(j-s.first[k]) < s.engines[k].cfg.Vars {
+				return k
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// Schedule implements schmp.Scheduler.
+func (s *BlockScheduler) Schedule(round uint64, fbs []schmp.Feedback) (BlockPlan, schmp.PlanInfo, error) {
+	local := make([][]int32, len(s.engines))
+	deltas := make([][]float64, len(s.engines))
+	for _, fb := range fbs {
+		if len(fb.Delta) != len(fb.Vars) {
+			return BlockPlan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d with %d variables and %d deltas", fb.Round, len(fb.Vars), len(fb.Delta))
+		}
+		for k := range local {
+			local[k], deltas[k] = local[k][:0], deltas[k][:0]
+		}
+		for i, j := range fb.Vars {
+			k := s.owner(j)
+			if k < 0 {
+				return BlockPlan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d for column %d, which no worker owns", fb.Round, j)
+			}
+			local[k] = append(local[k], j-s.first[k])
+			deltas[k] = append(deltas[k], fb.Delta[i])
+		}
+		for k, d := range s.engines {
+			if len(local[k]) > 0 {
+				d.Feedback(local[k], deltas[k])
+			}
+		}
+	}
+	p := BlockPlan{Blocks: make([]wire.Int32s, len(s.engines))}
+	var info schmp.PlanInfo
+	for k, d := range s.engines {
+		sel := d.Next()
+		b := make(wire.Int32s, len(sel.Vars))
+		for i, j := range sel.Vars {
+			b[i] = j + s.first[k]
+		}
+		p.Blocks[k] = b
+		info.Vars = append(info.Vars, b...)
+		info.Candidates += sel.Candidates
+	}
+	info.Selected = len(info.Vars)
+	return p, info, nil
+}
