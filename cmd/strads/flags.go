@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/strads-go/strads/apps/lasso"
@@ -110,6 +111,7 @@ type runFlags struct {
 	depth       int
 	maxRounds   uint64
 	tol         float64
+	target      optionalFloat
 	timeLimit   time.Duration
 	reportEvery int
 	metrics     string
@@ -130,6 +132,7 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.IntVar(&f.depth, "depth", 1, "most rounds in flight at once: the scheduler plans ahead from feedback up to depth-1 rounds old (1: strict rounds)")
 	fs.Uint64Var(&f.maxRounds, "max-rounds", 0, "stop after `n` rounds (0: no limit)")
 	fs.Float64Var(&f.tol, "tol", 1e-4, "stop when the objective is certified within tol of the optimum, relatively (Lasso: duality gap ≤ tol·objective); 0: off")
+	fs.Var(&f.target, "target", "stop once the objective is at most `F` (for benchmarks against a peer's objective); unset: off")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this much time (0: no limit)")
 	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds (costs one pass over the data)")
 	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV to `file`: time_s,round,objective,nnz,updates,gap, then per-round means since the previous row: plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes")
@@ -153,6 +156,8 @@ func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 		MaxRounds:   f.maxRounds,
 		TimeLimit:   f.timeLimit,
 		Tol:         f.tol,
+		Target:      f.target.v,
+		HasTarget:   f.target.set,
 		ReportEvery: f.reportEvery,
 		JoinTimeout: f.joinTimeout,
 		Timeout:     f.timeout,
@@ -177,6 +182,33 @@ func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// optionalFloat is a float flag that knows whether it was given.
+type optionalFloat struct {
+	v   float64
+	set bool
+}
+
+// String implements flag.Value: "" when unset, so that no default shows.
+func (f *optionalFloat) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return strconv.FormatFloat(f.v, 'g', -1, 64)
+}
+
+// Set implements flag.Value, with the errors of the flag package's floats.
+func (f *optionalFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return errors.New("value out of range")
+	case err != nil:
+		return errors.New("parse error")
+	}
+	f.v, f.set = v, true
+	return nil
 }
 
 // serve starts the --http server, if asked for, and says where on w. It

@@ -7,7 +7,8 @@
 //	strads server [--port 4222]                       a NATS server for the roles
 //
 // Run any of them with --help for their flags. The exit status is 0 on
-// success, 2 on bad usage or input, 1 on failure.
+// success, 2 on bad usage or input, 1 on failure (a model that diverged
+// included: see coordinator.ErrDiverged).
 package main
 
 import (

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -141,6 +144,9 @@ func TestBadFlags(t *testing.T) {
 		{"missing data", []string{"--data", ""}, "--data"},
 		{"missing file", []string{"--data", filepath.Join(t.TempDir(), "nope.svm")}, "nope.svm"},
 		{"out dir missing", []string{"--out", filepath.Join(t.TempDir(), "no", "model.csv")}, "--out"},
+		{"NaN target", []string{"--target", "NaN"}, "--target"},
+		{"infinite target", []string{"--target", "-Inf"}, "--target"},
+		{"non-numeric target", []string{"--target", "low"}, "-target"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,4 +333,103 @@ func TestWorkerNeverJoins(t *testing.T) {
 		}
 	}
 	assertNoOutput(t, dir)
+}
+
+// growth is a toy app for the tests of the runtime's stops: its objective
+// x starts at 1 and is multiplied by --growth every round, with a gap of
+// x/2 (never within --tol).
+type growth struct {
+	g float64
+	x float64 // the coordinator's, or the worker's as of the last update
+}
+
+func (g *growth) Schedule(round uint64, _ []schmp.Feedback) (int, schmp.PlanInfo, error) {
+	return int(round), schmp.PlanInfo{Selected: 1}, nil
+}
+func (g *growth) Describe() (float64, error)                         { return 0, nil }
+func (g *growth) Apply(x float64) error                              { g.x = x; return nil }
+func (g *growth) Push(context.Context, uint64, int) (float64, error) { return 0, nil }
+func (g *growth) Report() (float64, error)                           { return g.x, nil }
+func (g *growth) Start([]float64) (float64, error)                   { g.x = 1; return g.x, nil }
+func (g *growth) Pull(uint64, int, []float64) (float64, schmp.Feedback, error) {
+	g.x *= g.g
+	return g.x, schmp.Feedback{}, nil
+}
+func (g *growth) Objective(reports []float64) (schmp.Progress, error) {
+	return schmp.Progress{Objective: reports[0], Gap: reports[0] / 2, HasGap: true}, nil
+}
+func (g *growth) WriteModel(w io.Writer) error { _, err := fmt.Fprintln(w, g.x); return err }
+
+func init() {
+	register("test-growth", appCommand{
+		summary: "a toy for the tests: an objective multiplied by --growth every round",
+		job: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			fs := flag.NewFlagSet("test-growth", flag.ContinueOnError)
+			g := fs.Float64("growth", 0.5, "factor of the objective every round")
+			rf := addRunFlags(fs)
+			if err := parse(fs, args, stdout, "strads test-growth [flags]"); err != nil {
+				return err
+			}
+			opts, err := rf.options(stderr)
+			if err != nil {
+				return err
+			}
+			prog := schmp.Program[int, float64, float64, float64]{
+				Name: "test-growth",
+				NewScheduler: func(context.Context, int, int) (schmp.Scheduler[int], error) {
+					return &growth{g: *g}, nil
+				},
+				NewWorker: func(context.Context, int, int) (schmp.Worker[int, float64, float64, float64], error) {
+					return &growth{g: *g}, nil
+				},
+				NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
+					return &growth{g: *g}, nil
+				},
+			}
+			return runAll(ctx, prog, rf, opts, stdout, stderr, printResult)
+		},
+		role: func(context.Context, string, []string, io.Writer, io.Writer) error {
+			return usagef("test-growth runs in one process only")
+		},
+	})
+}
+
+// TestObjectiveStops runs the toy app from the command line: a model that
+// diverges fails the job (exit status 1, one line naming the round and the
+// cause, no output) instead of stopping as converged, and --target stops
+// it at the first report at or below the target.
+func TestObjectiveStops(t *testing.T) {
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // in stdout
+		stderr string // stderr, all of it
+	}{
+		// The state after round 4 is 1e400: +Inf, and +Inf ≤ tol·Inf.
+		{"diverged", []string{"--growth", "1e100"}, 1, "",
+			"strads test-growth: coordinator: round 4: the objective is not finite (+Inf): the model diverged\n"},
+		// The report of round 5 shows the state after round 4, 2^-4.
+		{"target", []string{"--growth", "0.5", "--target", "0.1"}, 0, "rounds 5  updates 5", ""},
+		{"target unmet", []string{"--growth", "0.5", "--target", "0", "--max-rounds", "6"}, 0, "rounds 6  updates 6", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append([]string{"test-growth", "--workers", "2", "--report-every", "1", "--progress", "0", "--tol", "1e-4",
+				"--out", filepath.Join(dir, "model.txt"), "--metrics", filepath.Join(dir, "metrics.csv")}, tc.args...)
+			code, stdout, stderr := runCLI(t, args...)
+			if code != tc.code || stderr != tc.stderr || !strings.Contains(stdout, tc.stdout) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr %q", code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+			}
+			if strings.Contains(stdout, "(converged)") {
+				t.Errorf("stdout %q: not a converged run", stdout)
+			}
+			if tc.code != 0 {
+				assertNoOutput(t, dir)
+			} else {
+				assertNoOutput(t, dir, "model.txt", "metrics.csv")
+			}
+		})
+	}
 }
