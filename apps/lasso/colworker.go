@@ -30,6 +30,8 @@ type ColWorker struct {
 	scratch []float64 // q during a Push
 	trial   []float64 // β over the worker's columns during a Push
 	active  []int32
+	work    []int32 // a round's working set: its block and the non-zero coordinates
+	inWork  []bool  // by column of the worker
 }
 
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
@@ -50,7 +52,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
 		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
 		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
-		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),
+		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols), inWork: make([]bool, x.Cols),
 	}
 	if cfg.Intercept {
 		for _, v := range y {
@@ -153,21 +155,38 @@ func (w *ColWorker) residualShift(sumQ float64) float64 {
 	return -sumQ / w.n
 }
 
-// Push implements schmp.Worker: coordinate descent over the worker's block,
-// on a scratch copy of q. It sweeps the whole block, then the block's
-// non-zero coordinates until they settle, then the whole block again, until
-// a sweep of the block changes nothing by more than the inner tolerance or
-// the work budget is spent.
+// Push implements schmp.Worker: coordinate descent on a scratch copy of q
+// over the round's working set — the worker's block and its non-zero
+// coordinates, which are in every round's working set as in glmnet's active
+// set strategy. It sweeps the whole working set, then its non-zero
+// coordinates until they settle, then the whole set again, until a sweep
+// changes nothing by more than the inner tolerance or the work budget is
+// spent.
 func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
 	if len(p.Blocks) <= w.shard {
 		return ColPartial{}, fmt.Errorf("plan with %d blocks has none for worker shard %d", len(p.Blocks), w.shard)
 	}
-	block := p.Blocks[w.shard]
-	for _, j := range block {
-		if l := int(j) - w.first; l < 0 || l >= w.x.Cols {
+	block := w.work[:0]
+	for _, j := range p.Blocks[w.shard] {
+		l := int(j) - w.first
+		if l < 0 || l >= w.x.Cols {
 			return ColPartial{}, fmt.Errorf("plan gives worker shard %d column %d, outside its columns [%d, %d)", w.shard, j, w.first, w.first+w.x.Cols)
 		}
+		if !w.inWork[l] {
+			w.inWork[l] = true
+			block = append(block, j)
+		}
 	}
+	for l, b := range w.beta {
+		if b != 0 && !w.inWork[l] {
+			w.inWork[l] = true
+			block = append(block, int32(w.first+l))
+		}
+	}
+	for _, j := range block {
+		w.inWork[int(j)-w.first] = false
+	}
+	w.work = block
 	copy(w.scratch, w.q)
 	copy(w.trial, w.beta)
 	var sumQ, rr float64
