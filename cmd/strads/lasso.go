@@ -37,10 +37,11 @@ func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 	return f
 }
 
-// resolve returns the layout for the data at path on workers workers: the
-// flag's, or for auto the one lasso.ChooseLayout picks from the data's
-// shape (which reads the file).
-func (f *layoutFlags) resolve(path string, workers int) (lasso.Layout, error) {
+// resolve returns the layout for the data at path and the runtime's flags:
+// the flag's; for auto, rows when the job pipelines (--depth or
+// --schedulers above 1, which only the row layout does), and otherwise the
+// one lasso.ChooseLayout picks from the data's shape (which reads the file).
+func (f *layoutFlags) resolve(path string, rf *runFlags) (lasso.Layout, error) {
 	l, auto, err := lasso.ParseLayout(f.layout)
 	if err != nil {
 		return l, usageError{err}
@@ -51,11 +52,14 @@ func (f *layoutFlags) resolve(path string, workers int) (lasso.Layout, error) {
 	if !auto {
 		return l, nil
 	}
+	if rf.depth > 1 || rf.schedulers > 1 {
+		return lasso.LayoutRows, nil
+	}
 	n, p, err := dataShape(path)
 	if err != nil {
 		return l, err
 	}
-	return lasso.ChooseLayout(n, p, workers), nil
+	return lasso.ChooseLayout(n, p, rf.workers), nil
 }
 
 // lassoSetup parses the flags of a Lasso command and checks the data (all
@@ -81,13 +85,13 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 			return cfg, nil, opts, err
 		}
 	}
-	if cfg.Layout, err = lay.resolve(cfg.Data, rf.workers); err != nil {
+	if cfg.Layout, err = lay.resolve(cfg.Data, rf); err != nil {
 		return cfg, nil, opts, err
 	}
 	cfg.RoundWork = lay.roundWork
 	if cfg.Layout == lasso.LayoutColumns {
-		if rf.schedulers != 1 {
-			return cfg, nil, opts, usagef("--layout cols takes one scheduler, not --schedulers %d", rf.schedulers)
+		if rf.schedulers != 1 || rf.depth != 1 {
+			return cfg, nil, opts, usagef("--layout cols takes one scheduler and --depth 1 (got --schedulers %d --depth %d): a worker's rounds update its own columns one after another; use --layout rows to pipeline", rf.schedulers, rf.depth)
 		}
 		// The line search makes every merged round lower the objective.
 		opts.RiseTol = monotoneRiseTol
