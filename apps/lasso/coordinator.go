@@ -29,7 +29,10 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 	m := 0
 	rows := 0
 	var sumY float64
-	for _, s := range shards {
+	for k, s := range shards {
+		if s.Data != shards[0].Data {
+			return Update{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", errData, k, s.Data, shards[0].Data)
+		}
 		m = max(m, s.Features)
 		rows += s.Rows
 		sumY += s.SumY
@@ -114,6 +117,7 @@ func (c *Coordinator) Pull(_ uint64, p Plan, partials []Partial) (Update, schmp.
 			fb.Delta[k] = d
 			u.Vars = append(u.Vars, j)
 			u.Delta = append(u.Delta, d)
+			u.Value = append(u.Value, nw)
 		}
 	}
 	return u, fb, nil

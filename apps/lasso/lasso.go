@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -133,8 +134,12 @@ type Partial struct {
 // Update tells workers how β changed: β_j += Delta[k] for j = Vars[k].
 // The first update of a job carries the centering instead.
 type Update struct {
-	Vars   wire.Int32s   `msgpack:"v"`
-	Delta  wire.Float64s `msgpack:"d"`
+	Vars  wire.Int32s   `msgpack:"v"`
+	Delta wire.Float64s `msgpack:"d"`
+	// Value[k] is the new β_j itself, so that the workers' copies of β
+	// are the coordinator's exactly (a running sum of deltas would not
+	// return to 0).
+	Value  wire.Float64s `msgpack:"x"`
 	Center *Center       `msgpack:"c,omitempty"`
 }
 
@@ -151,7 +156,8 @@ type Center struct {
 // older than the coordinator's β, so it carries the β part of the
 // objective itself.
 type Summary struct {
-	Rows     int           `msgpack:"n"`
+	Rows     int                `msgpack:"n"`
+	Data     libsvm.Fingerprint `msgpack:"fp"`
 	Features int           `msgpack:"m"`
 	SumY     float64       `msgpack:"sy"`
 	ColSum   wire.Float64s `msgpack:"cs"`

@@ -287,6 +287,17 @@ func TestKKT(t *testing.T) {
 				if rel := math.Abs(got-want) / want; rel > 1e-9 {
 					t.Errorf("objective %.15g, sequential CD %.15g: relative difference %.3g > 1e-9", got, want, rel)
 				}
+				nnz := 0
+				for _, b := range beta {
+					if b != 0 {
+						nnz++
+					}
+				}
+				// The workers' copies of β are the coordinator's values, not
+				// running sums of deltas: a coordinate set back to 0 is 0.
+				if nnz != res.Final.NNZ {
+					t.Errorf("the model file has %d non-zeros, the final report %d", nnz, res.Final.NNZ)
+				}
 				t.Logf("%d rounds, %d updates, reason %s, objective %.12g", res.Rounds, res.Updates, res.Reason, got)
 			})
 		}

@@ -21,6 +21,7 @@ type Worker struct {
 	meanX  []float64 // nil when no intercept
 	s      float64   // x̄ᵀβ
 	beta   []float64 // β, as the updates so far make it
+	data   libsvm.Fingerprint
 }
 
 // NewWorker reads shard of shards (a contiguous range of rows) of cfg.Data.
@@ -34,7 +35,11 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{x: x, y: y, colSum: make([]float64, x.Cols), q: append([]float64(nil), y...)}
+	fp, err := libsvm.FingerprintFile(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{data: fp, x: x, y: y, colSum: make([]float64, x.Cols), q: append([]float64(nil), y...)}
 	for j := range x.Cols {
 		_, v := x.Col(j)
 		for _, a := range v {
@@ -50,6 +55,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 // Describe implements schmp.Worker.
 func (w *Worker) Describe() (Summary, error) {
 	s := Summary{
+		Data:     w.data,
 		Rows:     w.x.Rows,
 		Features: w.x.Cols,
 		ColSum:   w.colSum,
@@ -75,8 +81,8 @@ func (w *Worker) Apply(u Update) error {
 		w.meanY = u.Center.MeanY
 		w.meanX = u.Center.MeanX
 	}
-	if len(u.Vars) != len(u.Delta) {
-		return fmt.Errorf("update with %d variables and %d deltas", len(u.Vars), len(u.Delta))
+	if len(u.Vars) != len(u.Delta) || len(u.Vars) != len(u.Value) {
+		return fmt.Errorf("update with %d variables, %d deltas and %d values", len(u.Vars), len(u.Delta), len(u.Value))
 	}
 	for k, j := range u.Vars {
 		d := u.Delta[k]
@@ -86,7 +92,7 @@ func (w *Worker) Apply(u Update) error {
 		if int(j) >= len(w.beta) {
 			w.beta = append(w.beta, make([]float64, int(j)+1-len(w.beta))...)
 		}
-		w.beta[j] += d
+		w.beta[j] = u.Value[k]
 		if int(j) < len(w.meanX) {
 			w.s += w.meanX[j] * d
 		}
