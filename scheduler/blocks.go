@@ -16,10 +16,13 @@ type BlockPlan struct {
 }
 
 // DefaultRoundWork is the work, in non-zeros visited, that BlockScheduler
-// gives each worker's block by default: about a millisecond of coordinate
-// updates on one core, some ten times the fixed cost of a round over NATS,
-// so that computation dominates.
-const DefaultRoundWork = 1 << 20
+// gives each worker's block by default: some 10–20 ms of coordinate updates
+// on one core, a hundred times the fixed cost of a round over NATS. It is
+// large because sweeps over the whole of a worker's columns, with many
+// sweeps of the non-zero coordinates between them (glmnet's strategy),
+// measured far faster than small blocks drawn by priority (bench/RESULTS.md):
+// the block covers every column of a worker with up to 16M non-zeros.
+const DefaultRoundWork = 1 << 24
 
 // OwnedRange returns the columns [lo, hi) that worker shard of shards owns in
 // the column layout of total columns: a contiguous split as [libsvm.ShardRange]

@@ -30,6 +30,7 @@ type ColWorker struct {
 	scratch []float64 // q during a Push
 	trial   []float64 // β over the worker's columns during a Push
 	active  []int32
+	relTol  float64 // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
 	work    []int32 // a round's working set: its block and the non-zero coordinates
 	inWork  []bool  // by column of the worker
 }
@@ -200,7 +201,10 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 	// A sweep has settled when no coordinate's step would lower the
 	// objective by more than about tol·‖r‖²/2n (a step δ_j lowers it by
 	// about a_j·δ_j²/2).
-	tol := w.cfg.innerTol() * rr / w.n
+	if w.relTol == 0 {
+		w.relTol = w.cfg.innerTol()
+	}
+	tol := w.relTol * rr / w.n
 	budget := w.cfg.roundWork() * innerWorkFactor
 	var work int64
 	sweep := func(cols []int32) float64 {
@@ -241,7 +245,15 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 			return ColPartial{}, err
 		}
 		if sweep(block) <= tol {
-			break
+			if work > int64(len(block))+w.blockNNZ(block) || w.relTol <= minInnerTol {
+				break
+			}
+			// The first sweep found the working set settled: the rounds
+			// have reached the tolerance, so tighten it for this round and
+			// the next ones.
+			w.relTol *= 1e-2
+			tol *= 1e-2
+			continue
 		}
 		for work < budget {
 			w.active = w.active[:0]
@@ -305,4 +317,16 @@ func (w *ColWorker) Report() (ColSummary, error) {
 		}
 	}
 	return s, nil
+}
+
+// minInnerTol is the tightest relative inner tolerance: about rounding.
+const minInnerTol = 1e-15
+
+// blockNNZ returns the non-zeros of the worker's columns in block.
+func (w *ColWorker) blockNNZ(block []int32) int64 {
+	var n int64
+	for _, j := range block {
+		n += int64(w.x.NNZ(int(j) - w.first))
+	}
+	return n
 }

@@ -41,7 +41,7 @@ func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 // the flag's; for auto, rows when the job pipelines (--depth or
 // --schedulers above 1, which only the row layout does), and otherwise the
 // one lasso.ChooseLayout picks from the data's shape (which reads the file).
-func (f *layoutFlags) resolve(path string, rf *runFlags) (lasso.Layout, error) {
+func (f *layoutFlags) resolve(path string, rf *runFlags, shape *dataShape) (lasso.Layout, error) {
 	l, auto, err := lasso.ParseLayout(f.layout)
 	if err != nil {
 		return l, usageError{err}
@@ -55,11 +55,13 @@ func (f *layoutFlags) resolve(path string, rf *runFlags) (lasso.Layout, error) {
 	if rf.depth > 1 || rf.schedulers > 1 {
 		return lasso.LayoutRows, nil
 	}
-	n, p, err := dataShape(path)
-	if err != nil {
-		return l, err
+	if shape == nil {
+		var err error
+		if shape, err = checkData(path); err != nil {
+			return l, err
+		}
 	}
-	return lasso.ChooseLayout(n, p, rf.workers), nil
+	return lasso.ChooseLayout(shape.rows, shape.cols, rf.workers), nil
 }
 
 // lassoSetup parses the flags of a Lasso command and checks the data (all
@@ -80,12 +82,13 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 	if err != nil {
 		return cfg, nil, opts, err
 	}
+	var shape *dataShape
 	if role != "coordinator" {
-		if err := checkData(cfg.Data); err != nil {
+		if shape, err = checkData(cfg.Data); err != nil {
 			return cfg, nil, opts, err
 		}
 	}
-	if cfg.Layout, err = lay.resolve(cfg.Data, rf); err != nil {
+	if cfg.Layout, err = lay.resolve(cfg.Data, rf, shape); err != nil {
 		return cfg, nil, opts, err
 	}
 	cfg.RoundWork = lay.roundWork
@@ -102,22 +105,6 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 // monotoneRiseTol is the rise of the objective, relative, that a job whose
 // every round provably lowers it tolerates before it fails: rounding only.
 const monotoneRiseTol = 1e-9
-
-// dataShape returns the number of rows and of columns (up to the last with
-// a non-zero) of the LIBSVM file at path.
-func dataShape(path string) (rows, cols int, err error) {
-	err = libsvm.Read(path, func(_ int, row libsvm.Row) error {
-		rows++
-		for k := len(row.Index) - 1; k >= 0; k-- {
-			if row.Value[k] != 0 {
-				cols = max(cols, int(row.Index[k])+1)
-				break
-			}
-		}
-		return nil
-	})
-	return rows, cols, dataError(err)
-}
 
 // runLasso runs a whole Lasso job in this process.
 func runLasso(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -149,10 +136,25 @@ func runLassoRole(ctx context.Context, role string, args []string, stdout, stder
 	return runNode(ctx, role, lasso.Program(cfg), rf, opts, stdout, stderr, printResult)
 }
 
+// dataShape is the shape of a LIBSVM file: its rows, and its columns up to
+// the last with a non-zero.
+type dataShape struct{ rows, cols int }
+
 // checkData reads the whole data file once, so that bad input is reported
-// with its file and line before any role starts.
-func checkData(path string) error {
-	return dataError(libsvm.Read(path, func(int, libsvm.Row) error { return nil }))
+// with its file and line before any role starts, and returns its shape.
+func checkData(path string) (*dataShape, error) {
+	var s dataShape
+	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
+		s.rows++
+		for k := len(row.Index) - 1; k >= 0; k-- {
+			if row.Value[k] != 0 {
+				s.cols = max(s.cols, int(row.Index[k])+1)
+				break
+			}
+		}
+		return nil
+	})
+	return &s, dataError(err)
 }
 
 // dataError makes an error of reading data a usage error (exit status 2).
