@@ -158,17 +158,17 @@ type Center struct {
 type Summary struct {
 	Rows     int                `msgpack:"n"`
 	Data     libsvm.Fingerprint `msgpack:"fp"`
-	Features int           `msgpack:"m"`
-	SumY     float64       `msgpack:"sy"`
-	ColSum   wire.Float64s `msgpack:"cs"`
-	ColSq    wire.Float64s `msgpack:"cq"`
-	XtY      wire.Float64s `msgpack:"xy"`
-	SqResid  float64       `msgpack:"rr"` // Σ r_i²
-	SumResid float64       `msgpack:"r"`  // Σ r_i
-	YtR      float64       `msgpack:"yr"` // Σ (y_i − ȳ)·r_i
-	XtR      wire.Float64s `msgpack:"xr"` // Σ x_ij·r_i for every column j
-	L1       float64       `msgpack:"l1"` // ‖β‖₁
-	NNZ      int           `msgpack:"nz"` // non-zeros of β
+	Features int                `msgpack:"m"`
+	SumY     float64            `msgpack:"sy"`
+	ColSum   wire.Float64s      `msgpack:"cs"`
+	ColSq    wire.Float64s      `msgpack:"cq"`
+	XtY      wire.Float64s      `msgpack:"xy"`
+	SqResid  float64            `msgpack:"rr"` // Σ r_i²
+	SumResid float64            `msgpack:"r"`  // Σ r_i
+	YtR      float64            `msgpack:"yr"` // Σ (y_i − ȳ)·r_i
+	XtR      wire.Float64s      `msgpack:"xr"` // Σ x_ij·r_i for every column j
+	L1       float64            `msgpack:"l1"` // ‖β‖₁
+	NNZ      int                `msgpack:"nz"` // non-zeros of β
 }
 
 // Program returns the Lasso program for cfg.
