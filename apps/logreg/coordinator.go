@@ -1,16 +1,11 @@
 package logreg
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"strconv"
 
-	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/sparse"
 )
 
 // riseTol is the rise of the objective in a round, relative to F at w = 0,
@@ -32,16 +27,11 @@ const (
 // Coordinator is the coordinator side of logistic regression: it holds w
 // and b and decides the steps.
 type Coordinator struct {
-	cfg       Config
-	n         float64
-	lambda    float64
-	lambdaMax float64
-	w         []float64
-	b         float64
-	curvMax   []float64 // a_j = ‖x_j‖²/(4n), the most curvature along j
-	colMax    []float64 // c_j = max_i |x_ij|
-	colNNZ    []int64
-	f0        float64 // F at w = 0 (and the initial b)
+	model
+	curvMax []float64 // a_j = ‖x_j‖²/(4n), the most curvature along j
+	colMax  []float64 // c_j = max_i |x_ij|
+	colNNZ  []int64
+	f0      float64 // F at w = 0 (and the initial b)
 
 	// The joint-step safeguard.
 	theta    float64
@@ -54,9 +44,6 @@ type Coordinator struct {
 	// from partials that saw that update.
 	biasRound uint64
 	work      int64
-
-	test    *testSet
-	records []Record
 }
 
 // pending is what the coordinator predicted for a round whose realized
@@ -78,39 +65,14 @@ type Safeguard struct {
 	MinTheta float64
 }
 
-// Record is what a report measured besides the objective: the accuracy on
-// the training rows (at the workers' state) and on the test set (at the
-// coordinator's w when the report arrived; NaN without a test set).
-type Record struct {
-	Train, Test float64
-}
-
-// testSet is a test file held by the coordinator.
-type testSet struct {
-	x *sparse.CSC
-	y []float64 // ±1
-}
-
 // NewCoordinator returns the coordinator side for cfg; it reads cfg.Test, if
 // set.
 func NewCoordinator(cfg Config) (*Coordinator, error) {
-	c := &Coordinator{cfg: cfg, theta: 1, minTheta: 1, pending: map[uint64]pending{}}
-	if cfg.Test != "" {
-		x, labels, err := libsvm.ReadMatrix(cfg.Test, 0, -1, 0)
-		if err != nil {
-			return nil, err
-		}
-		t := &testSet{x: x, y: make([]float64, len(labels))}
-		for i, v := range labels {
-			y, ok := label(v)
-			if !ok {
-				return nil, &libsvm.ParseError{File: cfg.Test, Line: i + 1, Msg: badLabel(v)}
-			}
-			t.y[i] = y
-		}
-		c.test = t
+	m, err := newModel(cfg)
+	if err != nil {
+		return nil, err
 	}
-	return c, nil
+	return &Coordinator{model: m, theta: 1, minTheta: 1, pending: map[uint64]pending{}}, nil
 }
 
 // Start implements schmp.Coordinator: it sums the shard summaries into the
@@ -164,33 +126,13 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 		c.b = math.Log(mean / (1 - mean))
 		c.f0 = entropy(mean)
 	}
+	lambdaMax := 0.0
 	for j := range m {
-		c.lambdaMax = max(c.lambdaMax, math.Abs(colPos[j]-center*colSum[j])/c.n)
+		lambdaMax = max(lambdaMax, math.Abs(colPos[j]-center*colSum[j])/c.n)
 	}
-	switch {
-	case c.cfg.LambdaRatio > 0:
-		c.lambda = c.cfg.LambdaRatio * c.lambdaMax
-	case c.cfg.C > 0:
-		c.lambda = 1 / (c.cfg.C * c.n)
-	default:
-		c.lambda = c.cfg.Lambda
-	}
+	c.setLambda(lambdaMax)
 	return Update{Bias: c.b}, nil
 }
-
-// Lambda returns the penalty in use, and LambdaMax the smallest λ whose
-// solution is w = 0 (both known after Start).
-func (c *Coordinator) Lambda() float64 { return c.lambda }
-
-// LambdaMax returns the smallest λ whose solution is w = 0 (known after
-// Start).
-func (c *Coordinator) LambdaMax() float64 { return c.lambdaMax }
-
-// Weights returns w (owned by c).
-func (c *Coordinator) Weights() []float64 { return c.w }
-
-// Intercept returns b (0 without an intercept).
-func (c *Coordinator) Intercept() float64 { return c.b }
 
 // Safeguard returns what the joint-step safeguard saw so far.
 func (c *Coordinator) Safeguard() Safeguard {
@@ -198,9 +140,6 @@ func (c *Coordinator) Safeguard() Safeguard {
 	g.MinTheta = c.minTheta
 	return g
 }
-
-// Records returns one record per report, in order (owned by c).
-func (c *Coordinator) Records() []Record { return c.records }
 
 // Pull implements schmp.Coordinator: it learns the realized change of the rounds
 // whose updates the workers applied since their last partials, adapts θ,
@@ -372,97 +311,6 @@ func (c *Coordinator) Objective(reports []Summary) (schmp.Progress, error) {
 		t = nl / norm
 	}
 	dual := t * (sPos*hPos + sNeg*hNeg) / c.n
-	rec := Record{Train: float64(correct) / c.n, Test: c.testAccuracy()}
-	c.records = append(c.records, rec)
-	return schmp.Progress{Objective: f, NNZ: nnz, Gap: max(f-dual, 0), HasGap: true, Metrics: []schmp.Metric{
-		{Name: "train_accuracy", Value: rec.Train},
-		{Name: "test_accuracy", Value: rec.Test}, // NaN without a test set: an empty cell
-	}}, nil
-}
-
-// testAccuracy returns the accuracy of the coordinator's model on the test
-// set, or NaN without one.
-func (c *Coordinator) testAccuracy() float64 {
-	t := c.test
-	if t == nil {
-		return math.NaN()
-	}
-	if len(t.y) == 0 {
-		return 0
-	}
-	z := make([]float64, len(t.y))
-	for i := range z {
-		z[i] = c.b
-	}
-	for j, wj := range c.w[:min(len(c.w), t.x.Cols)] {
-		if wj == 0 {
-			continue
-		}
-		rows, vals := t.x.Col(j)
-		for k, i := range rows {
-			z[i] += vals[k] * wj
-		}
-	}
-	correct := 0
-	for i, zi := range z {
-		if (zi >= 0) == (t.y[i] > 0) {
-			correct++
-		}
-	}
-	return float64(correct) / float64(len(z))
-}
-
-// WriteModel implements schmp.Coordinator: a CSV "index,value" of the
-// non-zero weights with 1-based indices as in LIBSVM, preceded by the
-// intercept as index 0 when the job fits one.
-func (c *Coordinator) WriteModel(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	bw.WriteString("index,value\n")
-	line := func(j int, v float64) {
-		var buf [48]byte
-		b := strconv.AppendInt(buf[:0], int64(j), 10)
-		b = append(b, ',')
-		b = strconv.AppendFloat(b, v, 'g', 17, 64)
-		bw.Write(append(b, '\n'))
-	}
-	if c.cfg.Intercept {
-		line(0, c.b)
-	}
-	for j, v := range c.w {
-		if v != 0 {
-			line(j+1, v)
-		}
-	}
-	return bw.Flush()
-}
-
-// Probability returns P(y = +1 | x) = σ(x·w + b) for a row with 0-based
-// feature indices idx and values val; features beyond the model's are 0.
-func (c *Coordinator) Probability(idx []int32, val []float64) float64 {
-	z := c.b
-	for k, j := range idx {
-		if int(j) < len(c.w) {
-			z += c.w[j] * val[k]
-		}
-	}
-	return sigmoid(z)
-}
-
-// WritePredictions writes a CSV "label,probability" with, for every row of
-// the LIBSVM file at path in order, its label as written and P(y = +1 | x).
-func (c *Coordinator) WritePredictions(w io.Writer, path string) error {
-	bw := bufio.NewWriter(w)
-	bw.WriteString("label,probability\n")
-	var buf []byte
-	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
-		buf = strconv.AppendFloat(buf[:0], row.Label, 'g', -1, 64)
-		buf = append(buf, ',')
-		buf = strconv.AppendFloat(buf, c.Probability(row.Index, row.Value), 'g', 17, 64)
-		_, err := bw.Write(append(buf, '\n'))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return bw.Flush()
+	metrics := c.record(float64(correct) / c.n)
+	return schmp.Progress{Objective: f, NNZ: nnz, Gap: max(f-dual, 0), HasGap: true, Metrics: metrics}, nil
 }

@@ -1,0 +1,188 @@
+package logreg
+
+import (
+	"bufio"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/sparse"
+)
+
+// model is what the coordinators of both layouts hold: the penalty, the
+// weights and the intercept, the test set, and the records of the reports.
+type model struct {
+	cfg       Config
+	n         float64
+	lambda    float64
+	lambdaMax float64
+	w         []float64
+	b         float64
+	test      *testSet
+	records   []Record
+}
+
+// Record is what a report measured besides the objective: the accuracy on
+// the training rows (at the workers' state) and on the test set (at the
+// coordinator's w when the report arrived; NaN without a test set).
+type Record struct {
+	Train, Test float64
+}
+
+// testSet is a test file held by the coordinator.
+type testSet struct {
+	x *sparse.CSC
+	y []float64 // ±1
+}
+
+// newModel returns the model for cfg; it reads cfg.Test, if set.
+func newModel(cfg Config) (model, error) {
+	m := model{cfg: cfg}
+	if cfg.Test != "" {
+		x, labels, err := libsvm.ReadMatrix(cfg.Test, 0, -1, 0)
+		if err != nil {
+			return m, err
+		}
+		t := &testSet{x: x, y: make([]float64, len(labels))}
+		for i, v := range labels {
+			y, ok := label(v)
+			if !ok {
+				return m, &libsvm.ParseError{File: cfg.Test, Line: i + 1, Msg: badLabel(v)}
+			}
+			t.y[i] = y
+		}
+		m.test = t
+	}
+	return m, nil
+}
+
+// setLambda sets λ from the config, given λ_max and n.
+func (m *model) setLambda(lambdaMax float64) {
+	m.lambdaMax = lambdaMax
+	switch {
+	case m.cfg.LambdaRatio > 0:
+		m.lambda = m.cfg.LambdaRatio * lambdaMax
+	case m.cfg.C > 0:
+		m.lambda = 1 / (m.cfg.C * m.n)
+	default:
+		m.lambda = m.cfg.Lambda
+	}
+}
+
+// Lambda returns the penalty in use (known after Start).
+func (m *model) Lambda() float64 { return m.lambda }
+
+// LambdaMax returns the smallest λ whose solution is w = 0 (known after
+// Start).
+func (m *model) LambdaMax() float64 { return m.lambdaMax }
+
+// Weights returns w (owned by the coordinator).
+func (m *model) Weights() []float64 { return m.w }
+
+// Intercept returns b (0 without an intercept).
+func (m *model) Intercept() float64 { return m.b }
+
+// Records returns one record per report, in order (owned by the
+// coordinator).
+func (m *model) Records() []Record { return m.records }
+
+// record records a report's training accuracy, with the test accuracy of
+// the current model, and returns both as the metrics train_accuracy and
+// test_accuracy.
+func (m *model) record(train float64) []schmp.Metric {
+	rec := Record{Train: train, Test: m.testAccuracy()}
+	m.records = append(m.records, rec)
+	return []schmp.Metric{
+		{Name: "train_accuracy", Value: rec.Train},
+		{Name: "test_accuracy", Value: rec.Test}, // NaN without a test set: an empty cell
+	}
+}
+
+// testAccuracy returns the accuracy of the coordinator's model on the test
+// set, or NaN without one.
+func (m *model) testAccuracy() float64 {
+	t := m.test
+	if t == nil {
+		return math.NaN()
+	}
+	if len(t.y) == 0 {
+		return 0
+	}
+	z := make([]float64, len(t.y))
+	for i := range z {
+		z[i] = m.b
+	}
+	for j, wj := range m.w[:min(len(m.w), t.x.Cols)] {
+		if wj == 0 {
+			continue
+		}
+		rows, vals := t.x.Col(j)
+		for k, i := range rows {
+			z[i] += vals[k] * wj
+		}
+	}
+	correct := 0
+	for i, zi := range z {
+		if (zi >= 0) == (t.y[i] > 0) {
+			correct++
+		}
+	}
+	return float64(correct) / float64(len(z))
+}
+
+// WriteModel implements schmp.Coordinator: a CSV "index,value" of the
+// non-zero weights with 1-based indices as in LIBSVM, preceded by the
+// intercept as index 0 when the job fits one.
+func (m *model) WriteModel(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("index,value\n")
+	line := func(j int, v float64) {
+		var buf [48]byte
+		b := strconv.AppendInt(buf[:0], int64(j), 10)
+		b = append(b, ',')
+		b = strconv.AppendFloat(b, v, 'g', 17, 64)
+		bw.Write(append(b, '\n'))
+	}
+	if m.cfg.Intercept {
+		line(0, m.b)
+	}
+	for j, v := range m.w {
+		if v != 0 {
+			line(j+1, v)
+		}
+	}
+	return bw.Flush()
+}
+
+// Probability returns P(y = +1 | x) = σ(x·w + b) for a row with 0-based
+// feature indices idx and values val; features beyond the model's are 0.
+func (m *model) Probability(idx []int32, val []float64) float64 {
+	z := m.b
+	for k, j := range idx {
+		if int(j) < len(m.w) {
+			z += m.w[j] * val[k]
+		}
+	}
+	return sigmoid(z)
+}
+
+// WritePredictions writes a CSV "label,probability" with, for every row of
+// the LIBSVM file at path in order, its label as written and P(y = +1 | x).
+func (m *model) WritePredictions(w io.Writer, path string) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("label,probability\n")
+	var buf []byte
+	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
+		buf = strconv.AppendFloat(buf[:0], row.Label, 'g', -1, 64)
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, m.Probability(row.Index, row.Value), 'g', 17, 64)
+		_, err := bw.Write(append(buf, '\n'))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
