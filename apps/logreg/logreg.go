@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -28,12 +29,26 @@ type Config struct {
 	Intercept bool
 	// Schedule configures the scheduler's dynamic engine; its Vars is set
 	// from the data, and a negative Warmup means one sweep's worth of
-	// rounds, ⌈M/Block⌉.
+	// rounds, ⌈M/Block⌉. In the column layout its Block, Candidates and
+	// Rho are set by the block scheduler.
 	Schedule scheduler.Config
+	// Layout is lasso.LayoutRows or lasso.LayoutColumns (see
+	// lasso.ChooseLayout): Program runs the rows, ColumnProgram the
+	// columns.
+	Layout lasso.Layout
+	// RoundWork is the work of a worker's block in the column layout, in
+	// non-zeros (0: scheduler.DefaultRoundWork).
+	RoundWork int
+	// InnerTol is the relative tolerance of a worker's coordinate descent
+	// over its block in the column layout (0: lasso.DefaultInnerTol).
+	InnerTol float64
 
 	// fixedTheta, when positive, turns the adaptive joint-step factor off
 	// and scales every round's steps by it (for tests of the safeguard).
 	fixedTheta float64
+	// mergeWhole, in the column layout, takes the merged change of the
+	// workers whole, without the line search (for tests of the merge).
+	mergeWhole bool
 }
 
 // Validate reports the first bad setting, named as its flag.
@@ -58,6 +73,12 @@ func (c *Config) Validate() error {
 		return errors.New("the penalty is required: give one of --lambda, --lambda-ratio or --C, > 0")
 	case 2, 3:
 		return errors.New("give only one of --lambda, --lambda-ratio and --C")
+	}
+	switch {
+	case c.RoundWork < 0:
+		return fmt.Errorf("--round-work must be >= 0, got %d", c.RoundWork)
+	case !(c.InnerTol >= 0 && c.InnerTol < 1):
+		return fmt.Errorf("the inner tolerance must be in [0, 1), got %v", c.InnerTol)
 	}
 	return scheduler.ValidateColumnConfig(c.Schedule)
 }

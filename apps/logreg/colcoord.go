@@ -1,0 +1,410 @@
+package logreg
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+)
+
+// The backtracking line search over a merged direction: the step α starts
+// at 1 and is halved until the objective has fallen by at least
+// armijo·α·Δ, where Δ < 0 is the first-order change of F along the
+// direction at α = 1 (d-GLMNET's rule), or until maxHalvings halvings.
+const (
+	armijo      = 0.01
+	maxHalvings = 30
+)
+
+// ColCoordinator is the coordinator side of logistic regression in the
+// column layout: it holds w, b and its own replica of the margins, and
+// merges the workers' changes so that no round raises the objective.
+type ColCoordinator struct {
+	model
+	workers int
+	y       []float64 // ±1
+	z       []float64 // the margins Xw + b
+	r       []float64 // −y_i·σ(−y_i·z_i)
+	pos     []int32   // column → its index in a round's feedback, or -1
+
+	// lastMoved is the last round whose update changed the model: a
+	// partial computed before it is stale. taken[k] is the last round whose
+	// update took worker shard k's change: a partial of shard k computed
+	// before it holds values of shard k's columns that are no longer the
+	// model's, and is dropped.
+	lastMoved uint64
+	taken     []uint64
+	stats     ColStats
+}
+
+// ColStats tells what the merges of the column layout did.
+type ColStats struct {
+	// Rounds counts the rounds in which some worker changed the model, and
+	// Merged those that took a line search (several workers' changes, or a
+	// stale one).
+	Rounds, Merged int
+	// Shortened counts the merged rounds whose step along the merged
+	// direction was shorter than 1, and MinAlpha is the shortest step taken.
+	Shortened int
+	MinAlpha  float64
+	// Single counts the merged rounds that took one worker's change alone,
+	// which lowered F more than the merged direction, and Rejected those in
+	// which nothing lowered F (the round changed nothing).
+	Single, Rejected int
+	// Dropped counts the workers' changes dropped because they were
+	// computed before an earlier change of the same worker was applied
+	// (only with rounds in flight).
+	Dropped int
+}
+
+// NewColCoordinator returns the coordinator side for cfg in the column
+// layout; it reads cfg.Test, if set.
+func NewColCoordinator(cfg Config) (*ColCoordinator, error) {
+	m, err := newModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &ColCoordinator{model: m, stats: ColStats{MinAlpha: 1}}, nil
+}
+
+// errData reports workers that read different data.
+var errData = errors.New("the workers read different data: every role of a job must read the same --data")
+
+// Start implements schmp.Coordinator: it checks that the workers read the
+// same data and hold together every column once, takes the labels from
+// shard 0, sets λ and returns the initial intercept.
+func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
+	if len(shards) == 0 {
+		return ColUpdate{}, errors.New("no workers")
+	}
+	s0 := shards[0]
+	if s0.Rows == 0 {
+		return ColUpdate{}, fmt.Errorf("%s: no samples", c.cfg.Data)
+	}
+	if len(s0.Y) != s0.Rows {
+		return ColUpdate{}, fmt.Errorf("worker shard 0 sent %d labels for %d rows", len(s0.Y), s0.Rows)
+	}
+	lambdaMax := 0.0
+	for k, s := range shards {
+		lo, hi := scheduler.OwnedRange(s0.Features, k, len(shards))
+		switch {
+		case s.Data != s0.Data:
+			return ColUpdate{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", errData, k, s.Data, s0.Data)
+		case s.Rows != s0.Rows || s.Features != s0.Features || s.Pos != s0.Pos || s.Neg != s0.Neg || s.Zero != s0.Zero:
+			return ColUpdate{}, fmt.Errorf("%w: worker shard %d has %d×%d, shard 0 %d×%d", errData, k, s.Rows, s.Features, s0.Rows, s0.Features)
+		case s.First != lo || s.First+s.Cols != hi:
+			return ColUpdate{}, fmt.Errorf("worker shard %d holds columns [%d, %d), want [%d, %d)", k, s.First, s.First+s.Cols, lo, hi)
+		}
+		lambdaMax = max(lambdaMax, s.LambdaMax)
+	}
+	if s0.Zero > 0 && s0.Neg > 0 {
+		return ColUpdate{}, fmt.Errorf("%s: labels mix the 0/1 and -1/+1 conventions", c.cfg.Data)
+	}
+	if err := checkClasses(c.cfg.Data, s0.Pos, s0.Neg+s0.Zero); err != nil {
+		return ColUpdate{}, err
+	}
+	if s0.Features == 0 {
+		return ColUpdate{}, fmt.Errorf("%s: no features", c.cfg.Data)
+	}
+	pos := 0
+	for _, y := range s0.Y {
+		switch y {
+		case 1:
+			pos++
+		case -1:
+		default:
+			return ColUpdate{}, fmt.Errorf("worker shard 0 sent label %v, want ±1", y)
+		}
+	}
+	if pos != s0.Pos {
+		return ColUpdate{}, fmt.Errorf("worker shard 0 sent %d positive labels and counted %d", pos, s0.Pos)
+	}
+	c.workers = len(shards)
+	c.taken = make([]uint64, len(shards))
+	c.n = float64(s0.Rows)
+	c.y = s0.Y
+	c.w = make([]float64, s0.Features)
+	c.pos = make([]int32, s0.Features)
+	for j := range c.pos {
+		c.pos[j] = -1
+	}
+	if c.cfg.Intercept {
+		mean := float64(pos) / c.n
+		c.b = math.Log(mean / (1 - mean))
+	}
+	c.z = make([]float64, s0.Rows)
+	c.r = make([]float64, s0.Rows)
+	for i := range c.z {
+		c.setRow(i, c.b)
+	}
+	c.setLambda(lambdaMax)
+	if !(c.lambda > 0) {
+		return ColUpdate{}, fmt.Errorf("the penalty λ is %v: the column layout needs λ > 0 (λ_max is %v)", c.lambda, lambdaMax)
+	}
+	return ColUpdate{Init: true, Lambda: c.lambda, Bias: c.b}, nil
+}
+
+// setRow sets the margin of row i to z.
+func (c *ColCoordinator) setRow(i int, z float64) {
+	y := c.y[i]
+	_, q, _ := row(y, z)
+	c.z[i], c.r[i] = z, -y*q
+}
+
+// Stats returns what the merges did so far.
+func (c *ColCoordinator) Stats() ColStats { return c.stats }
+
+// change is a change of the model: the margins move by alpha·dir, w_j to
+// vals[k] for j = vars[k] and b to bias, scaled by alpha. It is made of
+// the changes of the worker shards in from.
+type change struct {
+	dir   []float64
+	vars  []int32
+	vals  []float64
+	bias  float64
+	alpha float64
+	from  []int
+}
+
+// single returns worker shard k's change alone, at step 1.
+func (c *ColCoordinator) single(k int, part ColPartial) change {
+	ch := change{dir: part.Dir, vars: part.Vars, vals: part.Value, bias: c.b, alpha: 1, from: []int{k}}
+	if k == 0 {
+		ch.bias = part.Bias
+	}
+	return ch
+}
+
+// Pull implements schmp.Coordinator: it merges the workers' changes. With
+// one worker whose change was computed from the current margins, the change
+// is its own sequential coordinate descent, which never raises the
+// objective, and is taken whole. Otherwise (several workers, or a change
+// computed from older margins) it takes whichever lowers the objective most
+// of the merged change at the step a backtracking line search finds and
+// each worker's change alone, at step 1; or nothing if none lowers it.
+//
+// With rounds in flight, a worker's change computed before the model took
+// one of its earlier changes is dropped: its values of the worker's columns
+// and its change of the margins start from a model that is gone.
+func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (ColUpdate, schmp.Feedback, error) {
+	if len(partials) != c.workers || len(p.Blocks) != c.workers {
+		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials and %d blocks for %d workers", len(partials), len(p.Blocks), c.workers)
+	}
+	var fb schmp.Feedback
+	for _, b := range p.Blocks {
+		fb.Vars = append(fb.Vars, b...)
+	}
+	fb.Delta = make([]float64, len(fb.Vars))
+	var moved []int // workers with a change
+	fresh := true
+	for k, part := range partials {
+		if len(part.Vars) != len(part.Value) {
+			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent %d variables and %d values", k, len(part.Vars), len(part.Value))
+		}
+		lo, hi := scheduler.OwnedRange(len(c.w), k, c.workers)
+		for i, j := range part.Vars {
+			if int(j) < lo || int(j) >= hi {
+				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d)", k, j, lo, hi)
+			}
+			if math.IsNaN(part.Value[i]) || math.IsInf(part.Value[i], 0) {
+				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d set column %d to %v", k, j, part.Value[i])
+			}
+		}
+		if math.IsNaN(part.Bias) || math.IsInf(part.Bias, 0) {
+			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d set the intercept to %v", k, part.Bias)
+		}
+		switch len(part.Dir) {
+		case 0:
+		case len(c.z):
+			if part.AsOf < c.taken[k] {
+				c.stats.Dropped++
+				continue
+			}
+			moved = append(moved, k)
+			fresh = fresh && part.AsOf >= c.lastMoved
+		default:
+			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent a direction over %d rows, want %d", k, len(part.Dir), len(c.z))
+		}
+	}
+	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b}
+	if len(moved) == 0 {
+		return u, fb, nil
+	}
+	c.stats.Rounds++
+	var ch change
+	if len(moved) == 1 && fresh {
+		ch = c.single(moved[0], partials[moved[0]])
+	} else {
+		ch = c.merge(partials, moved)
+	}
+	if ch.alpha == 0 {
+		return u, fb, nil
+	}
+	u.Alpha, u.Dir, u.Vars, u.Value, u.Bias = ch.alpha, ch.dir, ch.vars, ch.vals, ch.bias
+	for i, d := range u.Dir {
+		if d != 0 {
+			c.setRow(i, moveMargin(c.z[i], u.Alpha, d))
+		}
+	}
+	c.b = moveBias(c.b, u.Bias, u.Alpha)
+	for k, j := range fb.Vars {
+		c.pos[j] = int32(k)
+	}
+	for i, j := range u.Vars {
+		old := c.w[j]
+		c.w[j] = moveTo(old, u.Value[i], u.Alpha)
+		if k := c.pos[j]; k >= 0 {
+			fb.Delta[k] = c.w[j] - old
+		}
+	}
+	for _, j := range fb.Vars {
+		c.pos[j] = -1
+	}
+	c.lastMoved = round
+	for _, k := range ch.from {
+		c.taken[k] = round
+	}
+	return u, fb, nil
+}
+
+// merge returns the change that lowers the objective most of the merged
+// change of the workers in moved, at the step of a backtracking line
+// search, and each one's change alone, at step 1; a change with alpha 0 if
+// none lowers it.
+func (c *ColCoordinator) merge(partials []ColPartial, moved []int) change {
+	c.stats.Merged++
+	merged := change{bias: c.b, from: moved}
+	if len(moved) == 1 {
+		merged.dir = partials[moved[0]].Dir
+	} else {
+		merged.dir = make([]float64, len(c.z))
+	}
+	for _, k := range moved {
+		part := partials[k]
+		if len(moved) > 1 {
+			for i, d := range part.Dir {
+				merged.dir[i] += d
+			}
+		}
+		merged.vars = append(merged.vars, part.Vars...)
+		merged.vals = append(merged.vals, part.Value...)
+		if k == 0 {
+			merged.bias = part.Bias
+		}
+	}
+	if c.cfg.mergeWhole {
+		merged.alpha = 1
+		return merged
+	}
+	var best change // alpha 0: nothing
+	bestDF := 0.0
+	// The first-order change of F along the merged change, with the
+	// penalty's change at step 1 (which bounds it at any step in [0, 1],
+	// by convexity). Each worker's change lowers F, so each one's share is
+	// negative, and so is the sum.
+	if slope := c.slope(merged); slope < 0 {
+		alpha := 1.0
+		for range maxHalvings + 1 {
+			merged.alpha = alpha
+			if df := c.objectiveChange(merged); df <= armijo*alpha*slope {
+				best, bestDF = merged, df
+				break
+			}
+			alpha /= 2
+		}
+	}
+	if len(moved) > 1 {
+		single := false
+		for _, k := range moved {
+			ch := c.single(k, partials[k])
+			if df := c.objectiveChange(ch); df < bestDF {
+				best, bestDF, single = ch, df, true
+			}
+		}
+		if single {
+			c.stats.Single++
+		}
+	}
+	switch {
+	case best.alpha == 0:
+		c.stats.Rejected++
+	case best.alpha < 1:
+		c.stats.Shortened++
+		c.stats.MinAlpha = min(c.stats.MinAlpha, best.alpha)
+	}
+	return best
+}
+
+// slope returns the change of F to first order along ch at step 1:
+// ∇L·Δ + λ·(‖w + Δw‖₁ − ‖w‖₁).
+func (c *ColCoordinator) slope(ch change) float64 {
+	var s float64
+	for i, d := range ch.dir {
+		s += c.r[i] * d
+	}
+	s /= c.n
+	for k, j := range ch.vars {
+		s += c.lambda * (math.Abs(ch.vals[k]) - math.Abs(c.w[j]))
+	}
+	return s
+}
+
+// objectiveChange returns F after the change ch minus F now, computed
+// exactly (up to rounding) as the change of the loss of every row that
+// ch moves, and of the penalty. Each row's change is computed to its own
+// relative precision, not to that of the loss, so that the small changes
+// near the optimum are told from rounding.
+func (c *ColCoordinator) objectiveChange(ch change) float64 {
+	var dl float64
+	for i, d := range ch.dir {
+		if d == 0 {
+			continue
+		}
+		z := c.z[i]
+		dl += lossChange(c.y[i], z, c.r[i], moveMargin(z, ch.alpha, d)-z)
+	}
+	df := dl / c.n
+	for k, j := range ch.vars {
+		df += c.lambda * (math.Abs(moveTo(c.w[j], ch.vals[k], ch.alpha)) - math.Abs(c.w[j]))
+	}
+	return df
+}
+
+// lossChange returns log(1 + exp(−y·(z+δ))) − log(1 + exp(−y·z)) for a
+// row whose loss derivative at z is r = −y·σ(−y·z): log1p(q·expm1(−y·δ))
+// with q = σ(−y·z), accurate to its own relative precision, or for a long
+// step the plain difference.
+func lossChange(y, z, r, delta float64) float64 {
+	if math.Abs(delta) < 30 {
+		return math.Log1p(-y * r * math.Expm1(-y*delta))
+	}
+	return lossAt(y, z+delta) - lossAt(y, z)
+}
+
+// Objective implements schmp.Coordinator: F at the workers' state and its
+// duality gap, as for the row layout (see the package documentation), and
+// the accuracies. Every worker must report the same sums over the rows.
+func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error) {
+	r0 := reports[0]
+	var dual, l1 float64
+	nnz := 0
+	for k, r := range reports {
+		if r.Loss != r0.Loss || r.Correct != r0.Correct || r.HPos != r0.HPos || r.HNeg != r0.HNeg || r.QPos != r0.QPos || r.QNeg != r0.QNeg {
+			return schmp.Progress{}, fmt.Errorf("%w: worker shard %d has a loss of %v, shard 0 %v", errData, k, r.Loss, r0.Loss)
+		}
+		dual = max(dual, r.Dual)
+		l1 += r.L1
+		nnz += r.NNZ
+	}
+	f := r0.Loss/c.n + c.lambda*l1
+	sPos, sNeg := classScales(c.cfg.Intercept, r0.QPos, r0.QNeg)
+	t := 1.0
+	if nl := c.n * c.lambda; dual > nl {
+		t = nl / dual
+	}
+	d := t * (sPos*r0.HPos + sNeg*r0.HNeg) / c.n
+	metrics := c.record(float64(r0.Correct) / c.n)
+	return schmp.Progress{Objective: f, NNZ: nnz, Gap: max(f-d, 0), HasGap: true, Metrics: metrics}, nil
+}

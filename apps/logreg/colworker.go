@@ -1,0 +1,406 @@
+package logreg
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/sparse"
+)
+
+// ColWorker is the worker side of logistic regression in the column layout:
+// its own columns with all their rows, the labels, and a replica of the
+// margins z = Xw + b over all rows.
+type ColWorker struct {
+	cfg          Config
+	shard        int
+	x            *sparse.CSC // the worker's columns; column l is column first+l
+	first, total int
+	n            float64
+	y            []float64 // ±1
+	pos, neg     int       // labels as written: +1 or 1, −1
+	zero         int       // labels 0
+	curvMax      []float64 // a_j = ‖x_j‖²/(4n), the most curvature along j; 0 for an empty column
+	colMax       []float64 // c_j = max_i |x_ij|
+	data         libsvm.Fingerprint
+	bias         bool // the worker updates the intercept (shard 0, with Config.Intercept)
+
+	lambda float64
+	rows   []colRow  // at the margins as the updates so far make them
+	loss   []float64 // log(1 + exp(−y_i·z_i)) at rows[i].z
+	w      []float64 // w over the worker's columns
+	b      float64
+	asOf   uint64
+
+	scratch []colRow  // the rows during a Push
+	trial   []float64 // w over the worker's columns during a Push
+	active  []int32
+	work    []int32   // a round's working set: its block and the non-zero coordinates
+	inWork  []bool    // by column of the worker
+	rp      []float64 // scratch for Report
+}
+
+// colRow is what a worker keeps of a row in the column layout: the margin
+// z, and at it r = −y·σ(−y·z), the derivative of the row's loss, and
+// d = σ(z)·σ(−z), its curvature.
+type colRow struct {
+	z, r, d float64
+}
+
+// at returns the row with margin z and label y.
+func at(y, z float64) colRow {
+	_, q, d := row(y, z)
+	return colRow{z: z, r: -y * q, d: d}
+}
+
+// NewColWorker reads the columns of cfg.Data that worker shard of shards
+// owns in the column layout, with all their rows and the labels. A label
+// that is not a class is an error naming its line.
+func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
+	fp, err := libsvm.FingerprintFile(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	x, labels, first, total, err := libsvm.ReadOwnedColumns(cfg.Data, shard, shards)
+	if err != nil {
+		return nil, err
+	}
+	if total < shards {
+		return nil, fmt.Errorf("%s: %d features are too few for %d workers in the column layout", cfg.Data, total, shards)
+	}
+	n := len(labels)
+	w := &ColWorker{
+		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
+		curvMax: make([]float64, x.Cols), colMax: make([]float64, x.Cols),
+		bias: shard == 0 && cfg.Intercept,
+		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
+		scratch: make([]colRow, n), trial: make([]float64, x.Cols), inWork: make([]bool, x.Cols),
+	}
+	for i, v := range labels {
+		y, ok := label(v)
+		if !ok {
+			return nil, &libsvm.ParseError{File: cfg.Data, Line: i + 1, Msg: badLabel(v)}
+		}
+		w.y[i] = y
+		switch v {
+		case 1:
+			w.pos++
+		case -1:
+			w.neg++
+		default:
+			w.zero++
+		}
+	}
+	for l := range x.Cols {
+		_, vals := x.Col(l)
+		var sq, most float64
+		for _, v := range vals {
+			sq += v * v
+			most = max(most, math.Abs(v))
+		}
+		w.curvMax[l] = sq / (4 * w.n)
+		w.colMax[l] = most
+	}
+	w.setMargins(0)
+	return w, nil
+}
+
+// setMargins sets every margin to b.
+func (w *ColWorker) setMargins(b float64) {
+	w.b = b
+	for i, y := range w.y {
+		w.rows[i] = at(y, b)
+		w.loss[i] = lossAt(y, b)
+	}
+}
+
+// lossAt returns log(1 + exp(−y·z)).
+func lossAt(y, z float64) float64 {
+	s, _, _ := row(y, z)
+	return rowLoss(y, z, s)
+}
+
+// Describe implements schmp.Worker.
+func (w *ColWorker) Describe() (ColSummary, error) {
+	s := ColSummary{
+		Rows: len(w.y), Features: w.total, First: w.first, Cols: w.x.Cols, Data: w.data,
+		Pos: w.pos, Neg: w.neg, Zero: w.zero,
+	}
+	if w.shard == 0 {
+		s.Y = w.y
+	}
+	center := 0.5
+	if w.cfg.Intercept {
+		center = float64(w.pos) / w.n
+	}
+	for l := range w.x.Cols {
+		rows, vals := w.x.Col(l)
+		var sum, pos float64
+		for t, i := range rows {
+			sum += vals[t]
+			if w.y[i] > 0 {
+				pos += vals[t]
+			}
+		}
+		s.LambdaMax = max(s.LambdaMax, math.Abs(pos-center*sum)/w.n)
+	}
+	return s, nil
+}
+
+// Apply implements schmp.Worker.
+func (w *ColWorker) Apply(u ColUpdate) error {
+	if u.Init {
+		if math.IsNaN(u.Bias) || math.IsInf(u.Bias, 0) {
+			return fmt.Errorf("initial intercept %v", u.Bias)
+		}
+		w.lambda = u.Lambda
+		w.setMargins(u.Bias)
+		w.asOf = u.Round
+		return nil
+	}
+	if len(u.Vars) != len(u.Value) {
+		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))
+	}
+	if u.Dir != nil {
+		if len(u.Dir) != len(w.rows) {
+			return fmt.Errorf("update with a direction over %d rows, want %d", len(u.Dir), len(w.rows))
+		}
+		for i, d := range u.Dir {
+			if d == 0 {
+				continue
+			}
+			y := w.y[i]
+			z := moveMargin(w.rows[i].z, u.Alpha, d)
+			w.rows[i] = at(y, z)
+			w.loss[i] = lossAt(y, z)
+		}
+	}
+	for k, j := range u.Vars {
+		l := int(j) - w.first
+		if l < 0 || l >= len(w.w) {
+			continue // another worker's column
+		}
+		w.w[l] = moveTo(w.w[l], u.Value[k], u.Alpha)
+	}
+	w.b = moveBias(w.b, u.Bias, u.Alpha)
+	w.asOf = u.Round
+	return nil
+}
+
+// Push implements schmp.Worker: coordinate descent on a scratch copy of the
+// rows over the round's working set — the worker's block and its non-zero
+// coordinates, which are in every round's working set as in glmnet's active
+// set strategy — with the safeguarded Newton step of each coordinate, and
+// for worker shard 0 with an intercept a Newton step of the intercept after
+// every sweep of the whole set. It sweeps the whole working set, then its
+// non-zero coordinates until they settle, then the whole set again, until a
+// sweep changes nothing by more than the inner tolerance or the work budget
+// is spent.
+func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
+	if len(p.Blocks) <= w.shard {
+		return ColPartial{}, fmt.Errorf("plan with %d blocks has none for worker shard %d", len(p.Blocks), w.shard)
+	}
+	block := w.work[:0]
+	for _, j := range p.Blocks[w.shard] {
+		l := int(j) - w.first
+		if l < 0 || l >= w.x.Cols {
+			return ColPartial{}, fmt.Errorf("plan gives worker shard %d column %d, outside its columns [%d, %d)", w.shard, j, w.first, w.first+w.x.Cols)
+		}
+		if !w.inWork[l] {
+			w.inWork[l] = true
+			block = append(block, j)
+		}
+	}
+	for l, v := range w.w {
+		if v != 0 && !w.inWork[l] {
+			w.inWork[l] = true
+			block = append(block, int32(w.first+l))
+		}
+	}
+	for _, j := range block {
+		w.inWork[int(j)-w.first] = false
+	}
+	w.work = block
+	copy(w.scratch, w.rows)
+	copy(w.trial, w.w)
+	b := w.b
+	// A sweep has settled when no step lowers the objective by more than
+	// about tol·F: a step d whose model has curvature m lowers it by about
+	// m·d²/2. F is estimated by the loss and the worker's part of ‖w‖₁.
+	var f float64
+	for _, l := range w.loss {
+		f += l
+	}
+	f /= w.n
+	for _, v := range w.w {
+		f += w.lambda * math.Abs(v)
+	}
+	tol := w.cfg.innerTol() * f
+	budget := w.cfg.roundWork() * innerWorkFactor
+	var work int64 // the non-zeros visited so far
+	sweep := func(cols []int32) float64 {
+		var most float64
+		for _, j := range cols {
+			l := int(j) - w.first
+			rows, vals := w.x.Col(l)
+			work += int64(len(rows)) + 1
+			a := w.curvMax[l]
+			if a == 0 {
+				continue
+			}
+			var g, h float64
+			for t, i := range rows {
+				v, st := vals[t], &w.scratch[i]
+				g += v * st.r
+				h += v * v * st.d
+			}
+			old := w.trial[l]
+			d, m := newtonStep(old, g/w.n, h/w.n, a, w.colMax[l], w.lambda)
+			if d == 0 {
+				continue
+			}
+			w.trial[l] = old + d // exactly 0 where the step thresholds to 0
+			for t, i := range rows {
+				w.scratch[i] = at(w.y[i], w.scratch[i].z+vals[t]*d)
+			}
+			work += int64(len(rows))
+			most = max(most, m*d*d)
+		}
+		return most
+	}
+	// biasStep takes the intercept's step, unpenalized: its column is all
+	// ones, so its curvature is at most 1/4 and grows by at most e^{|d|}.
+	biasStep := func() float64 {
+		if !w.bias {
+			return 0
+		}
+		var g, h float64
+		for _, st := range w.scratch {
+			g += st.r
+			h += st.d
+		}
+		d, m := newtonStep(b, g/w.n, h/w.n, 0.25, 1, 0)
+		work += int64(len(w.scratch))
+		if d == 0 {
+			return 0
+		}
+		b += d
+		for i, st := range w.scratch {
+			w.scratch[i] = at(w.y[i], st.z+d)
+		}
+		work += int64(len(w.scratch))
+		return m * d * d
+	}
+	for work < budget {
+		if err := ctx.Err(); err != nil {
+			return ColPartial{}, err
+		}
+		if max(sweep(block), biasStep()) <= tol {
+			break
+		}
+		for work < budget {
+			w.active = w.active[:0]
+			for _, j := range block {
+				if w.trial[int(j)-w.first] != 0 {
+					w.active = append(w.active, j)
+				}
+			}
+			if len(w.active) == len(block) || sweep(w.active) <= tol {
+				break
+			}
+		}
+	}
+	part := ColPartial{Bias: b, AsOf: w.asOf, Work: work}
+	for _, j := range block {
+		l := int(j) - w.first
+		if w.trial[l] != w.w[l] {
+			part.Vars = append(part.Vars, j)
+			part.Value = append(part.Value, w.trial[l])
+		}
+	}
+	if len(part.Vars) > 0 || b != w.b {
+		// The change of z is computed afresh from the changes of w and b,
+		// not as the scratch margins' difference, whose rounding (of the
+		// margins' size) would swamp the small changes near the optimum.
+		part.Dir = make([]float64, len(w.rows))
+		if db := b - w.b; db != 0 {
+			for i := range part.Dir {
+				part.Dir[i] = db
+			}
+		}
+		for k, j := range part.Vars {
+			l := int(j) - w.first
+			d := part.Value[k] - w.w[l]
+			rows, vals := w.x.Col(l)
+			for t, i := range rows {
+				part.Dir[i] += vals[t] * d
+			}
+		}
+	}
+	return part, nil
+}
+
+// Report implements schmp.Worker: the sums over all rows, which every
+// worker computes alike, and over the worker's own columns the largest
+// correlation of the dual point and ‖w‖₁.
+func (w *ColWorker) Report() (ColSummary, error) {
+	s := ColSummary{Rows: len(w.y)}
+	for i, st := range w.rows {
+		y := w.y[i]
+		s.Loss += w.loss[i]
+		if (st.z >= 0) == (y > 0) {
+			s.Correct++
+		}
+		q := -y * st.r
+		if y > 0 {
+			s.HPos += entropy(q)
+			s.QPos += q
+		} else {
+			s.HNeg += entropy(q)
+			s.QNeg += q
+		}
+	}
+	sPos, sNeg := classScales(w.cfg.Intercept, s.QPos, s.QNeg)
+	// Row i's entry of the dual point, times n over the common scale:
+	// s_c·y_i·q_i = −s_c·r_i.
+	w.rp = w.rp[:0]
+	for i, st := range w.rows {
+		sc := sNeg
+		if w.y[i] > 0 {
+			sc = sPos
+		}
+		w.rp = append(w.rp, -sc*st.r)
+	}
+	for l := range w.x.Cols {
+		rows, vals := w.x.Col(l)
+		var dot float64
+		for t, i := range rows {
+			dot += vals[t] * w.rp[i]
+		}
+		s.Dual = max(s.Dual, math.Abs(dot))
+	}
+	for _, v := range w.w {
+		if v != 0 {
+			s.L1 += math.Abs(v)
+			s.NNZ++
+		}
+	}
+	return s, nil
+}
+
+// classScales returns the scales s₊ and s₋ of the positive and negative
+// rows' entries of the dual point, from the sums of q over each class: 1
+// and 1 without an intercept, and with one the largest that make
+// s₊·Q₊ = s₋·Q₋ (Σα_i = 0).
+func classScales(intercept bool, qPos, qNeg float64) (sPos, sNeg float64) {
+	sPos, sNeg = 1, 1
+	if intercept {
+		if qPos > qNeg {
+			sPos = qNeg / qPos
+		} else if qNeg > qPos {
+			sNeg = qPos / qNeg
+		}
+	}
+	return sPos, sNeg
+}
