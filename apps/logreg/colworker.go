@@ -36,6 +36,7 @@ type ColWorker struct {
 	scratch []colRow  // the rows during a Push
 	trial   []float64 // w over the worker's columns during a Push
 	active  []int32
+	relTol  float64   // the inner tolerance, relative to F (0: not set yet)
 	work    []int32   // a round's working set: its block and the non-zero coordinates
 	inWork  []bool    // by column of the worker
 	rp      []float64 // scratch for Report
@@ -236,7 +237,10 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 	for _, v := range w.w {
 		f += w.lambda * math.Abs(v)
 	}
-	tol := w.cfg.innerTol() * f
+	if w.relTol == 0 {
+		w.relTol = w.cfg.innerTol()
+	}
+	tol := w.relTol * f
 	budget := w.cfg.roundWork() * innerWorkFactor
 	var work int64 // the non-zeros visited so far
 	sweep := func(cols []int32) float64 {
@@ -292,12 +296,20 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		work += int64(len(w.scratch))
 		return m * d * d
 	}
-	for work < budget {
+	for first := true; work < budget; first = false {
 		if err := ctx.Err(); err != nil {
 			return ColPartial{}, err
 		}
 		if max(sweep(block), biasStep()) <= tol {
-			break
+			if !first || w.relTol <= minInnerTol {
+				break
+			}
+			// The first sweep found the working set settled: the rounds
+			// have reached the tolerance, so tighten it for this round and
+			// the next ones (as the Lasso's workers do).
+			w.relTol *= 1e-2
+			tol *= 1e-2
+			continue
 		}
 		for work < budget {
 			w.active = w.active[:0]
@@ -340,6 +352,9 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 	}
 	return part, nil
 }
+
+// minInnerTol is the tightest relative inner tolerance: about rounding.
+const minInnerTol = 1e-15
 
 // Report implements schmp.Worker: the sums over all rows, which every
 // worker computes alike, and over the worker's own columns the largest
