@@ -258,13 +258,25 @@ func (p *process) wait(t *testing.T, timeout time.Duration) int {
 // find the same β as the all-in-one mode.
 func TestSeparateProcesses(t *testing.T) {
 	data := genData(t)
-	for _, tc := range []struct{ schedulers, depth int }{{1, 1}, {2, 3}} {
-		t.Run(fmt.Sprintf("schedulers=%d/depth=%d", tc.schedulers, tc.depth), func(t *testing.T) {
+	for _, tc := range []struct {
+		schedulers, depth int
+		layout            string
+	}{{1, 1, "rows"}, {2, 3, "rows"}, {1, 1, "cols"}} {
+		t.Run(fmt.Sprintf("schedulers=%d/depth=%d/%s", tc.schedulers, tc.depth, tc.layout), func(t *testing.T) {
 			dir := t.TempDir()
-			job := fmt.Sprintf("proc-%d-%d", tc.schedulers, tc.depth)
+			job := fmt.Sprintf("proc-%d-%d-%s", tc.schedulers, tc.depth, tc.layout)
+			rounds := "400"
+			if tc.layout == "cols" {
+				rounds = "40"
+			}
 			common := []string{"--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--schedule", "priority",
-				"--seed", "7", "--max-rounds", "400", "--tol", "0", "--progress", "0", "--job", job,
+				"--seed", "7", "--max-rounds", rounds, "--tol", "0", "--progress", "0", "--job", job, "--layout", tc.layout,
 				"--schedulers", strconv.Itoa(tc.schedulers), "--depth", strconv.Itoa(tc.depth)}
+			if tc.layout == "cols" {
+				// Small blocks, so that the workers' changes are merged over
+				// many rounds.
+				common = append(common, "--round-work", "500")
+			}
 
 			allInOne := filepath.Join(dir, "all-in-one.csv")
 			if code, _, stderr := runCLI(t, append([]string{"lasso", "--out", allInOne}, common...)...); code != 0 {
@@ -429,6 +441,35 @@ func TestObjectiveStops(t *testing.T) {
 				assertNoOutput(t, dir)
 			} else {
 				assertNoOutput(t, dir, "model.txt", "metrics.csv")
+			}
+		})
+	}
+}
+
+// TestCorrelatedNoCheck runs the Lasso on strongly correlated data with the
+// dependency check off (--rho 1): in the row layout, parallel updates of
+// correlated coordinates diverge, and the job must fail with exit status 1,
+// a message naming the round, and no model; in the column layout, the
+// merged steps cannot raise the objective, and the job converges.
+func TestCorrelatedNoCheck(t *testing.T) {
+	data := genData(t, "--samples", "60", "--features", "600", "--density", "1", "--corr-groups", "10", "--corr", "0.95", "--true-nnz", "20")
+	for _, layout := range []string{"rows", "cols"} {
+		t.Run(layout, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "model.csv")
+			code, stdout, stderr := runCLI(t, "lasso", "--data", data, "--lambda-ratio", "0.05", "--rho", "1", "--workers", "2",
+				"--layout", layout, "--progress", "0", "--max-rounds", "20000", "--out", out)
+			switch layout {
+			case "rows":
+				if code != 1 || !strings.Contains(stderr, "diverged") || !strings.Contains(stderr, "round ") {
+					t.Fatalf("exit %d, stderr %q: want exit 1 and a message naming the round and the divergence", code, stderr)
+				}
+				if _, err := os.Stat(out); !os.IsNotExist(err) {
+					t.Errorf("a failed job left its model: %v", err)
+				}
+			case "cols":
+				if code != 0 || !strings.Contains(stdout, "(converged)") {
+					t.Fatalf("exit %d, stdout %q, stderr %q: want a converged job", code, stdout, stderr)
+				}
 			}
 		})
 	}
