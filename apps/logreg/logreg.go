@@ -197,6 +197,13 @@ var errStop = errors.New("stop")
 // a *libsvm.ParseError naming the first line that breaks either, or the
 // file's own parse error. pos and neg count the two classes.
 func CheckLabels(path string) (pos, neg int, err error) {
+	pos, neg, _, err = checkLabels(path)
+	return pos, neg, err
+}
+
+// checkLabels is CheckLabels, which also returns the number of columns up
+// to the last with a non-zero.
+func checkLabels(path string) (pos, neg, cols int, err error) {
 	var bad *libsvm.ParseError
 	seen := map[float64]int{} // label value → first line
 	err = libsvm.Read(path, func(line int, row libsvm.Row) error {
@@ -220,25 +227,39 @@ func CheckLabels(path string) (pos, neg int, err error) {
 		} else {
 			neg++
 		}
+		for k := len(row.Index) - 1; k >= 0; k-- {
+			if row.Value[k] != 0 {
+				cols = max(cols, int(row.Index[k])+1)
+				break
+			}
+		}
 		return nil
 	})
 	if bad != nil {
-		return 0, 0, bad
+		return 0, 0, 0, bad
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return pos, neg, nil
+	return pos, neg, cols, nil
 }
 
 // CheckData checks the training file at path as CheckLabels does, and that
 // it has samples of both classes.
 func CheckData(path string) error {
-	pos, neg, err := CheckLabels(path)
+	_, _, err := CheckDataShape(path)
+	return err
+}
+
+// CheckDataShape checks the training file at path as CheckData does, in
+// the same single pass, and returns its shape: the number of samples, and
+// of columns up to the last with a non-zero (lasso.ChooseLayout's input).
+func CheckDataShape(path string) (rows, cols int, err error) {
+	pos, neg, cols, err := checkLabels(path)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	return checkClasses(path, pos, neg)
+	return pos + neg, cols, checkClasses(path, pos, neg)
 }
 
 func checkClasses(path string, pos, neg int) error {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/apps/logreg"
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/coordinator"
@@ -71,8 +72,21 @@ func (f *logregFlags) config(workers int) (logreg.Config, error) {
 // done.
 type logregJob struct {
 	cfg     logreg.Config
+	workers int
 	predict string
-	coord   *logreg.Coordinator
+	coord   logregCoordinator // nil until the coordinator is made, and on other roles
+	rows    *logreg.Coordinator
+	cols    *logreg.ColCoordinator
+}
+
+// logregCoordinator is what the command asks of the coordinator of either
+// layout.
+type logregCoordinator interface {
+	Lambda() float64
+	LambdaMax() float64
+	Intercept() float64
+	Records() []logreg.Record
+	WritePredictions(w io.Writer, path string) error
 }
 
 // logregSetup parses the flags of a logistic regression command and checks
@@ -80,6 +94,7 @@ type logregJob struct {
 // bad input is a usage error naming its file and line.
 func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (*logregJob, *runFlags, coordinator.Options, error) {
 	lf := addLogregFlags(fs)
+	lay := addLayoutFlags(fs)
 	rf := addRunFlags(fs)
 	if err := parse(fs, args, stdout, synopsis); err != nil {
 		return nil, nil, coordinator.Options{}, err
@@ -92,10 +107,24 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 	if err != nil {
 		return nil, nil, opts, err
 	}
+	var shape *dataShape
 	if role != "coordinator" {
-		if err := logreg.CheckData(cfg.Data); err != nil {
+		rows, cols, err := logreg.CheckDataShape(cfg.Data)
+		if err != nil {
 			return nil, nil, opts, usageError{err}
 		}
+		shape = &dataShape{rows: rows, cols: cols}
+	}
+	if cfg.Layout, err = lay.resolve(cfg.Data, rf, shape); err != nil {
+		return nil, nil, opts, err
+	}
+	cfg.RoundWork = lay.roundWork
+	if cfg.Layout == lasso.LayoutColumns {
+		if rf.schedulers != 1 || rf.depth != 1 {
+			return nil, nil, opts, usagef("--layout cols takes one scheduler and --depth 1 (got --schedulers %d --depth %d): a worker's rounds update its own columns one after another; use --layout rows to pipeline", rf.schedulers, rf.depth)
+		}
+		// The merge makes every round lower the objective.
+		opts.RiseTol = monotoneRiseTol
 	}
 	if role == "" || role == "coordinator" {
 		if cfg.Test != "" {
@@ -109,15 +138,32 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 			}
 		}
 	}
-	return &logregJob{cfg: cfg, predict: lf.predict}, rf, opts, nil
+	return &logregJob{cfg: cfg, workers: rf.workers, predict: lf.predict}, rf, opts, nil
 }
 
-// program returns the job's program; its coordinator is kept in j.
+// program returns the job's program in the row layout; its coordinator is
+// kept in j.
 func (j *logregJob) program() schmp.Program[logreg.Plan, logreg.Partial, logreg.Update, logreg.Summary] {
 	prog := logreg.Program(j.cfg)
 	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[logreg.Plan, logreg.Partial, logreg.Update, logreg.Summary], error) {
 		c, err := logreg.NewCoordinator(j.cfg)
-		j.coord = c
+		if err == nil {
+			j.rows, j.coord = c, c
+		}
+		return c, err
+	}
+	return prog
+}
+
+// colProgram returns the job's program in the column layout; its
+// coordinator is kept in j.
+func (j *logregJob) colProgram() schmp.Program[logreg.ColPlan, logreg.ColPartial, logreg.ColUpdate, logreg.ColSummary] {
+	prog := logreg.ColumnProgram(j.cfg, j.workers)
+	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[logreg.ColPlan, logreg.ColPartial, logreg.ColUpdate, logreg.ColSummary], error) {
+		c, err := logreg.NewColCoordinator(j.cfg)
+		if err == nil {
+			j.cols, j.coord = c, c
+		}
 		return c, err
 	}
 	return prog
@@ -130,7 +176,12 @@ func runLogreg(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := runAll(ctx, j.program(), rf, opts, stdout, stderr, j.print); err != nil {
+	if j.cfg.Layout == lasso.LayoutColumns {
+		err = runAll(ctx, j.colProgram(), rf, opts, stdout, stderr, j.print)
+	} else {
+		err = runAll(ctx, j.program(), rf, opts, stdout, stderr, j.print)
+	}
+	if err != nil {
 		return err
 	}
 	return j.finish()
@@ -147,7 +198,12 @@ func runLogregRole(ctx context.Context, role string, args []string, stdout, stde
 	if err := checkRole(rf); err != nil {
 		return err
 	}
-	if err := runNode(ctx, role, j.program(), rf, opts, stdout, stderr, j.print); err != nil {
+	if j.cfg.Layout == lasso.LayoutColumns {
+		err = runNode(ctx, role, j.colProgram(), rf, opts, stdout, stderr, j.print)
+	} else {
+		err = runNode(ctx, role, j.program(), rf, opts, stdout, stderr, j.print)
+	}
+	if err != nil {
 		return err
 	}
 	if role != "coordinator" {
@@ -157,7 +213,7 @@ func runLogregRole(ctx context.Context, role string, args []string, stdout, stde
 }
 
 // print prints the end of a run: the runtime's lines, then the accuracy and
-// what the step safeguard saw.
+// what the step safeguard (rows) or the merges (columns) did.
 func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
 	printResult(w, res)
 	c := j.coord
@@ -175,9 +231,16 @@ func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
 			fmt.Fprintf(w, "  test accuracy %.4f", last.Test)
 		}
 	}
-	g := c.Safeguard()
-	fmt.Fprintf(w, "\nsafeguard: %d of %d rounds raised the objective (the most by %.2g of F(0)); joint-step factor θ ≥ %.3g\n",
-		g.Rose, g.Rounds, g.MaxRise, g.MinTheta)
+	switch {
+	case j.rows != nil:
+		g := j.rows.Safeguard()
+		fmt.Fprintf(w, "\nsafeguard: %d of %d rounds raised the objective (the most by %.2g of F(0)); joint-step factor θ ≥ %.3g\n",
+			g.Rose, g.Rounds, g.MaxRise, g.MinTheta)
+	case j.cols != nil:
+		s := j.cols.Stats()
+		fmt.Fprintf(w, "\ncolumn layout: %d rounds changed the model; %d merged by line search (%d with a step below 1, α ≥ %.3g; %d took one worker's change; %d changed nothing)\n",
+			s.Rounds, s.Merged, s.Shortened, s.MinAlpha, s.Single, s.Rejected)
+	}
 }
 
 // finish writes the output that only the command knows: the predictions.

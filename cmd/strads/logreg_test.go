@@ -27,16 +27,30 @@ func genLogregData(t *testing.T, samples int, extra ...string) string {
 func TestLogregCommand(t *testing.T) {
 	data := genLogregData(t, 300, "--labels", "01", "--bias", "0.5")
 	test := genLogregData(t, 100, "--labels", "01", "--bias", "0.5", "--seed", "4")
+	for _, tc := range []struct{ layout, want string }{
+		{"rows", "safeguard: 0 of"},
+		{"cols", "column layout: "},
+		{"auto", "column layout: "}, // 300 samples, 200 features
+	} {
+		t.Run(tc.layout, func(t *testing.T) {
+			testLogregCommand(t, data, test, tc.layout, tc.want)
+		})
+	}
+}
+
+// testLogregCommand runs a logistic regression job with a test set in the
+// given layout and checks its outputs; want is in what it prints.
+func testLogregCommand(t *testing.T, data, test, layout, want string) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "model.csv")
 	metrics := filepath.Join(dir, "metrics.csv")
 	pred := filepath.Join(dir, "pred.csv")
 	code, stdout, stderr := runCLI(t, "logreg", "--data", data, "--test", test, "--workers", "2", "--lambda-ratio", "0.1",
-		"--intercept", "--tol", "1e-6", "--out", out, "--metrics", metrics, "--predict", pred, "--progress", "0")
+		"--intercept", "--tol", "1e-6", "--out", out, "--metrics", metrics, "--predict", pred, "--progress", "0", "--layout", layout)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"(converged)", "train accuracy", "test accuracy", "safeguard: 0 of"} {
+	for _, want := range []string{"(converged)", "train accuracy", "test accuracy", want} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output %q: want %q", stdout, want)
 		}
@@ -156,6 +170,10 @@ func TestLogregBadFlags(t *testing.T) {
 		{"unknown schedule", []string{"--C", "1", "--schedule", "fastest"}, "--schedule"},
 		{"predict dir missing", []string{"--C", "1", "--predict", filepath.Join(t.TempDir(), "no", "p.csv")}, "--predict"},
 		{"zero workers", []string{"--C", "1", "--workers", "0"}, "--workers"},
+		{"unknown layout", []string{"--C", "1", "--layout", "diagonal"}, "--layout"},
+		{"negative round work", []string{"--C", "1", "--round-work", "-1"}, "--round-work"},
+		{"cols with depth", []string{"--C", "1", "--layout", "cols", "--depth", "2"}, "--depth"},
+		{"cols with schedulers", []string{"--C", "1", "--layout", "cols", "--schedulers", "2"}, "--schedulers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,13 +194,28 @@ func TestLogregBadFlags(t *testing.T) {
 }
 
 // TestLogregSeparateProcesses runs a logistic regression job as four OS
-// processes and checks that they find the same model, bit for bit, and the
-// same metrics columns as the all-in-one command.
+// processes, in each layout, and checks that they find the same model, bit
+// for bit, and the same metrics columns as the all-in-one command.
 func TestLogregSeparateProcesses(t *testing.T) {
 	data := genLogregData(t, 200)
+	for _, tc := range []struct {
+		layout, rounds string
+	}{
+		{"rows", "300"},
+		{"cols", "20"},
+	} {
+		t.Run(tc.layout, func(t *testing.T) {
+			testLogregSeparateProcesses(t, data, "--layout", tc.layout, "--max-rounds", tc.rounds, "--job", "logreg-proc-"+tc.layout)
+		})
+	}
+}
+
+// testLogregSeparateProcesses runs a job on data with the extra flags as
+// one process and as four, and compares their outputs.
+func testLogregSeparateProcesses(t *testing.T, data string, extra ...string) {
 	dir := t.TempDir()
-	common := []string{"--data", data, "--workers", "2", "--C", "2", "--intercept", "--seed", "7",
-		"--max-rounds", "300", "--tol", "0", "--progress", "0", "--job", "logreg-proc"}
+	common := append([]string{"--data", data, "--workers", "2", "--C", "2", "--intercept", "--seed", "7",
+		"--tol", "0", "--progress", "0"}, extra...)
 	allInOne := filepath.Join(dir, "all-in-one.csv")
 	if code, _, stderr := runCLI(t, append([]string{"logreg", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
