@@ -78,6 +78,53 @@
 // so that its O(n) update costs at most as much as the rounds between; and
 // only from partials that already saw its previous update.
 //
+// # The column layout
+//
+// Config.Layout picks how the data are split among the workers (as for the
+// Lasso: lasso.ChooseLayout). What is described above is the row layout
+// (Program). In the column layout (ColumnProgram), worker k of P owns the
+// columns scheduler.OwnedRange(p, k, P) with all their rows, the labels, and
+// a replica of the margins z = Xw + b over all rows. Each round the block
+// scheduler (scheduler.BlockScheduler) gives every worker a block of its own
+// columns; the worker adds its non-zero coordinates (glmnet's active set)
+// and runs sequential coordinate descent over them on a scratch copy of the
+// margins, with the safeguarded Newton step above for each coordinate
+// (g_j and h_j from the scratch margins, which each step updates): it sweeps
+// the whole set, then its non-zero coordinates until they settle, then the
+// whole set again, until a sweep's steps are below an inner tolerance
+// (relative to F, tightened once rounds settle) or a work budget is spent.
+// This is exact Gauss–Seidel, as in glmnet, CDN and liblinear's newGLMNET:
+// each step never raises F, so with one worker the round's change is taken
+// whole. The intercept is one more coordinate of worker shard 0, whose
+// unpenalized Newton step follows every sweep of the whole set.
+//
+// A worker returns the change of z over all rows, computed afresh from its
+// changes of w and b (X·Δw + Δb, not the difference of the scratch margins,
+// whose rounding would swamp the small changes near the optimum), and the
+// new values of the coordinates it changed. The coordinator keeps its own
+// margins and merges the changes of several workers so that a round never
+// raises F: a backtracking line search along the merged direction D,
+// α = 1, ½, ¼, … until
+//
+//	F(α) − F(0) ≤ 0.01·α·Δ,  Δ = ∇L·D + λ·(‖w + Δw‖₁ − ‖w‖₁) < 0
+//
+// (d-GLMNET's Armijo rule; Δ < 0 because each worker's change lowers F), and
+// each worker's change alone at α = 1; it takes whichever lowers F most, or
+// nothing. F(α) − F(0) is computed exactly over the rows D moves, each row's
+// change as log1p(q·expm1(−y·α·D_i)) to its own relative precision, so that
+// changes near the optimum are told from rounding. With rounds in flight
+// (which the command refuses for this layout), a worker's change computed
+// before one of its earlier changes was taken is dropped, and one computed
+// from older margins is line-searched too.
+//
+// Reports are the row layout's, from the workers' state: every worker sums
+// the loss, the entropies and the accuracy over all rows alike (the
+// coordinator checks that they agree bit for bit: workers that read
+// different data fail the job), and reports for its own columns ‖w‖₁, the
+// non-zeros and the largest |Σ_i x_ij·s_i·y_i·q_i| that the duality gap
+// needs. At the start the coordinator checks that every worker read the same
+// file (libsvm.Fingerprint) and holds the columns it should.
+//
 // # Objective and duality gap
 //
 // Every report gives F at the workers' state (each worker keeps its own copy
