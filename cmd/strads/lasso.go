@@ -33,7 +33,7 @@ type layoutFlags struct {
 func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 	f := &layoutFlags{}
 	fs.StringVar(&f.layout, "layout", "auto", "how the data are split among the workers: cols (each worker owns columns with all rows, many updates per round), rows (each worker owns rows), or auto (cols unless several workers and samples > 10·features)")
-	fs.IntVar(&f.roundWork, "round-work", 0, "column layout: the work of a worker's block per round, in non-zeros (0: 2^20, about a millisecond)")
+	fs.IntVar(&f.roundWork, "round-work", 0, "column layout: the work of a worker's block per round, in non-zeros (0: 2^24, a sweep of every column of most data sets)")
 	return f
 }
 
