@@ -53,11 +53,13 @@ type options struct {
 	sklearnTol   float64
 	sklearnIter  int
 	glmnetThresh float64
+	glmnetPath   int
 	liblinearEps float64
 	python       string
 	rscript      string
 	liblinear    string
 	strads       string
+	rev          string
 	dataDir      string
 	out          string
 	args         []string
@@ -79,11 +81,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.sklearnTol, "sklearn-tol", 1e-10, "scikit-learn Lasso's tol (it stops when the duality gap ≤ tol·‖ỹ‖²/n)")
 	fs.IntVar(&o.sklearnIter, "sklearn-max-iter", 1000000, "scikit-learn Lasso's max_iter")
 	fs.Float64Var(&o.glmnetThresh, "glmnet-thresh", 1e-14, "glmnet's thresh (relative to the null deviance)")
+	fs.IntVar(&o.glmnetPath, "glmnet-path", 30, "glmnet fits a path of this many penalties from λ_max down to λ (evenly in log: warm starts, as its documentation advises) and keeps the last; 1: the single λ")
 	fs.Float64Var(&o.liblinearEps, "liblinear-eps", 1e-8, "liblinear's -e (its stopping tolerance on the gradient, relative to the one at w = 0)")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "the Python with Debian's python3-sklearn")
 	fs.StringVar(&o.rscript, "rscript", "Rscript", "R's Rscript, with r-cran-glmnet (and r-bioc-bladderbatch for the bladder data)")
 	fs.StringVar(&o.liblinear, "liblinear", "liblinear-train", "liblinear's train command (Debian liblinear-tools)")
 	fs.StringVar(&o.strads, "strads", "", "a strads binary to use (default: go build ./cmd/strads into a temporary directory)")
+	fs.StringVar(&o.rev, "rev", "", "build strads from this git revision (git archive, into a temporary directory) instead of the working tree")
 	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(os.TempDir(), "strads-peers-data"), "`directory` that keeps the generated and exported data between invocations")
 	fs.StringVar(&o.out, "out", "", "`directory` for summary.md, runs.csv, the plots and the strads metrics (default bench/peers/results; with --quick $TMPDIR/strads-peers-quick)")
 	if err := fs.Parse(args); err != nil {
@@ -121,6 +125,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		if o.quick {
 			o.out = filepath.Join(os.TempDir(), "strads-peers-quick")
 		}
+	}
+	if o.glmnetPath < 1 {
+		return nil, errors.New("--glmnet-path must be ≥ 1")
 	}
 	if o.runs < 1 || o.timeLimit <= 0 || o.targetRel <= 0 {
 		return nil, errors.New("--runs, --time-limit and --target-rel must be > 0")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -48,7 +47,7 @@ func plotCase(path string, c *theCase, st []stats, o *options) error {
 	p.X.Tick.Marker = plot.TickerFunc(decadeTicks)
 	p.Y.Label.Text = "(F − F_best) / F_best, log scale"
 	p.Y.Tick.Marker = plot.TickerFunc(decadeTicks)
-	p.Legend.Top = false // bottom right: below the target, where only the peers at F_best are
+	p.Legend.Top = true // in the headroom above the data (see p.Y.Max)
 	p.Add(plotter.NewGrid())
 	floor := math.Pow(10, math.Round(math.Log10(o.targetRel/floorFactor)))
 	y := func(f float64) float64 { return math.Log10(max(relDiff(f, c.best), floor)) }
@@ -128,8 +127,14 @@ func plotCase(path string, c *theCase, st []stats, o *options) error {
 	tl.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 	p.Add(tl)
 	p.Legend.Add(fmt.Sprintf("target %g", o.targetRel), tl)
+	if o.runs > 1 {
+		p.Legend.Add("(strads thin dashed: runs 2…)")
+	}
 	p.Legend.Add(fmt.Sprintf("(≤ %g drawn at %g)", floor, floor))
-	p.Y.Min, p.Y.Max = math.Log10(floor)-1, math.Log10(ymax*2)
+	// Headroom above the highest point, about a third of the height, for
+	// the legend.
+	p.Y.Min = math.Log10(floor) - 0.5
+	p.Y.Max = math.Log10(ymax) + 0.5*(math.Log10(ymax)-p.Y.Min) + 0.3
 	p.X.Min, p.X.Max = xlo, xhi
 	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
 }
@@ -155,9 +160,18 @@ func decadeTicks(min, max float64) []plot.Tick {
 			}
 		}
 	}
-	if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Label != "" }) {
-		for i := range ticks {
-			ticks[i].Label = strconv.FormatFloat(math.Pow(10, ticks[i].Value), 'g', 2, 64)
+	labelled := 0
+	for _, t := range ticks {
+		if t.Label != "" {
+			labelled++
+		}
+	}
+	if labelled < 3 { // less than two decades: label 2 and 5 too
+		for i, t := range ticks {
+			m := math.Pow(10, t.Value-math.Floor(t.Value+1e-9))
+			if t.Label == "" && (math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6) {
+				ticks[i].Label = strconv.FormatFloat(math.Pow(10, t.Value), 'g', 2, 64)
+			}
 		}
 	}
 	return ticks

@@ -213,8 +213,9 @@ func write(e *env, cases []*theCase, skipped []string, took time.Duration) error
 	var s strings.Builder
 	fmt.Fprintf(&s, "# strads against single-threaded peers, whole job against whole job\n\n")
 	fmt.Fprintf(&s, "Command: `go run ./bench/peers %s` (%s in all).\n\n", strings.Join(o.args, " "), took.Round(time.Second))
-	fmt.Fprintf(&s, "Machine: %d CPUs, %s, load average %s at the end; %s.\n\n", runtime.NumCPU(), machine.CPUModel(), machine.LoadAverage(), runtime.Version())
+	fmt.Fprintf(&s, "Machine: %d CPUs, %s; load average %s at the start, %s at the end; %s.\n\n", runtime.NumCPU(), machine.CPUModel(), e.loadStart, machine.LoadAverage(), runtime.Version())
 	fmt.Fprintf(&s, "Peers: %s. They run with OMP/OPENBLAS/MKL_NUM_THREADS=1.\n\n", strings.Join(e.versions, "; "))
+	fmt.Fprintf(&s, "strads: built from %s.\n\n", e.provenance)
 	if e.hasTarget {
 		fmt.Fprintf(&s, "strads: default flags, `--target F_best·(1 + %g) --tol 0`: it stops at the first report at or below the target.\n\n", o.targetRel)
 	} else {
@@ -332,7 +333,7 @@ func writeCase(s *strings.Builder, e *env, c *theCase) {
 }
 
 // curvePoints is the most rows of a strads run that the curves CSV keeps.
-const curvePoints = 150
+const curvePoints = 100
 
 // writeCurves writes strads's reports of every run of c (thinned to about
 // curvePoints each, evenly in log time) as CSV

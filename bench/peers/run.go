@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/strads-go/strads/bench/machine"
 )
 
 //go:embed scripts/*.py scripts/*.R
@@ -22,13 +24,15 @@ var scriptFS embed.FS
 
 // env is what the runs share.
 type env struct {
-	o         *options
-	stdout    io.Writer
-	tmp       string
-	scripts   string // the embedded scripts, written out
-	strads    string // the strads binary
-	hasTarget bool   // strads has --target
-	versions  []string
+	o          *options
+	stdout     io.Writer
+	tmp        string
+	scripts    string // the embedded scripts, written out
+	strads     string // the strads binary
+	hasTarget  bool   // strads has --target
+	versions   []string
+	provenance string // where the strads binary comes from
+	loadStart  string // the load average when the runs began
 }
 
 // runResult is one run of one system on one case.
@@ -160,8 +164,12 @@ func (e *env) peerArgs(c *theCase, peer, out string) (string, []string) {
 		if c.prob == logisticProblem {
 			family = "binomial"
 		}
-		return e.o.rscript, []string{filepath.Join(e.scripts, "glmnet.R"), family, c.data, strconv.Itoa(c.p), fmtFloat(c.lambda), icpt,
+		args := []string{filepath.Join(e.scripts, "glmnet.R"), family, c.data, strconv.Itoa(c.p), fmtFloat(c.lambda), icpt,
 			fmtFloat(e.o.glmnetThresh), out}
+		if e.o.glmnetPath > 1 {
+			args = append(args, strconv.Itoa(e.o.glmnetPath), fmtFloat(c.lambdaMax))
+		}
+		return e.o.rscript, args
 	case "liblinear":
 		return e.o.liblinear, []string{"-s", "6", "-c", fmtFloat(c.c), "-e", fmtFloat(e.o.liblinearEps), c.data, out}
 	}
@@ -453,10 +461,12 @@ func setup(ctx context.Context, o *options, stdout io.Writer) (*env, error) {
 		}
 	}
 	if e.strads == "" {
-		e.strads = filepath.Join(tmp, "strads")
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", e.strads, "./cmd/strads").CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build ./cmd/strads (run from the repository root): %v\n%s", err, out)
+		if e.provenance, err = buildStrads(ctx, o.rev, tmp); err != nil {
+			return nil, err
 		}
+		e.strads = filepath.Join(tmp, "strads")
+	} else {
+		e.provenance = "the binary " + e.strads
 	}
 	help, _ := exec.CommandContext(ctx, e.strads, "lasso", "--help").CombinedOutput()
 	help2, _ := exec.CommandContext(ctx, e.strads, "logreg", "--help").CombinedOutput()
@@ -465,6 +475,7 @@ func setup(ctx context.Context, o *options, stdout io.Writer) (*env, error) {
 		fmt.Fprintln(stdout, "strads has no --target flag: running it with --tol 1e-9 and estimating the time to the target from its metrics")
 	}
 	e.versions = versions(ctx, o)
+	e.loadStart = machine.LoadAverage()
 	return e, nil
 }
 
@@ -482,4 +493,46 @@ func versions(ctx context.Context, o *options) []string {
 		"glmnet " + run(o.rscript, "-e", `cat(format(packageVersion("glmnet")), "(Matrix", format(packageVersion("Matrix")), paste0(", ", R.version.string, ")"))`),
 		"liblinear-tools " + run("dpkg-query", "-W", "-f", "${Version}", "liblinear-tools"),
 	}
+}
+
+// buildStrads builds cmd/strads into dir/strads, from the working tree or,
+// with rev, from that git revision, and says which.
+func buildStrads(ctx context.Context, rev, dir string) (string, error) {
+	git := func(args ...string) string {
+		out, err := exec.CommandContext(ctx, "git", args...).Output()
+		if err != nil {
+			return "?"
+		}
+		return strings.TrimSpace(string(out))
+	}
+	bin := filepath.Join(dir, "strads")
+	if rev == "" {
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/strads").CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build ./cmd/strads (run from the repository root): %v\n%s", err, out)
+		}
+		state := "clean"
+		if git("status", "--porcelain", "--untracked-files=no") != "" {
+			state = "with uncommitted changes"
+		}
+		return fmt.Sprintf("the working tree at %s (%s)", git("rev-parse", "--short", "HEAD"), state), nil
+	}
+	commit := git("rev-parse", "--verify", rev+"^{commit}")
+	if commit == "?" {
+		return "", fmt.Errorf("--rev %s: not a commit", rev)
+	}
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.CommandContext(ctx, "sh", "-c", "git archive "+commit+" | tar -x -C "+src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("git archive %s: %v\n%s", rev, err, out)
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/strads")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/strads at %s: %v\n%s", rev, err, out)
+	}
+	os.RemoveAll(src)
+	return "commit " + commit[:12] + " (" + git("log", "-1", "--format=%cs %s", commit) + ")", nil
 }
