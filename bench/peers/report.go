@@ -222,7 +222,7 @@ func write(e *env, cases []*theCase, skipped []string, took time.Duration) error
 		fmt.Fprintf(&s, "strads: default flags; this strads has **no `--target` flag**, so it ran with `--tol 1e-9` and its time to the target is estimated from its metrics (the wall time less the time after the first report at or below F_best·(1 + %g)).\n\n", o.targetRel)
 	}
 	fmt.Fprintf(&s, "Times are medians of %d interleaved runs (min–max in brackets), whole processes: start, imports, reading the LIBSVM file, the fit, writing the model. "+
-		"*Fit only* is the fit as the peer's script timed it (liblinear does not say), and for strads the time from its first round to the end. "+
+		"*Fit only* is the fit as the peer's script timed it; for liblinear, which does not time it, the run less the same run stopped after its first pass (`-e 1e30`: start, read, one gradient, write); for strads the time from its first round to the end. "+
 		"Every objective F is computed by the same Go code from the data file and the written coefficients. "+
 		"*strads ÷ peer* divides strads's median whole-job time to the target by the peer's median whole-job time (> 1: strads is slower). "+
 		"A strads run not at the target after %s counts as not reached.\n\n", o.runs, o.timeLimit)

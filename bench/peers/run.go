@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,6 +203,14 @@ func (e *env) runPeer(ctx context.Context, c *theCase, peer string, r int) (runR
 		if strings.Contains(p.stdout, "WARNING") {
 			res.note = "liblinear: reaching max number of iterations"
 		}
+		// liblinear does not time its fit: estimate it as the run less
+		// the same run stopped after its first pass (-e 1e30: read, one
+		// gradient, write).
+		name, args := e.peerArgs(c, peer, out+".read")
+		args[slices.Index(args, "-e")+1] = "1e30"
+		if q, err := runProcess(ctx, e.o.timeLimit, peerEnv, name, args...); err == nil && !q.timedOut {
+			res.fit = max(0, p.wall-q.wall)
+		}
 	} else {
 		m, err = readModelCSV(out, c.p)
 		kv := keyValues(p.stdout)
@@ -215,7 +224,8 @@ func (e *env) runPeer(ctx context.Context, c *theCase, peer string, r int) (runR
 			res.note = "glmnet: jerr " + kv["jerr"]
 		}
 		if kv["n_iter"] != "" {
-			res.note = strings.TrimSpace(res.note + fmt.Sprintf(" n_iter %s, dual gap %s", kv["n_iter"], kv["dual_gap"]))
+			gap, _ := strconv.ParseFloat(kv["dual_gap"], 64)
+			res.note = strings.TrimSpace(res.note + fmt.Sprintf(" n_iter %s, dual gap %.2g", kv["n_iter"], gap))
 		}
 		if kv["npasses"] != "" {
 			res.note = strings.TrimSpace(res.note + " npasses " + kv["npasses"])
