@@ -85,7 +85,7 @@ func addLassoFlags(fs *flag.FlagSet) *lassoFlags {
 	f := &lassoFlags{}
 	fs.StringVar(&f.cfg.Data, "data", "", "LIBSVM `file` of samples (label idx:val ...); every role reads its own copy")
 	fs.Float64Var(&f.cfg.Lambda, "lambda", 0, "L1 penalty λ of (1/2n)‖y − Xβ‖² + λ‖β‖₁")
-	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖Xᵀy‖∞/n (overrides --lambda when > 0)")
+	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖X̃ᵀỹ‖∞/n, the smallest λ with β = 0 (X and y centered with --intercept; overrides --lambda when > 0)")
 	fs.BoolVar(&f.cfg.Intercept, "intercept", false, "fit an unpenalized intercept (centers X and y)")
 	f.sched = addScheduleFlags(fs)
 	return f
