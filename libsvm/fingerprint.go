@@ -1,6 +1,7 @@
 package libsvm
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -19,6 +20,9 @@ type Fingerprint struct {
 func (f Fingerprint) String() string {
 	return fmt.Sprintf("%d bytes, crc32c %08x", f.Size, f.CRC)
 }
+
+// ErrDifferentData reports roles of one job that read different data.
+var ErrDifferentData = errors.New("the workers read different data: every role of a job must read the same --data")
 
 // FingerprintFile returns the fingerprint of the file at path. It reads the
 // whole file, at several GB/s.

@@ -38,6 +38,17 @@ type Row struct {
 	Value []float64
 }
 
+// Width returns the number of columns the row spans: one past its last
+// non-zero feature (0 if it has none).
+func (r Row) Width() int {
+	for k := len(r.Index) - 1; k >= 0; k-- {
+		if r.Value[k] != 0 {
+			return int(r.Index[k]) + 1
+		}
+	}
+	return 0
+}
+
 // Read parses every row of the file at path, calling fn for each in order
 // with its 1-based line number.
 //

@@ -28,67 +28,28 @@ func ReadMatrix(path string, lo, hi, cols int) (*sparse.CSC, []float64, error) {
 // ReadColumns reads part of parts of the columns of every row of the file at
 // path: the columns [first, first+x.Cols) of a contiguous split of all
 // total columns (those up to the last with a non-zero), as [ShardRange]
-// splits rows. Column k of x is column first+k of the file. It reads the
-// file twice, and keeps only its part.
+// splits rows. Column k of x is column first+k of the file. It keeps only
+// its part (see [ReadOwnedColumns], which also returns the labels).
 func ReadColumns(path string, part, parts int) (x *sparse.CSC, first, total int, err error) {
-	err = Read(path, func(_ int, row Row) error {
-		for k := len(row.Index) - 1; k >= 0; k-- {
-			if row.Value[k] != 0 {
-				total = max(total, int(row.Index[k])+1)
-				break
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	lo, hi := ShardRange(total, part, parts)
-	var b sparse.Builder
-	var idx []int32
-	var val []float64
-	err = Read(path, func(_ int, row Row) error {
-		idx, val = idx[:0], val[:0]
-		for k, j := range row.Index {
-			if int(j) >= lo && int(j) < hi {
-				idx = append(idx, j-int32(lo))
-				val = append(val, row.Value[k])
-			}
-		}
-		b.AddRow(idx, val)
-		return nil
-	})
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	return b.Build(hi - lo), lo, total, nil
+	x, _, first, total, err = ReadOwnedColumns(path, part, parts)
+	return x, first, total, err
 }
 
 // ReadOwnedColumns reads part of parts of the columns of every row of the
 // file at path, as [ReadColumns] does, and the labels of all rows. With one
-// part it parses the file once; otherwise twice (the first pass finds the
-// number of columns).
+// part it parses the file once (the matrix's columns end at the last
+// non-zero); otherwise twice (the first pass finds the number of columns).
 func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64, first, total int, err error) {
 	if parts == 1 {
 		x, y, err = ReadMatrix(path, 0, -1, 0)
 		if err != nil {
 			return nil, nil, 0, 0, err
 		}
-		// Drop trailing empty columns, so that total is as ReadColumns has it.
-		for x.Cols > 0 && x.NNZ(x.Cols-1) == 0 {
-			x.Cols--
-			x.ColPtr = x.ColPtr[:x.Cols+1]
-		}
 		return x, y, 0, x.Cols, nil
 	}
 	err = Read(path, func(_ int, row Row) error {
 		y = append(y, row.Label)
-		for k := len(row.Index) - 1; k >= 0; k-- {
-			if row.Value[k] != 0 {
-				total = max(total, int(row.Index[k])+1)
-				break
-			}
-		}
+		total = max(total, row.Width())
 		return nil
 	})
 	if err != nil {

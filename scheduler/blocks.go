@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/strads-go/strads/libsvm"
@@ -29,6 +30,85 @@ const DefaultRoundWork = 1 << 24
 // splits rows.
 func OwnedRange(total, shard, shards int) (lo, hi int) {
 	return libsvm.ShardRange(total, shard, shards)
+}
+
+// OwnedShard is what a worker of the column layout holds, as it says when it
+// joins.
+type OwnedShard struct {
+	Rows, Features int // of all the data
+	First, Cols    int // its columns [First, First+Cols)
+	Data           libsvm.Fingerprint
+}
+
+// CheckOwnedShards checks the workers of a column layout, indexed by shard:
+// that they read the same data (an error wrapping libsvm.ErrDifferentData
+// otherwise) and that each holds its OwnedRange of the columns.
+func CheckOwnedShards(shards []OwnedShard) error {
+	if len(shards) == 0 {
+		return errors.New("no workers")
+	}
+	s0 := shards[0]
+	for k, s := range shards {
+		lo, hi := OwnedRange(s0.Features, k, len(shards))
+		switch {
+		case s.Data != s0.Data:
+			return fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", libsvm.ErrDifferentData, k, s.Data, s0.Data)
+		case s.Rows != s0.Rows || s.Features != s0.Features:
+			return fmt.Errorf("%w: worker shard %d has %d×%d, shard 0 %d×%d", libsvm.ErrDifferentData, k, s.Rows, s.Features, s0.Rows, s0.Features)
+		case s.First != lo || s.First+s.Cols != hi:
+			return fmt.Errorf("worker shard %d holds columns [%d, %d), want [%d, %d)", k, s.First, s.First+s.Cols, lo, hi)
+		}
+	}
+	return nil
+}
+
+// WorkingSet builds a column-layout worker's working set of a round: the
+// columns of its block in the plan and its non-zero coordinates (glmnet's
+// active set, swept every round). The zero value is not ready: use
+// NewWorkingSet.
+type WorkingSet struct {
+	shard, first int
+	in           []bool // by column of the worker
+	set          []int32
+}
+
+// NewWorkingSet returns the working-set builder of worker shard, which owns
+// the cols columns from first.
+func NewWorkingSet(shard, first, cols int) *WorkingSet {
+	return &WorkingSet{shard: shard, first: first, in: make([]bool, cols)}
+}
+
+// Build returns the columns of the worker's block in p, in order, then
+// those of its columns whose coefficient (coef, indexed from first) is
+// non-zero and not in the block. It fails if p has no block for the worker
+// or gives it a column it does not own. The result is reused by the next
+// Build.
+func (ws *WorkingSet) Build(p BlockPlan, coef []float64) ([]int32, error) {
+	if len(p.Blocks) <= ws.shard {
+		return nil, fmt.Errorf("plan with %d blocks has none for worker shard %d", len(p.Blocks), ws.shard)
+	}
+	set := ws.set[:0]
+	for _, j := range p.Blocks[ws.shard] {
+		l := int(j) - ws.first
+		if l < 0 || l >= len(ws.in) {
+			return nil, fmt.Errorf("plan gives worker shard %d column %d, outside its columns [%d, %d)", ws.shard, j, ws.first, ws.first+len(ws.in))
+		}
+		if !ws.in[l] {
+			ws.in[l] = true
+			set = append(set, j)
+		}
+	}
+	for l, v := range coef {
+		if v != 0 && !ws.in[l] {
+			ws.in[l] = true
+			set = append(set, int32(ws.first+l))
+		}
+	}
+	for _, j := range set {
+		ws.in[int(j)-ws.first] = false
+	}
+	ws.set = set
+	return set, nil
 }
 
 // BlockScheduler plans rounds for the column layout (DESIGN §5), in which

@@ -36,12 +36,7 @@ func NewColumnScheduler(path string, centered bool, c Config, part, parts int) (
 	var first, vars, total int
 	if c.Rho >= 1 {
 		err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
-			for k := len(row.Index) - 1; k >= 0; k-- {
-				if row.Value[k] != 0 {
-					total = max(total, int(row.Index[k])+1)
-					break
-				}
-			}
+			total = max(total, row.Width())
 			return nil
 		})
 		if err != nil {

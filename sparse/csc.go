@@ -81,3 +81,14 @@ func (b *Builder) Build(cols int) *CSC {
 	}
 	return m
 }
+
+// ColDot returns Σ_k x_{i_k j}·v[i_k] over the non-zeros of column j, in
+// row order. It panics if j is out of range or v is shorter than Rows.
+func (m *CSC) ColDot(j int, v []float64) float64 {
+	rows, vals := m.Col(j)
+	var dot float64
+	for t, i := range rows {
+		dot += vals[t] * v[i]
+	}
+	return dot
+}

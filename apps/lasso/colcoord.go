@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
@@ -38,9 +39,6 @@ func NewColCoordinator(cfg Config) *ColCoordinator {
 	return &ColCoordinator{cfg: cfg, MinAlpha: 1}
 }
 
-// errData reports workers that read different data.
-var errData = errors.New("the workers read different data: every role of a job must read the same --data")
-
 // Start implements schmp.Coordinator: it checks that the workers hold the
 // same rows and together every column once, and sets λ.
 func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
@@ -54,21 +52,22 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if len(s0.Y) != s0.Rows {
 		return ColUpdate{}, fmt.Errorf("worker shard 0 sent %d labels for %d rows", len(s0.Y), s0.Rows)
 	}
+	owned := make([]scheduler.OwnedShard, len(shards))
+	for k, s := range shards {
+		owned[k] = scheduler.OwnedShard{Rows: s.Rows, Features: s.Features, First: s.First, Cols: s.Cols, Data: s.Data}
+	}
+	if err := scheduler.CheckOwnedShards(owned); err != nil {
+		return ColUpdate{}, err
+	}
 	c.workers = len(shards)
 	c.n = float64(s0.Rows)
 	c.colSum = make([]float64, s0.Features)
 	lambdaMax := 0.0
 	for k, s := range shards {
-		lo, hi := scheduler.OwnedRange(s0.Features, k, len(shards))
-		switch {
-		case s.Data != s0.Data:
-			return ColUpdate{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", errData, k, s.Data, s0.Data)
-		case s.Rows != s0.Rows || s.Features != s0.Features:
-			return ColUpdate{}, fmt.Errorf("%w: worker shard %d has %d×%d, shard 0 %d×%d", errData, k, s.Rows, s.Features, s0.Rows, s0.Features)
-		case s.First != lo || s.First+s.Cols != hi || len(s.ColSum) != s.Cols:
-			return ColUpdate{}, fmt.Errorf("worker shard %d holds columns [%d, %d), want [%d, %d)", k, s.First, s.First+s.Cols, lo, hi)
+		if len(s.ColSum) != s.Cols {
+			return ColUpdate{}, fmt.Errorf("worker shard %d sent %d column sums for %d columns", k, len(s.ColSum), s.Cols)
 		}
-		copy(c.colSum[lo:hi], s.ColSum)
+		copy(c.colSum[s.First:s.First+s.Cols], s.ColSum)
 		lambdaMax = max(lambdaMax, s.LambdaMax)
 	}
 	c.y = s0.Y
@@ -241,7 +240,7 @@ func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error)
 	nnz := 0
 	for k, r := range reports {
 		if r.SqResid != rr || r.YtR != yr {
-			return schmp.Progress{}, fmt.Errorf("%w: worker shard %d has Σr² = %v, shard 0 %v", errData, k, r.SqResid, rr)
+			return schmp.Progress{}, fmt.Errorf("%w: worker shard %d has Σr² = %v, shard 0 %v", libsvm.ErrDifferentData, k, r.SqResid, rr)
 		}
 		dual = max(dual, r.MaxXtR)
 		l1 += r.L1

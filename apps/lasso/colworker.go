@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/sparse"
 )
 
@@ -30,9 +31,8 @@ type ColWorker struct {
 	scratch []float64 // q during a Push
 	trial   []float64 // β over the worker's columns during a Push
 	active  []int32
-	relTol  float64 // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
-	work    []int32 // a round's working set: its block and the non-zero coordinates
-	inWork  []bool  // by column of the worker
+	relTol  float64               // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
+	work    *scheduler.WorkingSet // a round's working set: its block and the non-zero coordinates
 }
 
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
@@ -53,7 +53,8 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
 		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
 		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
-		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols), inWork: make([]bool, x.Cols),
+		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),
+		work: scheduler.NewWorkingSet(shard, first, x.Cols),
 	}
 	if cfg.Intercept {
 		for _, v := range y {
@@ -93,11 +94,7 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 		if w.curv[l] == 0 {
 			continue
 		}
-		rows, vals := w.x.Col(l)
-		var dot float64
-		for t, i := range rows {
-			dot += vals[t] * w.y[i]
-		}
+		dot := w.x.ColDot(l, w.y)
 		s.LambdaMax = max(s.LambdaMax, math.Abs(dot-w.meanY*w.colSum[l])/w.n)
 	}
 	return s, nil
@@ -164,30 +161,10 @@ func (w *ColWorker) residualShift(sumQ float64) float64 {
 // changes nothing by more than the inner tolerance or the work budget is
 // spent.
 func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
-	if len(p.Blocks) <= w.shard {
-		return ColPartial{}, fmt.Errorf("plan with %d blocks has none for worker shard %d", len(p.Blocks), w.shard)
+	block, err := w.work.Build(p, w.beta)
+	if err != nil {
+		return ColPartial{}, err
 	}
-	block := w.work[:0]
-	for _, j := range p.Blocks[w.shard] {
-		l := int(j) - w.first
-		if l < 0 || l >= w.x.Cols {
-			return ColPartial{}, fmt.Errorf("plan gives worker shard %d column %d, outside its columns [%d, %d)", w.shard, j, w.first, w.first+w.x.Cols)
-		}
-		if !w.inWork[l] {
-			w.inWork[l] = true
-			block = append(block, j)
-		}
-	}
-	for l, b := range w.beta {
-		if b != 0 && !w.inWork[l] {
-			w.inWork[l] = true
-			block = append(block, int32(w.first+l))
-		}
-	}
-	for _, j := range block {
-		w.inWork[int(j)-w.first] = false
-	}
-	w.work = block
 	copy(w.scratch, w.q)
 	copy(w.trial, w.beta)
 	var sumQ, rr float64
@@ -303,12 +280,7 @@ func (w *ColWorker) Report() (ColSummary, error) {
 		if w.curv[l] == 0 {
 			continue
 		}
-		rows, vals := w.x.Col(l)
-		var dot float64
-		for t, i := range rows {
-			dot += vals[t] * w.q[i]
-		}
-		s.MaxXtR = max(s.MaxXtR, math.Abs(dot+c*w.colSum[l]))
+		s.MaxXtR = max(s.MaxXtR, math.Abs(w.x.ColDot(l, w.q)+c*w.colSum[l]))
 	}
 	for _, b := range w.beta {
 		if b != 0 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/schmp"
 )
 
@@ -31,7 +32,7 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 	var sumY float64
 	for k, s := range shards {
 		if s.Data != shards[0].Data {
-			return Update{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", errData, k, s.Data, shards[0].Data)
+			return Update{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", libsvm.ErrDifferentData, k, s.Data, shards[0].Data)
 		}
 		m = max(m, s.Features)
 		rows += s.Rows

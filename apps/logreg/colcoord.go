@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
@@ -70,7 +71,7 @@ func NewColCoordinator(cfg Config) (*ColCoordinator, error) {
 }
 
 // errData reports workers that read different data.
-var errData = errors.New("the workers read different data: every role of a job must read the same --data")
+var errData = libsvm.ErrDifferentData
 
 // Start implements schmp.Coordinator: it checks that the workers read the
 // same data and hold together every column once, takes the labels from
@@ -86,16 +87,17 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if len(s0.Y) != s0.Rows {
 		return ColUpdate{}, fmt.Errorf("worker shard 0 sent %d labels for %d rows", len(s0.Y), s0.Rows)
 	}
+	owned := make([]scheduler.OwnedShard, len(shards))
+	for k, s := range shards {
+		owned[k] = scheduler.OwnedShard{Rows: s.Rows, Features: s.Features, First: s.First, Cols: s.Cols, Data: s.Data}
+	}
+	if err := scheduler.CheckOwnedShards(owned); err != nil {
+		return ColUpdate{}, err
+	}
 	lambdaMax := 0.0
 	for k, s := range shards {
-		lo, hi := scheduler.OwnedRange(s0.Features, k, len(shards))
-		switch {
-		case s.Data != s0.Data:
-			return ColUpdate{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", errData, k, s.Data, s0.Data)
-		case s.Rows != s0.Rows || s.Features != s0.Features || s.Pos != s0.Pos || s.Neg != s0.Neg || s.Zero != s0.Zero:
+		if s.Pos != s0.Pos || s.Neg != s0.Neg || s.Zero != s0.Zero {
 			return ColUpdate{}, fmt.Errorf("%w: worker shard %d has %d×%d, shard 0 %d×%d", errData, k, s.Rows, s.Features, s0.Rows, s0.Features)
-		case s.First != lo || s.First+s.Cols != hi:
-			return ColUpdate{}, fmt.Errorf("worker shard %d holds columns [%d, %d), want [%d, %d)", k, s.First, s.First+s.Cols, lo, hi)
 		}
 		lambdaMax = max(lambdaMax, s.LambdaMax)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/sparse"
 )
 
@@ -36,10 +37,9 @@ type ColWorker struct {
 	scratch []colRow  // the rows during a Push
 	trial   []float64 // w over the worker's columns during a Push
 	active  []int32
-	relTol  float64   // the inner tolerance, relative to F (0: not set yet)
-	work    []int32   // a round's working set: its block and the non-zero coordinates
-	inWork  []bool    // by column of the worker
-	rp      []float64 // scratch for Report
+	relTol  float64               // the inner tolerance, relative to F (0: not set yet)
+	work    *scheduler.WorkingSet // a round's working set: its block and the non-zero coordinates
+	rp      []float64             // scratch for Report
 }
 
 // colRow is what a worker keeps of a row in the column layout: the margin
@@ -76,7 +76,8 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		curvMax: make([]float64, x.Cols), colMax: make([]float64, x.Cols),
 		bias: shard == 0 && cfg.Intercept,
 		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
-		scratch: make([]colRow, n), trial: make([]float64, x.Cols), inWork: make([]bool, x.Cols),
+		scratch: make([]colRow, n), trial: make([]float64, x.Cols),
+		work: scheduler.NewWorkingSet(shard, first, x.Cols),
 	}
 	for i, v := range labels {
 		y, ok := label(v)
@@ -199,30 +200,10 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 // sweep changes nothing by more than the inner tolerance or the work budget
 // is spent.
 func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
-	if len(p.Blocks) <= w.shard {
-		return ColPartial{}, fmt.Errorf("plan with %d blocks has none for worker shard %d", len(p.Blocks), w.shard)
+	block, err := w.work.Build(p, w.w)
+	if err != nil {
+		return ColPartial{}, err
 	}
-	block := w.work[:0]
-	for _, j := range p.Blocks[w.shard] {
-		l := int(j) - w.first
-		if l < 0 || l >= w.x.Cols {
-			return ColPartial{}, fmt.Errorf("plan gives worker shard %d column %d, outside its columns [%d, %d)", w.shard, j, w.first, w.first+w.x.Cols)
-		}
-		if !w.inWork[l] {
-			w.inWork[l] = true
-			block = append(block, j)
-		}
-	}
-	for l, v := range w.w {
-		if v != 0 && !w.inWork[l] {
-			w.inWork[l] = true
-			block = append(block, int32(w.first+l))
-		}
-	}
-	for _, j := range block {
-		w.inWork[int(j)-w.first] = false
-	}
-	w.work = block
 	copy(w.scratch, w.rows)
 	copy(w.trial, w.w)
 	b := w.b

@@ -227,12 +227,7 @@ func checkLabels(path string) (pos, neg, cols int, err error) {
 		} else {
 			neg++
 		}
-		for k := len(row.Index) - 1; k >= 0; k-- {
-			if row.Value[k] != 0 {
-				cols = max(cols, int(row.Index[k])+1)
-				break
-			}
-		}
+		cols = max(cols, row.Width())
 		return nil
 	})
 	if bad != nil {

@@ -146,12 +146,7 @@ func checkData(path string) (*dataShape, error) {
 	var s dataShape
 	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
 		s.rows++
-		for k := len(row.Index) - 1; k >= 0; k-- {
-			if row.Value[k] != 0 {
-				s.cols = max(s.cols, int(row.Index[k])+1)
-				break
-			}
-		}
+		s.cols = max(s.cols, row.Width())
 		return nil
 	})
 	return &s, dataError(err)
