@@ -5,26 +5,51 @@ import (
 	"math"
 )
 
-// Push implements schmp.Worker: coordinate descent on a scratch copy of the
-// rows over the round's working set — the worker's block and its non-zero
-// coordinates, which are in every round's working set as in glmnet's active
-// set strategy — with the safeguarded Newton step of each coordinate, and
-// for worker shard 0 with an intercept a Newton step of the intercept after
-// every sweep of the whole set. It sweeps the whole working set, then its
-// non-zero coordinates until they settle, then the whole set again, until a
-// sweep changes nothing by more than the inner tolerance or the work budget
-// is spent.
+// newtonScratch is the scratch of a column worker's Newton steps, reused
+// from one Push to the next.
+type newtonScratch struct {
+	s    []float64 // by row: the gradient of the quadratic model, r_i + d_i·(Xδ)_i
+	u    []float64 // by row: (Xδ)_i, the step's change of the margin
+	next []float64 // by column of the worker: the model's minimizer so far, w + δ
+	hess []float64 // by column of the worker: h_j = Σ_i x_ij²·d_i / n
+}
+
+// Newton steps minimize the model innerRatio times more finely than the
+// step's first sweep moved it, and skip a column whose curvature is below
+// minHessDiag. Their line search is the coordinator's (armijo, maxHalvings).
+const (
+	innerRatio  = 1e-2
+	minHessDiag = 1e-12
+)
+
+// Push implements schmp.Worker: proximal Newton steps on a scratch copy of
+// the rows over the round's working set — the worker's block and its
+// non-zero coordinates, which are in every round's working set as in
+// glmnet's active set strategy — as liblinear's newGLMNET takes them (Yuan,
+// Ho and Lin, 2012). Each step minimizes the quadratic model of the loss at
+// the current margins plus the L1 penalty by coordinate descent, which costs
+// no exponential, then moves along the minimizer's direction by a
+// backtracking line search on the exact objective (Armijo), which costs a
+// few per row. The model's minimization sweeps the whole working set once,
+// then its non-zero coordinates until they settle, innerRatio times more
+// finely than the first sweep moved the model; the next step's first sweep
+// looks at the whole set again. For worker shard
+// 0 with an intercept, the intercept is one more coordinate of the model,
+// unpenalized. Steps follow each other until the first sweep of one changes
+// nothing by more than the inner tolerance or the work budget is spent.
 func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
 	block, err := w.work.Build(p, w.w)
 	if err != nil {
 		return ColPartial{}, err
 	}
+	w.nt.grow(len(w.rows), w.x.Cols)
 	copy(w.scratch, w.rows)
 	copy(w.trial, w.w)
 	b := w.b
-	// A sweep has settled when no step lowers the objective by more than
-	// about tol·F: a step d whose model has curvature m lowers it by about
-	// m·d²/2. F is estimated by the loss and the worker's part of ‖w‖₁.
+	// A step has settled when no coordinate's move lowers the model by more
+	// than about tol·F: a move d along a coordinate of curvature h lowers it
+	// by about h·d²/2. F is estimated by the loss and the worker's part of
+	// ‖w‖₁.
 	var f float64
 	for _, l := range w.loss {
 		f += l
@@ -39,84 +64,24 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 	tol := w.relTol * f
 	budget := w.cfg.roundWork() * innerWorkFactor
 	var work int64 // the non-zeros visited so far
-	sweep := func(cols []int32) float64 {
-		var most float64
-		for _, j := range cols {
-			l := int(j) - w.first
-			rows, vals := w.x.Col(l)
-			work += int64(len(rows)) + 1
-			a := w.curvMax[l]
-			if a == 0 {
-				continue
-			}
-			var g, h float64
-			for t, i := range rows {
-				v, st := vals[t], &w.scratch[i]
-				g += v * st.r
-				h += v * v * st.d
-			}
-			old := w.trial[l]
-			d, m := newtonStep(old, g/w.n, h/w.n, a, w.colMax[l], w.lambda)
-			if d == 0 {
-				continue
-			}
-			w.trial[l] = old + d // exactly 0 where the step thresholds to 0
-			for t, i := range rows {
-				w.scratch[i] = at(w.y[i], w.scratch[i].z+vals[t]*d)
-			}
-			work += int64(len(rows))
-			most = max(most, m*d*d)
-		}
-		return most
-	}
-	// biasStep takes the intercept's step, unpenalized: its column is all
-	// ones, so its curvature is at most 1/4 and grows by at most e^{|d|}.
-	biasStep := func() float64 {
-		if !w.bias {
-			return 0
-		}
-		var g, h float64
-		for _, st := range w.scratch {
-			g += st.r
-			h += st.d
-		}
-		d, m := newtonStep(b, g/w.n, h/w.n, 0.25, 1, 0)
-		work += int64(len(w.scratch))
-		if d == 0 {
-			return 0
-		}
-		b += d
-		for i, st := range w.scratch {
-			w.scratch[i] = at(w.y[i], st.z+d)
-		}
-		work += int64(len(w.scratch))
-		return m * d * d
-	}
 	for first := true; work < budget; first = false {
 		if err := ctx.Err(); err != nil {
 			return ColPartial{}, err
 		}
-		if max(sweep(block), biasStep()) <= tol {
+		moved, ok := w.proxNewton(block, &b, tol, budget, &work)
+		if moved <= tol {
 			if !first || w.relTol <= minInnerTol {
 				break
 			}
-			// The first sweep found the working set settled: the rounds
+			// The first step found the working set settled: the rounds
 			// have reached the tolerance, so tighten it for this round and
 			// the next ones (as the Lasso's workers do).
 			w.relTol *= 1e-2
 			tol *= 1e-2
 			continue
 		}
-		for work < budget {
-			w.active = w.active[:0]
-			for _, j := range block {
-				if w.trial[int(j)-w.first] != 0 {
-					w.active = append(w.active, j)
-				}
-			}
-			if len(w.active) == len(block) || sweep(w.active) <= tol {
-				break
-			}
+		if !ok {
+			break // no step along the direction lowers F: rounding
 		}
 	}
 	part := ColPartial{Bias: b, AsOf: w.asOf, Work: work}
@@ -147,6 +112,180 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		}
 	}
 	return part, nil
+}
+
+// grow sizes the scratch for rows rows and cols columns.
+func (s *newtonScratch) grow(rows, cols int) {
+	if len(s.s) != rows {
+		s.s, s.u = make([]float64, rows), make([]float64, rows)
+	}
+	if len(s.next) != cols {
+		s.next, s.hess = make([]float64, cols), make([]float64, cols)
+	}
+}
+
+// proxNewton takes one proximal Newton step over block from the scratch
+// rows, the coefficients w.trial and the intercept *b, adding the non-zeros
+// it visits to *work. It returns by how much the first sweep of the model's
+// minimization moved the model (the largest h·d² of a coordinate), and
+// whether the line search found a step that lowers F. When the first sweep
+// moved the model by at most tol, the step is that sweep's.
+func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget int64, work *int64) (moved float64, ok bool) {
+	nt := &w.nt
+	for i, st := range w.scratch {
+		nt.s[i] = st.r
+	}
+	for _, j := range block {
+		l := int(j) - w.first
+		nt.next[l] = w.trial[l]
+	}
+	nb := *b
+	// sweep minimizes the model along each column of cols in turn; with
+	// fresh set it computes the columns' curvatures, which the model keeps
+	// until the next step.
+	sweep := func(cols []int32, fresh bool) float64 {
+		var most float64
+		for _, j := range cols {
+			l := int(j) - w.first
+			if w.curvMax[l] == 0 {
+				continue // an empty column
+			}
+			rows, vals := w.x.Col(l)
+			var g, h float64
+			if fresh {
+				for t, i := range rows {
+					v := vals[t]
+					g += v * nt.s[i]
+					h += v * v * w.scratch[i].d
+				}
+				h /= w.n
+				nt.hess[l] = h
+			} else {
+				for t, i := range rows {
+					g += vals[t] * nt.s[i]
+				}
+				h = nt.hess[l]
+			}
+			*work += int64(len(rows)) + 1
+			if h < minHessDiag {
+				continue // every row of the column is saturated
+			}
+			cur := nt.next[l]
+			d := proxStep(cur, g/w.n, h, w.lambda)
+			if d == 0 {
+				continue
+			}
+			nt.next[l] = cur + d // exactly 0 where the step thresholds to 0
+			for t, i := range rows {
+				nt.s[i] += w.scratch[i].d * vals[t] * d
+			}
+			*work += int64(len(rows))
+			most = max(most, h*d*d)
+		}
+		return most
+	}
+	// biasStep minimizes the model along the intercept, unpenalized.
+	biasStep := func() float64 {
+		if !w.bias {
+			return 0
+		}
+		var g, h float64
+		for i, st := range w.scratch {
+			g += nt.s[i]
+			h += st.d
+		}
+		*work += 2 * int64(len(w.scratch))
+		if h < minHessDiag*w.n {
+			return 0
+		}
+		d := -g / h
+		nb += d
+		for i, st := range w.scratch {
+			nt.s[i] += st.d * d
+		}
+		h /= w.n
+		return h * d * d
+	}
+	moved = max(sweep(block, true), biasStep())
+	itol := max(tol, innerRatio*moved)
+	for moved > tol && *work < budget {
+		w.active = w.active[:0]
+		for _, j := range block {
+			if nt.next[int(j)-w.first] != 0 {
+				w.active = append(w.active, j)
+			}
+		}
+		if max(sweep(w.active, false), biasStep()) <= itol {
+			break
+		}
+	}
+
+	// The direction: δ = next − trial over the block, and its change of
+	// the margins u = Xδ; F's change to first order along it, Δ.
+	db := nb - *b
+	for i := range nt.u {
+		nt.u[i] = db
+	}
+	var slope float64
+	w.active = w.active[:0]
+	for _, j := range block {
+		l := int(j) - w.first
+		d := nt.next[l] - w.trial[l]
+		if d == 0 {
+			continue
+		}
+		w.active = append(w.active, j)
+		rows, vals := w.x.Col(l)
+		for t, i := range rows {
+			nt.u[i] += vals[t] * d
+		}
+		*work += int64(len(rows))
+		slope += w.lambda * (math.Abs(nt.next[l]) - math.Abs(w.trial[l]))
+	}
+	var ls float64
+	for i, st := range w.scratch {
+		ls += st.r * nt.u[i]
+	}
+	slope += ls / w.n
+	if !(slope < 0) {
+		return moved, false
+	}
+	// Backtrack from the full step until F falls by at least a fraction
+	// armijo of its first-order change.
+	alpha := 1.0
+	for k := 0; ; k++ {
+		if k == maxHalvings {
+			return moved, false
+		}
+		var dl float64
+		for i, st := range w.scratch {
+			if u := nt.u[i]; u != 0 {
+				dl += lossChange(w.y[i], st.z, st.r, alpha*u)
+			}
+		}
+		df := dl / w.n
+		for _, j := range w.active {
+			l := int(j) - w.first
+			df += w.lambda * (math.Abs(moveTo(w.trial[l], nt.next[l], alpha)) - math.Abs(w.trial[l]))
+		}
+		*work += int64(len(w.scratch))
+		if df <= armijo*alpha*slope {
+			break
+		}
+		alpha /= 2
+	}
+	for _, j := range w.active {
+		l := int(j) - w.first
+		w.trial[l] = moveTo(w.trial[l], nt.next[l], alpha)
+	}
+	*b = moveBias(*b, nb, alpha)
+	for i, st := range w.scratch {
+		if u := nt.u[i]; u != 0 {
+			w.scratch[i] = at(w.y[i], st.z+alpha*u)
+		}
+	}
+	*work += int64(len(w.scratch))
+	return moved, true
 }
 
 // minInnerTol is the tightest relative inner tolerance: about rounding.

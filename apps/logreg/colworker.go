@@ -39,6 +39,7 @@ type ColWorker struct {
 	relTol  float64               // the inner tolerance, relative to F (0: not set yet)
 	work    *scheduler.WorkingSet // a round's working set: its block and the non-zero coordinates
 	rp      []float64             // scratch for Report
+	nt      newtonScratch         // scratch for Push's Newton steps
 }
 
 // colRow is what a worker keeps of a row in the column layout: the margin

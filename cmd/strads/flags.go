@@ -134,7 +134,7 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.Float64Var(&f.tol, "tol", 1e-4, "stop when the objective is certified within tol of the optimum, relatively (Lasso: duality gap ≤ tol·objective); 0: off")
 	fs.Var(&f.target, "target", "stop once the objective is at most `F` (for benchmarks against a peer's objective); unset: off")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this much time (0: no limit)")
-	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds (costs one pass over the data)")
+	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds (costs one pass over the data; the column layout of lasso and logreg: 1 unless given)")
 	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV to `file`: time_s,round,objective,nnz,updates,gap, then per-round means since the previous row: plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes")
 	fs.StringVar(&f.out, "out", "", "write the model to `file` (Lasso: index,value CSV of non-zero coefficients, 1-based; 0 = intercept)")
 	fs.DurationVar(&f.progress, "progress", 2*time.Second, "print a progress line this often (0: never)")

@@ -93,13 +93,30 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 	}
 	cfg.RoundWork = lay.roundWork
 	if cfg.Layout == lasso.LayoutColumns {
-		if rf.schedulers != 1 || rf.depth != 1 {
-			return cfg, nil, opts, usagef("--layout cols takes one scheduler and --depth 1 (got --schedulers %d --depth %d): a worker's rounds update its own columns one after another; use --layout rows to pipeline", rf.schedulers, rf.depth)
+		if err := columnOptions(fs, rf, &opts); err != nil {
+			return cfg, nil, opts, err
 		}
-		// The line search makes every merged round lower the objective.
-		opts.RiseTol = monotoneRiseTol
 	}
 	return cfg, rf, opts, nil
+}
+
+// columnOptions checks the runtime's flags for the column layout and sets
+// its options: one scheduler and --depth 1, since a worker's rounds update
+// its own columns one after another; a report every round unless
+// --report-every is given, since a round is many sweeps and a report one
+// pass over the data; and the tolerance of a rise of the objective, which
+// the line search of the merge makes rounding only.
+func columnOptions(fs *flag.FlagSet, rf *runFlags, opts *coordinator.Options) error {
+	if rf.schedulers != 1 || rf.depth != 1 {
+		return usagef("--layout cols takes one scheduler and --depth 1 (got --schedulers %d --depth %d): a worker's rounds update its own columns one after another; use --layout rows to pipeline", rf.schedulers, rf.depth)
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "report-every" })
+	if !given {
+		opts.ReportEvery = 1
+	}
+	opts.RiseTol = monotoneRiseTol
+	return nil
 }
 
 // monotoneRiseTol is the rise of the objective, relative, that a job whose

@@ -120,11 +120,9 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 	}
 	cfg.RoundWork = lay.roundWork
 	if cfg.Layout == lasso.LayoutColumns {
-		if rf.schedulers != 1 || rf.depth != 1 {
-			return nil, nil, opts, usagef("--layout cols takes one scheduler and --depth 1 (got --schedulers %d --depth %d): a worker's rounds update its own columns one after another; use --layout rows to pipeline", rf.schedulers, rf.depth)
+		if err := columnOptions(fs, rf, &opts); err != nil {
+			return nil, nil, opts, err
 		}
-		// The merge makes every round lower the objective.
-		opts.RiseTol = monotoneRiseTol
 	}
 	if role == "" || role == "coordinator" {
 		if cfg.Test != "" {
