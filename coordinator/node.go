@@ -52,6 +52,8 @@ type node[P, R, U, S any] struct {
 	opts Options
 	log  *slog.Logger
 	app  schmp.Coordinator[P, R, U, S]
+	// staged is app when it runs in stages (Staged), nil otherwise.
+	staged Staged
 
 	box     *wire.Mailbox // plans and partials
 	metrics *atomicfile.File
@@ -141,6 +143,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	if n.app, err = newCoordinator(ctx); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
+	n.staged, _ = n.app.(Staged)
 	if n.opts.Metrics != "" {
 		// Open now, so that a bad path fails before the job runs.
 		if n.metrics, err = atomicfile.Create(n.opts.Metrics); err != nil {
@@ -559,6 +562,18 @@ func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
 		}
 		n.prev, n.havePrev = prog.Objective, true
 		reached = n.opts.HasTarget && prog.Objective <= n.opts.Target
+		if n.staged != nil && !n.staged.FinalStage() {
+			reached = false
+			if converged && !n.stopping {
+				// The stage is done, not the job: the app moves to the next
+				// stage, which this round's update carries to the workers.
+				converged = false
+				if err := n.staged.EndStage(n.res.Trace[len(n.res.Trace)-1], "converged"); err != nil {
+					return fmt.Errorf("coordinator: round %d: end of stage: %w", round, err)
+				}
+				n.havePrev, n.haveLow = false, false
+			}
+		}
 	}
 	t0 := time.Now()
 	u, fb, err := n.app.Pull(round, f.plan, f.partials)
@@ -726,9 +741,21 @@ func (n *node[P, R, U, S]) progressLine() {
 	for _, m := range n.res.Final.Metrics {
 		fmt.Fprintf(&extra, "  %s %.6g", m.Name, m.Value)
 	}
-	fmt.Fprintf(n.opts.Progress, "round %d  elapsed %s  objective %.9g%s  nnz %d  updates/s %.0f%s\n",
+	fmt.Fprintf(n.opts.Progress, "round %d  elapsed %s  objective %.9g%s  nnz %d  updates/s %.0f%s%s\n",
 		n.res.Rounds, el.Round(10*time.Millisecond), n.res.Final.Objective, gap, n.res.Final.NNZ,
-		float64(n.res.Updates)/el.Seconds(), extra.String())
+		float64(n.res.Updates)/el.Seconds(), extra.String(), n.stage())
+}
+
+// stage returns the app's description of the stage running, after two
+// spaces, or "" for an app that does not run in stages.
+func (n *node[P, R, U, S]) stage() string {
+	if n.staged == nil {
+		return ""
+	}
+	if s := n.staged.Stage(); s != "" {
+		return "  " + s
+	}
+	return ""
 }
 
 // finish sends the last updates with the stop, takes the final reports,
@@ -758,6 +785,11 @@ func (n *node[P, R, U, S]) finish(ctx context.Context) error {
 	if _, err := n.record(n.pulled, f.reports); err != nil {
 		return err
 	}
+	if n.staged != nil {
+		if err := n.staged.EndStage(n.res.Trace[len(n.res.Trace)-1], n.res.Reason); err != nil {
+			return fmt.Errorf("coordinator: end of stage: %w", err)
+		}
+	}
 	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
 	n.res.MaxInFlight, n.res.MaxVarsInFlight = n.win.maxRounds, n.win.maxVars
 	for p := range n.opts.Schedulers {
@@ -770,8 +802,8 @@ func (n *node[P, R, U, S]) finish(ctx context.Context) error {
 	}
 	if n.opts.Progress != nil {
 		n.progressLine()
-		fmt.Fprintf(n.opts.Progress, "stopped: %s after %d rounds, %d updates, %s\n",
-			n.res.Reason, n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond))
+		fmt.Fprintf(n.opts.Progress, "stopped: %s after %d rounds, %d updates, %s%s\n",
+			n.res.Reason, n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond), n.stage())
 	}
 	if n.opts.Out != "" {
 		if err := atomicfile.Write(n.opts.Out, func(w *bufio.Writer) error { return n.app.WriteModel(w) }); err != nil {

@@ -30,7 +30,8 @@ type Options struct {
 	// (schmp.Progress.HasGap); otherwise when F's relative change between two
 	// consecutive reports, |F_prev − F|/|F|, is below Tol. 0 turns it off.
 	// A report whose objective or gap is not finite never stops the job
-	// this way: it fails it, with ErrDiverged.
+	// this way: it fails it, with ErrDiverged. For an app that runs in
+	// stages (Staged), it ends a stage, and the job only with the final one.
 	Tol float64
 	// RiseTol, when > 0, fails the job with ErrDiverged at a report whose
 	// objective F exceeds the lowest objective L reported so far by more
@@ -42,7 +43,8 @@ type Options struct {
 	// Target and HasTarget: when HasTarget, the job stops (Result.Reason
 	// "target") at the first report whose objective is at most Target, say
 	// a peer's objective in a benchmark. It assumes an objective that is
-	// minimized.
+	// minimized. For an app that runs in stages (Staged), it counts only in
+	// the final stage.
 	Target    float64
 	HasTarget bool
 	// ReportEvery is the number of rounds between two objective reports.
