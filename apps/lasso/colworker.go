@@ -254,9 +254,18 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		}
 	}
 	if len(part.Vars) > 0 {
+		// The change of Xβ is computed afresh from the changes of β, not as
+		// the difference of q and its scratch copy, whose rounding (of q's
+		// size) would swamp the small changes near the optimum, and with
+		// them the coordinator's line search.
 		part.Dir = make([]float64, len(w.q))
-		for i, v := range w.q {
-			part.Dir[i] = v - w.scratch[i]
+		for k, j := range part.Vars {
+			l := int(j) - w.first
+			d := part.Value[k] - w.beta[l]
+			rows, vals := w.x.Col(l)
+			for t, i := range rows {
+				part.Dir[i] += vals[t] * d
+			}
 		}
 	}
 	return part, nil
