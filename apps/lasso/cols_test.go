@@ -86,19 +86,23 @@ func TestColumnsKKT(t *testing.T) {
 		intercept bool
 		policy    scheduler.Policy
 		work      int
+		ratio     float64
 	}{
-		{"p>n", 40, 120, false, scheduler.Priority, 300},
-		{"p>n/intercept", 40, 120, true, scheduler.Random, 300},
-		{"n>p/intercept", 150, 30, true, scheduler.Cyclic, 400},
-		{"p>n/one block", 40, 120, true, scheduler.Priority, 0},
+		{"p>n", 40, 120, false, scheduler.Priority, 300, 0.1},
+		{"p>n/intercept", 40, 120, true, scheduler.Random, 300, 0.1},
+		{"n>p/intercept", 150, 30, true, scheduler.Cyclic, 400, 0.1},
+		{"p>n/one block", 40, 120, true, scheduler.Priority, 0, 0.1},
+		// Several workers stalled here at gaps of 1e-11 to 1e-10, when
+		// their changes of Xβ were differences of residuals.
+		{"n>p/intercept/λ 0.3", 150, 30, true, scheduler.Priority, 400, 0.3},
 	}
 	for _, tc := range cases {
 		pr := newProblem(t, tc.n, tc.p, 42)
-		lambda := 0.1 * pr.lambdaMax(tc.intercept)
+		lambda := tc.ratio * pr.lambdaMax(tc.intercept)
 		want := pr.objective(pr.sequentialCD(lambda, tc.intercept), lambda, tc.intercept)
 		for _, workers := range []int{1, 2, 3} {
 			t.Run(fmt.Sprintf("%s/workers=%d", tc.name, workers), func(t *testing.T) {
-				cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: tc.intercept, Schedule: colSchedule(tc.policy), Layout: LayoutColumns, RoundWork: tc.work, InnerTol: 1e-14}
+				cfg := Config{Data: pr.path, LambdaRatio: tc.ratio, Intercept: tc.intercept, Schedule: colSchedule(tc.policy), Layout: LayoutColumns, RoundWork: tc.work, InnerTol: 1e-14}
 				res, out, err := runColumns(t, cfg, workers, coordinator.Options{Tol: 1e-12, MaxRounds: 20000})
 				if err != nil {
 					t.Fatal(err)
@@ -119,6 +123,9 @@ func TestColumnsKKT(t *testing.T) {
 					t.Errorf("the model file has %d non-zeros, the final report %d", nnz, res.Final.NNZ)
 				}
 				checkDescent(t, res)
+				if res.Reason != "converged" {
+					t.Errorf("stopped by %s after %d rounds (gap %.3g), want converged", res.Reason, res.Rounds, res.Final.Gap)
+				}
 				t.Logf("%d rounds, reason %s, objective %.12g", res.Rounds, res.Reason, got)
 			})
 		}
