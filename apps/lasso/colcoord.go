@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -15,7 +16,9 @@ import (
 // ColCoordinator is the coordinator side of the Lasso in the column layout:
 // it holds β and its own replica of q = y − Xβ, merges the workers' changes
 // with an exact line search, and certifies the objective with the duality
-// gap.
+// gap. With Config.Path it solves a regularization path in the runtime's
+// stages (it implements coordinator.Staged): every update it sends carries
+// the λ being solved, and the workers switch to it.
 type ColCoordinator struct {
 	cfg     Config
 	workers int
@@ -27,6 +30,8 @@ type ColCoordinator struct {
 	q       []float64
 	beta    []float64
 	pos     []int32 // column → its index in a round's feedback, or -1
+	test    *testSet
+	regPath *Path // nil unless the job is a regularization path
 
 	// Rounds whose merged step was shorter than 1, and the shortest.
 	Shortened int
@@ -40,7 +45,8 @@ func NewColCoordinator(cfg Config) *ColCoordinator {
 }
 
 // Start implements schmp.Coordinator: it checks that the workers hold the
-// same rows and together every column once, and sets λ.
+// same rows and together every column once, sets λ (the path's first, λ_max,
+// with Config.Path) and reads Config.Test.
 func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if len(shards) == 0 {
 		return ColUpdate{}, errors.New("no workers")
@@ -90,11 +96,55 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if !(c.lambda > 0) {
 		return ColUpdate{}, fmt.Errorf("the penalty λ is %v: the column layout needs λ > 0 (λ_max is %v)", c.lambda, lambdaMax)
 	}
+	var err error
+	if c.cfg.Test != "" {
+		if c.test, err = readTestSet(c.cfg.Test); err != nil {
+			return ColUpdate{}, err
+		}
+	}
+	if c.cfg.Path > 0 {
+		var cols []string
+		if c.test != nil {
+			cols = []string{testMetric}
+		}
+		if c.regPath, err = NewPath(c.cfg.Path, lambdaMax, c.lambda, cols); err != nil {
+			return ColUpdate{}, err
+		}
+		c.lambda = c.regPath.Lambda()
+	}
 	return ColUpdate{Lambda: c.lambda}, nil
 }
 
 // Lambda returns the penalty in use (known after Start).
 func (c *ColCoordinator) Lambda() float64 { return c.lambda }
+
+// Path returns the regularization path, nil unless Config.Path is set
+// (known after Start).
+func (c *ColCoordinator) Path() *Path { return c.regPath }
+
+// Stage implements coordinator.Staged: the λ of the path being solved, ""
+// for a job of one λ.
+func (c *ColCoordinator) Stage() string {
+	if c.regPath == nil {
+		return ""
+	}
+	return c.regPath.Stage()
+}
+
+// FinalStage implements coordinator.Staged.
+func (c *ColCoordinator) FinalStage() bool { return c.regPath == nil || c.regPath.Final() }
+
+// EndStage implements coordinator.Staged: it records the model and the
+// report s at the λ being solved, and moves to the next λ of the path,
+// which the next update carries to the workers.
+func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
+	if c.regPath == nil {
+		return nil
+	}
+	c.regPath.End(s, stop, NewSparseModel(c.cfg.Intercept, c.Intercept(), c.beta))
+	c.lambda = c.regPath.Lambda()
+	return nil
+}
 
 // Pull implements schmp.Coordinator: it merges the workers' changes. With
 // one worker the change is its own sequential coordinate descent, which
@@ -134,7 +184,7 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		}
 	}
 	if len(moved) == 0 {
-		return ColUpdate{Alpha: 1}, fb, nil
+		return ColUpdate{Alpha: 1, Lambda: c.lambda}, fb, nil
 	}
 	u := ColUpdate{Alpha: 1}
 	if len(moved) == 1 {
@@ -143,6 +193,7 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 	} else {
 		u = c.merge(partials, moved)
 	}
+	u.Lambda = c.lambda
 	if u.Alpha < 1 {
 		c.Shortened++
 		c.MinAlpha = min(c.MinAlpha, u.Alpha)
@@ -232,8 +283,9 @@ func (c *ColCoordinator) path(r, dir []float64, vars []int32, vals []float64) li
 }
 
 // Objective implements schmp.Coordinator: P(β) = (1/2n)‖r‖² + λ‖β‖₁ and
-// its duality gap, as for the row layout. Every worker must report the same
-// residual.
+// its duality gap, as for the row layout, and as metrics the test error
+// test_mse of the coordinator's model with Config.Test, and the λ being
+// solved on a path. Every worker must report the same residual.
 func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error) {
 	rr, yr := reports[0].SqResid, reports[0].YtR
 	var dual, l1 float64
@@ -251,7 +303,14 @@ func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error)
 		s = nl / dual
 	}
 	gap := (0.5*rr + c.n*c.lambda*l1 - s*yr + 0.5*s*s*rr) / c.n
-	return schmp.Progress{Objective: rr/(2*c.n) + c.lambda*l1, NNZ: nnz, Gap: max(gap, 0), HasGap: true}, nil
+	p := schmp.Progress{Objective: rr/(2*c.n) + c.lambda*l1, NNZ: nnz, Gap: max(gap, 0), HasGap: true}
+	if c.test != nil {
+		p.Metrics = append(p.Metrics, schmp.Metric{Name: testMetric, Value: c.test.mse(c.Intercept(), c.beta)})
+	}
+	if c.regPath != nil {
+		p.Metrics = append(p.Metrics, schmp.Metric{Name: "lambda", Value: c.lambda})
+	}
+	return p, nil
 }
 
 // Beta returns the coefficients (owned by c).

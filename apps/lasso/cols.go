@@ -37,8 +37,9 @@ type ColPartial struct {
 // ColUpdate is the coordinator's merge of a round: with step Alpha along
 // the merged direction, every node sets q ← q − Alpha·Dir and
 // β_j ← β_j + Alpha·(Value[k] − β_j) for j = Vars[k] (β_j ← Value[k] when
-// Alpha is 1). The first update of a job carries Lambda instead, the
-// penalty every worker uses.
+// Alpha is 1). Lambda is the penalty the workers use from then on (0:
+// unchanged): the first update of a job sets it, and on a regularization
+// path the first update after a λ is solved carries the next.
 type ColUpdate struct {
 	Alpha  float64       `msgpack:"a"`
 	Dir    wire.Float64s `msgpack:"d"`

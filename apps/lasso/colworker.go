@@ -100,10 +100,14 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 	return s, nil
 }
 
-// Apply implements schmp.Worker.
+// Apply implements schmp.Worker: it moves q and the worker's β as the
+// update says, and switches to the update's λ, if it carries a new one.
 func (w *ColWorker) Apply(u ColUpdate) error {
-	if u.Lambda != 0 {
+	if u.Lambda != 0 && u.Lambda != w.lambda {
+		// A new λ (the first, or the next of a path): the inner tolerance
+		// starts afresh, since its tightening was the previous λ's.
 		w.lambda = u.Lambda
+		w.relTol = 0
 	}
 	if len(u.Vars) != len(u.Value) {
 		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))

@@ -1,10 +1,10 @@
 package lasso
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/schmp"
@@ -19,14 +19,26 @@ type Coordinator struct {
 	curv   []float64 // a_j = ‖x̃_j‖²/n
 	meanX  []float64 // nil when no intercept
 	meanY  float64
+	test   *testSet
 }
 
 // NewCoordinator returns the coordinator side for cfg.
 func NewCoordinator(cfg Config) *Coordinator { return &Coordinator{cfg: cfg} }
 
 // Start implements schmp.Coordinator: it sums the shard summaries into the
-// column norms and λ, and returns the centering for the workers.
+// column norms and λ, reads Config.Test, and returns the centering for the
+// workers. A regularization path (Config.Path) is an error: it runs in the
+// column layout only.
 func (c *Coordinator) Start(shards []Summary) (Update, error) {
+	if c.cfg.Path > 0 {
+		return Update{}, errors.New("a regularization path (--lambda-path) runs in the column layout only")
+	}
+	if c.cfg.Test != "" {
+		var err error
+		if c.test, err = readTestSet(c.cfg.Test); err != nil {
+			return Update{}, err
+		}
+	}
 	m := 0
 	rows := 0
 	var sumY float64
@@ -140,7 +152,9 @@ func softThreshold(z, l float64) float64 {
 //
 //	P(β) − D(ν) = (1/n)·(½‖r‖² + nλ‖β‖₁ − s·ỹᵀr + ½s²‖r‖²) ≥ P(β) − P(β*),
 //
-// so it certifies how far the objective is from the optimum.
+// so it certifies how far the objective is from the optimum. With
+// Config.Test, the metric test_mse is the test error of the coordinator's
+// model.
 func (c *Coordinator) Objective(reports []Summary) (schmp.Progress, error) {
 	var rr, yr, sumR float64
 	xtr := make([]float64, len(c.beta))
@@ -172,7 +186,13 @@ func (c *Coordinator) Objective(reports []Summary) (schmp.Progress, error) {
 		s = nl / dual
 	}
 	gap := (0.5*rr + c.n*c.lambda*l1 - s*yr + 0.5*s*s*rr) / c.n
-	return schmp.Progress{Objective: rr/(2*c.n) + c.lambda*l1, NNZ: nnz, Gap: max(gap, 0), HasGap: true}, nil
+	p := schmp.Progress{Objective: rr/(2*c.n) + c.lambda*l1, NNZ: nnz, Gap: max(gap, 0), HasGap: true}
+	if c.test != nil {
+		// The coordinator's β, which with rounds in flight may be newer
+		// than the reports'.
+		p.Metrics = []schmp.Metric{{Name: testMetric, Value: c.test.mse(c.Intercept(), c.beta)}}
+	}
+	return p, nil
 }
 
 // Beta returns the coefficients (owned by c).
@@ -197,22 +217,16 @@ func (c *Coordinator) WriteModel(w io.Writer) error {
 	return writeModel(w, c.cfg.Intercept, c.Intercept(), c.beta)
 }
 
-// writeModel writes the model file of either layout.
+// writeModel writes the model file of either layout (see SparseModel.Write).
 func writeModel(w io.Writer, intercept bool, b0 float64, beta []float64) error {
 	buf := []byte("index,value\n")
 	if intercept {
-		buf = append(buf, "0,"...)
-		buf = strconv.AppendFloat(buf, b0, 'g', 17, 64)
-		buf = append(buf, '\n')
+		buf = appendCoef(buf, 0, b0)
 	}
 	for j, b := range beta {
-		if b == 0 {
-			continue
+		if b != 0 {
+			buf = appendCoef(buf, j+1, b)
 		}
-		buf = strconv.AppendInt(buf, int64(j+1), 10)
-		buf = append(buf, ',')
-		buf = strconv.AppendFloat(buf, b, 'g', 17, 64)
-		buf = append(buf, '\n')
 	}
 	_, err := w.Write(buf)
 	return err

@@ -2,6 +2,7 @@ package lasso
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -17,6 +18,10 @@ type Config struct {
 	// Data is the path of the LIBSVM file. Every role reads its own copy:
 	// the scheduler reads the columns, a worker only its rows.
 	Data string
+	// Test, if set, is a LIBSVM file of held-out samples: the coordinator
+	// reads it and reports the mean squared error of its model on it (the
+	// metric test_mse).
+	Test string
 	// Lambda is the L1 penalty λ, used when LambdaRatio is 0.
 	Lambda float64
 	// LambdaRatio, when positive, sets λ = LambdaRatio·λ_max, where
@@ -24,6 +29,11 @@ type Config struct {
 	LambdaRatio float64
 	// Intercept fits an unpenalized intercept.
 	Intercept bool
+	// Path, when at least 2, makes the job a regularization path (see
+	// Path): Path penalties geometric from λ_max down to the λ that Lambda
+	// or LambdaRatio sets, each solved from the solution at the one before.
+	// The column layout only; 0 solves one λ.
+	Path int
 	// Schedule configures the scheduler's dynamic engine; its Vars is set
 	// from the data, and a negative Warmup means one sweep's worth of
 	// rounds, ⌈M/Block⌉. In the column layout its Block, Candidates and
@@ -117,6 +127,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--lambda must be a finite number >= 0, got %v", c.Lambda)
 	case c.LambdaRatio < 0 || math.IsNaN(c.LambdaRatio) || math.IsInf(c.LambdaRatio, 0):
 		return fmt.Errorf("--lambda-ratio must be a finite number >= 0, got %v", c.LambdaRatio)
+	case c.Path < 0 || c.Path == 1:
+		return fmt.Errorf("--lambda-path must be 0 (off) or at least 2, got %d", c.Path)
+	case c.Path > 0 && c.Lambda == 0 && c.LambdaRatio == 0:
+		return errors.New("--lambda-path needs the path's last λ: give --lambda-ratio R < 1 (or --lambda L)")
+	case c.Path > 0 && c.LambdaRatio >= 1:
+		return fmt.Errorf("--lambda-path goes from λ_max down to --lambda-ratio·λ_max: --lambda-ratio must be below 1, got %v", c.LambdaRatio)
 	}
 	return scheduler.ValidateColumnConfig(c.Schedule)
 }
