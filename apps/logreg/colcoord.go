@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -21,7 +23,10 @@ const (
 
 // ColCoordinator is the coordinator side of logistic regression in the
 // column layout: it holds w, b and its own replica of the margins, and
-// merges the workers' changes so that no round raises the objective.
+// merges the workers' changes so that no round raises the objective. With
+// Config.Path it solves a regularization path in the runtime's stages (it
+// implements coordinator.Staged), as the Lasso's does: every update it
+// sends carries the λ being solved.
 type ColCoordinator struct {
 	model
 	workers int
@@ -38,6 +43,7 @@ type ColCoordinator struct {
 	lastMoved uint64
 	taken     []uint64
 	stats     ColStats
+	regPath   *lasso.Path // nil unless the job is a regularization path
 }
 
 // ColStats tells what the merges of the column layout did.
@@ -145,7 +151,46 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if !(c.lambda > 0) {
 		return ColUpdate{}, fmt.Errorf("the penalty λ is %v: the column layout needs λ > 0 (λ_max is %v)", c.lambda, lambdaMax)
 	}
+	if c.cfg.Path > 0 {
+		cols := []string{"train_accuracy"}
+		if c.test != nil {
+			cols = append(cols, "test_accuracy")
+		}
+		var err error
+		if c.regPath, err = lasso.NewPath(c.cfg.Path, lambdaMax, c.lambda, cols); err != nil {
+			return ColUpdate{}, err
+		}
+		c.lambda = c.regPath.Lambda()
+	}
 	return ColUpdate{Init: true, Lambda: c.lambda, Bias: c.b}, nil
+}
+
+// Path returns the regularization path, nil unless Config.Path is set
+// (known after Start).
+func (c *ColCoordinator) Path() *lasso.Path { return c.regPath }
+
+// Stage implements coordinator.Staged: the λ of the path being solved, ""
+// for a job of one λ.
+func (c *ColCoordinator) Stage() string {
+	if c.regPath == nil {
+		return ""
+	}
+	return c.regPath.Stage()
+}
+
+// FinalStage implements coordinator.Staged.
+func (c *ColCoordinator) FinalStage() bool { return c.regPath == nil || c.regPath.Final() }
+
+// EndStage implements coordinator.Staged: it records the model and the
+// report s at the λ being solved, and moves to the next λ of the path,
+// which the next update carries to the workers.
+func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
+	if c.regPath == nil {
+		return nil
+	}
+	c.regPath.End(s, stop, lasso.NewSparseModel(c.cfg.Intercept, c.b, c.w))
+	c.lambda = c.regPath.Lambda()
+	return nil
 }
 
 // setRow sets the margin of row i to z.
@@ -230,7 +275,7 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent a direction over %d rows, want %d", k, len(part.Dir), len(c.z))
 		}
 	}
-	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b}
+	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b, Lambda: c.lambda}
 	if len(moved) == 0 {
 		return u, fb, nil
 	}
@@ -387,7 +432,8 @@ func lossChange(y, z, r, delta float64) float64 {
 
 // Objective implements schmp.Coordinator: F at the workers' state and its
 // duality gap, as for the row layout (see the package documentation), and
-// the accuracies. Every worker must report the same sums over the rows.
+// the accuracies, with on a path the λ being solved (the metric lambda).
+// Every worker must report the same sums over the rows.
 func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error) {
 	r0 := reports[0]
 	var dual, l1 float64
@@ -408,5 +454,8 @@ func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error)
 	}
 	d := t * (sPos*r0.HPos + sNeg*r0.HNeg) / c.n
 	metrics := c.record(float64(r0.Correct) / c.n)
+	if c.regPath != nil {
+		metrics = append(metrics, schmp.Metric{Name: "lambda", Value: c.lambda})
+	}
 	return schmp.Progress{Objective: f, NNZ: nnz, Gap: max(f-d, 0), HasGap: true, Metrics: metrics}, nil
 }

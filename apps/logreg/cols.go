@@ -49,7 +49,9 @@ type ColPartial struct {
 // ColUpdate is the coordinator's merge of round Round: with step Alpha
 // along the merged direction, every node sets z ← z + Alpha·Dir,
 // w_j ← w_j + Alpha·(Value[k] − w_j) for j = Vars[k] (w_j ← Value[k] when
-// Alpha is 1) and b ← b + Alpha·(Bias − b). The first update of a job
+// Alpha is 1) and b ← b + Alpha·(Bias − b), and the workers use the penalty
+// Lambda from then on (0: unchanged; on a regularization path, the first
+// update after a λ is solved carries the next). The first update of a job
 // (Init) carries instead the penalty Lambda and the initial intercept Bias,
 // at which every margin starts.
 type ColUpdate struct {

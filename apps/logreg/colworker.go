@@ -150,7 +150,9 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 	return s, nil
 }
 
-// Apply implements schmp.Worker.
+// Apply implements schmp.Worker: it moves the margins and the worker's w
+// and b as the update says, and switches to the update's λ, if it carries
+// a new one.
 func (w *ColWorker) Apply(u ColUpdate) error {
 	if u.Init {
 		if math.IsNaN(u.Bias) || math.IsInf(u.Bias, 0) {
@@ -163,6 +165,12 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 	}
 	if len(u.Vars) != len(u.Value) {
 		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))
+	}
+	if u.Lambda != 0 && u.Lambda != w.lambda {
+		// The next λ of a path: the inner tolerance starts afresh, since
+		// its tightening was the previous λ's.
+		w.lambda = u.Lambda
+		w.relTol = 0
 	}
 	if u.Dir != nil {
 		if len(u.Dir) != len(w.rows) {

@@ -27,6 +27,11 @@ type Config struct {
 	Lambda, LambdaRatio, C float64
 	// Intercept fits an unpenalized intercept b.
 	Intercept bool
+	// Path, when at least 2, makes the job a regularization path (see
+	// lasso.Path): Path penalties geometric from λ_max down to the λ that
+	// Lambda, LambdaRatio or C sets, each solved from the solution at the
+	// one before. The column layout only; 0 solves one λ.
+	Path int
 	// Schedule configures the scheduler's dynamic engine; its Vars is set
 	// from the data, and a negative Warmup means one sweep's worth of
 	// rounds, ⌈M/Block⌉. In the column layout its Block, Candidates and
@@ -75,6 +80,10 @@ func (c *Config) Validate() error {
 		return errors.New("give only one of --lambda, --lambda-ratio and --C")
 	}
 	switch {
+	case c.Path < 0 || c.Path == 1:
+		return fmt.Errorf("--lambda-path must be 0 (off) or at least 2, got %d", c.Path)
+	case c.Path > 0 && c.LambdaRatio >= 1:
+		return fmt.Errorf("--lambda-path goes from λ_max down to --lambda-ratio·λ_max: --lambda-ratio must be below 1, got %v", c.LambdaRatio)
 	case c.RoundWork < 0:
 		return fmt.Errorf("--round-work must be >= 0, got %d", c.RoundWork)
 	case !(c.InnerTol >= 0 && c.InnerTol < 1):
@@ -148,7 +157,8 @@ type Summary struct {
 	QNeg float64       `msgpack:"qn"`
 }
 
-// Program returns the logistic regression program for cfg.
+// Program returns the logistic regression program for cfg in the row
+// layout, which refuses a regularization path (Config.Path).
 func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 	return schmp.Program[Plan, Partial, Update, Summary]{
 		Name: "logreg",
@@ -159,6 +169,9 @@ func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 			return NewWorker(cfg, shard, shards)
 		},
 		NewCoordinator: func(ctx context.Context) (schmp.Coordinator[Plan, Partial, Update, Summary], error) {
+			if cfg.Path > 0 {
+				return nil, errors.New("a regularization path (--lambda-path) runs in the column layout only")
+			}
 			return NewCoordinator(cfg)
 		},
 	}
