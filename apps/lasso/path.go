@@ -113,6 +113,10 @@ func (p *Path) End(s coordinator.Sample, stop string, m SparseModel) {
 // Points returns the points recorded so far, in order (owned by p).
 func (p *Path) Points() []PathPoint { return p.points }
 
+// Columns returns the names of the app's metrics that each point keeps
+// (owned by p).
+func (p *Path) Columns() []string { return p.columns }
+
 // PathCSV returns the name of the path's table for the output prefix.
 func PathCSV(prefix string) string { return prefix + ".path.csv" }
 
@@ -153,7 +157,7 @@ func (p *Path) WriteCSV(w io.Writer) error {
 		b = append(b, pt.Stop...)
 		for _, c := range p.columns {
 			b = append(b, ',')
-			if v := pt.metric(c); !math.IsNaN(v) {
+			if v := pt.Metric(c); !math.IsNaN(v) {
 				b = strconv.AppendFloat(b, v, 'g', 17, 64)
 			}
 		}
@@ -163,9 +167,9 @@ func (p *Path) WriteCSV(w io.Writer) error {
 	return bw.Flush()
 }
 
-// metric returns the value of the app's metric name in the point's report,
+// Metric returns the value of the app's metric name in the point's report,
 // or NaN if it has none.
-func (pt *PathPoint) metric(name string) float64 {
+func (pt *PathPoint) Metric(name string) float64 {
 	for _, m := range pt.Metrics {
 		if m.Name == name {
 			return m.Value

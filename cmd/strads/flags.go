@@ -87,6 +87,8 @@ func addLassoFlags(fs *flag.FlagSet) *lassoFlags {
 	fs.Float64Var(&f.cfg.Lambda, "lambda", 0, "L1 penalty λ of (1/2n)‖y − Xβ‖² + λ‖β‖₁")
 	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖X̃ᵀỹ‖∞/n, the smallest λ with β = 0 (X and y centered with --intercept; overrides --lambda when > 0)")
 	fs.BoolVar(&f.cfg.Intercept, "intercept", false, "fit an unpenalized intercept (centers X and y)")
+	fs.StringVar(&f.cfg.Test, "test", "", "LIBSVM `file` of held-out samples: the coordinator reports its model's mean squared error on them (metric test_mse)")
+	fs.IntVar(&f.cfg.Path, "lambda-path", 0, pathUsage)
 	f.sched = addScheduleFlags(fs)
 	return f
 }
@@ -136,7 +138,7 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this much time (0: no limit)")
 	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds (costs one pass over the data; the column layout of lasso and logreg: 1 unless given)")
 	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV to `file`: time_s,round,objective,nnz,updates,gap, then per-round means since the previous row: plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes")
-	fs.StringVar(&f.out, "out", "", "write the model to `file` (Lasso: index,value CSV of non-zero coefficients, 1-based; 0 = intercept)")
+	fs.StringVar(&f.out, "out", "", "write the model to `file` (Lasso: index,value CSV of non-zero coefficients, 1-based; 0 = intercept); with --lambda-path, the prefix of the path's files")
 	fs.DurationVar(&f.progress, "progress", 2*time.Second, "print a progress line this often (0: never)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "longest wait for any other role once the job runs")
 	fs.DurationVar(&f.joinTimeout, "join-timeout", time.Minute, "longest wait for all roles to join")

@@ -12,6 +12,7 @@ import (
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/schmp"
 )
 
 func init() {
@@ -38,16 +39,27 @@ func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 }
 
 // resolve returns the layout for the data at path and the runtime's flags:
-// the flag's; for auto, rows when the job pipelines (--depth or
-// --schedulers above 1, which only the row layout does), and otherwise the
-// one lasso.ChooseLayout picks from the data's shape (which reads the file).
-func (f *layoutFlags) resolve(path string, rf *runFlags, shape *dataShape) (lasso.Layout, error) {
+// the flag's; for auto, the columns for a regularization path (regPath,
+// which only the column layout solves), rows when the job pipelines
+// (--depth or --schedulers above 1, which only the row layout does), and
+// otherwise the one lasso.ChooseLayout picks from the data's shape (which
+// reads the file).
+func (f *layoutFlags) resolve(path string, rf *runFlags, shape *dataShape, regPath bool) (lasso.Layout, error) {
 	l, auto, err := lasso.ParseLayout(f.layout)
 	if err != nil {
 		return l, usageError{err}
 	}
 	if f.roundWork < 0 {
 		return l, usagef("--round-work must be >= 0, got %d", f.roundWork)
+	}
+	if regPath {
+		switch {
+		case !auto && l != lasso.LayoutColumns:
+			return l, usagef("--lambda-path runs in the column layout only: use --layout cols or auto, not %s", l)
+		case rf.depth > 1 || rf.schedulers > 1:
+			return l, usagef("--lambda-path runs in the column layout, which takes one scheduler and --depth 1 (got --schedulers %d --depth %d)", rf.schedulers, rf.depth)
+		}
+		return lasso.LayoutColumns, nil
 	}
 	if !auto {
 		return l, nil
@@ -88,7 +100,12 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 			return cfg, nil, opts, err
 		}
 	}
-	if cfg.Layout, err = lay.resolve(cfg.Data, rf, shape); err != nil {
+	if cfg.Test != "" && (role == "" || role == "coordinator") {
+		if _, err := checkData(cfg.Test); err != nil {
+			return cfg, nil, opts, err
+		}
+	}
+	if cfg.Layout, err = lay.resolve(cfg.Data, rf, shape, cfg.Path > 0); err != nil {
 		return cfg, nil, opts, err
 	}
 	cfg.RoundWork = lay.roundWork
@@ -97,7 +114,64 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 			return cfg, nil, opts, err
 		}
 	}
+	if err := checkPathFlags(cfg.Path, rf); err != nil {
+		return cfg, nil, opts, err
+	}
+	if cfg.Path > 0 {
+		opts.Out = "" // the command writes the path's files
+	}
 	return cfg, rf, opts, nil
+}
+
+// lassoJob is a Lasso job as the command runs it: the program, whose
+// coordinator it keeps in the column layout, and what it writes once the
+// job is done.
+type lassoJob struct {
+	cfg     lasso.Config
+	workers int
+	out     string                // --out: with --lambda-path, the prefix of the path's files
+	cols    *lasso.ColCoordinator // nil until the coordinator is made, and on other roles
+}
+
+// colProgram returns the job's program in the column layout; its
+// coordinator is kept in j.
+func (j *lassoJob) colProgram() schmp.Program[lasso.ColPlan, lasso.ColPartial, lasso.ColUpdate, lasso.ColSummary] {
+	prog := lasso.ColumnProgram(j.cfg, j.workers)
+	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[lasso.ColPlan, lasso.ColPartial, lasso.ColUpdate, lasso.ColSummary], error) {
+		j.cols = lasso.NewColCoordinator(j.cfg)
+		return j.cols, nil
+	}
+	return prog
+}
+
+// path returns the job's regularization path, nil for a job of one λ or on
+// a role other than the coordinator.
+func (j *lassoJob) path() *lasso.Path {
+	if j.cols == nil {
+		return nil
+	}
+	return j.cols.Path()
+}
+
+// print prints the end of a run: the runtime's lines, then the path's table.
+func (j *lassoJob) print(w io.Writer, res *coordinator.Result) {
+	printResult(w, res)
+	printPath(w, j.path())
+}
+
+// run runs the job (role "") or one role of it, then writes the path's
+// files.
+func (j *lassoJob) run(ctx context.Context, role string, rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer) error {
+	var err error
+	if j.cfg.Layout == lasso.LayoutColumns {
+		err = runProgram(ctx, role, j.colProgram(), rf, opts, stdout, stderr, j.print)
+	} else {
+		err = runProgram(ctx, role, lasso.Program(j.cfg), rf, opts, stdout, stderr, printResult)
+	}
+	if err != nil {
+		return err
+	}
+	return writePath(j.out, j.path())
 }
 
 // columnOptions checks the runtime's flags for the column layout and sets
@@ -126,14 +200,12 @@ const monotoneRiseTol = 1e-9
 // runLasso runs a whole Lasso job in this process.
 func runLasso(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lasso", flag.ContinueOnError)
-	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, "strads lasso --data FILE [--lambda L | --lambda-ratio R] [flags]", "")
+	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, "strads lasso --data FILE [--lambda L | --lambda-ratio R] [--lambda-path K] [flags]", "")
 	if err != nil {
 		return err
 	}
-	if cfg.Layout == lasso.LayoutColumns {
-		return runAll(ctx, lasso.ColumnProgram(cfg, rf.workers), rf, opts, stdout, stderr, printResult)
-	}
-	return runAll(ctx, lasso.Program(cfg), rf, opts, stdout, stderr, printResult)
+	j := &lassoJob{cfg: cfg, workers: rf.workers, out: rf.out}
+	return j.run(ctx, "", rf, opts, stdout, stderr)
 }
 
 // runLassoRole runs one role of a Lasso job.
@@ -147,10 +219,8 @@ func runLassoRole(ctx context.Context, role string, args []string, stdout, stder
 	if err := checkRole(rf); err != nil {
 		return err
 	}
-	if cfg.Layout == lasso.LayoutColumns {
-		return runNode(ctx, role, lasso.ColumnProgram(cfg, rf.workers), rf, opts, stdout, stderr, printResult)
-	}
-	return runNode(ctx, role, lasso.Program(cfg), rf, opts, stdout, stderr, printResult)
+	j := &lassoJob{cfg: cfg, workers: rf.workers, out: rf.out}
+	return j.run(ctx, role, rf, opts, stdout, stderr)
 }
 
 // dataShape is the shape of a LIBSVM file: its rows, and its columns up to

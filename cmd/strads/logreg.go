@@ -43,7 +43,8 @@ func addLogregFlags(fs *flag.FlagSet) *logregFlags {
 	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖Xᵀ(y01 − c)‖∞/n the smallest λ with w = 0 (c = ȳ with --intercept, ½ without)")
 	fs.Float64Var(&f.cfg.C, "C", 0, "set λ = 1/(C·n): liblinear's and scikit-learn's C, for their objective ‖w‖₁ + C·Σ loss")
 	fs.BoolVar(&f.cfg.Intercept, "intercept", false, "fit an unpenalized intercept b")
-	fs.StringVar(&f.predict, "predict", "", "write P(y = +1 | x) for every sample of --test (or of --data without it) to `file`, as a CSV label,probability")
+	fs.StringVar(&f.predict, "predict", "", "write P(y = +1 | x) for every sample of --test (or of --data without it) to `file`, as a CSV label,probability (with --lambda-path, of the last λ's model)")
+	fs.IntVar(&f.cfg.Path, "lambda-path", 0, pathUsage)
 	f.sched = addScheduleFlags(fs)
 	return f
 }
@@ -74,6 +75,7 @@ type logregJob struct {
 	cfg     logreg.Config
 	workers int
 	predict string
+	out     string            // --out: with --lambda-path, the prefix of the path's files
 	coord   logregCoordinator // nil until the coordinator is made, and on other roles
 	rows    *logreg.Coordinator
 	cols    *logreg.ColCoordinator
@@ -115,7 +117,7 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 		}
 		shape = &dataShape{rows: rows, cols: cols}
 	}
-	if cfg.Layout, err = lay.resolve(cfg.Data, rf, shape); err != nil {
+	if cfg.Layout, err = lay.resolve(cfg.Data, rf, shape, cfg.Path > 0); err != nil {
 		return nil, nil, opts, err
 	}
 	cfg.RoundWork = lay.roundWork
@@ -136,7 +138,13 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 			}
 		}
 	}
-	return &logregJob{cfg: cfg, workers: rf.workers, predict: lf.predict}, rf, opts, nil
+	if err := checkPathFlags(cfg.Path, rf); err != nil {
+		return nil, nil, opts, err
+	}
+	if cfg.Path > 0 {
+		opts.Out = "" // the command writes the path's files
+	}
+	return &logregJob{cfg: cfg, workers: rf.workers, predict: lf.predict, out: rf.out}, rf, opts, nil
 }
 
 // program returns the job's program in the row layout; its coordinator is
@@ -170,7 +178,7 @@ func (j *logregJob) colProgram() schmp.Program[logreg.ColPlan, logreg.ColPartial
 // runLogreg runs a whole logistic regression job in this process.
 func runLogreg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("logreg", flag.ContinueOnError)
-	j, rf, opts, err := logregSetup(fs, args, stdout, stderr, "strads logreg --data FILE (--lambda L | --lambda-ratio R | --C C) [flags]", "")
+	j, rf, opts, err := logregSetup(fs, args, stdout, stderr, "strads logreg --data FILE (--lambda L | --lambda-ratio R | --C C) [--lambda-path K] [flags]", "")
 	if err != nil {
 		return err
 	}
@@ -238,13 +246,20 @@ func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
 		s := j.cols.Stats()
 		fmt.Fprintf(w, "\ncolumn layout: %d rounds changed the model; %d merged by line search (%d with a step below 1, α ≥ %.3g; %d took one worker's change; %d changed nothing)\n",
 			s.Rounds, s.Merged, s.Shortened, s.MinAlpha, s.Single, s.Rejected)
+		printPath(w, j.cols.Path())
 	}
 }
 
-// finish writes the output that only the command knows: the predictions.
+// finish writes the outputs that only the command knows: the predictions,
+// and a regularization path's files.
 func (j *logregJob) finish() error {
 	if j.coord == nil {
 		return nil
+	}
+	if j.cols != nil {
+		if err := writePath(j.out, j.cols.Path()); err != nil {
+			return err
+		}
 	}
 	if j.predict != "" {
 		path := j.cfg.Test
