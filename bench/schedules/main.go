@@ -8,10 +8,12 @@
 //   - the row layout (--layout rows, STRADS's setting): priority and uniform
 //     random candidates through the dependency check at ρ = --rho, and
 //     Shotgun-style random updates without it (--schedule random --rho 1;
-//     the scheduler then computes no correlation at all). A block size can
-//     be given as schedule@U ("shotgun@128"): Shotgun with more parallel
-//     updates than its safe bound may diverge, and the job then fails with
-//     "the model diverged", which is recorded as the run's result;
+//     the scheduler then computes no correlation at all), and priority
+//     without it (priority-nocheck), which separates what the schedule
+//     gains from what the check costs. A block size can be given as
+//     schedule@U ("shotgun@128"): Shotgun with more parallel updates than
+//     its safe bound may diverge, and the job then fails with "the model
+//     diverged", which is recorded as the run's result;
 //   - the column layout (the default), at each --round-works block size,
 //     with --cols schedules.
 //
@@ -71,13 +73,33 @@ type options struct {
 // variant is one configuration of strads: a layout, a schedule and, for
 // the row layout, the block U, for the column layout the round work.
 type variant struct {
-	layout   string // "rows" or "cols"
-	schedule string // priority, random, cyclic; shotgun (rows: random without the check)
-	block    int    // rows: U; 0 means --block
+	layout string // "rows" or "cols"
+	// schedule is priority, random or cyclic; in the row layout also
+	// shotgun (random without the dependency check) and priority-nocheck
+	// or cyclic-nocheck (without it too).
+	schedule string
+	block    int // rows: U; 0 means --block
 	// work is the column layout's --round-work: 0 for strads's default,
 	// below 1 a fraction of a worker's non-zeros, otherwise non-zeros.
 	work float64
 }
+
+// policy returns strads's --schedule of the variant.
+func (v variant) policy() string {
+	if v.schedule == "shotgun" {
+		return "random"
+	}
+	return strings.TrimSuffix(v.schedule, "-nocheck")
+}
+
+// checked reports whether the variant runs the dependency check: the
+// row layout's schedules but shotgun and the -nocheck ones.
+func (v variant) checked() bool {
+	return v.layout == "rows" && v.schedule != "shotgun" && !strings.HasSuffix(v.schedule, "-nocheck")
+}
+
+// rowSchedules are the schedules --rows takes.
+var rowSchedules = []string{"priority", "random", "cyclic", "shotgun", "priority-nocheck", "cyclic-nocheck"}
 
 // name returns the variant's name in tables: "rows priority",
 // "rows shotgun U=128", "cols cyclic", "cols W=1/4 random".
@@ -117,7 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.runs, "runs", 3, "runs of every variant (interleaved: run 1 of all, then run 2, …; run r seeds the scheduler with r); medians are reported")
 	fs.DurationVar(&o.repeatUnder, "repeat-under", 25*time.Second, "run a variant again (up to --runs) only if its first run's whole job took less than this")
 	fs.DurationVar(&o.timeLimit, "time-limit", 30*time.Second, "strads's --time-limit: a level not reached by then is 'not reached'")
-	rows := fs.String("rows", "priority,random,shotgun,priority@128,shotgun@128", "row-layout variants: priority, random, cyclic (through the dependency check) or shotgun (random, --rho 1), each optionally @U for a block of U (and 2U candidates) instead of --block; empty: none")
+	rows := fs.String("rows", "priority,random,shotgun,priority-nocheck,priority@128,shotgun@128", "row-layout variants: priority, random, cyclic (through the dependency check), shotgun (random, --rho 1), priority-nocheck or cyclic-nocheck (--rho 1), each optionally @U for a block of U (and 2U candidates) instead of --block; empty: none")
 	cols := fs.String("cols", "priority,random,cyclic", "column-layout schedules; empty: none")
 	works := fs.String("round-works", "0,0.25", "column layout: comma-separated --round-work values; 0 is strads's default (2^24), a value below 1 that fraction of a worker's non-zeros, others non-zeros")
 	fs.IntVar(&o.rowWorkers, "row-workers", 2, "workers of the row layout")
@@ -166,7 +188,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	case o.rowWorkers < 1 || o.colWorkers < 1:
 		return nil, errors.New("--row-workers and --col-workers must be at least 1")
 	case !(o.rho > 0 && o.rho < 1):
-		return nil, fmt.Errorf("--rho must be in (0, 1) (shotgun is the variant without the check), got %v", o.rho)
+		return nil, fmt.Errorf("--rho must be in (0, 1) (shotgun and -nocheck are the variants without the check), got %v", o.rho)
 	case o.block < 1 || o.candidates < o.block:
 		return nil, fmt.Errorf("--block must be ≥ 1 and --candidates ≥ --block, got %d and %d", o.block, o.candidates)
 	case o.rowReport < 0 || o.colReport < 1:
@@ -229,8 +251,8 @@ func parseVariants(rows, cols, works string) ([]variant, error) {
 	for _, f := range splitList(rows) {
 		sched, u, hasU := strings.Cut(f, "@")
 		v := variant{layout: "rows", schedule: sched}
-		if !slices.Contains([]string{"priority", "random", "cyclic", "shotgun"}, sched) {
-			return nil, fmt.Errorf("--rows: unknown schedule %q (want priority, random, cyclic or shotgun, optionally @U)", sched)
+		if !slices.Contains(rowSchedules, sched) {
+			return nil, fmt.Errorf("--rows: unknown schedule %q (want one of %s, optionally @U)", sched, strings.Join(rowSchedules, ", "))
 		}
 		if hasU {
 			n, err := strconv.Atoi(u)

@@ -25,7 +25,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"rows priority", "rows random", "rows shotgun", "rows priority U=128", "rows shotgun U=128",
+		"rows priority", "rows random", "rows shotgun", "rows priority-nocheck", "rows priority U=128", "rows shotgun U=128",
 		"cols priority", "cols random", "cols cyclic",
 		"cols W=1/4 priority", "cols W=1/4 random", "cols W=1/4 cyclic",
 	}
@@ -53,7 +53,7 @@ func TestParseFlags(t *testing.T) {
 	}
 
 	o, err = parseFlags([]string{"--cols", ""}, io.Discard)
-	if err != nil || len(o.variants) != 5 || o.variants[4].name() != "rows shotgun U=128" {
+	if err != nil || len(o.variants) != 6 || o.variants[5].name() != "rows shotgun U=128" {
 		t.Errorf("--cols '': %v, %v", err, variantNames(o.variants))
 	}
 }
@@ -68,6 +68,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"--levels", "1e-3,2"}, `--levels: "2" is not a number in (0, 1)`},
 		{[]string{"--levels", "x"}, `--levels: "x"`},
 		{[]string{"--rows", "best"}, `--rows: unknown schedule "best"`},
+		{[]string{"--rows", "random-nocheck"}, `--rows: unknown schedule "random-nocheck"`},
+		{[]string{"--rows", "cyclic-nocheck@8"}, ""},
 		{[]string{"--rows", "shotgun@0"}, "the block after @ must be an integer ≥ 1"},
 		{[]string{"--rows", "shotgun@x"}, "the block after @ must be an integer ≥ 1"},
 		{[]string{"--rows", "shotgun,shotgun@32"}, ""}, // different variants: accepted
@@ -122,7 +124,7 @@ func TestWorkLabelAndRoundWork(t *testing.T) {
 }
 
 func TestStradsArgs(t *testing.T) {
-	o, err := parseFlags([]string{"--rows", "priority,shotgun,shotgun@128", "--round-works", "0,0.25", "--cols", "cyclic"}, io.Discard)
+	o, err := parseFlags([]string{"--rows", "priority,shotgun,shotgun@128,priority-nocheck@16", "--round-works", "0,0.25", "--cols", "cyclic"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +144,9 @@ func TestStradsArgs(t *testing.T) {
 		{o.variants[0], map[string]string{"--layout": "rows", "--schedule": "priority", "--rho": "0.1", "--block": "32", "--candidates": "64", "--workers": "2", "--report-every": "7", "--round-work": "(absent)"}},
 		{o.variants[1], map[string]string{"--schedule": "random", "--rho": "1", "--block": "32"}},
 		{o.variants[2], map[string]string{"--schedule": "random", "--rho": "1", "--block": "128", "--candidates": "256"}},
-		{o.variants[3], map[string]string{"--layout": "cols", "--schedule": "cyclic", "--workers": "1", "--round-work": "(absent)", "--rho": "(absent)", "--report-every": "1"}},
-		{o.variants[4], map[string]string{"--layout": "cols", "--round-work": "1000"}},
+		{o.variants[3], map[string]string{"--schedule": "priority", "--rho": "1", "--block": "16", "--candidates": "32"}},
+		{o.variants[4], map[string]string{"--layout": "cols", "--schedule": "cyclic", "--workers": "1", "--round-work": "(absent)", "--rho": "(absent)", "--report-every": "1"}},
+		{o.variants[5], map[string]string{"--layout": "cols", "--round-work": "1000"}},
 	}
 	for _, tt := range tests {
 		args := e.stradsArgs(c, tt.v, 3, "0.5", "M")
@@ -203,13 +206,18 @@ func TestReadMetricsAndResult(t *testing.T) {
 		}
 	}
 
-	out := "objective 11.0022128622  gap 0.00418  nnz 61  rounds 40951  updates 1310432  time 4.311s  (target)\nround latency p50 0.053 ms\n"
+	out := "objective 11.0022128622  gap 0.00418  nnz 61  rounds 40951  updates 1310432  time 4.311s  (target)\n" +
+		"round latency p50 0.053 ms  p99 0.554 ms; in flight at most 1 rounds, 32 variables\n" +
+		"per round: plan 0.021 ms  dispatch 0.010 ms  push 0.020 ms (slowest worker)\n"
 	var r runResult
 	if err := parseResult(out, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.final != 11.0022128622 || r.rounds != 40951 || r.updates != 1310432 || r.elapsed != 4.311 || r.status != "target" {
+	if r.final != 11.0022128622 || r.rounds != 40951 || r.updates != 1310432 || r.elapsed != 4.311 || r.status != "target" || r.planMs != 0.021 || r.p50Ms != 0.053 {
 		t.Errorf("parseResult = %+v", r)
+	}
+	if err := parseResult("objective 1  gap 0  nnz 1  rounds 2  updates 3  time 4s  (time-limit)\n", &r); err != nil || !math.IsNaN(r.planMs) || !math.IsNaN(r.p50Ms) || r.status != "time-limit" {
+		t.Errorf("parseResult without the summary: %v, %+v", err, r)
 	}
 	if err := parseResult("round latency p50 0.053 ms\n", &r); err == nil {
 		t.Error("parseResult without the line: no error")
@@ -246,8 +254,10 @@ func testCase() (*shapeCase, *options) {
 		{v: div, run: 1, wall: 0.4, status: "diverged", note: "round 300", rounds: 300, final: math.NaN(), setup: math.NaN(), elapsed: math.NaN()},
 	}}
 	for _, r := range c.runs {
+		r.planMs, r.p50Ms = math.NaN(), math.NaN()
 		if r.status != "diverged" {
 			r.elapsed = r.wall - r.setup
+			r.planMs, r.p50Ms = 0.25, 0.5
 		}
 	}
 	return c, o
@@ -276,7 +286,8 @@ func TestAnalyzeAndStats(t *testing.T) {
 	}
 
 	pr := variantStats(c, o.variants[0], 2)
-	if pr.n != 3 || pr.reached[0] != 3 || pr.reached[1] != 1 || pr.t[0] != 1.9 || !math.IsInf(pr.t[1], 1) || pr.bound[1] != 10.5 || pr.rounds[0] != 20 || pr.upr != 8 || pr.setup != 0.5 {
+	if pr.n != 3 || pr.reached[0] != 3 || pr.reached[1] != 1 || pr.t[0] != 1.9 || !math.IsInf(pr.t[1], 1) || pr.bound[1] != 10.5 || pr.rounds[0] != 20 ||
+		pr.upr != 8 || pr.setup != 0.5 || pr.msRound != 100 || pr.planMs != 0.25 || !slices.Equal(pr.stops, []string{"time-limit ×2", "target ×1"}) {
 		t.Errorf("priority's stats %+v", pr)
 	}
 	if got := pr.timeCell(1); got != "not reached (> 10.5 s)" {
@@ -310,6 +321,37 @@ func TestAnalyzeAndStats(t *testing.T) {
 	}
 }
 
+func TestCompared(t *testing.T) {
+	v := func(layout, sched string, block int, work float64) variant {
+		return variant{layout: layout, schedule: sched, block: block, work: work}
+	}
+	pr, prn := v("rows", "priority", 0, 0), v("rows", "priority-nocheck", 0, 0)
+	if pr.policy() != "priority" || prn.policy() != "priority" || v("rows", "shotgun", 0, 0).policy() != "random" ||
+		!pr.checked() || prn.checked() || v("rows", "shotgun", 0, 0).checked() || v("cols", "priority", 0, 0).checked() {
+		t.Error("policy or checked")
+	}
+	tests := []struct {
+		pr, v variant
+		want  bool
+	}{
+		{pr, v("rows", "random", 0, 0), true},
+		{pr, v("rows", "shotgun", 0, 0), true}, // STRADS's comparison
+		{prn, v("rows", "shotgun", 0, 0), true},
+		{prn, v("rows", "random", 0, 0), false},   // the check on one side only
+		{pr, v("rows", "shotgun", 128, 0), false}, // another block
+		{pr, prn, false},                          // both priority
+		{v("rows", "random", 0, 0), pr, false},    // not priority first
+		{v("cols", "priority", 0, 0.25), v("cols", "cyclic", 0, 0.25), true},
+		{v("cols", "priority", 0, 0), v("cols", "cyclic", 0, 0.25), false},
+		{v("cols", "priority", 0, 0), v("rows", "random", 0, 0), false},
+	}
+	for _, tt := range tests {
+		if got := compared(tt.pr, tt.v); got != tt.want {
+			t.Errorf("compared(%s, %s) = %v", tt.pr.name(), tt.v.name(), got)
+		}
+	}
+}
+
 func TestRepeat(t *testing.T) {
 	if !repeat(3, 25*time.Second) || repeat(25, 25*time.Second) || repeat(31, 25*time.Second) {
 		t.Error("repeat: want a repeat only below the bound")
@@ -337,9 +379,9 @@ func TestOutputs(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| variant | runs | time to 1e-3 (s) | time to 1e-6 (s) | rounds to 1e-3 | rounds to 1e-6 |",
-		"| rows priority | 3 | 1.90 | not reached (> 10.5 s) | 20 | — | 8.0 | 0.50 | time-limit, target |",
+		"| rows priority | 3 | 1.90 | not reached (> 10.5 s) | 20 | — | 8.0 | 100 | 0.25 | 0.50 | time-limit ×2, target ×1 |",
 		"| rows shotgun | 1 | 1.00 | 2.50 |",
-		"| rows shotgun U=128 | 1 | diverged (round 300, 0.40 s) |",
+		"| rows shotgun U=128 | 1 | diverged (round 300, 0.40 s) | diverged (round 300, 0.40 s) | — | — | — | — | — | — | diverged |",
 		"- rows priority over rows shotgun: 0.53 at 1e-3, < 0.24 at 1e-6\n",
 	} {
 		if !strings.Contains(string(s), want) {
@@ -355,8 +397,8 @@ func TestOutputs(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 6 || !strings.HasSuffix(lines[0], ",time_to_1e-3_s,round_to_1e-3,time_to_1e-6_s,round_to_1e-6") ||
-		!strings.HasPrefix(lines[2], "a,rows priority,rows,priority,0,0,2,target,3.600,3,0.6,100,800,1.0000005,0.999999999999,") || !strings.HasSuffix(lines[2], ",2.600,20,3.600,40") ||
-		!strings.HasSuffix(lines[5], ",diverged,0.400,,,300,0,,0.999999999999,,,,") {
+		!strings.HasPrefix(lines[2], "a,rows priority,rows,priority,0,0,2,target,3.600,3,0.6,100,800,0.25,0.5,1.0000005,0.999999999999,") || !strings.HasSuffix(lines[2], ",2.600,20,3.600,40") ||
+		!strings.HasSuffix(lines[5], ",diverged,0.400,,,300,0,,,,0.999999999999,,,,") {
 		t.Errorf("runs.csv:\n%s", b)
 	}
 }

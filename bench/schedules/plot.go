@@ -12,13 +12,16 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// scheduleColors colour the schedules (bench/lassosched's, and orange for
-// Shotgun).
+// scheduleColors colour the schedules (bench/lassosched's, orange for
+// Shotgun, purple and brown for priority and cyclic without the check).
 var scheduleColors = map[string]color.Color{
 	"priority": color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	"random":   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	"cyclic":   color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 	"shotgun":  color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	// Without the dependency check.
+	"priority-nocheck": color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	"cyclic-nocheck":   color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
 }
 
 // groupDashes tell the layouts and block sizes apart, in the order of
@@ -126,7 +129,7 @@ func plotShape(path string, c *shapeCase, o *options) error {
 	p.Legend.Add(fmt.Sprintf("(levels dotted; ≤ %g drawn at %g)", floor, floor))
 	// Headroom above the data, about a third of the height, for the legend.
 	p.Y.Min = math.Log10(floor) - 0.3
-	p.Y.Max = top + 0.6*(top-p.Y.Min)
+	p.Y.Max = top + 0.45*(top-p.Y.Min)
 	p.X.Min, p.X.Max = xlo, xhi
 	return p.Save(10*vg.Inch, 6.5*vg.Inch, path)
 }

@@ -92,16 +92,20 @@ type stats struct {
 	bound    []float64 // the shortest wall of a run that did not reach the level
 	setup    float64
 	wall     float64
-	upr      float64 // median updates per round
-	stops    []string
-	divRound float64 // median round of divergence
+	upr      float64  // median updates per round
+	msRound  float64  // median of elapsed/rounds (reports included), ms
+	planMs   float64  // median plan time per round, ms
+	stops    []string // "target ×2", "diverged ×1", in order of first appearance
+	divRound float64  // median round of divergence
 }
 
 // variantStats returns the medians of the runs of v on c.
 func variantStats(c *shapeCase, v variant, nLevels int) stats {
 	st := stats{v: v, reached: make([]int, nLevels), t: make([]float64, nLevels), rounds: make([]float64, nLevels), bound: make([]float64, nLevels)}
 	ts, rs := make([][]float64, nLevels), make([][]float64, nLevels)
-	var setup, wall, upr, div []float64
+	var setup, wall, upr, msr, plan, div []float64
+	var stops []string
+	count := map[string]int{}
 	for i := range st.bound {
 		st.bound[i] = math.Inf(1)
 	}
@@ -121,10 +125,14 @@ func variantStats(c *shapeCase, v variant, nLevels int) stats {
 			setup = append(setup, r.setup)
 			if r.rounds > 0 {
 				upr = append(upr, float64(r.updates)/float64(r.rounds))
+				msr = append(msr, 1000*r.elapsed/float64(r.rounds))
+			}
+			if !math.IsNaN(r.planMs) {
+				plan = append(plan, r.planMs)
 			}
 		}
-		if !slices.Contains(st.stops, r.status) {
-			st.stops = append(st.stops, r.status)
+		if count[r.status]++; count[r.status] == 1 {
+			stops = append(stops, r.status)
 		}
 		for i := range nLevels {
 			t, rnd := math.Inf(1), math.Inf(1)
@@ -141,6 +149,14 @@ func variantStats(c *shapeCase, v variant, nLevels int) stats {
 		st.t[i], st.rounds[i] = median(ts[i]), median(rs[i])
 	}
 	st.setup, st.wall, st.upr, st.divRound = median(setup), median(wall), median(upr), median(div)
+	st.msRound, st.planMs = median(msr), median(plan)
+	for _, s := range stops {
+		if len(stops) == 1 {
+			st.stops = append(st.stops, s)
+		} else {
+			st.stops = append(st.stops, fmt.Sprintf("%s ×%d", s, count[s]))
+		}
+	}
 	return st
 }
 
@@ -166,6 +182,25 @@ func (st stats) roundsCell(i int) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.0f", st.rounds[i])
+}
+
+// compared reports whether the summary gives the speed-up of pr, a
+// priority variant, over v: another schedule of the same layout and block
+// size, both with the dependency check or both without, and Shotgun
+// against priority with the check (STRADS's comparison).
+func compared(pr, v variant) bool {
+	if pr.policy() != "priority" || v.policy() == "priority" || pr.group() != v.group() {
+		return false
+	}
+	return pr.checked() == v.checked() || v.schedule == "shotgun" && pr.checked()
+}
+
+// fmtOr writes x with format, or "—" for NaN.
+func fmtOr(x float64, format string) string {
+	if math.IsNaN(x) {
+		return "—"
+	}
+	return fmt.Sprintf(format, x)
 }
 
 // group is what variants must share to be compared: the layout and the
@@ -217,8 +252,8 @@ func shapeTable(c *shapeCase, o *options) string {
 	for _, l := range o.levels {
 		fmt.Fprintf(&b, " rounds to %s |", levelLabel(l))
 	}
-	b.WriteString(" updates/round | setup (s) | stop |\n|---|---|")
-	b.WriteString(strings.Repeat("---|", 2*len(o.levels)+3) + "\n")
+	b.WriteString(" updates/round | ms/round | plan (ms/round) | setup (s) | stop |\n|---|---|")
+	b.WriteString(strings.Repeat("---|", 2*len(o.levels)+5) + "\n")
 	all := map[variant]stats{}
 	for _, v := range o.variants {
 		st := variantStats(c, v, len(o.levels))
@@ -230,30 +265,21 @@ func shapeTable(c *shapeCase, o *options) string {
 		for i := range o.levels {
 			b.WriteString(" " + st.roundsCell(i) + " |")
 		}
-		upr, setup := "—", "—"
-		if !math.IsNaN(st.upr) {
-			upr = fmt.Sprintf("%.1f", st.upr)
-		}
-		if !math.IsNaN(st.setup) {
-			setup = fmt.Sprintf("%.2f", st.setup)
-		}
-		fmt.Fprintf(&b, " %s | %s | %s |\n", upr, setup, strings.Join(st.stops, ", "))
+		fmt.Fprintf(&b, " %s | %s | %s | %s | %s |\n", fmtOr(st.upr, "%.1f"), fmtOr(st.msRound, "%.3g"), fmtOr(st.planMs, "%.3g"),
+			fmtOr(st.setup, "%.2f"), strings.Join(st.stops, ", "))
 	}
 	var lines []string
-	for _, v := range o.variants {
-		if v.schedule == "priority" {
-			continue
+	for _, pr := range o.variants {
+		for _, v := range o.variants {
+			if !compared(pr, v) {
+				continue
+			}
+			var parts []string
+			for k, l := range o.levels {
+				parts = append(parts, fmt.Sprintf("%s at %s", speedup(all[v], all[pr], k), levelLabel(l)))
+			}
+			lines = append(lines, fmt.Sprintf("- %s over %s: %s\n", pr.name(), v.name(), strings.Join(parts, ", ")))
 		}
-		i := slices.IndexFunc(o.variants, func(p variant) bool { return p.schedule == "priority" && p.group() == v.group() })
-		if i < 0 {
-			continue
-		}
-		pr := o.variants[i]
-		var parts []string
-		for k, l := range o.levels {
-			parts = append(parts, fmt.Sprintf("%s at %s", speedup(all[v], all[pr], k), levelLabel(l)))
-		}
-		lines = append(lines, fmt.Sprintf("- %s over %s: %s\n", pr.name(), v.name(), strings.Join(parts, ", ")))
 	}
 	if len(lines) > 0 {
 		b.WriteString("\nSpeed-up of priority (median time of the other ÷ that of priority; > 1: priority is faster):\n\n")
@@ -289,7 +315,7 @@ func writeSummary(path string, e *env, cases []*shapeCase) error {
 	fmt.Fprintf(&b, "- machine: %s, %s/%s, %d CPUs, %s; load average (1, 5, 15 min) %s at the start, %s at the end\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), machine.CPUModel(), e.loadStart, e.loadEnd)
 	fmt.Fprintf(&b, "- scikit-learn: %s\n", e.sklearn)
-	fmt.Fprintf(&b, "- row layout (`--layout rows`): %d workers, U = %d (`--block`), U′ = %d (`--candidates`), ρ = %g for priority, random and cyclic; shotgun is `--schedule random --rho 1` (no dependency check); `schedule U=N` is `--block N --candidates 2N`; a report every ⌈p/(4U)⌉ rounds unless `--row-report-every`\n",
+	fmt.Fprintf(&b, "- row layout (`--layout rows`): %d workers, U = %d (`--block`), U′ = %d (`--candidates`), ρ = %g for priority, random and cyclic; shotgun is `--schedule random --rho 1` and priority-nocheck `--schedule priority --rho 1` (no dependency check); `schedule U=N` is `--block N --candidates 2N`; a report every ⌈p/(4U)⌉ rounds unless `--row-report-every`\n",
 		o.rowWorkers, o.block, o.candidates, o.rho)
 	fmt.Fprintf(&b, "- column layout (`--layout cols`): %d worker(s), a report every %d round(s); `cols` is the default `--round-work` (2^24), `cols W=1/k` a block of 1/k of a worker's non-zeros\n", o.colWorkers, o.colReport)
 	fmt.Fprintf(&b, "- every run: `--tol 0 --target F_ref·(1 + %s/2) --time-limit %v --seed r` (run r), the other flags at strads's defaults; %d run(s) of every variant, interleaved, runs after the first only where the first took less than %v\n",
@@ -301,7 +327,7 @@ func writeSummary(path string, e *env, cases []*shapeCase) error {
 		"plus the report's time since the first round; reports come every few rounds, so it is rounded up to a report. " +
 		"**Rounds to L** is that report's round. Every cell is the median over the runs of a variant; a run that did not reach L counts as infinitely slow, " +
 		"and `not reached (> T s)` gives the shortest whole job that did not reach it. A run whose model diverged fails (exit 1, \"the model diverged\"): " +
-		"`diverged (round N, T s)` gives its round and whole-job time. **updates/round** is the coordinate updates over the rounds of the whole run.\n")
+		"`diverged (round N, T s)` gives its round and whole-job time. **updates/round** is the coordinate updates over the rounds of the whole run, **ms/round** strads's time from the first round to the end over the rounds (reports included), **plan** the scheduler's compute per round as strads prints it.\n")
 	for _, c := range cases {
 		fmt.Fprintf(&b, "\n## Shape %s: %s\n\n", c.shape.name, c.shape.desc)
 		scaled := ""
@@ -321,7 +347,11 @@ func writeSummary(path string, e *env, cases []*shapeCase) error {
 			fmt.Fprintf(&b, "; scikit-learn %s", c.sklearnNote)
 		}
 		if !math.IsInf(c.lower, -1) {
-			fmt.Fprintf(&b, "; the duality gaps prove the optimum ≥ %.15g (the best F − gap of scikit-learn and the reports), so F* is within %.2g of it, relatively", c.lower, max(relSub(c.fstar, c.lower), 0))
+			within := fmt.Sprintf("%.2g", relSub(c.fstar, c.lower))
+			if relSub(c.fstar, c.lower) < 1e-15 {
+				within = "rounding"
+			}
+			fmt.Fprintf(&b, "; the duality gaps prove the optimum ≥ %.15g (the best F − gap of scikit-learn and the reports), so F* is within %s of it, relatively", c.lower, within)
 		}
 		b.WriteString("\n\n")
 		b.WriteString(shapeTable(c, o))
@@ -367,15 +397,15 @@ func fmtSeconds(t float64) string {
 // writeRunsCSV writes one line per run.
 func writeRunsCSV(path string, o *options, cases []*shapeCase) error {
 	var b strings.Builder
-	b.WriteString("shape,variant,layout,schedule,block,round_work,run,status,wall_s,elapsed_s,setup_s,rounds,updates,final_objective,fstar")
+	b.WriteString("shape,variant,layout,schedule,block,round_work,run,status,wall_s,elapsed_s,setup_s,rounds,updates,plan_ms_per_round,round_p50_ms,final_objective,fstar")
 	for _, l := range o.levels {
 		fmt.Fprintf(&b, ",time_to_%s_s,round_to_%s", levelLabel(l), levelLabel(l))
 	}
 	b.WriteString("\n")
 	for _, c := range cases {
 		for _, r := range c.runs {
-			fmt.Fprintf(&b, "%s,%s,%s,%s,%d,%g,%d,%s,%.3f,%s,%s,%d,%d,%s,%s", c.shape.name, r.v.name(), r.v.layout, r.v.schedule, r.v.block, r.v.work,
-				r.run, r.status, r.wall, csvFloat(r.elapsed), csvFloat(r.setup), r.rounds, r.updates, csvFloat(r.final), fmtFloat(c.fstar))
+			fmt.Fprintf(&b, "%s,%s,%s,%s,%d,%g,%d,%s,%.3f,%s,%s,%d,%d,%s,%s,%s,%s", c.shape.name, r.v.name(), r.v.layout, r.v.schedule, r.v.block, r.v.work,
+				r.run, r.status, r.wall, csvFloat(r.elapsed), csvFloat(r.setup), r.rounds, r.updates, csvFloat(r.planMs), csvFloat(r.p50Ms), csvFloat(r.final), fmtFloat(c.fstar))
 			for i := range o.levels {
 				t, rnd := "", ""
 				if r.levelT != nil && !math.IsInf(r.levelT[i], 1) {

@@ -55,6 +55,8 @@ type runResult struct {
 	note     string // the error of a failed run, the round of a diverged one
 	rounds   int64
 	updates  int64
+	planMs   float64 // the scheduler's compute per round, ms; NaN if unknown
+	p50Ms    float64 // the median round's latency, ms; NaN if unknown
 	final    float64 // the final objective; NaN if none
 	trace    []sample
 	setup    float64   // wall − elapsed: start, loading, join, teardown
@@ -287,9 +289,9 @@ func (e *env) stradsArgs(c *shapeCase, v variant, r int, target, metrics string)
 	args = append(args, "--layout", v.layout)
 	switch v.layout {
 	case "rows":
-		sched, rho := v.schedule, fmtFloat(e.o.rho)
-		if sched == "shotgun" {
-			sched, rho = "random", "1"
+		sched, rho := v.policy(), fmtFloat(e.o.rho)
+		if !v.checked() {
+			rho = "1"
 		}
 		block, cand := e.o.block, e.o.candidates
 		if v.block > 0 {
@@ -324,12 +326,27 @@ func roundWork(work float64, nnz int64, workers int) int64 {
 // resultLine matches strads's final line.
 var resultLine = regexp.MustCompile(`(?m)^objective (\S+)\s+gap \S+\s+nnz \d+\s+rounds (\d+)\s+updates (\d+)\s+time ([0-9.]+)s\s+\(([^)]*)\)`)
 
+// planLine and latencyLine match strads's summary of where a round's time
+// went.
+var (
+	planLine    = regexp.MustCompile(`(?m)^per round: plan ([0-9.]+) ms`)
+	latencyLine = regexp.MustCompile(`(?m)^round latency p50 ([0-9.]+) ms`)
+)
+
 // divergedLine matches the error of a job whose model diverged.
 var divergedLine = regexp.MustCompile(`round (\d+): [^\n]*diverged`)
 
 // parseResult fills r's final objective, rounds, updates, elapsed time and
-// stop reason from strads's output, or reports that the line is missing.
+// stop reason from strads's output, or reports that the line is missing;
+// and the plan time and latency per round if it finds them (NaN if not).
 func parseResult(stdout string, r *runResult) error {
+	r.planMs, r.p50Ms = math.NaN(), math.NaN()
+	if m := planLine.FindStringSubmatch(stdout); m != nil {
+		r.planMs, _ = strconv.ParseFloat(m[1], 64)
+	}
+	if m := latencyLine.FindStringSubmatch(stdout); m != nil {
+		r.p50Ms, _ = strconv.ParseFloat(m[1], 64)
+	}
 	m := resultLine.FindStringSubmatch(stdout)
 	if m == nil {
 		return fmt.Errorf("no result line in strads's output %q", stdout)
@@ -350,7 +367,7 @@ func parseResult(stdout string, r *runResult) error {
 
 // runStrads runs variant v once on c.
 func (e *env) runStrads(ctx context.Context, c *shapeCase, v variant, r int) (*runResult, error) {
-	res := &runResult{v: v, run: r, elapsed: math.NaN(), final: math.NaN(), setup: math.NaN()}
+	res := &runResult{v: v, run: r, elapsed: math.NaN(), final: math.NaN(), setup: math.NaN(), planMs: math.NaN(), p50Ms: math.NaN()}
 	metrics := filepath.Join(e.tmp, "metrics.csv")
 	os.Remove(metrics)
 	target := fmtFloat(c.fRef * (1 + e.o.levels[len(e.o.levels)-1]/2))
