@@ -25,6 +25,7 @@ func FuzzRead(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameAsSequential(t, data)
 		rows := 0
 		err := read("fuzz", bytes.NewReader(data), 0, -1, func(line int, r Row) error {
 			rows++

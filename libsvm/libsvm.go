@@ -134,6 +134,9 @@ func readFile(path string, lo, hi int, fn func(int, Row) error) error {
 		return fmt.Errorf("libsvm: %w", err)
 	}
 	defer f.Close()
+	if p := parsers(); p > 1 && lo == 0 && hi < 0 {
+		return readParallel(path, f, p, chunkSize, fn)
+	}
 	return read(path, f, lo, hi, fn)
 }
 

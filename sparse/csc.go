@@ -25,15 +25,18 @@ func (m *CSC) NNZ(j int) int { return m.ColPtr[j+1] - m.ColPtr[j] }
 // Builder collects a matrix row by row and compresses it by column.
 // The zero value is ready to use.
 type Builder struct {
-	rows  int
-	cols  int
-	entry []entry
+	rows   int
+	cols   int
+	chunks [][]entry // of chunkLen entries each but the last: growing never copies
 }
 
 type entry struct {
 	row, col int32
 	val      float64
 }
+
+// chunkLen is the number of entries of a Builder's chunk (1 MiB).
+const chunkLen = 1 << 16
 
 // AddRow appends a row whose non-zeros sit at the 0-based column indices idx
 // with values val. Explicit zeros are dropped.
@@ -45,7 +48,12 @@ func (b *Builder) AddRow(idx []int32, val []float64) {
 		if val[k] == 0 {
 			continue
 		}
-		b.entry = append(b.entry, entry{row: int32(b.rows), col: j, val: val[k]})
+		n := len(b.chunks)
+		if n == 0 || len(b.chunks[n-1]) == chunkLen {
+			b.chunks = append(b.chunks, make([]entry, 0, chunkLen))
+			n++
+		}
+		b.chunks[n-1] = append(b.chunks[n-1], entry{row: int32(b.rows), col: j, val: val[k]})
 		if int(j)+1 > b.cols {
 			b.cols = int(j) + 1
 		}
@@ -63,21 +71,27 @@ func (b *Builder) Build(cols int) *CSC {
 		cols = b.cols
 	}
 	m := &CSC{Rows: b.rows, Cols: cols, ColPtr: make([]int, cols+1)}
-	for _, e := range b.entry {
-		m.ColPtr[e.col+1]++
+	nnz := 0
+	for _, c := range b.chunks {
+		for _, e := range c {
+			m.ColPtr[e.col+1]++
+		}
+		nnz += len(c)
 	}
 	for j := 0; j < cols; j++ {
 		m.ColPtr[j+1] += m.ColPtr[j]
 	}
-	m.RowIdx = make([]int32, len(b.entry))
-	m.Val = make([]float64, len(b.entry))
+	m.RowIdx = make([]int32, nnz)
+	m.Val = make([]float64, nnz)
 	next := append([]int(nil), m.ColPtr[:cols]...)
 	// Rows were added in order, so a stable counting sort by column keeps
 	// every column's row indices ascending.
-	for _, e := range b.entry {
-		p := next[e.col]
-		m.RowIdx[p], m.Val[p] = e.row, e.val
-		next[e.col]++
+	for _, c := range b.chunks {
+		for _, e := range c {
+			p := next[e.col]
+			m.RowIdx[p], m.Val[p] = e.row, e.val
+			next[e.col]++
+		}
 	}
 	return m
 }
