@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,15 +145,25 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	}
 	wg.Wait()
 	close(errs)
+	var roleErr error // the first other node's own error, not a cancellation
+	for err := range errs {
+		if roleErr == nil && !errors.Is(err, context.Canceled) {
+			roleErr = err
+		}
+	}
 	// The coordinator's error names the cause, unless it only saw the job
 	// cancelled because another node failed first: then that node's does.
+	// A node's error reaches the coordinator as text, which it relays; the
+	// node's own error says the same with its chain of causes (a
+	// *libsvm.ParseError, say), which the caller can inspect.
 	if cerr != nil && !errors.Is(cerr, context.Canceled) {
+		if roleErr != nil && strings.Contains(cerr.Error(), roleErr.Error()) {
+			return nil, roleErr
+		}
 		return nil, cerr
 	}
-	for err := range errs {
-		if !errors.Is(err, context.Canceled) {
-			return nil, err
-		}
+	if roleErr != nil {
+		return nil, roleErr
 	}
 	if cerr != nil {
 		return nil, cerr

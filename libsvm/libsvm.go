@@ -88,6 +88,39 @@ func CountRows(path string) (int, error) {
 	return n, nil
 }
 
+// ReadLabels reads the label of every row of the file at path, calling fn
+// for each in order with its 1-based line number, as [Read] does but
+// without parsing the features: a bad label, a blank line or a line's bad
+// ends is a *ParseError, bad features are not seen. It costs a scan of the
+// file and one number per row.
+func ReadLabels(path string, fn func(line int, label float64) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("libsvm: %w", err)
+	}
+	defer f.Close()
+	lr := lineReader{r: bufio.NewReaderSize(f, bufSize)}
+	if _, err := lr.r.Peek(1); err == io.EOF {
+		return &ParseError{File: path, Msg: "no samples (empty file)"}
+	}
+	for {
+		b, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("libsvm: read %s: %w", path, err)
+		}
+		label, _, msg := parseLabel(b)
+		if msg != "" {
+			return &ParseError{File: path, Line: lr.line, Msg: msg}
+		}
+		if err := fn(lr.line, label); err != nil {
+			return fmt.Errorf("libsvm: %s:%d: %w", path, lr.line, err)
+		}
+	}
+}
+
 // ShardRange returns the contiguous row range [lo, hi) of shard number
 // shard out of shards for n rows. Shard sizes differ by at most one, the
 // larger shards coming first, and the shards cover [0, n) in order. It
@@ -237,39 +270,15 @@ func (lr *lineReader) skip() (bool, error) {
 // parseLine parses one line (without its '\n') into row, reusing row's
 // slices. It returns a non-empty message if the line is bad.
 func parseLine(b []byte, row *Row) string {
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		return `line ends in CRLF (\r\n); convert the file to Unix line endings (e.g. with dos2unix)`
-	}
-	comment := false
-	if i := bytes.IndexByte(b, '#'); i >= 0 {
-		b, comment = b[:i], true
-	}
-	if bytes.IndexByte(b, '\r') >= 0 {
-		return `line contains a carriage return (\r); convert the file to Unix line endings (e.g. with dos2unix)`
-	}
 	row.Index = row.Index[:0]
 	row.Value = row.Value[:0]
-
-	tok, b := nextToken(b)
-	if tok == nil {
-		if comment {
-			return "comment-only line; every line must be a sample"
-		}
-		return "blank line; every line must be a sample"
-	}
-	if bytes.IndexByte(tok, ':') >= 0 {
-		return fmt.Sprintf("missing label: line starts with feature %q", tok)
-	}
-	label, msg := parseFloat(tok)
-	switch msg {
-	case "":
-	case "bad":
-		return fmt.Sprintf("bad label %q", tok)
-	default:
-		return fmt.Sprintf("label %q %s", tok, msg)
+	label, b, msg := parseLabel(b)
+	if msg != "" {
+		return msg
 	}
 	row.Label = label
 
+	var tok []byte
 	for {
 		tok, b = nextToken(b)
 		if tok == nil {
@@ -308,6 +317,41 @@ func parseLine(b []byte, row *Row) string {
 		row.Index = append(row.Index, i)
 		row.Value = append(row.Value, v)
 	}
+}
+
+// parseLabel parses the label of a line (without its '\n') and checks the
+// line's ends: it returns the label and the rest of the line after it,
+// without its comment, or a non-empty message if the line is bad.
+func parseLabel(b []byte) (label float64, rest []byte, msg string) {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return 0, nil, `line ends in CRLF (\r\n); convert the file to Unix line endings (e.g. with dos2unix)`
+	}
+	comment := false
+	if i := bytes.IndexByte(b, '#'); i >= 0 {
+		b, comment = b[:i], true
+	}
+	if bytes.IndexByte(b, '\r') >= 0 {
+		return 0, nil, `line contains a carriage return (\r); convert the file to Unix line endings (e.g. with dos2unix)`
+	}
+	tok, b := nextToken(b)
+	if tok == nil {
+		if comment {
+			return 0, nil, "comment-only line; every line must be a sample"
+		}
+		return 0, nil, "blank line; every line must be a sample"
+	}
+	if bytes.IndexByte(tok, ':') >= 0 {
+		return 0, nil, fmt.Sprintf("missing label: line starts with feature %q", tok)
+	}
+	label, msg = parseFloat(tok)
+	switch msg {
+	case "":
+	case "bad":
+		return 0, nil, fmt.Sprintf("bad label %q", tok)
+	default:
+		return 0, nil, fmt.Sprintf("label %q %s", tok, msg)
+	}
+	return label, b, ""
 }
 
 // nextToken returns the first blank-separated token of b and the rest of b

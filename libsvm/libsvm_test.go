@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -447,5 +448,49 @@ func BenchmarkRead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestReadLabels checks that ReadLabels gives Read's labels and line
+// numbers, catches what is wrong with a line's label or ends as Read does,
+// and does not look at the features.
+func TestReadLabels(t *testing.T) {
+	tests := []struct {
+		name, data string
+		labels     []float64
+		line       int    // of the error; 0: none
+		msg        string // substring of the error
+	}{
+		{"valid", "1 1:1\n-1 2:3 # c\n+1\n0.5 4:1", []float64{1, -1, 1, 0.5}, 0, ""},
+		{"bad features unseen", "1 3:abc\n0 2:1 1:1\n", []float64{1, 0}, 0, ""},
+		{"bad label", "1 1:1\nabc 1:2\n", nil, 2, `bad label "abc"`},
+		{"missing label", "1 1:1\n1:0.5 2:3\n", nil, 2, "missing label"},
+		{"blank line", "1 1:1\n\n", nil, 2, "blank line"},
+		{"crlf", "1 1:1\r\n", nil, 1, "CRLF"},
+		{"nan label", "nan 1:1\n", nil, 1, "not finite"},
+		{"empty file", "", nil, 0, "no samples"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeTemp(t, tt.data)
+			var got []float64
+			err := ReadLabels(path, func(line int, label float64) error {
+				if line != len(got)+1 {
+					t.Errorf("label %d at line %d", len(got)+1, line)
+				}
+				got = append(got, label)
+				return nil
+			})
+			if tt.msg == "" {
+				if err != nil || !slices.Equal(got, tt.labels) {
+					t.Errorf("got %v, %v; want %v", got, err, tt.labels)
+				}
+				return
+			}
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.Line != tt.line || !strings.Contains(pe.Msg, tt.msg) {
+				t.Errorf("got error %v, want line %d: ...%s...", err, tt.line, tt.msg)
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	if err != nil {
 		err = fmt.Errorf("scheduler %d: %w", part, err)
 		ready.Err = err.Error()
-		if aerr := protocol.Announce(joinCtx, c, ready); aerr != nil {
+		if aerr := protocol.Announce(joinCtx, c, ready); aerr != nil && !errors.Is(aerr, context.Canceled) {
 			log.Warn("report failure", "err", aerr)
 		}
 		return err

@@ -205,28 +205,22 @@ func badLabel(v float64) string {
 // errStop stops a libsvm.Read whose callback has kept its own error.
 var errStop = errors.New("stop")
 
-// CheckLabels reads the LIBSVM file at path and checks that every label is
-// a class (0/1 or −1/+1) and that the file uses one convention: it returns
-// a *libsvm.ParseError naming the first line that breaks either, or the
+// CheckLabels reads the labels of the LIBSVM file at path (not its
+// features: see libsvm.ReadLabels) and checks that every label is a class
+// (0/1 or −1/+1) and that the file uses one convention: it returns a
+// *libsvm.ParseError naming the first line that breaks either, or the
 // file's own parse error. pos and neg count the two classes.
 func CheckLabels(path string) (pos, neg int, err error) {
-	pos, neg, _, err = checkLabels(path)
-	return pos, neg, err
-}
-
-// checkLabels is CheckLabels, which also returns the number of columns up
-// to the last with a non-zero.
-func checkLabels(path string) (pos, neg, cols int, err error) {
 	var bad *libsvm.ParseError
 	seen := map[float64]int{} // label value → first line
-	err = libsvm.Read(path, func(line int, row libsvm.Row) error {
-		y, ok := label(row.Label)
+	err = libsvm.ReadLabels(path, func(line int, v float64) error {
+		y, ok := label(v)
 		if !ok {
-			bad = &libsvm.ParseError{File: path, Line: line, Msg: badLabel(row.Label)}
+			bad = &libsvm.ParseError{File: path, Line: line, Msg: badLabel(v)}
 			return errStop
 		}
-		if _, ok := seen[row.Label]; !ok {
-			seen[row.Label] = line
+		if _, ok := seen[v]; !ok {
+			seen[v] = line
 		}
 		if l0, ok0 := seen[0]; ok0 {
 			if l1, ok1 := seen[-1]; ok1 {
@@ -240,34 +234,26 @@ func checkLabels(path string) (pos, neg, cols int, err error) {
 		} else {
 			neg++
 		}
-		cols = max(cols, row.Width())
 		return nil
 	})
 	if bad != nil {
-		return 0, 0, 0, bad
+		return 0, 0, bad
 	}
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	return pos, neg, cols, nil
-}
-
-// CheckData checks the training file at path as CheckLabels does, and that
-// it has samples of both classes.
-func CheckData(path string) error {
-	_, _, err := CheckDataShape(path)
-	return err
-}
-
-// CheckDataShape checks the training file at path as CheckData does, in
-// the same single pass, and returns its shape: the number of samples, and
-// of columns up to the last with a non-zero (lasso.ChooseLayout's input).
-func CheckDataShape(path string) (rows, cols int, err error) {
-	pos, neg, cols, err := checkLabels(path)
 	if err != nil {
 		return 0, 0, err
 	}
-	return pos + neg, cols, checkClasses(path, pos, neg)
+	return pos, neg, nil
+}
+
+// CheckData checks the labels of the training file at path as CheckLabels
+// does, and that it has samples of both classes. Its features are checked
+// by the roles that read them.
+func CheckData(path string) error {
+	pos, neg, err := CheckLabels(path)
+	if err != nil {
+		return err
+	}
+	return checkClasses(path, pos, neg)
 }
 
 func checkClasses(path string, pos, neg int) error {

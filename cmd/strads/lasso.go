@@ -43,8 +43,8 @@ func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 // which only the column layout solves), rows when the job pipelines
 // (--depth or --schedulers above 1, which only the row layout does), and
 // otherwise the one lasso.ChooseLayout picks from the data's shape (which
-// reads the file).
-func (f *layoutFlags) resolve(path string, rf *runFlags, shape *dataShape, regPath bool) (lasso.Layout, error) {
+// reads the file, only then).
+func (f *layoutFlags) resolve(path string, rf *runFlags, regPath bool) (lasso.Layout, error) {
 	l, auto, err := lasso.ParseLayout(f.layout)
 	if err != nil {
 		return l, usageError{err}
@@ -67,18 +67,21 @@ func (f *layoutFlags) resolve(path string, rf *runFlags, shape *dataShape, regPa
 	if rf.depth > 1 || rf.schedulers > 1 {
 		return lasso.LayoutRows, nil
 	}
-	if shape == nil {
-		var err error
-		if shape, err = checkData(path); err != nil {
-			return l, err
-		}
+	if rf.workers == 1 {
+		return lasso.ChooseLayout(0, 0, 1), nil // the shape does not matter
+	}
+	shape, err := checkData(path)
+	if err != nil {
+		return l, err
 	}
 	return lasso.ChooseLayout(shape.rows, shape.cols, rf.workers), nil
 }
 
-// lassoSetup parses the flags of a Lasso command and checks the data (all
-// of it, unless the role is the coordinator, which reads none but for the
-// shape when the layout is auto).
+// lassoSetup parses the flags of a Lasso command. It reads the data only
+// for the layout's sake (see resolve) and the test data of the roles that
+// evaluate it: the roles that read the data check it as they load it, and
+// bad input there fails the job with a *libsvm.ParseError, which the
+// command reports as bad input (exit status 2) before writing anything.
 func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (lasso.Config, *runFlags, coordinator.Options, error) {
 	lf := addLassoFlags(fs)
 	lay := addLayoutFlags(fs)
@@ -94,18 +97,12 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 	if err != nil {
 		return cfg, nil, opts, err
 	}
-	var shape *dataShape
-	if role != "coordinator" {
-		if shape, err = checkData(cfg.Data); err != nil {
-			return cfg, nil, opts, err
-		}
-	}
 	if cfg.Test != "" && (role == "" || role == "coordinator") {
 		if _, err := checkData(cfg.Test); err != nil {
 			return cfg, nil, opts, err
 		}
 	}
-	if cfg.Layout, err = lay.resolve(cfg.Data, rf, shape, cfg.Path > 0); err != nil {
+	if cfg.Layout, err = lay.resolve(cfg.Data, rf, cfg.Path > 0); err != nil {
 		return cfg, nil, opts, err
 	}
 	cfg.RoundWork = lay.roundWork
@@ -228,7 +225,7 @@ func runLassoRole(ctx context.Context, role string, args []string, stdout, stder
 type dataShape struct{ rows, cols int }
 
 // checkData reads the whole data file once, so that bad input is reported
-// with its file and line before any role starts, and returns its shape.
+// with its file and line, and returns its shape.
 func checkData(path string) (*dataShape, error) {
 	var s dataShape
 	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {

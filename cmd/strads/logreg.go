@@ -109,15 +109,14 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 	if err != nil {
 		return nil, nil, opts, err
 	}
-	var shape *dataShape
 	if role != "coordinator" {
-		rows, cols, err := logreg.CheckDataShape(cfg.Data)
-		if err != nil {
+		// The labels only (cheap): the features are checked as the roles
+		// load them.
+		if err := logreg.CheckData(cfg.Data); err != nil {
 			return nil, nil, opts, usageError{err}
 		}
-		shape = &dataShape{rows: rows, cols: cols}
 	}
-	if cfg.Layout, err = lay.resolve(cfg.Data, rf, shape, cfg.Path > 0); err != nil {
+	if cfg.Layout, err = lay.resolve(cfg.Data, rf, cfg.Path > 0); err != nil {
 		return nil, nil, opts, err
 	}
 	cfg.RoundWork = lay.roundWork

@@ -108,7 +108,7 @@ func TestLogregBadInput(t *testing.T) {
 		{"non-numeric value", "1 1:0.5\n0 2:abc\n", "", ":2:"},
 		{"non-numeric label", "x 1:0.5\n", "", ":1:"},
 		{"index zero", "1 1:1\n0 0:1\n", "", ":2:"},
-		{"duplicate index", "1 2:1 2:3\n", "", ":1:"},
+		{"duplicate index", "0 1:1\n1 2:1 2:3\n", "", ":2:"},
 		{"unsorted indices", "1 1:1\n0 1:2\n1 3:1 2:1\n", "", ":3:"},
 		{"NaN", "1 1:1\n0 1:NaN\n", "", ":2:"},
 		{"missing label", "1 1:1\n2:1 3:1\n", "", ":2:"},
@@ -122,37 +122,41 @@ func TestLogregBadInput(t *testing.T) {
 		{"bad test label", good, "1 1:1\n3 2:1\n", ":2: label 3"},
 		{"bad test syntax", good, "1 1:x\n", ":1:"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			data := filepath.Join(dir, "bad.svm")
-			if err := os.WriteFile(data, []byte(tc.data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"logreg", "--data", data, "--lambda", "0.1", "--workers", "2", "--progress", "0",
-				"--out", filepath.Join(dir, "model.csv"), "--metrics", filepath.Join(dir, "metrics.csv"),
-				"--predict", filepath.Join(dir, "pred.csv")}
-			named, keep := data, []string{"bad.svm"}
-			if tc.test != "" {
-				named = filepath.Join(dir, "test.svm")
-				if err := os.WriteFile(named, []byte(tc.test), 0o644); err != nil {
+	// One worker loads the data unchecked (the worker finds bad features);
+	// two read it first to choose the layout.
+	for _, workers := range []string{"1", "2"} {
+		for _, tc := range cases {
+			t.Run(tc.name+"/workers="+workers, func(t *testing.T) {
+				dir := t.TempDir()
+				data := filepath.Join(dir, "bad.svm")
+				if err := os.WriteFile(data, []byte(tc.data), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				args = append(args, "--test", named)
-				keep = append(keep, "test.svm")
-			}
-			code, _, stderr := runCLI(t, args...)
-			if code != 2 {
-				t.Errorf("exit status %d, want 2", code)
-			}
-			if !strings.Contains(stderr, named) || !strings.Contains(stderr, tc.want) {
-				t.Errorf("error %q does not name %s%s", stderr, named, tc.want)
-			}
-			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n != 0 {
-				t.Errorf("error has %d lines, want one: %q", n+1, stderr)
-			}
-			assertNoOutput(t, dir, keep...)
-		})
+				args := []string{"logreg", "--data", data, "--lambda", "0.1", "--workers", workers, "--progress", "0",
+					"--out", filepath.Join(dir, "model.csv"), "--metrics", filepath.Join(dir, "metrics.csv"),
+					"--predict", filepath.Join(dir, "pred.csv")}
+				named, keep := data, []string{"bad.svm"}
+				if tc.test != "" {
+					named = filepath.Join(dir, "test.svm")
+					if err := os.WriteFile(named, []byte(tc.test), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					args = append(args, "--test", named)
+					keep = append(keep, "test.svm")
+				}
+				code, _, stderr := runCLI(t, args...)
+				if code != 2 {
+					t.Errorf("exit status %d, want 2", code)
+				}
+				if !strings.Contains(stderr, named) || !strings.Contains(stderr, tc.want) {
+					t.Errorf("error %q does not name %s%s", stderr, named, tc.want)
+				}
+				if n := strings.Count(strings.TrimSpace(stderr), "\n"); n != 0 {
+					t.Errorf("error has %d lines, want one: %q", n+1, stderr)
+				}
+				assertNoOutput(t, dir, keep...)
+			})
+		}
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/strads-go/strads/libsvm"
 )
 
 func main() {
@@ -89,6 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = app.job(ctx, rest, stdout, stderr)
 	}
 	var ue usageError
+	var pe *libsvm.ParseError
 	switch {
 	case err == nil:
 		return 0
@@ -96,6 +99,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "strads %s: %v\n", args[0], err)
+		return 2
+	case errors.As(err, &pe):
+		// Bad input, found by the role that loaded it: the file and line
+		// say all.
+		fmt.Fprintf(stderr, "strads %s: %v\n", args[0], pe)
 		return 2
 	default:
 		fmt.Fprintf(stderr, "strads %s: %v\n", args[0], err)
