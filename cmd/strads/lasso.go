@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/atomicfile"
@@ -86,6 +87,7 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 	lf := addLassoFlags(fs)
 	lay := addLayoutFlags(fs)
 	rf := addRunFlags(fs)
+	setFlag(fs, "workers", "1", workersUsage)
 	if err := parse(fs, args, stdout, synopsis); err != nil {
 		return lasso.Config{}, nil, coordinator.Options{}, err
 	}
@@ -96,6 +98,11 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 	opts, err := rf.options(stderr)
 	if err != nil {
 		return cfg, nil, opts, err
+	}
+	if role != "coordinator" {
+		if err := checkOpen(cfg.Data); err != nil {
+			return cfg, nil, opts, err
+		}
 	}
 	if cfg.Test != "" && (role == "" || role == "coordinator") {
 		if _, err := checkData(cfg.Test); err != nil {
@@ -190,6 +197,12 @@ func columnOptions(fs *flag.FlagSet, rf *runFlags, opts *coordinator.Options) er
 	return nil
 }
 
+// workersUsage is the usage of --workers for the Lasso and logistic
+// regression, whose default is one worker: on one machine several workers
+// of the column layout only share its cores, and their merged changes
+// converge in more rounds (bench/RESULTS.md).
+const workersUsage = "number of workers: one is the fastest on one machine; more for data spread over machines, or n ≫ p data in the row layout"
+
 // monotoneRiseTol is the rise of the objective, relative, that a job whose
 // every round provably lowers it tolerates before it fails: rounding only.
 const monotoneRiseTol = 1e-9
@@ -234,6 +247,16 @@ func checkData(path string) (*dataShape, error) {
 		return nil
 	})
 	return &s, dataError(err)
+}
+
+// checkOpen checks that the data file at path can be opened: the roles
+// that load it check the rest.
+func checkOpen(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return usageError{fmt.Errorf("--data: %w", err)}
+	}
+	return f.Close()
 }
 
 // dataError makes an error of reading data a usage error (exit status 2).

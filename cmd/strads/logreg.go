@@ -98,6 +98,7 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 	lf := addLogregFlags(fs)
 	lay := addLayoutFlags(fs)
 	rf := addRunFlags(fs)
+	setFlag(fs, "workers", "1", workersUsage)
 	if err := parse(fs, args, stdout, synopsis); err != nil {
 		return nil, nil, coordinator.Options{}, err
 	}
