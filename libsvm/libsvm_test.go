@@ -494,3 +494,51 @@ func TestReadLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestCountColumns checks CountColumns against the counts of the rows that
+// Read parses, on values of every form that is zero or not, and with zeros
+// at the last columns.
+func TestCountColumns(t *testing.T) {
+	values := []string{"0", "0.000", "-0.0", "+0", ".0", "0e5", "1e-400", "0x0p0", // zeros
+		"1", "-0.25", "3.5", "0.001", "2.5e-3", "1E2", "0x1p-3", "007"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "%d", i%2)
+		for j := 1; j <= 30; j++ {
+			if rng.IntN(3) == 0 {
+				fmt.Fprintf(&b, " %d:%s", j, values[rng.IntN(len(values))])
+			}
+		}
+		if i%7 == 0 {
+			b.WriteString(" 31:0 32:0.0 # zeros past the last non-zero column")
+		}
+		b.WriteString("\n")
+	}
+	path := writeTemp(t, b.String())
+	var want []int
+	if err := Read(path, func(_ int, r Row) error {
+		for k, j := range r.Index {
+			if r.Value[k] == 0 {
+				continue
+			}
+			for int(j) >= len(want) {
+				want = append(want, 0)
+			}
+			want[j]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := CountColumns(path)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("CountColumns: %v, %v; Read counts %v", got, err, want)
+	}
+	for _, bad := range []string{"1 1:1 foo\n", "1 0:1\n", "1 x:1\n"} {
+		var pe *ParseError
+		if _, err := CountColumns(writeTemp(t, bad)); !errors.As(err, &pe) || pe.Line != 1 {
+			t.Errorf("CountColumns(%q): %v, want a *ParseError on line 1", bad, err)
+		}
+	}
+}

@@ -143,19 +143,7 @@ func NewBlockScheduler(path string, c BlockConfig, workers, part, parts int) (*B
 	if parts != 1 || part != 0 {
 		return nil, fmt.Errorf("the column layout takes one scheduler, not %d", parts)
 	}
-	var nnz []int
-	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
-		for k, j := range row.Index {
-			if row.Value[k] == 0 {
-				continue
-			}
-			for int(j) >= len(nnz) {
-				nnz = append(nnz, 0)
-			}
-			nnz[j]++
-		}
-		return nil
-	})
+	nnz, err := libsvm.CountColumns(path)
 	if err != nil {
 		return nil, err
 	}
