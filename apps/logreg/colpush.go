@@ -147,9 +147,6 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		var most float64
 		for _, j := range cols {
 			l := int(j) - w.first
-			if w.curvMax[l] == 0 {
-				continue // an empty column
-			}
 			rows, vals := w.x.Col(l)
 			var g, h float64
 			if fresh {
@@ -168,7 +165,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 			}
 			*work += int64(len(rows)) + 1
 			if h < minHessDiag {
-				continue // every row of the column is saturated
+				continue // an empty column, or every row of it saturated
 			}
 			cur := nt.next[l]
 			d := proxStep(cur, g/w.n, h, w.lambda)
@@ -184,27 +181,33 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		}
 		return most
 	}
-	// biasStep minimizes the model along the intercept, unpenalized.
+	// biasStep minimizes the model along the intercept, unpenalized. Its
+	// curvature Σ d_i, like the columns', is the step's.
+	var hb float64
+	if w.bias {
+		for _, st := range w.scratch {
+			hb += st.d
+		}
+		*work += int64(len(w.scratch))
+	}
 	biasStep := func() float64 {
 		if !w.bias {
 			return 0
 		}
-		var g, h float64
-		for i, st := range w.scratch {
+		var g float64
+		for i := range w.scratch {
 			g += nt.s[i]
-			h += st.d
 		}
-		*work += 2 * int64(len(w.scratch))
-		if h < minHessDiag*w.n {
+		*work += int64(len(w.scratch))
+		if hb < minHessDiag*w.n {
 			return 0
 		}
-		d := -g / h
+		d := -g / hb
 		nb += d
 		for i, st := range w.scratch {
 			nt.s[i] += st.d * d
 		}
-		h /= w.n
-		return h * d * d
+		return hb / w.n * d * d
 	}
 	moved = max(sweep(block, true), biasStep())
 	itol := max(tol, innerRatio*moved)

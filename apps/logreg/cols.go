@@ -15,18 +15,19 @@ import (
 // columns scheduler.OwnedRange(p, k, P) with all their rows, the labels,
 // and a replica of the margins z = Xw + b over all n rows. A round gives
 // each worker a block of its own columns (scheduler.BlockScheduler); the
-// worker runs sequential coordinate descent over the block on a scratch
-// copy of z, with the safeguarded Newton step of every coordinate (which
-// never raises F), and returns its change of z. With one worker that is
-// exact Gauss–Seidel, as glmnet's and CDN's inner loops, and the change is
-// taken whole. With several, the coordinator merges the workers' changes
-// by a backtracking (Armijo) line search on the exact objective along the
-// merged direction, as d-GLMNET does, and takes the best of that and each
-// worker's change alone: a round never raises F.
+// worker takes proximal Newton steps over the block and its non-zero
+// coordinates on a scratch copy of z, as newGLMNET does (ColWorker.Push:
+// coordinate descent on the quadratic model, then an Armijo line search on
+// the exact objective, so that no step raises F), and returns its change of
+// z. With one worker the change is taken whole. With several, the
+// coordinator merges the workers' changes by a backtracking (Armijo) line
+// search on the exact objective along the merged direction, as d-GLMNET
+// does, and takes the best of that and each worker's change alone: a round
+// never raises F.
 //
 // The intercept, with Config.Intercept, is one more coordinate of worker
-// shard 0, which takes its unpenalized Newton step after every sweep of its
-// block; its change is part of that worker's change of z.
+// shard 0's quadratic model, unpenalized; its change is part of that
+// worker's change of z.
 
 // ColPlan is the plan of a round in the column layout.
 type ColPlan = scheduler.BlockPlan

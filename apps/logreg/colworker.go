@@ -21,8 +21,6 @@ type ColWorker struct {
 	y            []float64 // ±1
 	pos, neg     int       // labels as written: +1 or 1, −1
 	zero         int       // labels 0
-	curvMax      []float64 // a_j = ‖x_j‖²/(4n), the most curvature along j; 0 for an empty column
-	colMax       []float64 // c_j = max_i |x_ij|
 	data         libsvm.Fingerprint
 	bias         bool // the worker updates the intercept (shard 0, with Config.Intercept)
 
@@ -73,7 +71,6 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	n := len(labels)
 	w := &ColWorker{
 		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
-		curvMax: make([]float64, x.Cols), colMax: make([]float64, x.Cols),
 		bias: shard == 0 && cfg.Intercept,
 		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
 		scratch: make([]colRow, n), trial: make([]float64, x.Cols),
@@ -93,16 +90,6 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		default:
 			w.zero++
 		}
-	}
-	for l := range x.Cols {
-		_, vals := x.Col(l)
-		var sq, most float64
-		for _, v := range vals {
-			sq += v * v
-			most = max(most, math.Abs(v))
-		}
-		w.curvMax[l] = sq / (4 * w.n)
-		w.colMax[l] = most
 	}
 	w.setMargins(0)
 	return w, nil
