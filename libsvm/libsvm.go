@@ -94,15 +94,34 @@ func CountRows(path string) (int, error) {
 // ends is a *ParseError, bad features are not seen. It costs a scan of the
 // file and one number per row.
 func ReadLabels(path string, fn func(line int, label float64) error) error {
+	seen := false
+	err := scanLines(path, func(line int, b []byte) error {
+		seen = true
+		label, _, msg := parseLabel(b)
+		if msg != "" {
+			return &ParseError{File: path, Line: line, Msg: msg}
+		}
+		if err := fn(line, label); err != nil {
+			return fmt.Errorf("libsvm: %s:%d: %w", path, line, err)
+		}
+		return nil
+	})
+	if err == nil && !seen {
+		return &ParseError{File: path, Msg: "no samples (empty file)"}
+	}
+	return err
+}
+
+// scanLines calls fn with every line of the file at path, without its
+// '\n', and its 1-based number, in order, until fn returns an error, which
+// it returns as it is.
+func scanLines(path string, fn func(line int, b []byte) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("libsvm: %w", err)
 	}
 	defer f.Close()
 	lr := lineReader{r: bufio.NewReaderSize(f, bufSize)}
-	if _, err := lr.r.Peek(1); err == io.EOF {
-		return &ParseError{File: path, Msg: "no samples (empty file)"}
-	}
 	for {
 		b, err := lr.next()
 		if err == io.EOF {
@@ -111,12 +130,8 @@ func ReadLabels(path string, fn func(line int, label float64) error) error {
 		if err != nil {
 			return fmt.Errorf("libsvm: read %s: %w", path, err)
 		}
-		label, _, msg := parseLabel(b)
-		if msg != "" {
-			return &ParseError{File: path, Line: lr.line, Msg: msg}
-		}
-		if err := fn(lr.line, label); err != nil {
-			return fmt.Errorf("libsvm: %s:%d: %w", path, lr.line, err)
+		if err := fn(lr.line, b); err != nil {
+			return err
 		}
 	}
 }
@@ -426,21 +441,8 @@ func parseIndex(b []byte) (int64, string) {
 // label and malformed values are left to the readers of the data; a token
 // without ':' or with a bad index is a *ParseError.
 func CountColumns(path string) ([]int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("libsvm: %w", err)
-	}
-	defer f.Close()
-	lr := lineReader{r: bufio.NewReaderSize(f, bufSize)}
 	var nnz []int
-	for {
-		b, err := lr.next()
-		if err == io.EOF {
-			return nnz, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("libsvm: read %s: %w", path, err)
-		}
+	err := scanLines(path, func(line int, b []byte) error {
 		if i := bytes.IndexByte(b, '#'); i >= 0 {
 			b = b[:i]
 		}
@@ -448,15 +450,15 @@ func CountColumns(path string) ([]int, error) {
 		for {
 			var tok []byte
 			if tok, b = nextToken(b); tok == nil {
-				break
+				return nil
 			}
 			colon := bytes.IndexByte(tok, ':')
 			if colon < 0 {
-				return nil, &ParseError{File: path, Line: lr.line, Msg: fmt.Sprintf("token %q is not idx:val", tok)}
+				return &ParseError{File: path, Line: line, Msg: fmt.Sprintf("token %q is not idx:val", tok)}
 			}
 			idx, msg := parseIndex(tok[:colon])
 			if msg != "" {
-				return nil, &ParseError{File: path, Line: lr.line, Msg: msg}
+				return &ParseError{File: path, Line: line, Msg: msg}
 			}
 			if isZero(tok[colon+1:]) {
 				continue
@@ -466,7 +468,11 @@ func CountColumns(path string) ([]int, error) {
 			}
 			nnz[idx-1]++
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
+	return nnz, nil
 }
 
 // isZero reports whether the value b parses to 0: from its digits when it
