@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/schmp"
@@ -24,6 +25,44 @@ type BlockPlan struct {
 // measured far faster than small blocks drawn by priority (bench/RESULTS.md):
 // the block covers every column of a worker with up to 16M non-zeros.
 const DefaultRoundWork = 1 << 24
+
+// Feedback returns the feedback of a round of plan p before its changes are
+// known: every planned column, in the plan's order, with a change of 0.
+func (p BlockPlan) Feedback() schmp.Feedback {
+	var fb schmp.Feedback
+	for _, b := range p.Blocks {
+		fb.Vars = append(fb.Vars, b...)
+	}
+	fb.Delta = make([]float64, len(fb.Vars))
+	return fb
+}
+
+// CheckChange checks the change that worker shard k of workers sends in the
+// column layout of total columns and rows rows: a value for every column it
+// names, each a column the worker owns (OwnedRange) and each finite, and a
+// direction of dirLen entries, over every row or none. It reports whether
+// the change moves the model (it has a direction).
+func CheckChange(k, workers, total, rows int, vars []int32, vals []float64, dirLen int) (moved bool, err error) {
+	if len(vars) != len(vals) {
+		return false, fmt.Errorf("worker shard %d sent %d variables and %d values", k, len(vars), len(vals))
+	}
+	lo, hi := OwnedRange(total, k, workers)
+	for i, j := range vars {
+		if int(j) < lo || int(j) >= hi {
+			return false, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d)", k, j, lo, hi)
+		}
+		if math.IsNaN(vals[i]) || math.IsInf(vals[i], 0) {
+			return false, fmt.Errorf("worker shard %d set column %d to %v", k, j, vals[i])
+		}
+	}
+	switch dirLen {
+	case 0:
+		return false, nil
+	case rows:
+		return true, nil
+	}
+	return false, fmt.Errorf("worker shard %d sent a direction over %d rows, want %d", k, dirLen, rows)
+}
 
 // OwnedRange returns the columns [lo, hi) that worker shard of shards owns in
 // the column layout of total columns: a contiguous split as [libsvm.ShardRange]

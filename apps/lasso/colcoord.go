@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 
 	"github.com/strads-go/strads/coordinator"
@@ -156,31 +155,15 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 	if len(partials) != c.workers || len(p.Blocks) != c.workers {
 		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials and %d blocks for %d workers", len(partials), len(p.Blocks), c.workers)
 	}
-	var fb schmp.Feedback
-	for _, b := range p.Blocks {
-		fb.Vars = append(fb.Vars, b...)
-	}
-	fb.Delta = make([]float64, len(fb.Vars))
+	fb := p.Feedback()
 	var moved []int // workers with a change
 	for k, part := range partials {
-		if len(part.Vars) != len(part.Value) {
-			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent %d variables and %d values", k, len(part.Vars), len(part.Value))
+		m, err := scheduler.CheckChange(k, c.workers, len(c.beta), len(c.q), part.Vars, part.Value, len(part.Dir))
+		if err != nil {
+			return ColUpdate{}, schmp.Feedback{}, err
 		}
-		lo, hi := scheduler.OwnedRange(len(c.beta), k, c.workers)
-		for i, j := range part.Vars {
-			if int(j) < lo || int(j) >= hi {
-				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d)", k, j, lo, hi)
-			}
-			if math.IsNaN(part.Value[i]) || math.IsInf(part.Value[i], 0) {
-				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d set column %d to %v", k, j, part.Value[i])
-			}
-		}
-		switch len(part.Dir) {
-		case 0:
-		case len(c.q):
+		if m {
 			moved = append(moved, k)
-		default:
-			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent a direction over %d rows, want %d", k, len(part.Dir), len(c.q))
 		}
 	}
 	if len(moved) == 0 {

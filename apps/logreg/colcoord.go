@@ -239,41 +239,26 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 	if len(partials) != c.workers || len(p.Blocks) != c.workers {
 		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials and %d blocks for %d workers", len(partials), len(p.Blocks), c.workers)
 	}
-	var fb schmp.Feedback
-	for _, b := range p.Blocks {
-		fb.Vars = append(fb.Vars, b...)
-	}
-	fb.Delta = make([]float64, len(fb.Vars))
+	fb := p.Feedback()
 	var moved []int // workers with a change
 	fresh := true
 	for k, part := range partials {
-		if len(part.Vars) != len(part.Value) {
-			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent %d variables and %d values", k, len(part.Vars), len(part.Value))
-		}
-		lo, hi := scheduler.OwnedRange(len(c.w), k, c.workers)
-		for i, j := range part.Vars {
-			if int(j) < lo || int(j) >= hi {
-				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d)", k, j, lo, hi)
-			}
-			if math.IsNaN(part.Value[i]) || math.IsInf(part.Value[i], 0) {
-				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d set column %d to %v", k, j, part.Value[i])
-			}
+		m, err := scheduler.CheckChange(k, c.workers, len(c.w), len(c.z), part.Vars, part.Value, len(part.Dir))
+		if err != nil {
+			return ColUpdate{}, schmp.Feedback{}, err
 		}
 		if math.IsNaN(part.Bias) || math.IsInf(part.Bias, 0) {
 			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d set the intercept to %v", k, part.Bias)
 		}
-		switch len(part.Dir) {
-		case 0:
-		case len(c.z):
-			if part.AsOf < c.taken[k] {
-				c.stats.Dropped++
-				continue
-			}
-			moved = append(moved, k)
-			fresh = fresh && part.AsOf >= c.lastMoved
-		default:
-			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent a direction over %d rows, want %d", k, len(part.Dir), len(c.z))
+		if !m {
+			continue
 		}
+		if part.AsOf < c.taken[k] {
+			c.stats.Dropped++
+			continue
+		}
+		moved = append(moved, k)
+		fresh = fresh && part.AsOf >= c.lastMoved
 	}
 	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b, Lambda: c.lambda}
 	if len(moved) == 0 {

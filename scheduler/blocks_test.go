@@ -1,0 +1,55 @@
+package scheduler
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/strads-go/strads/wire"
+)
+
+// TestCheckChange checks a column-layout worker's change against its
+// columns, its values and the rows: worker 1 of 2 owns columns [5, 10).
+func TestCheckChange(t *testing.T) {
+	cases := []struct {
+		name   string
+		vars   []int32
+		vals   []float64
+		dir    int
+		moved  bool
+		errHas string // "" for no error
+	}{
+		{"no change", nil, nil, 0, false, ""},
+		{"a change", []int32{5, 9}, []float64{1, -2}, 4, true, ""},
+		{"values without a direction", []int32{6}, []float64{0}, 0, false, ""},
+		{"fewer values", []int32{5, 6}, []float64{1}, 4, false, "2 variables and 1 values"},
+		{"another's column", []int32{4}, []float64{1}, 4, false, "column 4, outside its columns [5, 10)"},
+		{"past the columns", []int32{10}, []float64{1}, 4, false, "outside"},
+		{"NaN", []int32{7}, []float64{math.NaN()}, 4, false, "set column 7 to NaN"},
+		{"Inf", []int32{7}, []float64{math.Inf(-1)}, 4, false, "to -Inf"},
+		{"short direction", []int32{7}, []float64{1}, 3, false, "direction over 3 rows, want 4"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			moved, err := CheckChange(1, 2, 10, 4, tc.vars, tc.vals, tc.dir)
+			switch {
+			case tc.errHas == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas)):
+				t.Fatalf("error %v, want one with %q", err, tc.errHas)
+			case moved != tc.moved:
+				t.Errorf("moved %v, want %v", moved, tc.moved)
+			}
+		})
+	}
+}
+
+// TestPlanFeedback checks that a plan's feedback names its columns in order,
+// with no change yet.
+func TestPlanFeedback(t *testing.T) {
+	fb := BlockPlan{Blocks: []wire.Int32s{{0, 2}, {7}}}.Feedback()
+	if !slices.Equal(fb.Vars, []int32{0, 2, 7}) || !slices.Equal(fb.Delta, []float64{0, 0, 0}) {
+		t.Errorf("feedback %v %v, want [0 2 7] [0 0 0]", fb.Vars, fb.Delta)
+	}
+}
