@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"slices"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/strads-go/strads/bench/logaxis"
 	"github.com/strads-go/strads/scheduler"
 )
 
@@ -47,7 +46,7 @@ func (o *options) variantColor(i int, v *variant) color.Color {
 }
 
 // plotObjective draws (F − F*)/F* on a log axis (log10 drawn on a linear
-// one, see decadeTicks) against time, one colour per variant: the first
+// one, see logaxis.Ticks) against time, one colour per variant: the first
 // run drawn thick, the other runs thin and dashed. Reports at F* itself
 // (sub-optimality 0) cannot be drawn on a log axis and are left out.
 func plotObjective(path string, runs []*run, o *options, fstar float64) error {
@@ -58,7 +57,7 @@ func plotObjective(path string, runs []*run, o *options, fstar float64) error {
 	}
 	p.X.Label.Text = "time since the first round (s)"
 	p.Y.Label.Text = "relative sub-optimality (F − F*) / F*, log scale"
-	p.Y.Tick.Marker = plot.TickerFunc(decadeTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(logaxis.Ticks)
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 
@@ -121,46 +120,4 @@ func plotObjective(path string, runs []*run, o *options, fstar float64) error {
 	p.Y.Min, p.Y.Max = math.Log10(ymin/2), math.Log10(ymax*2)
 	p.X.Min = 0
 	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
-}
-
-// decadeTicks returns the ticks of an axis that shows log10 of the values,
-// from min to max: a tick labelled 10^k at every integer k (every other one,
-// or sparser, over many decades) and unlabelled ones at log10(i·10^k) for
-// i = 2…9.
-//
-// The plot draws log10 on a linear axis rather than using plot.LogScale,
-// whose axis label padding is computed at the arithmetic midpoint and
-// leaves a large blank band above the data.
-func decadeTicks(min, max float64) []plot.Tick {
-	lo, hi := int(math.Floor(min)), int(math.Ceil(max))
-	step := 1 + (hi-lo)/12
-	var ticks []plot.Tick
-	for k := lo; k <= hi; k++ {
-		if v := float64(k); v >= min && v <= max {
-			t := plot.Tick{Value: v}
-			if k%step == 0 {
-				t.Label = decadeLabel(k)
-			}
-			ticks = append(ticks, t)
-		}
-		for i := 2; i <= 9; i++ {
-			if m := float64(k) + math.Log10(float64(i)); m >= min && m <= max {
-				ticks = append(ticks, plot.Tick{Value: m})
-			}
-		}
-	}
-	if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Label != "" }) {
-		for i := range ticks { // less than a decade: label them all
-			ticks[i].Label = strconv.FormatFloat(math.Pow(10, ticks[i].Value), 'g', 2, 64)
-		}
-	}
-	return ticks
-}
-
-// decadeLabel returns 10^k as 0.01, 0.1, 1, 10, 100 or 1e-3, 1e3 …
-func decadeLabel(k int) string {
-	if k >= -2 && k <= 2 {
-		return strconv.FormatFloat(math.Pow(10, float64(k)), 'f', -1, 64)
-	}
-	return fmt.Sprintf("1e%d", k)
 }

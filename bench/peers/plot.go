@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/strads-go/strads/bench/logaxis"
 )
 
 // palette colours strads's variants, in order (matplotlib's tab10), and
@@ -44,9 +45,9 @@ func plotCase(path string, c *theCase, st []stats, o *options) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s, shape %s (%d × %d), λ = %g·λ_max", c.prob, c.shape.name, c.n, c.p, c.fit.ratio)
 	p.X.Label.Text = "time since the process started (s), log scale"
-	p.X.Tick.Marker = plot.TickerFunc(decadeTicks)
+	p.X.Tick.Marker = plot.TickerFunc(logaxis.Ticks)
 	p.Y.Label.Text = "(F − F_best) / F_best, log scale"
-	p.Y.Tick.Marker = plot.TickerFunc(decadeTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(logaxis.Ticks)
 	p.Legend.Top = true // in the headroom above the data (see p.Y.Max)
 	p.Add(plotter.NewGrid())
 	floor := math.Pow(10, math.Round(math.Log10(o.targetRel/floorFactor)))
@@ -137,50 +138,4 @@ func plotCase(path string, c *theCase, st []stats, o *options) error {
 	p.Y.Max = math.Log10(ymax) + 0.5*(math.Log10(ymax)-p.Y.Min) + 0.3
 	p.X.Min, p.X.Max = xlo, xhi
 	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
-}
-
-// decadeTicks returns the ticks of an axis that shows log10 of the values
-// (as in bench/lassosched): a labelled tick at every power of ten (every
-// other one, or sparser, over many decades) and unlabelled ones between.
-func decadeTicks(min, max float64) []plot.Tick {
-	lo, hi := int(math.Floor(min)), int(math.Ceil(max))
-	step := 1 + (hi-lo)/12
-	var ticks []plot.Tick
-	for k := lo; k <= hi; k++ {
-		if v := float64(k); v >= min && v <= max {
-			t := plot.Tick{Value: v}
-			if k%step == 0 {
-				t.Label = decadeLabel(k)
-			}
-			ticks = append(ticks, t)
-		}
-		for i := 2; i <= 9; i++ {
-			if m := float64(k) + math.Log10(float64(i)); m >= min && m <= max {
-				ticks = append(ticks, plot.Tick{Value: m})
-			}
-		}
-	}
-	labelled := 0
-	for _, t := range ticks {
-		if t.Label != "" {
-			labelled++
-		}
-	}
-	if labelled < 3 { // less than two decades: label 2 and 5 too
-		for i, t := range ticks {
-			m := math.Pow(10, t.Value-math.Floor(t.Value+1e-9))
-			if t.Label == "" && (math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6) {
-				ticks[i].Label = strconv.FormatFloat(math.Pow(10, t.Value), 'g', 2, 64)
-			}
-		}
-	}
-	return ticks
-}
-
-// decadeLabel returns 10^k as 0.01, 0.1, 1, 10, 100 or 1e-3, 1e3 …
-func decadeLabel(k int) string {
-	if k >= -2 && k <= 2 {
-		return strconv.FormatFloat(math.Pow(10, float64(k)), 'f', -1, 64)
-	}
-	return fmt.Sprintf("1e%d", k)
 }

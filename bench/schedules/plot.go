@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/strads-go/strads/bench/logaxis"
 )
 
 // scheduleColors colour the schedules (bench/lassosched's, orange for
@@ -42,9 +43,9 @@ func plotShape(path string, c *shapeCase, o *options) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Lasso, shape %s (%d × %d), λ = %g·λ_max: run 1 of each variant", c.shape.name, c.n, c.p, c.shape.ratio)
 	p.X.Label.Text = "time since the process started (s), log scale"
-	p.X.Tick.Marker = plot.TickerFunc(decadeTicks)
+	p.X.Tick.Marker = plot.TickerFunc(logaxis.Ticks)
 	p.Y.Label.Text = "(F − F*) / F*, log scale"
-	p.Y.Tick.Marker = plot.TickerFunc(decadeTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(logaxis.Ticks)
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	floor := math.Pow(10, math.Round(math.Log10(o.levels[len(o.levels)-1]/1000)))
@@ -132,51 +133,4 @@ func plotShape(path string, c *shapeCase, o *options) error {
 	p.Y.Max = top + 0.45*(top-p.Y.Min)
 	p.X.Min, p.X.Max = xlo, xhi
 	return p.Save(10*vg.Inch, 6.5*vg.Inch, path)
-}
-
-// decadeTicks returns the ticks of an axis that shows log10 of the values
-// (as in bench/lassosched and bench/peers): a labelled tick at every power
-// of ten (every other one, or sparser, over many decades) and unlabelled
-// ones between; 2 and 5 labelled too over less than two decades.
-func decadeTicks(lo, hi float64) []plot.Tick {
-	klo, khi := int(math.Floor(lo)), int(math.Ceil(hi))
-	step := 1 + (khi-klo)/12
-	var ticks []plot.Tick
-	labelled := 0
-	for k := klo; k <= khi; k++ {
-		if v := float64(k); v >= lo && v <= hi {
-			t := plot.Tick{Value: v}
-			if k%step == 0 {
-				t.Label = decadeLabel(k)
-				labelled++
-			}
-			ticks = append(ticks, t)
-		}
-		for i := 2; i <= 9; i++ {
-			if m := float64(k) + math.Log10(float64(i)); m >= lo && m <= hi {
-				t := plot.Tick{Value: m}
-				if i == 2 || i == 5 {
-					t.Label = "?" // decided below
-				}
-				ticks = append(ticks, t)
-			}
-		}
-	}
-	for i, t := range ticks {
-		if t.Label == "?" {
-			ticks[i].Label = ""
-			if labelled < 3 {
-				ticks[i].Label = strconv.FormatFloat(math.Pow(10, t.Value), 'g', 2, 64)
-			}
-		}
-	}
-	return ticks
-}
-
-// decadeLabel returns 10^k as 0.01, 0.1, 1, 10, 100 or 1e-3, 1e3 …
-func decadeLabel(k int) string {
-	if k >= -2 && k <= 2 {
-		return strconv.FormatFloat(math.Pow(10, float64(k)), 'f', -1, 64)
-	}
-	return fmt.Sprintf("1e%d", k)
 }
