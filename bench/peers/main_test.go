@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/bench/proc"
 )
 
 // The tests cover the pure parts: the objectives, λ_max, the readers and
@@ -186,7 +188,7 @@ func TestMedian(t *testing.T) {
 }
 
 func TestKeyValuesAndResultLine(t *testing.T) {
-	kv := keyValues("import_s 0.5\nfit_s 1.25\n\nconverged 1\n")
+	kv := proc.KeyValues("import_s 0.5\nfit_s 1.25\n\nconverged 1\n")
 	if kv["fit_s"] != "1.25" || kv["converged"] != "1" || len(kv) != 3 {
 		t.Errorf("got %v", kv)
 	}

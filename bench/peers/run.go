@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/bench/machine"
+	"github.com/strads-go/strads/bench/proc"
 )
 
 //go:embed scripts/*.py scripts/*.R
@@ -64,65 +65,9 @@ func (r *runResult) label() string {
 	return r.system
 }
 
-// process is a finished child process.
-type process struct {
-	stdout, stderr string
-	wall, cpu      float64
-	timedOut       bool
-}
-
-// peerEnv keeps the peers on one thread: no BLAS or OpenMP threads.
-var peerEnv = []string{"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "BLIS_NUM_THREADS=1", "VECLIB_MAXIMUM_THREADS=1"}
-
-// runProcess runs name with args, killing it after limit, and returns its
-// output and times. A non-zero exit is an error (with the output).
-func runProcess(ctx context.Context, limit time.Duration, extraEnv []string, name string, args ...string) (process, error) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), extraEnv...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	t0 := time.Now()
-	err := cmd.Run()
-	p := process{stdout: stdout.String(), stderr: stderr.String(), wall: time.Since(t0).Seconds()}
-	if st := cmd.ProcessState; st != nil {
-		p.cpu = (st.UserTime() + st.SystemTime()).Seconds()
-	}
-	if ctx.Err() == context.DeadlineExceeded {
-		p.timedOut = true
-		return p, nil
-	}
-	if err != nil {
-		return p, fmt.Errorf("%s %s: %v\n%s%s", name, joinArgs(args), err, tail(p.stdout), tail(p.stderr))
-	}
-	return p, nil
-}
-
-// tail returns the last lines of s.
-func tail(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
 func joinArgs(args []string) string { return strings.Join(args, " ") }
 
 func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', 17, 64) }
-
-// keyValues parses the "key value" lines a peer script prints.
-func keyValues(s string) map[string]string {
-	kv := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
-			kv[k] = strings.TrimSpace(v)
-		}
-	}
-	return kv
-}
 
 // theCase is one problem on one shape.
 type theCase struct {
@@ -183,24 +128,24 @@ func (e *env) runPeer(ctx context.Context, c *theCase, peer string, r int) (runR
 	out := filepath.Join(e.tmp, fmt.Sprintf("%s-%s-%s.model", c.shape.name, c.prob, peer))
 	os.Remove(out)
 	name, args := e.peerArgs(c, peer, out)
-	p, err := runProcess(ctx, e.o.timeLimit, peerEnv, name, args...)
-	res.wall, res.cpu = p.wall, p.cpu
+	p, err := proc.Run(ctx, e.o.timeLimit, proc.SingleThread, name, args...)
+	res.wall, res.cpu = p.Wall, p.CPU
 	switch {
 	case ctx.Err() != nil:
 		return res, ctx.Err()
-	case p.timedOut:
+	case p.TimedOut:
 		res.status = "timeout"
 		return res, nil
 	case err != nil:
 		res.status = "failed"
-		res.note = strings.ReplaceAll(strings.TrimSpace(tail(err.Error())), "\n", " / ")
+		res.note = strings.ReplaceAll(strings.TrimSpace(proc.Tail(err.Error())), "\n", " / ")
 		fmt.Fprintf(e.stdout, "  %s failed: %v\n", peer, err)
 		return res, nil
 	}
 	var m model
 	if peer == "liblinear" {
 		m, err = readLiblinearModel(out, c.p)
-		if strings.Contains(p.stdout, "WARNING") {
+		if strings.Contains(p.Stdout, "WARNING") {
 			res.note = "liblinear: reaching max number of iterations"
 		}
 		// liblinear does not time its fit: estimate it as the run less
@@ -208,12 +153,12 @@ func (e *env) runPeer(ctx context.Context, c *theCase, peer string, r int) (runR
 		// gradient, write).
 		name, args := e.peerArgs(c, peer, out+".read")
 		args[slices.Index(args, "-e")+1] = "1e30"
-		if q, err := runProcess(ctx, e.o.timeLimit, peerEnv, name, args...); err == nil && !q.timedOut {
-			res.fit = max(0, p.wall-q.wall)
+		if q, err := proc.Run(ctx, e.o.timeLimit, proc.SingleThread, name, args...); err == nil && !q.TimedOut {
+			res.fit = max(0, p.Wall-q.Wall)
 		}
 	} else {
 		m, err = readModelCSV(out, c.p)
-		kv := keyValues(p.stdout)
+		kv := proc.KeyValues(p.Stdout)
 		if v, err := strconv.ParseFloat(kv["fit_s"], 64); err == nil {
 			res.fit = v
 		}
@@ -266,21 +211,21 @@ func (e *env) runStrads(ctx context.Context, c *theCase, w, r int) (runResult, e
 	args := e.stradsArgs(c, w, out, metrics)
 	// strads stops itself at --time-limit and writes its model; the hard
 	// limit is for a run that does not.
-	p, err := runProcess(ctx, e.o.timeLimit+2*time.Minute, nil, e.strads, args...)
-	res.wall, res.cpu = p.wall, p.cpu
+	p, err := proc.Run(ctx, e.o.timeLimit+2*time.Minute, nil, e.strads, args...)
+	res.wall, res.cpu = p.Wall, p.CPU
 	switch {
 	case ctx.Err() != nil:
 		return res, ctx.Err()
-	case p.timedOut:
+	case p.TimedOut:
 		res.status = "killed"
 		return res, nil
 	case err != nil:
 		res.status = "failed"
-		res.note = strings.ReplaceAll(strings.TrimSpace(tail(err.Error())), "\n", " / ")
+		res.note = strings.ReplaceAll(strings.TrimSpace(proc.Tail(err.Error())), "\n", " / ")
 		fmt.Fprintf(e.stdout, "  strads failed: %v\n", err)
 		return res, nil
 	}
-	if m := resultLine.FindStringSubmatch(p.stdout); m != nil {
+	if m := resultLine.FindStringSubmatch(p.Stdout); m != nil {
 		res.elapsed, _ = strconv.ParseFloat(m[1], 64)
 		res.fit = res.elapsed
 		res.status = m[2]
@@ -471,7 +416,7 @@ func setup(ctx context.Context, o *options, stdout io.Writer) (*env, error) {
 		}
 	}
 	if e.strads == "" {
-		if e.provenance, err = buildStrads(ctx, o.rev, tmp); err != nil {
+		if e.provenance, err = proc.BuildStrads(ctx, o.rev, filepath.Join(tmp, "strads"), tmp); err != nil {
 			return nil, err
 		}
 		e.strads = filepath.Join(tmp, "strads")
@@ -503,46 +448,4 @@ func versions(ctx context.Context, o *options) []string {
 		"glmnet " + run(o.rscript, "-e", `cat(format(packageVersion("glmnet")), "(Matrix", format(packageVersion("Matrix")), paste0(", ", R.version.string, ")"))`),
 		"liblinear-tools " + run("dpkg-query", "-W", "-f", "${Version}", "liblinear-tools"),
 	}
-}
-
-// buildStrads builds cmd/strads into dir/strads, from the working tree or,
-// with rev, from that git revision, and says which.
-func buildStrads(ctx context.Context, rev, dir string) (string, error) {
-	git := func(args ...string) string {
-		out, err := exec.CommandContext(ctx, "git", args...).Output()
-		if err != nil {
-			return "?"
-		}
-		return strings.TrimSpace(string(out))
-	}
-	bin := filepath.Join(dir, "strads")
-	if rev == "" {
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/strads").CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build ./cmd/strads (run from the repository root): %v\n%s", err, out)
-		}
-		state := "clean"
-		if git("status", "--porcelain", "--untracked-files=no") != "" {
-			state = "with uncommitted changes"
-		}
-		return fmt.Sprintf("the working tree at %s (%s)", git("rev-parse", "--short", "HEAD"), state), nil
-	}
-	commit := git("rev-parse", "--verify", rev+"^{commit}")
-	if commit == "?" {
-		return "", fmt.Errorf("--rev %s: not a commit", rev)
-	}
-	src := filepath.Join(dir, "src")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return "", err
-	}
-	archive := exec.CommandContext(ctx, "sh", "-c", "git archive "+commit+" | tar -x -C "+src)
-	if out, err := archive.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("git archive %s: %v\n%s", rev, err, out)
-	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/strads")
-	build.Dir = src
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/strads at %s: %v\n%s", rev, err, out)
-	}
-	os.RemoveAll(src)
-	return "commit " + commit[:12] + " (" + git("log", "-1", "--format=%cs %s", commit) + ")", nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/bench/machine"
+	"github.com/strads-go/strads/bench/proc"
 )
 
 //go:embed scripts/fstar.py
@@ -97,7 +98,7 @@ func setup(ctx context.Context, o *options, stdout io.Writer) (*env, error) {
 	}
 	if e.strads == "" {
 		e.strads = filepath.Join(tmp, "strads")
-		if e.provenance, err = buildStrads(ctx, o.rev, e.strads, tmp); err != nil {
+		if e.provenance, err = proc.BuildStrads(ctx, o.rev, e.strads, tmp); err != nil {
 			return nil, err
 		}
 	} else {
@@ -114,81 +115,6 @@ func setup(ctx context.Context, o *options, stdout io.Writer) (*env, error) {
 }
 
 func loadAverage() string { return machine.LoadAverage() }
-
-// buildStrads builds cmd/strads into bin, from the working tree or, with
-// rev, from that git revision (extracted into tmp), and says which.
-func buildStrads(ctx context.Context, rev, bin, tmp string) (string, error) {
-	git := func(args ...string) string {
-		out, err := exec.CommandContext(ctx, "git", args...).Output()
-		if err != nil {
-			return "?"
-		}
-		return strings.TrimSpace(string(out))
-	}
-	dir, what := "", ""
-	if rev == "" {
-		state := "clean"
-		if git("status", "--porcelain", "--untracked-files=no") != "" {
-			state = "with uncommitted changes"
-		}
-		what = fmt.Sprintf("the working tree at %s (%s)", git("rev-parse", "--short", "HEAD"), state)
-	} else {
-		commit := git("rev-parse", "--verify", rev+"^{commit}")
-		if commit == "?" {
-			return "", fmt.Errorf("--rev %s: not a commit", rev)
-		}
-		dir = filepath.Join(tmp, "src")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", err
-		}
-		if out, err := exec.CommandContext(ctx, "sh", "-c", "git archive "+commit+" | tar -x -C "+dir).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("git archive %s: %w\n%s", rev, err, out)
-		}
-		what = "commit " + commit[:12] + " (" + git("log", "-1", "--format=%cs %s", commit) + ")"
-	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/strads")
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/strads (run from the repository root): %w\n%s", err, out)
-	}
-	if dir != "" {
-		os.RemoveAll(dir)
-	}
-	return what, nil
-}
-
-// process is a finished child process.
-type process struct {
-	stdout, stderr string
-	wall           float64
-	timedOut       bool
-}
-
-// singleThread keeps NumPy and its BLAS on one thread.
-var singleThread = []string{"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "BLIS_NUM_THREADS=1"}
-
-// runProcess runs name with args, killing it after limit. A non-zero exit
-// is an error, returned with the process's output.
-func runProcess(ctx context.Context, limit time.Duration, extraEnv []string, name string, args ...string) (process, error) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), extraEnv...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	t0 := time.Now()
-	err := cmd.Run()
-	p := process{stdout: stdout.String(), stderr: stderr.String(), wall: time.Since(t0).Seconds()}
-	if ctx.Err() == context.DeadlineExceeded {
-		p.timedOut = true
-		return p, nil
-	}
-	if err != nil {
-		return p, fmt.Errorf("%s %s: %w\n%s%s", name, strings.Join(args, " "), err, p.stdout, p.stderr)
-	}
-	return p, nil
-}
 
 // fmtFloat writes x in the fewest digits that read back as x.
 func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
@@ -236,32 +162,21 @@ func countNonZeros(path string) (int64, error) {
 	}
 }
 
-// keyValues parses the "key value" lines a script prints.
-func keyValues(s string) map[string]string {
-	kv := map[string]string{}
-	for line := range strings.SplitSeq(s, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
-			kv[k] = strings.TrimSpace(v)
-		}
-	}
-	return kv
-}
-
 // sklearnFstar runs scripts/fstar.py on c and sets c.fSklearn and λ.
 func (e *env) sklearnFstar(ctx context.Context, c *shapeCase) error {
 	icpt := "0"
 	if c.shape.intercept {
 		icpt = "1"
 	}
-	p, err := runProcess(ctx, 10*time.Minute, singleThread, e.o.python, filepath.Join(e.tmp, "fstar.py"),
+	p, err := proc.Run(ctx, 10*time.Minute, proc.SingleThread, e.o.python, filepath.Join(e.tmp, "fstar.py"),
 		c.data, strconv.Itoa(c.p), fmtFloat(c.shape.ratio), icpt, fmtFloat(e.o.sklearnTol))
-	if err == nil && p.timedOut {
+	if err == nil && p.TimedOut {
 		err = fmt.Errorf("scikit-learn took longer than 10 minutes")
 	}
 	if err != nil {
 		return err
 	}
-	kv := keyValues(p.stdout)
+	kv := proc.KeyValues(p.Stdout)
 	var errs [4]error
 	c.fSklearn, errs[0] = strconv.ParseFloat(kv["objective"], 64)
 	c.gapSklearn, errs[1] = strconv.ParseFloat(kv["gap"], 64)
@@ -269,7 +184,7 @@ func (e *env) sklearnFstar(ctx context.Context, c *shapeCase) error {
 	c.lambdaMax, errs[3] = strconv.ParseFloat(kv["lambda_max"], 64)
 	for _, err := range errs {
 		if err != nil {
-			return fmt.Errorf("scikit-learn's output %q: %w", p.stdout, err)
+			return fmt.Errorf("scikit-learn's output %q: %w", p.Stdout, err)
 		}
 	}
 	c.sklearnNote = fmt.Sprintf("%s non-zeros, %s iterations, duality gap %.2g, fit %s s", kv["nnz"], kv["n_iter"], c.gapSklearn, kv["fit_s"])
@@ -373,24 +288,24 @@ func (e *env) runStrads(ctx context.Context, c *shapeCase, v variant, r int) (*r
 	target := fmtFloat(c.fRef * (1 + e.o.levels[len(e.o.levels)-1]/2))
 	// strads stops itself at --time-limit; the hard limit is for a run
 	// that does not.
-	p, err := runProcess(ctx, e.o.timeLimit+2*time.Minute, nil, e.strads, e.stradsArgs(c, v, r, target, metrics)...)
-	res.wall = p.wall
+	p, err := proc.Run(ctx, e.o.timeLimit+2*time.Minute, nil, e.strads, e.stradsArgs(c, v, r, target, metrics)...)
+	res.wall = p.Wall
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case p.timedOut:
+	case p.TimedOut:
 		res.status = "killed"
 		return res, nil
 	case err != nil:
-		if m := divergedLine.FindStringSubmatch(p.stderr); m != nil {
+		if m := divergedLine.FindStringSubmatch(p.Stderr); m != nil {
 			res.status, res.note = "diverged", "round "+m[1]
 			res.rounds, _ = strconv.ParseInt(m[1], 10, 64)
 			return res, nil
 		}
-		res.status, res.note = "failed", strings.Join(strings.Fields(p.stderr), " ")
+		res.status, res.note = "failed", strings.Join(strings.Fields(p.Stderr), " ")
 		return res, nil
 	}
-	if err := parseResult(p.stdout, res); err != nil {
+	if err := parseResult(p.Stdout, res); err != nil {
 		return nil, err
 	}
 	res.setup = res.wall - res.elapsed
@@ -489,8 +404,8 @@ func (e *env) prepare(ctx context.Context, s shape) (*shapeCase, error) {
 		if s.intercept {
 			args = append(args, "--intercept")
 		}
-		p, err := runProcess(ctx, 10*e.o.timeLimit+2*time.Minute, nil, e.strads, args...)
-		if err == nil && p.timedOut {
+		p, err := proc.Run(ctx, 10*e.o.timeLimit+2*time.Minute, nil, e.strads, args...)
+		if err == nil && p.TimedOut {
 			err = fmt.Errorf("the reference run did not stop")
 		}
 		if err != nil {
