@@ -26,8 +26,9 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sameAsSequential(t, data)
+		sameAsFiltered(t, data)
 		rows := 0
-		err := read("fuzz", bytes.NewReader(data), 0, -1, func(line int, r Row) error {
+		err := read("fuzz", bytes.NewReader(data), 0, -1, allCols, func(line int, r Row) error {
 			rows++
 			if line != rows {
 				t.Fatalf("row %d reported at line %d", rows, line)

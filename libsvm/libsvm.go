@@ -58,7 +58,7 @@ func (r Row) Width() int {
 // input is reported as a *ParseError, possibly after fn has seen the rows
 // before it.
 func Read(path string, fn func(line int, row Row) error) error {
-	return readFile(path, 0, -1, fn)
+	return readFile(path, 0, -1, allCols, fn)
 }
 
 // ReadRange is like [Read] but parses only rows [lo, hi), where row r is on
@@ -69,7 +69,7 @@ func ReadRange(path string, lo, hi int, fn func(line int, row Row) error) error 
 	if lo < 0 || hi < lo {
 		return fmt.Errorf("libsvm: invalid row range [%d, %d)", lo, hi)
 	}
-	return readFile(path, lo, hi, fn)
+	return readFile(path, lo, hi, allCols, fn)
 }
 
 // CountRows returns the number of rows (lines) in the file at path without
@@ -176,21 +176,24 @@ func countRows(r io.Reader) (int, error) {
 	return n, nil
 }
 
-func readFile(path string, lo, hi int, fn func(int, Row) error) error {
+// readFile parses rows [lo, hi) of the file at path (hi < 0: to the end),
+// keeping the features in the window win, on several goroutines when it
+// reads the whole file.
+func readFile(path string, lo, hi int, win cols, fn func(int, Row) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("libsvm: %w", err)
 	}
 	defer f.Close()
 	if p := parsers(); p > 1 && lo == 0 && hi < 0 {
-		return readParallel(path, f, p, chunkSize, fn)
+		return readParallel(path, f, p, chunkSize, win, fn)
 	}
-	return read(path, f, lo, hi, fn)
+	return read(path, f, lo, hi, win, fn)
 }
 
-// read parses rows [lo, hi) of r, or rows [lo, EOF) if hi < 0. name is the
-// file name used in errors.
-func read(name string, r io.Reader, lo, hi int, fn func(int, Row) error) error {
+// read parses rows [lo, hi) of r, or rows [lo, EOF) if hi < 0, keeping the
+// features in the window win. name is the file name used in errors.
+func read(name string, r io.Reader, lo, hi int, win cols, fn func(int, Row) error) error {
 	lr := lineReader{r: bufio.NewReaderSize(r, bufSize)}
 	if _, err := lr.r.Peek(1); err == io.EOF {
 		return &ParseError{File: name, Msg: "no samples (empty file)"}
@@ -216,7 +219,7 @@ func read(name string, r io.Reader, lo, hi int, fn func(int, Row) error) error {
 		if err != nil {
 			return fmt.Errorf("libsvm: read %s: %w", name, err)
 		}
-		if msg := parseLine(b, &row); msg != "" {
+		if msg := parseLine(b, &row, win); msg != "" {
 			return &ParseError{File: name, Line: lr.line, Msg: msg}
 		}
 		if err := fn(lr.line, row); err != nil {
@@ -282,9 +285,20 @@ func (lr *lineReader) skip() (bool, error) {
 	}
 }
 
+// cols is a window of 0-based columns [lo, hi). A read keeps the features
+// of a row that are in its window and checks the others as strictly without
+// converting their values where their digits show them valid (see
+// plainValue): a worker that owns some of the columns pays a fraction of
+// the parse for the rest.
+type cols struct{ lo, hi int32 }
+
+// allCols is the window of every column.
+var allCols = cols{0, math.MaxInt32}
+
 // parseLine parses one line (without its '\n') into row, reusing row's
-// slices. It returns a non-empty message if the line is bad.
-func parseLine(b []byte, row *Row) string {
+// slices, keeping the features in the window win. It returns a non-empty
+// message if the line is bad.
+func parseLine(b []byte, row *Row, win cols) string {
 	row.Index = row.Index[:0]
 	row.Value = row.Value[:0]
 	label, b, msg := parseLabel(b)
@@ -294,6 +308,7 @@ func parseLine(b []byte, row *Row) string {
 	row.Label = label
 
 	var tok []byte
+	prev := int32(-1) // the line's last index so far, kept or not
 	for {
 		tok, b = nextToken(b)
 		if tok == nil {
@@ -312,13 +327,19 @@ func parseLine(b []byte, row *Row) string {
 			return msg
 		}
 		i := int32(idx - 1)
-		if n := len(row.Index); n > 0 {
-			prev := row.Index[n-1]
-			if i == prev {
-				return fmt.Sprintf("duplicate index %d", idx)
+		if i == prev {
+			return fmt.Sprintf("duplicate index %d", idx)
+		}
+		if i < prev {
+			return fmt.Sprintf("index %d follows %d: indices must be strictly ascending", idx, prev+1)
+		}
+		prev = i
+		if i < win.lo || i >= win.hi {
+			if plainValue(vs) {
+				continue
 			}
-			if i < prev {
-				return fmt.Sprintf("index %d follows %d: indices must be strictly ascending", idx, prev+1)
+			if _, msg := parseFloat(vs); msg == "" {
+				continue
 			}
 		}
 		v, msg := parseFloat(vs)
@@ -405,6 +426,55 @@ func parseFloat(b []byte) (v float64, msg string) {
 	return v, ""
 }
 
+// plainValue reports whether b is a plain decimal that parseFloat surely
+// accepts: an optional sign, digits with at most one point among them, at
+// least one digit, and an optional exponent of one or two digits, 48 bytes
+// at most — so finite and far inside float64's range. It is false for every
+// other form, valid or not, which is then left to parseFloat.
+func plainValue(b []byte) bool {
+	if len(b) == 0 || len(b) > 48 {
+		return false
+	}
+	i := 0
+	if b[0] == '-' || b[0] == '+' {
+		i++
+	}
+	digits, point := 0, false
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c >= '0' && c <= '9' {
+			digits++
+		} else if c == '.' && !point {
+			point = true
+		} else {
+			break
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i == len(b) {
+		return true
+	}
+	if b[i] != 'e' && b[i] != 'E' {
+		return false
+	}
+	i++
+	if i < len(b) && (b[i] == '-' || b[i] == '+') {
+		i++
+	}
+	n := len(b) - i
+	if n < 1 || n > 2 {
+		return false
+	}
+	for ; i < len(b); i++ {
+		if b[i] < '0' || b[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // parseIndex parses a 1-based feature index in [1, math.MaxInt32].
 func parseIndex(b []byte) (int64, string) {
 	digits := b
@@ -436,43 +506,111 @@ func parseIndex(b []byte) (int64, string) {
 // CountColumns returns the number of non-zeros of every column of the file
 // at path, up to the last column with a non-zero (the columns that the
 // matrix readers build). It reads the indices but tells a zero value from a
-// non-zero by its digits where it can, without converting it: a fraction of
-// [Read]'s cost, for who needs the counts only. It is no validator: a line's
-// label and malformed values are left to the readers of the data; a token
-// without ':' or with a bad index is a *ParseError.
+// non-zero by its digits where it can, without converting it, and counts
+// blocks of lines on GOMAXPROCS goroutines: a fraction of [Read]'s cost,
+// for who needs the counts only. It is no validator: a line's label and
+// malformed values are left to the readers of the data; a token without ':'
+// or with a bad index is a *ParseError naming the first such line.
 func CountColumns(path string) ([]int, error) {
-	var nnz []int
-	err := scanLines(path, func(line int, b []byte) error {
-		if i := bytes.IndexByte(b, '#'); i >= 0 {
-			b = b[:i]
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("libsvm: %w", err)
+	}
+	defer f.Close()
+	return countColumns(path, f, parsers(), chunkSize)
+}
+
+// countLine adds the non-zeros of the line b (without its '\n') to nnz,
+// growing it as needed, and returns it, or a non-empty message if a token
+// is not idx:val or has a bad index. It reads a token's bytes once where
+// they are plain (a decimal index, a value of digits, sign and point) and
+// leaves every other token to the general parse.
+func countLine(b []byte, nnz []int) ([]int, string) {
+	if i := bytes.IndexByte(b, '#'); i >= 0 {
+		b = b[:i]
+	}
+	_, b = nextToken(b) // the label
+	i := 0
+	for {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+			i++
 		}
-		_, b = nextToken(b) // the label
-		for {
-			var tok []byte
-			if tok, b = nextToken(b); tok == nil {
-				return nil
+		if i == len(b) {
+			return nnz, ""
+		}
+		start := i
+		idx := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 9 {
+			idx = idx*10 + int(b[i]-'0')
+			i++
+		}
+		plain := idx > 0 && i < len(b) && b[i] == ':'
+		nonzero := false
+		if plain {
+			for i++; i < len(b) && b[i] != ' ' && b[i] != '\t'; i++ {
+				switch c := b[i]; {
+				case c >= '1' && c <= '9':
+					nonzero = true
+				case c == '0' || c == '.' || c == '-' || c == '+':
+				default:
+					plain = false
+				}
 			}
+		}
+		if !plain {
+			// Anything else (a long or bad index, an exponent, no
+			// value): the general parse of the token.
+			tok, rest := nextToken(b[start:])
+			i = len(b) - len(rest)
 			colon := bytes.IndexByte(tok, ':')
 			if colon < 0 {
-				return &ParseError{File: path, Line: line, Msg: fmt.Sprintf("token %q is not idx:val", tok)}
+				return nnz, fmt.Sprintf("token %q is not idx:val", tok)
 			}
-			idx, msg := parseIndex(tok[:colon])
+			v, msg := parseIndex(tok[:colon])
 			if msg != "" {
-				return &ParseError{File: path, Line: line, Msg: msg}
+				return nnz, msg
 			}
-			if isZero(tok[colon+1:]) {
-				continue
-			}
-			for int(idx) > len(nnz) {
-				nnz = append(nnz, 0)
-			}
-			nnz[idx-1]++
+			idx, nonzero = int(v), !isZero(tok[colon+1:])
 		}
-	})
-	if err != nil {
-		return nil, err
+		if !nonzero {
+			continue
+		}
+		if idx > len(nnz) {
+			nnz = append(nnz, make([]int, idx-len(nnz))...)
+		}
+		nnz[idx-1]++
 	}
-	return nnz, nil
+}
+
+// lineWidth returns what [Row.Width] gives for the line b (without its
+// '\n'), read from the line's end: the index of its last feature whose value
+// is not zero (0 if none). It does not check the line: on a bad one it may
+// return anything, and the parse that follows reports it.
+func lineWidth(b []byte) int {
+	if i := bytes.IndexByte(b, '#'); i >= 0 {
+		b = b[:i]
+	}
+	_, b = nextToken(b) // the label
+	for {
+		b = bytes.TrimRight(b, " \t")
+		k := bytes.LastIndexAny(b, " \t")
+		tok := b[k+1:]
+		if len(tok) == 0 {
+			return 0
+		}
+		b = b[:k+1]
+		colon := bytes.IndexByte(tok, ':')
+		if colon < 0 {
+			return 0
+		}
+		idx, msg := parseIndex(tok[:colon])
+		if msg != "" {
+			return 0
+		}
+		if !isZero(tok[colon+1:]) {
+			return int(idx)
+		}
+	}
 }
 
 // isZero reports whether the value b parses to 0: from its digits when it

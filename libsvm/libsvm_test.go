@@ -535,10 +535,24 @@ func TestCountColumns(t *testing.T) {
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("CountColumns: %v, %v; Read counts %v", got, err, want)
 	}
+	for _, p := range []int{1, 2, 3} {
+		for _, size := range []int{1, 7, 64} {
+			got, err := countColumns("f", strings.NewReader(b.String()), p, size)
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("%d counters, blocks of %d: %v, %v; Read counts %v", p, size, got, err, want)
+			}
+		}
+	}
 	for _, bad := range []string{"1 1:1 foo\n", "1 0:1\n", "1 x:1\n"} {
 		var pe *ParseError
 		if _, err := CountColumns(writeTemp(t, bad)); !errors.As(err, &pe) || pe.Line != 1 {
 			t.Errorf("CountColumns(%q): %v, want a *ParseError on line 1", bad, err)
+		}
+		data := b.String() + bad + b.String() + bad
+		for _, size := range []int{1, 7, 64} {
+			if _, err := countColumns("f", strings.NewReader(data), 2, size); !errors.As(err, &pe) || pe.Line != 201 {
+				t.Errorf("blocks of %d, %q after 200 good lines: %v, want a *ParseError on line 201", size, bad, err)
+			}
 		}
 	}
 }

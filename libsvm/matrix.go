@@ -38,7 +38,9 @@ func ReadColumns(path string, part, parts int) (x *sparse.CSC, first, total int,
 // ReadOwnedColumns reads part of parts of the columns of every row of the
 // file at path, as [ReadColumns] does, and the labels of all rows. With one
 // part it parses the file once (the matrix's columns end at the last
-// non-zero); otherwise twice (the first pass finds the number of columns).
+// non-zero). Otherwise it first scans the lines' ends for the number of
+// columns, then parses the file keeping its part's columns and converting
+// only their values where it can (the others are checked as strictly).
 func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64, first, total int, err error) {
 	if parts == 1 {
 		x, y, err = ReadMatrix(path, 0, -1, 0)
@@ -47,9 +49,8 @@ func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64,
 		}
 		return x, y, 0, x.Cols, nil
 	}
-	err = Read(path, func(_ int, row Row) error {
-		y = append(y, row.Label)
-		total = max(total, row.Width())
+	err = scanLines(path, func(_ int, b []byte) error {
+		total = max(total, lineWidth(b))
 		return nil
 	})
 	if err != nil {
@@ -57,17 +58,12 @@ func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64,
 	}
 	lo, hi := ShardRange(total, part, parts)
 	var b sparse.Builder
-	var idx []int32
-	var val []float64
-	err = Read(path, func(_ int, row Row) error {
-		idx, val = idx[:0], val[:0]
-		for k, j := range row.Index {
-			if int(j) >= lo && int(j) < hi {
-				idx = append(idx, j-int32(lo))
-				val = append(val, row.Value[k])
-			}
+	err = readFile(path, 0, -1, cols{int32(lo), int32(hi)}, func(_ int, row Row) error {
+		y = append(y, row.Label)
+		for k := range row.Index {
+			row.Index[k] -= int32(lo)
 		}
-		b.AddRow(idx, val)
+		b.AddRow(row.Index, row.Value)
 		return nil
 	})
 	if err != nil {

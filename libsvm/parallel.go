@@ -32,9 +32,10 @@ type chunk struct {
 // parsers returns how many goroutines parse a whole-file read.
 func parsers() int { return runtime.GOMAXPROCS(0) }
 
-// readParallel parses every line of r as read does, on p goroutines, with
-// blocks of size bytes (cut at line ends), calling fn in file order.
-func readParallel(name string, r io.Reader, p, size int, fn func(int, Row) error) error {
+// readParallel parses every line of r as read does, keeping the features in
+// the window win, on p goroutines, with blocks of size bytes (cut at line
+// ends), calling fn in file order.
+func readParallel(name string, r io.Reader, p, size int, win cols, fn func(int, Row) error) error {
 	stop := make(chan struct{})
 	order := make(chan *chunk, 2*p) // blocks in file order, for the caller
 	work := make(chan *chunk, 2*p)  // blocks to parse
@@ -73,7 +74,7 @@ func readParallel(name string, r io.Reader, p, size int, fn func(int, Row) error
 			defer wg.Done()
 			var row Row
 			for c := range work {
-				c.parse(&row)
+				c.parse(&row, win)
 				close(c.done)
 			}
 		}()
@@ -146,8 +147,9 @@ func splitChunks(r io.Reader, size int, stop <-chan struct{}, emit func(*chunk) 
 	}
 }
 
-// parse parses the chunk's lines, stopping at the first bad one.
-func (c *chunk) parse(row *Row) {
+// parse parses the chunk's lines, keeping the features in the window win,
+// stopping at the first bad one.
+func (c *chunk) parse(row *Row, win cols) {
 	b := c.data
 	c.start = append(c.start, 0)
 	for len(b) > 0 {
@@ -157,7 +159,7 @@ func (c *chunk) parse(row *Row) {
 		} else {
 			b = nil
 		}
-		if msg := parseLine(line, row); msg != "" {
+		if msg := parseLine(line, row, win); msg != "" {
 			c.msg = msg
 			return
 		}
@@ -166,4 +168,82 @@ func (c *chunk) parse(row *Row) {
 		c.val = append(c.val, row.Value...)
 		c.start = append(c.start, len(c.idx))
 	}
+}
+
+// countColumns counts the non-zeros of every column of r's lines as
+// CountColumns does, on p goroutines, with blocks of size bytes (cut at
+// line ends). name is the file name used in errors.
+func countColumns(name string, r io.Reader, p, size int) ([]int, error) {
+	type block struct {
+		lines int    // lines counted, up to the bad one
+		msg   string // the message of the bad line after them; "" if none
+	}
+	var (
+		blocks []*block // in file order
+		readEr error
+		wg     sync.WaitGroup
+	)
+	type job struct {
+		data []byte
+		b    *block
+	}
+	work := make(chan job, 2*p)
+	counts := make([][]int, p)
+	wg.Add(p)
+	for w := range p {
+		go func() {
+			defer wg.Done()
+			var nnz []int
+			for j := range work {
+				b := j.data
+				for len(b) > 0 {
+					line := b
+					if i := bytes.IndexByte(b, '\n'); i >= 0 {
+						line, b = b[:i], b[i+1:]
+					} else {
+						b = nil
+					}
+					var msg string
+					if nnz, msg = countLine(line, nnz); msg != "" {
+						j.b.msg = msg
+						break
+					}
+					j.b.lines++
+				}
+			}
+			counts[w] = nnz
+		}()
+	}
+	splitChunks(r, size, nil, func(c *chunk) bool {
+		if c.readEr != nil {
+			readEr = c.readEr
+			return false
+		}
+		b := &block{}
+		blocks = append(blocks, b)
+		work <- job{c.data, b}
+		return true
+	})
+	close(work)
+	wg.Wait()
+	line := 0
+	for _, b := range blocks {
+		if b.msg != "" {
+			return nil, &ParseError{File: name, Line: line + b.lines + 1, Msg: b.msg}
+		}
+		line += b.lines
+	}
+	if readEr != nil {
+		return nil, fmt.Errorf("libsvm: read %s: %w", name, readEr)
+	}
+	var nnz []int
+	for _, c := range counts {
+		if len(c) > len(nnz) {
+			nnz = append(nnz, make([]int, len(c)-len(nnz))...)
+		}
+		for j, v := range c {
+			nnz[j] += v
+		}
+	}
+	return nnz, nil
 }

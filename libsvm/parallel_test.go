@@ -32,11 +32,11 @@ func collect(read func(fn func(int, Row) error) error) parsed {
 // for several numbers of parsers and block sizes down to one byte.
 func sameAsSequential(t *testing.T, data []byte) {
 	t.Helper()
-	want := collect(func(fn func(int, Row) error) error { return read("f", bytes.NewReader(data), 0, -1, fn) })
+	want := collect(func(fn func(int, Row) error) error { return read("f", bytes.NewReader(data), 0, -1, allCols, fn) })
 	for _, p := range []int{1, 2, 3} {
 		for _, size := range []int{1, 2, 7, 64, chunkSize} {
 			got := collect(func(fn func(int, Row) error) error {
-				return readParallel("f", bytes.NewReader(data), p, size, fn)
+				return readParallel("f", bytes.NewReader(data), p, size, allCols, fn)
 			})
 			if got.err != want.err || len(got.rows) != len(want.rows) {
 				t.Fatalf("%d parsers, blocks of %d: %d rows, error %q; sequentially %d rows, error %q (data %q)",
@@ -77,6 +77,7 @@ func TestReadParallel(t *testing.T) {
 	}
 	for _, in := range inputs {
 		sameAsSequential(t, []byte(in))
+		sameAsFiltered(t, []byte(in))
 	}
 }
 
@@ -86,7 +87,7 @@ func TestReadParallelCallbackError(t *testing.T) {
 	data := []byte(strings.Repeat("1 1:1 2:3\n", 10000))
 	stop := errors.New("stop")
 	calls := 0
-	err := readParallel("f", bytes.NewReader(data), 2, 64, func(line int, _ Row) error {
+	err := readParallel("f", bytes.NewReader(data), 2, 64, allCols, func(line int, _ Row) error {
 		calls++
 		if line == 500 {
 			return stop
@@ -121,7 +122,7 @@ func (f *failing) Read(b []byte) (int, error) {
 func TestReadParallelReadError(t *testing.T) {
 	data := []byte(strings.Repeat("1 1:1\n", 100))
 	rows := 0
-	err := readParallel("f", &failing{bytes.NewReader(data), 300}, 2, 64, func(int, Row) error { rows++; return nil })
+	err := readParallel("f", &failing{bytes.NewReader(data), 300}, 2, 64, allCols, func(int, Row) error { rows++; return nil })
 	if !errors.Is(err, errDisk) || rows != 50 {
 		t.Errorf("got %v after %d rows, want %v after 50", err, rows, errDisk)
 	}
