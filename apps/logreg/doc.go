@@ -87,16 +87,17 @@
 // a replica of the margins z = Xw + b over all rows. Each round the block
 // scheduler (scheduler.BlockScheduler) gives every worker a block of its own
 // columns; the worker adds its non-zero coordinates (glmnet's active set)
-// and runs sequential coordinate descent over them on a scratch copy of the
-// margins, with the safeguarded Newton step above for each coordinate
-// (g_j and h_j from the scratch margins, which each step updates): it sweeps
-// the whole set, then its non-zero coordinates until they settle, then the
-// whole set again, until a sweep's steps are below an inner tolerance
-// (relative to F, tightened once rounds settle) or a work budget is spent.
-// This is exact Gauss–Seidel, as in glmnet, CDN and liblinear's newGLMNET:
-// each step never raises F, so with one worker the round's change is taken
-// whole. The intercept is one more coordinate of worker shard 0, whose
-// unpenalized Newton step follows every sweep of the whole set.
+// and takes proximal Newton steps over them on a scratch copy of the
+// margins, as liblinear's newGLMNET does (see ColWorker.Push): each step
+// minimizes the quadratic model of the loss at the current margins plus
+// λ‖w‖₁ by coordinate descent — one sweep of the whole set, then sweeps of
+// its non-zero coordinates until they settle — and moves along the model's
+// minimizer by an Armijo line search on the exact objective, so that no step
+// raises F and with one worker the round's change is taken whole. Steps
+// follow each other until the first sweep of one moves the model by less
+// than an inner tolerance (relative to F, tightened once rounds settle) or a
+// work budget is spent. The intercept is one more coordinate of worker
+// shard 0's model, unpenalized.
 //
 // A worker returns the change of z over all rows, computed afresh from its
 // changes of w and b (X·Δw + Δb, not the difference of the scratch margins,
