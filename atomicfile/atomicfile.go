@@ -6,6 +6,7 @@ package atomicfile
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -18,10 +19,20 @@ type File struct {
 	done bool
 }
 
-// Create starts writing the file at path.
+// Mode is the permission of a committed file before the process's umask
+// is applied, as os.Create gives it: with the usual umask 022, rw-r--r--.
+const Mode fs.FileMode = 0o666
+
+// Create starts writing the file at path. Its mode is Mode less the umask
+// (a temporary file would be private to its owner).
 func Create(path string) (*File, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Chmod(Mode &^ umask); err != nil {
+		f.Close()
+		os.Remove(f.Name())
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	return &File{Writer: bufio.NewWriterSize(f, 1<<16), f: f, path: path}, nil

@@ -35,3 +35,22 @@ func TestWrite(t *testing.T) {
 		t.Fatalf("directory holds %d entries after a failed write, want 1 (no temporary left)", len(entries))
 	}
 }
+
+// TestMode checks that a committed file has the mode os.Create would give
+// it under the process's umask, not the temporary file's 0600.
+func TestMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.csv")
+	if err := Write(path, func(w *bufio.Writer) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.Mode().Perm(), Mode&^umask; got != want {
+		t.Errorf("mode %v, want %v (umask %v)", got, want, umask)
+	}
+	if umask&0o044 == 0 && st.Mode().Perm()&0o044 == 0 {
+		t.Errorf("mode %v: others cannot read the file although the umask %v lets them", st.Mode().Perm(), umask)
+	}
+}
