@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -22,17 +22,19 @@ import (
 // ErrDiverged is wrapped in the error of a job whose model diverged: a
 // report's objective, or its gap (schmp.Progress.HasGap), was not finite,
 // or the objective rose by more than Options.RiseTol allows. The error
-// names the round whose state the report shows, and the cause.
-var ErrDiverged = errors.New("the model diverged")
-
-// smallestNormal is the smallest positive normal float64, the floor of the
-// scale of Options.RiseTol.
-const smallestNormal = 0x1p-1022
+// names the round whose state the report shows, and the cause. It is
+// pipeline.ErrDiverged.
+var ErrDiverged = pipeline.ErrDiverged
 
 // Run runs a coordinator node on c until the job stops or fails, or ctx is
 // done. newCoordinator builds the app's coordinator. On success the model is
 // at opts.Out and the metrics at opts.Metrics; on failure neither file is
 // left behind, and every other node of the job is told to stop.
+//
+// The node is the I/O loop around a pipeline.Core, which holds the rules of
+// the rounds: it decodes the schedulers' plans and the workers' partials,
+// steps the core with them, and performs the core's actions (publishing
+// plan requests and tasks, writing metrics rows), timing each phase.
 func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(ctx context.Context) (schmp.Coordinator[P, R, U, S], error), opts Options) (*Result, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -54,6 +56,8 @@ type node[P, R, U, S any] struct {
 	app  schmp.Coordinator[P, R, U, S]
 	// staged is app when it runs in stages (Staged), nil otherwise.
 	staged Staged
+	core   *pipeline.Core[P, R, U, S]
+	done   bool // the core's JobDone came
 
 	box     *wire.Mailbox // plans and partials
 	metrics *atomicfile.File
@@ -63,64 +67,51 @@ type node[P, R, U, S any] struct {
 	start       time.Time
 	res         Result
 
-	// The pipeline.
-	win      *window
-	planned  uint64                      // the last round whose plan was asked for
-	sent     uint64                      // the last round sent to the workers
-	pulled   uint64                      // the last round pulled
-	asked    map[uint64]time.Time        // rounds whose plan is awaited → when asked
-	plans    map[uint64]*planned[P]      // plans received, not yet sent
-	flight   map[uint64]*flight[P, R, S] // rounds sent, not yet pulled
-	updates  []pulledUpdate[U]           // pulled, not yet sent to the workers
-	feedback [][]schmp.Feedback          // per scheduler part, not yet sent
-	stopping bool
-	marks    map[uint64]mark // the last rounds pulled, for the reports that show them
-	prev     float64         // the objective of the previous report
-	havePrev bool
-	low      float64 // the lowest objective reported so far…
-	lowRound uint64  // …in the report of this round
-	haveLow  bool
-
 	// Accounting.
 	stats     stats
 	lastRow   stats // stats at the previous metrics row
 	lastRound uint64
-	waited    time.Duration // time spent waiting for messages
+	npulled   uint64                 // the rounds pulled, as the actions told
+	timing    map[uint64]*roundTimes // rounds sent, not yet pulled
+	waited    time.Duration          // time spent waiting for messages
 	nats0     nats.Statistics
 }
 
-// mark is when a round was pulled, and the updates made up to it.
-type mark struct {
-	time    time.Duration // since the first round
-	updates int64
+// roundTimes is the timing of a round sent and not yet pulled.
+type roundTimes struct {
+	sent        time.Time
+	first, last time.Time // the first and the last partial's arrival
+	nanos       int64     // the slowest worker's compute
+	pull        time.Duration
+	pulled      time.Time // the end of its Pull
 }
 
-// pulledUpdate is the update of a round, waiting to be sent to the workers.
-type pulledUpdate[U any] struct {
-	round uint64 // 0 for Start's
-	u     U
+// timedApp is the app's coordinator as the core sees it: it times Pull and
+// Objective for the node's accounting.
+type timedApp[P, R, U, S any] struct {
+	schmp.Coordinator[P, R, U, S]
+	n *node[P, R, U, S]
 }
 
-// planned is a plan received from a scheduler.
-type planned[P any] struct {
-	plan  P
-	info  schmp.PlanInfo
-	nanos int64
+func (a timedApp[P, R, U, S]) Pull(round uint64, plan P, partials []R) (U, schmp.Feedback, error) {
+	t0 := time.Now()
+	u, fb, err := a.Coordinator.Pull(round, plan, partials)
+	end := time.Now()
+	if rt := a.n.timing[round]; rt != nil {
+		rt.pull, rt.pulled = end.Sub(t0), end
+	}
+	return u, fb, err
 }
 
-// flight is a round sent to the workers and not yet pulled.
-type flight[P, R, S any] struct {
-	plan     P
-	info     schmp.PlanInfo
-	report   bool
-	sent     time.Time
-	first    time.Time // the first partial's arrival
-	last     time.Time // the last partial's arrival
-	got      []bool
-	count    int
-	partials []R
-	reports  []S
-	nanos    int64 // the slowest worker's compute
+func (a timedApp[P, R, U, S]) Objective(reports []S) (schmp.Progress, error) {
+	t0 := time.Now()
+	prog, err := a.Coordinator.Objective(reports)
+	d := time.Since(t0)
+	a.n.stats.objective += d
+	if m := a.n.opts.Monitor; m != nil {
+		m.PhaseSeconds.WithLabelValues("objective").Add(d.Seconds())
+	}
+	return prog, err
 }
 
 func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx context.Context) (schmp.Coordinator[P, R, U, S], error)) (*Result, error) {
@@ -144,6 +135,9 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	n.staged, _ = n.app.(Staged)
+	if n.core, err = pipeline.New(n.opts.pipeline(), schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{n.app, n}), n.staged); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
 	if n.opts.Metrics != "" {
 		// Open now, so that a bad path fails before the job runs.
 		if n.metrics, err = atomicfile.Create(n.opts.Metrics); err != nil {
@@ -164,7 +158,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	if err := n.rounds(ctx, u); err != nil {
 		return nil, err
 	}
-	if err := n.finish(ctx); err != nil {
+	if err := n.finish(); err != nil {
 		return nil, err
 	}
 	return &n.res, nil
@@ -285,55 +279,38 @@ func missing(ok []bool) []int {
 	return m
 }
 
-// part returns the scheduler part that plans round.
-func (n *node[P, R, U, S]) part(round uint64) int {
-	return int((round - 1) % uint64(n.opts.Schedulers))
-}
-
-// rounds runs the pipeline until a stop condition holds and every round
-// sent has been pulled. u is the update of Start.
+// rounds runs the pipeline from Start's update u until the core is done:
+// every round up to the stop's last is pulled and the final report is in.
 func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
-	n.win = newWindow()
-	n.asked = map[uint64]time.Time{}
-	n.plans = map[uint64]*planned[P]{}
-	n.flight = map[uint64]*flight[P, R, S]{}
-	n.marks = map[uint64]mark{0: {}}
-	n.updates = []pulledUpdate[U]{{0, u}}
-	n.feedback = make([][]schmp.Feedback, n.opts.Schedulers)
+	n.timing = map[uint64]*roundTimes{}
 	n.stats.init(n.opts.Workers, n.opts.Schedulers)
 	n.nats0 = n.c.NATS().Stats()
 	n.start = time.Now()
 	lastProgress := n.start
-	for r := uint64(1); r <= uint64(n.opts.Depth); r++ {
-		if !n.mayPlan(r) {
-			break
-		}
-		if err := n.ask(r); err != nil {
-			return err
-		}
+	n.core.Start(n.start, u)
+	if err := n.perform(); err != nil {
+		return err
 	}
-	for !n.stopping || n.pulled < n.sent {
-		if n.stopping && len(n.flight) == 0 {
-			break
-		}
-		if len(n.asked) == 0 && len(n.flight) == 0 {
-			// Nothing can arrive: max-rounds reached before a plan.
-			break
-		}
+	for !n.done {
 		msg, err := n.next(ctx)
 		if err != nil {
 			return err
 		}
-		switch strings.TrimPrefix(msg.Subject, n.c.Subject("")) {
-		case protocol.SubjectPlanned:
-			err = n.onPlan(msg)
-		case protocol.SubjectPartial:
-			err = n.onPartial(msg)
+		if msg != nil {
+			switch strings.TrimPrefix(msg.Subject, n.c.Subject("")) {
+			case protocol.SubjectPlanned:
+				err = n.onPlan(msg)
+			case protocol.SubjectPartial:
+				err = n.onPartial(msg)
+			}
+			if err == nil {
+				err = n.perform()
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		if n.opts.Progress != nil && time.Since(lastProgress) >= n.opts.ProgressEvery {
+		if n.opts.Progress != nil && !n.done && time.Since(lastProgress) >= n.opts.ProgressEvery {
 			lastProgress = time.Now()
 			n.progressLine()
 		}
@@ -341,56 +318,51 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	return nil
 }
 
-// mayPlan reports whether round may still be planned.
-func (n *node[P, R, U, S]) mayPlan(round uint64) bool {
-	return !n.stopping && (n.opts.MaxRounds == 0 || round <= n.opts.MaxRounds)
-}
-
-// next waits for the next plan or partial, until the earliest deadline of
-// what is awaited.
+// next waits for the next plan or partial until the core's deadline. At the
+// deadline it ticks the core, which fails the job naming what did not come
+// in time; it returns a nil message when the tick is early.
 func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
-	var deadline time.Time
-	what := ""
-	for r, t := range n.asked {
-		if d := t.Add(n.opts.Timeout); deadline.IsZero() || d.Before(deadline) {
-			deadline, what = d, fmt.Sprintf("round %d: no plan from scheduler %d", r, n.part(r))
-		}
-	}
-	for r, f := range n.flight {
-		if d := f.sent.Add(n.opts.Timeout); deadline.IsZero() || d.Before(deadline) {
-			deadline, what = d, fmt.Sprintf("round %d: no answer from worker shard(s) %v", r, missing(f.got))
-		}
+	wctx := ctx
+	if deadline, _, ok := n.core.Deadline(); ok {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
 	}
 	t0 := time.Now()
-	wctx, cancel := context.WithDeadline(ctx, deadline)
 	msg, err := n.box.Next(wctx)
-	cancel()
 	n.waited += time.Since(t0)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("coordinator: %s within %s", what, n.opts.Timeout)
+	if err == nil {
+		return msg, nil
 	}
-	return msg, nil
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if err := n.core.Step(pipeline.Event[P, R, S]{Kind: pipeline.Tick, Time: time.Now()}); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	return nil, nil
 }
 
-// ask asks round's scheduler part for the plan of round, with the feedback
-// waiting for that part.
-func (n *node[P, R, U, S]) ask(round uint64) error {
-	p := n.part(round)
-	req := protocol.PlanRequest{Round: round, Feedback: n.feedback[p]}
-	if err := wire.PublishRequest(n.c, protocol.SubjectPlan(p), protocol.SubjectPlanned, req); err != nil {
-		return fmt.Errorf("coordinator: round %d: %w", round, err)
+// step steps the core with e. A refused event is logged and dropped: it
+// reports whether e was taken in.
+func (n *node[P, R, U, S]) step(e pipeline.Event[P, R, S]) (bool, error) {
+	err := n.core.Step(e)
+	switch {
+	case errors.Is(err, pipeline.ErrRefused):
+		n.log.Warn("unexpected message", "err", err)
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("coordinator: %w", err)
 	}
-	n.feedback[p] = nil
-	n.asked[round] = time.Now()
-	n.planned = round
-	return nil
+	return true, nil
 }
 
-// onPlan takes a plan in and sends every round that is ready, in order.
+// onPlan decodes a plan and steps the core with it.
 func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
+	now := time.Now()
 	var rep protocol.PlanReply[P]
 	if err := wire.Unmarshal(msg.Data, &rep); err != nil {
 		return fmt.Errorf("coordinator: %w", err)
@@ -398,106 +370,17 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	if rep.Err != "" {
 		return fmt.Errorf("scheduler %d: round %d: %s", rep.Part, rep.Round, rep.Err)
 	}
-	if _, ok := n.asked[rep.Round]; !ok {
-		n.log.Warn("unexpected plan", "round", rep.Round, "part", rep.Part)
-		return nil
-	}
-	delete(n.asked, rep.Round)
-	n.stats.planned(rep.Part, rep.Nanos)
-	if m := n.opts.Monitor; m != nil {
-		m.PhaseSeconds.WithLabelValues("plan").Add(float64(rep.Nanos) / 1e9)
-	}
-	if n.stopping {
-		return nil // the rounds in flight are the last
-	}
-	n.plans[rep.Round] = &planned[P]{plan: rep.Plan, info: rep.Info, nanos: rep.Nanos}
-	for {
-		p, ok := n.plans[n.sent+1]
-		if !ok {
-			return nil
-		}
-		delete(n.plans, n.sent+1)
-		if err := n.send(n.sent+1, p); err != nil {
-			return err
+	ok, err := n.step(pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Time: now, Round: rep.Round, From: rep.Part, Plan: rep.Plan, Info: rep.Info})
+	if ok {
+		n.stats.planned(rep.Part, rep.Nanos)
+		if m := n.opts.Monitor; m != nil {
+			m.PhaseSeconds.WithLabelValues("plan").Add(float64(rep.Nanos) / 1e9)
 		}
 	}
+	return err
 }
 
-// send puts round in flight: it sends the workers the plan and the updates
-// of the rounds up to round−depth not sent yet. Fresher updates wait for
-// the next task even if already pulled, so that what a worker computes does
-// not depend on timing: the run is deterministic at every depth.
-func (n *node[P, R, U, S]) send(round uint64, p *planned[P]) error {
-	if err := n.win.admit(round, p.info.Vars); err != nil {
-		return fmt.Errorf("coordinator: scheduler %d: %w", n.part(round), err)
-	}
-	t0 := time.Now()
-	report := (round-1)%uint64(n.opts.ReportEvery) == 0
-	k := 0
-	for k < len(n.updates) && n.updates[k].round+uint64(n.opts.Depth) <= round {
-		k++
-	}
-	task := protocol.Task[P, U]{Round: round, Updates: n.take(k), Plan: p.plan, Report: report}
-	if err := n.publishTask(task); err != nil {
-		return fmt.Errorf("coordinator: round %d: %w", round, err)
-	}
-	w := n.opts.Workers
-	n.flight[round] = &flight[P, R, S]{
-		plan: p.plan, info: p.info, report: report, sent: t0,
-		got: make([]bool, w), partials: make([]R, w), reports: make([]S, w),
-	}
-	n.sent = round
-	d := time.Since(t0)
-	n.stats.dispatch += d
-	if m := n.opts.Monitor; m != nil {
-		m.PhaseSeconds.WithLabelValues("dispatch").Add(d.Seconds())
-		m.InFlight.Set(float64(len(n.flight)))
-	}
-	return nil
-}
-
-// publishTask sends task to the workers: one broadcast, or, when one of
-// its updates is a schmp.Splitter, to each worker its own parts.
-func (n *node[P, R, U, S]) publishTask(task protocol.Task[P, U]) error {
-	split := false
-	for _, u := range task.Updates {
-		if _, ok := any(u).(schmp.Splitter[U]); ok {
-			split = true
-			break
-		}
-	}
-	if !split {
-		return wire.Publish(n.c, protocol.SubjectTask, task)
-	}
-	all := task.Updates
-	for k := range n.opts.Workers {
-		own := make([]U, len(all))
-		for i, u := range all {
-			own[i] = u
-			if s, ok := any(u).(schmp.Splitter[U]); ok {
-				own[i] = s.ForShard(k)
-			}
-		}
-		task.Updates = own
-		if err := wire.Publish(n.c, protocol.SubjectTaskShard(k), task); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// take removes the first k updates waiting to be sent and returns them.
-func (n *node[P, R, U, S]) take(k int) []U {
-	us := make([]U, k)
-	for i, p := range n.updates[:k] {
-		us[i] = p.u
-	}
-	n.updates = n.updates[k:]
-	return us
-}
-
-// onPartial takes a worker's partial in and pulls every round that is
-// complete, in order.
+// onPartial decodes a worker's partial and steps the core with it.
 func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 	now := time.Now()
 	var p protocol.Partial[R, S]
@@ -507,190 +390,125 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 	if p.Err != "" {
 		return fmt.Errorf("worker shard %d: %s", p.Shard, p.Err)
 	}
-	f, ok := n.flight[p.Round]
-	if !ok || p.Shard < 0 || p.Shard >= n.opts.Workers || f.got[p.Shard] {
-		n.log.Warn("unexpected partial", "round", p.Round, "shard", p.Shard)
-		return nil
-	}
-	if f.count == 0 {
-		f.first = now
-	}
-	f.got[p.Shard] = true
-	f.count++
-	f.partials[p.Shard] = p.Partial
-	if p.HasReport {
-		f.reports[p.Shard] = p.Report
-	}
-	f.nanos = max(f.nanos, p.Nanos)
-	n.stats.work(p.Shard, p.Nanos)
-	if f.count == n.opts.Workers {
-		f.last = now
-		for {
-			f, ok := n.flight[n.pulled+1]
-			if !ok || f.count < n.opts.Workers {
-				return nil
+	ok, err := n.step(pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Time: now, Round: p.Round, From: p.Shard,
+		Partial: p.Partial, Report: p.Report, HasReport: p.HasReport})
+	if ok {
+		n.stats.work(p.Shard, p.Nanos)
+		// The round's pull, if this partial completed it, is accounted
+		// for when its action is performed, after this.
+		if rt := n.timing[p.Round]; rt != nil {
+			if rt.first.IsZero() {
+				rt.first = now
 			}
-			if err := n.pull(n.pulled+1, f); err != nil {
+			rt.last, rt.nanos = now, max(rt.nanos, p.Nanos)
+		}
+	}
+	return err
+}
+
+// perform performs the core's actions, in order.
+func (n *node[P, R, U, S]) perform() error {
+	for _, a := range n.core.Ready() {
+		switch a.Kind {
+		case pipeline.AskPlan:
+			if err := wire.PublishRequest(n.c, protocol.SubjectPlan(a.Part), protocol.SubjectPlanned, a.Request); err != nil {
+				return fmt.Errorf("coordinator: round %d: %w", a.Round, err)
+			}
+		case pipeline.SendTask:
+			if err := n.send(a.Task); err != nil {
 				return err
 			}
+		case pipeline.RecordReport:
+			if err := n.record(a.Sample); err != nil {
+				return err
+			}
+		case pipeline.RoundPulled:
+			n.pulled(a.Round, a.Info)
+		case pipeline.StopDecided:
+			n.log.Info("stopping", "reason", a.Reason, "round", a.Round, "last", a.Last)
+		case pipeline.JobDone:
+			n.done = true
 		}
 	}
 	return nil
 }
 
-// pull combines round's partials, decides whether to stop, and asks for the
-// plan that takes the round's place in the pipeline.
-func (n *node[P, R, U, S]) pull(round uint64, f *flight[P, R, S]) error {
-	converged, reached := false, false
-	if f.report {
-		// The workers reported before pushing, having applied the updates
-		// of rounds up to round−depth.
-		asOf := uint64(0)
-		if round > uint64(n.opts.Depth) {
-			asOf = round - uint64(n.opts.Depth)
+// send publishes a task, timing it.
+func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
+	t0 := time.Now()
+	if err := n.publishTask(task); err != nil {
+		if task.Stop {
+			return fmt.Errorf("coordinator: stop: %w", err)
 		}
-		prog, err := n.record(asOf, f.reports)
-		if err != nil {
+		return fmt.Errorf("coordinator: round %d: %w", task.Round, err)
+	}
+	if task.Stop {
+		return nil
+	}
+	n.timing[task.Round] = &roundTimes{sent: t0}
+	d := time.Since(t0)
+	n.stats.dispatch += d
+	if m := n.opts.Monitor; m != nil {
+		m.PhaseSeconds.WithLabelValues("dispatch").Add(d.Seconds())
+		m.InFlight.Set(float64(n.core.InFlight()))
+	}
+	return nil
+}
+
+// publishTask sends task to the workers: one broadcast, or, when one of
+// its updates is a schmp.Splitter, to each worker its own parts.
+func (n *node[P, R, U, S]) publishTask(task protocol.Task[P, U]) error {
+	if !pipeline.Split(task.Updates) {
+		return wire.Publish(n.c, protocol.SubjectTask, task)
+	}
+	all := task.Updates
+	for k := range n.opts.Workers {
+		task.Updates = pipeline.ForShard(all, k)
+		if err := wire.Publish(n.c, protocol.SubjectTaskShard(k), task); err != nil {
 			return err
 		}
-		switch {
-		case n.opts.Tol == 0: // off
-		case prog.HasGap:
-			converged = prog.Gap <= n.opts.Tol*math.Abs(prog.Objective)
-		default:
-			converged = n.havePrev && relChange(n.prev, prog.Objective) < n.opts.Tol
-		}
-		n.prev, n.havePrev = prog.Objective, true
-		reached = n.opts.HasTarget && prog.Objective <= n.opts.Target
-		if n.staged != nil && !n.staged.FinalStage() {
-			reached = false
-			if converged && !n.stopping {
-				// The stage is done, not the job: the app moves to the next
-				// stage, which this round's update carries to the workers.
-				converged = false
-				if err := n.staged.EndStage(n.res.Trace[len(n.res.Trace)-1], "converged"); err != nil {
-					return fmt.Errorf("coordinator: round %d: end of stage: %w", round, err)
-				}
-				n.havePrev, n.haveLow = false, false
-			}
-		}
-	}
-	t0 := time.Now()
-	u, fb, err := n.app.Pull(round, f.plan, f.partials)
-	if err != nil {
-		return fmt.Errorf("coordinator: round %d: pull: %w", round, err)
-	}
-	end := time.Now()
-	n.win.release(round)
-	delete(n.flight, round)
-	fb.Round = round
-	part := n.part(round)
-	n.feedback[part] = append(n.feedback[part], fb)
-	n.updates = append(n.updates, pulledUpdate[U]{round, u})
-	n.pulled = round
-
-	n.res.Rounds = round
-	n.res.Updates += int64(f.info.Selected)
-	n.marks[round] = mark{time: time.Since(n.start), updates: n.res.Updates}
-	if d := uint64(n.opts.Depth); round >= d {
-		delete(n.marks, round-d) // no report to come shows it
-	}
-	n.res.Candidates += int64(f.info.Candidates)
-	n.res.RoundTimes = append(n.res.RoundTimes, end.Sub(f.sent))
-	n.stats.round(time.Duration(f.nanos), f.last.Sub(f.first), end.Sub(t0), end.Sub(f.sent))
-	if m := n.opts.Monitor; m != nil {
-		m.Rounds.Inc()
-		m.Updates.Add(float64(f.info.Selected))
-		m.RoundSeconds.Observe(end.Sub(f.sent).Seconds())
-		m.PhaseSeconds.WithLabelValues("push").Add(float64(f.nanos) / 1e9)
-		m.PhaseSeconds.WithLabelValues("wait").Add(f.last.Sub(f.first).Seconds())
-		m.PhaseSeconds.WithLabelValues("pull").Add(end.Sub(t0).Seconds())
-		m.InFlight.Set(float64(len(n.flight)))
-	}
-
-	if !n.stopping {
-		switch {
-		case reached:
-			n.res.Reason = "target"
-		case converged:
-			n.res.Reason = "converged"
-		case n.opts.MaxRounds > 0 && round >= n.opts.MaxRounds:
-			n.res.Reason = "max-rounds"
-		case n.opts.TimeLimit > 0 && time.Since(n.start) >= n.opts.TimeLimit:
-			n.res.Reason = "time-limit"
-		}
-		n.stopping = n.res.Reason != ""
-	}
-	if next := round + uint64(n.opts.Depth); n.mayPlan(next) {
-		return n.ask(next)
 	}
 	return nil
 }
 
-// relChange returns |a−b|/|b| (∞ when b is 0 and a is not).
-func relChange(a, b float64) float64 {
-	d := math.Abs(a - b)
-	if d == 0 {
-		return 0
+// pulled accounts for round, just pulled.
+func (n *node[P, R, U, S]) pulled(round uint64, info schmp.PlanInfo) {
+	n.npulled = round
+	rt := n.timing[round]
+	delete(n.timing, round)
+	if rt == nil {
+		return
 	}
-	return d / math.Abs(b)
-}
-
-// record computes the objective from the reports, for the state after
-// round rounds, and appends it to the trace and the metrics. It fails,
-// with ErrDiverged, on a report that shows the model diverged.
-func (n *node[P, R, U, S]) record(round uint64, reports []S) (schmp.Progress, error) {
-	t0 := time.Now()
-	prog, err := n.app.Objective(reports)
-	if err != nil {
-		return prog, fmt.Errorf("coordinator: objective after round %d: %w", round, err)
-	}
-	n.stats.objective += time.Since(t0)
+	latency, wait, push := rt.pulled.Sub(rt.sent), rt.last.Sub(rt.first), time.Duration(rt.nanos)
+	n.res.RoundTimes = append(n.res.RoundTimes, latency)
+	n.stats.round(push, wait, rt.pull, latency)
 	if m := n.opts.Monitor; m != nil {
-		m.PhaseSeconds.WithLabelValues("objective").Add(time.Since(t0).Seconds())
-		m.Objective.Set(prog.Objective)
-		m.Gap.Set(prog.Gap)
-		m.NNZ.Set(float64(prog.NNZ))
+		m.Rounds.Inc()
+		m.Updates.Add(float64(info.Selected))
+		m.RoundSeconds.Observe(latency.Seconds())
+		m.PhaseSeconds.WithLabelValues("push").Add(push.Seconds())
+		m.PhaseSeconds.WithLabelValues("wait").Add(wait.Seconds())
+		m.PhaseSeconds.WithLabelValues("pull").Add(rt.pull.Seconds())
+		m.InFlight.Set(float64(n.core.InFlight()))
 	}
-	// The reports show the state after round, which may be older than the
-	// last round pulled: date them by when round was pulled.
-	at, ok := n.marks[round]
-	if !ok {
-		at = mark{time: time.Since(n.start), updates: n.res.Updates}
-	}
-	s := Sample{Time: at.time, Round: round, Progress: prog, Updates: at.updates}
-	n.res.Trace = append(n.res.Trace, s)
-	n.res.Final = prog
-	if n.metrics != nil {
-		if err := n.checkMetrics(prog.Metrics); err != nil {
-			return prog, fmt.Errorf("coordinator: objective after round %d: %w", round, err)
-		}
-		n.stats.nats = n.natsDelta()
-		writeSample(n.metrics.Writer, s, n.stats.since(&n.lastRow, n.res.Rounds-n.lastRound))
-		n.lastRow, n.lastRound = n.stats.copy(), n.res.Rounds
-	}
-	return prog, n.checkDiverged(round, prog)
 }
 
-// checkDiverged returns an error wrapping ErrDiverged if prog, the report
-// of the state after round rounds, shows that the model diverged: its
-// objective or gap is not finite, or, with Options.RiseTol, its objective
-// rose above the lowest so far by more than the tolerance. Every stop test
-// comes after it, so that no stop is ever taken on such a report.
-func (n *node[P, R, U, S]) checkDiverged(round uint64, prog schmp.Progress) error {
-	f := prog.Objective
-	switch {
-	case math.IsNaN(f) || math.IsInf(f, 0):
-		return fmt.Errorf("coordinator: round %d: the objective is not finite (%v): %w", round, f, ErrDiverged)
-	case prog.HasGap && (math.IsNaN(prog.Gap) || math.IsInf(prog.Gap, 0)):
-		return fmt.Errorf("coordinator: round %d: the gap is not finite (%v; objective %v): %w", round, prog.Gap, f, ErrDiverged)
-	case n.opts.RiseTol > 0 && n.haveLow && f-n.low > n.opts.RiseTol*max(math.Abs(n.low), smallestNormal):
-		return fmt.Errorf("coordinator: round %d: the objective rose from %v (round %d) to %v, more than the tolerance %v allows: %w",
-			round, n.low, n.lowRound, f, n.opts.RiseTol, ErrDiverged)
+// record writes a report to the monitor and the metrics CSV.
+func (n *node[P, R, U, S]) record(s Sample) error {
+	if m := n.opts.Monitor; m != nil {
+		m.Objective.Set(s.Objective)
+		m.Gap.Set(s.Gap)
+		m.NNZ.Set(float64(s.NNZ))
 	}
-	if !n.haveLow || f < n.low {
-		n.low, n.lowRound, n.haveLow = f, round, true
+	if n.metrics == nil {
+		return nil
 	}
+	if err := n.checkMetrics(s.Metrics); err != nil {
+		return fmt.Errorf("coordinator: objective after round %d: %w", s.Round, err)
+	}
+	n.stats.nats = n.natsDelta()
+	writeSample(n.metrics.Writer, s, n.stats.since(&n.lastRow, n.npulled-n.lastRound))
+	n.lastRow, n.lastRound = n.stats.copy(), n.npulled
 	return nil
 }
 
@@ -732,18 +550,19 @@ func (n *node[P, R, U, S]) natsDelta() nats.Statistics {
 }
 
 func (n *node[P, R, U, S]) progressLine() {
+	st := n.core.Status()
 	el := time.Since(n.start)
 	gap := ""
-	if n.res.Final.HasGap {
-		gap = fmt.Sprintf("  gap %.2g", n.res.Final.Gap)
+	if st.Final.HasGap {
+		gap = fmt.Sprintf("  gap %.2g", st.Final.Gap)
 	}
 	var extra strings.Builder
-	for _, m := range n.res.Final.Metrics {
+	for _, m := range st.Final.Metrics {
 		fmt.Fprintf(&extra, "  %s %.6g", m.Name, m.Value)
 	}
 	fmt.Fprintf(n.opts.Progress, "round %d  elapsed %s  objective %.9g%s  nnz %d  updates/s %.0f%s%s\n",
-		n.res.Rounds, el.Round(10*time.Millisecond), n.res.Final.Objective, gap, n.res.Final.NNZ,
-		float64(n.res.Updates)/el.Seconds(), extra.String(), n.stage())
+		st.Rounds, el.Round(10*time.Millisecond), st.Final.Objective, gap, st.Final.NNZ,
+		float64(st.Updates)/el.Seconds(), extra.String(), n.stage())
 }
 
 // stage returns the app's description of the stage running, after two
@@ -758,42 +577,18 @@ func (n *node[P, R, U, S]) stage() string {
 	return ""
 }
 
-// finish sends the last updates with the stop, takes the final reports,
-// stops the schedulers and writes the outputs.
-func (n *node[P, R, U, S]) finish(ctx context.Context) error {
-	round := n.sent + 1
-	stop := protocol.Task[P, U]{Round: round, Updates: n.take(len(n.updates)), Stop: true}
-	if err := n.publishTask(stop); err != nil {
-		return fmt.Errorf("coordinator: stop: %w", err)
-	}
-	w := n.opts.Workers
-	f := &flight[P, R, S]{sent: time.Now(), got: make([]bool, w), partials: make([]R, w), reports: make([]S, w)}
-	n.flight = map[uint64]*flight[P, R, S]{round: f}
-	n.asked = nil
-	for f.count < w {
-		msg, err := n.next(ctx)
-		if err != nil {
-			return err
-		}
-		if strings.HasSuffix(msg.Subject, "."+protocol.SubjectPartial) {
-			if err := n.onPartialFinal(msg, round, f); err != nil {
-				return err
-			}
-		}
-	}
+// finish stops the schedulers, fills in the result and writes the outputs,
+// once the core is done: the workers have left, and the final report shows
+// the state of the app's coordinator.
+func (n *node[P, R, U, S]) finish() error {
+	st := n.core.Status()
 	n.res.Elapsed = time.Since(n.start)
-	if _, err := n.record(n.pulled, f.reports); err != nil {
-		return err
-	}
-	if n.staged != nil {
-		if err := n.staged.EndStage(n.res.Trace[len(n.res.Trace)-1], n.res.Reason); err != nil {
-			return fmt.Errorf("coordinator: end of stage: %w", err)
-		}
-	}
+	n.res.Rounds, n.res.Updates, n.res.Candidates = st.Rounds, st.Updates, st.Candidates
+	n.res.Final, n.res.Reason, n.res.Trace = st.Final, string(st.Reason), st.Trace
 	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
-	n.res.MaxInFlight, n.res.MaxVarsInFlight = n.win.maxRounds, n.win.maxVars
+	n.res.MaxInFlight, n.res.MaxVarsInFlight = st.MaxInFlight, st.MaxVarsInFlight
 	for p := range n.opts.Schedulers {
-		if err := wire.Publish(n.c, protocol.SubjectPlan(p), protocol.PlanRequest{Round: round, Stop: true}); err != nil {
+		if err := wire.Publish(n.c, protocol.SubjectPlan(p), protocol.PlanRequest{Round: st.Rounds + 1, Stop: true}); err != nil {
 			n.log.Warn("stop scheduler", "part", p, "err", err)
 		}
 	}
@@ -815,26 +610,6 @@ func (n *node[P, R, U, S]) finish(ctx context.Context) error {
 			return fmt.Errorf("coordinator: %w", err)
 		}
 	}
-	return nil
-}
-
-// onPartialFinal takes in a worker's answer to the stop task.
-func (n *node[P, R, U, S]) onPartialFinal(msg *nats.Msg, round uint64, f *flight[P, R, S]) error {
-	var p protocol.Partial[R, S]
-	if err := wire.Unmarshal(msg.Data, &p); err != nil {
-		return fmt.Errorf("coordinator: %w", err)
-	}
-	if p.Err != "" {
-		return fmt.Errorf("worker shard %d: %s", p.Shard, p.Err)
-	}
-	if p.Round != round || p.Shard < 0 || p.Shard >= n.opts.Workers || f.got[p.Shard] {
-		n.log.Warn("unexpected partial", "round", p.Round, "shard", p.Shard)
-		return nil
-	}
-	f.got[p.Shard] = true
-	f.count++
-	f.reports[p.Shard] = p.Report
-	n.stats.work(p.Shard, p.Nanos)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/monitor"
 )
 
@@ -91,7 +92,16 @@ func (o *Options) Validate() error {
 }
 
 // MaxDepth is the largest Depth.
-const MaxDepth = 64
+const MaxDepth = pipeline.MaxDepth
+
+// pipeline returns the rules' part of the options, filled.
+func (o *Options) pipeline() pipeline.Config {
+	return pipeline.Config{
+		Workers: o.Workers, Parts: o.Schedulers, Depth: o.Depth, ReportEvery: o.ReportEvery,
+		MaxRounds: o.MaxRounds, TimeLimit: o.TimeLimit, Tol: o.Tol, RiseTol: o.RiseTol,
+		Target: o.Target, HasTarget: o.HasTarget, Timeout: o.Timeout,
+	}
+}
 
 func (o *Options) fill() {
 	o.Schedulers = max(o.Schedulers, 1)

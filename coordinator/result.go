@@ -6,20 +6,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/schmp"
 )
 
-// Sample is one report of a run: a row of the metrics CSV.
-type Sample struct {
-	// Time is when the state it reports was reached: the time from the
-	// first round to the end of round Round's Pull (0 for Round 0).
-	Time time.Duration
-	// Round is the number of rounds whose updates the report reflects.
-	Round uint64
-	schmp.Progress
-	// Updates is the number of variable updates made up to Round.
-	Updates int64
-}
+// Sample is one report of a run: a row of the metrics CSV. It is
+// pipeline.Sample.
+type Sample = pipeline.Sample
 
 // Result describes a finished run.
 type Result struct {

@@ -1,11 +1,11 @@
-package coordinator
+package pipeline
 
 import "fmt"
 
 // window is the bookkeeping of the rounds in flight (DESIGN §3): which
 // variables each one updates. It refuses a round that would update a
 // variable already in flight, so that none is ever updated by two rounds at
-// once. It is plain data: the node drives it.
+// once. It is plain data: the core drives it.
 type window struct {
 	busy   map[int32]uint64   // variable → the round in flight that updates it
 	rounds map[uint64][]int32 // round in flight → its variables

@@ -1,0 +1,509 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/schmp"
+)
+
+// Core is the state machine of a job's rounds, around the app's
+// coordinator, which it calls (Pull, Objective, and Staged's methods) as the
+// rules say. Create it with New, call Start once, then Step it with every
+// event and perform, in order, the actions that Ready returns after each
+// call. A Core is not safe for concurrent use; it is deterministic: the
+// same events in the same order give the same actions, and the same events
+// in any order that the network allows give the same plans, tasks and
+// updates, the same reports and the same stop.
+type Core[P, R, U, S any] struct {
+	cfg    Config
+	app    schmp.Coordinator[P, R, U, S]
+	staged Staged
+
+	start   time.Time
+	started bool
+	win     *window
+	asked   map[uint64]time.Time        // rounds whose plan is awaited → when asked
+	last    uint64                      // the last round asked for
+	plans   map[uint64]planned[P]       // plans received, not yet sent
+	flight  map[uint64]*flight[P, R, S] // rounds sent, not yet pulled
+	sent    uint64                      // the last round sent
+	pulled  uint64                      // the last round pulled
+	through uint64                      // the last round whose update was sent
+	updates []pending[U]                // pulled, not yet sent
+	fb      [][]schmp.Feedback          // per scheduler part, not yet sent
+	final   *flight[P, R, S]            // the stop task, once sent
+	done    bool
+	marks   map[uint64]mark // the last rounds pulled, for the reports that show them
+
+	prev      float64 // the objective of the previous report…
+	prevRound uint64  // …which showed the state after this round
+	havePrev  bool
+	low       float64 // the lowest objective reported so far…
+	lowRound  uint64  // …in the report of this round
+	haveLow   bool
+
+	st    Status
+	ready []Action[P, U]
+}
+
+// Status is where a job stands.
+type Status struct {
+	// Rounds is the number of rounds pulled.
+	Rounds uint64
+	// Updates is the number of variable updates made (the plans'
+	// PlanInfo.Selected), and Candidates the number of candidates the
+	// schedulers examined, in the rounds pulled.
+	Updates, Candidates int64
+	// Final is the progress of the last report.
+	Final schmp.Progress
+	// Trace holds every report, in order.
+	Trace []Sample
+	// Reason is the stop, once decided ("" before); Decided the round
+	// whose pull decided it, and Last the last round of the job.
+	Reason        Reason
+	Decided, Last uint64
+	// Done is set once the final report is in.
+	Done bool
+	// MaxInFlight is the most rounds that were in flight at once, and
+	// MaxVarsInFlight the most variables.
+	MaxInFlight, MaxVarsInFlight int
+}
+
+// planned is a plan received, waiting for its turn to be sent.
+type planned[P any] struct {
+	plan P
+	info schmp.PlanInfo
+}
+
+// flight is a round sent and not yet pulled.
+type flight[P, R, S any] struct {
+	round    uint64
+	plan     P
+	info     schmp.PlanInfo
+	report   bool
+	sent     time.Time
+	got      []bool
+	count    int
+	partials []R
+	reports  []S
+}
+
+// pending is the update of a pulled round, waiting to be sent.
+type pending[U any] struct {
+	round uint64 // 0 for Start's
+	u     U
+}
+
+// mark is when a round was pulled, and the updates made up to it.
+type mark struct {
+	time    time.Duration // since Start
+	updates int64
+}
+
+// New returns a core for a job with configuration cfg around app. staged
+// is app's Staged side, or nil for an app that runs in one stage.
+func New[P, R, U, S any](cfg Config, app schmp.Coordinator[P, R, U, S], staged Staged) (*Core[P, R, U, S], error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if app == nil {
+		return nil, errors.New("pipeline: no app coordinator")
+	}
+	return &Core[P, R, U, S]{
+		cfg: cfg, app: app, staged: staged,
+		win:    newWindow(),
+		asked:  map[uint64]time.Time{},
+		plans:  map[uint64]planned[P]{},
+		flight: map[uint64]*flight[P, R, S]{},
+		fb:     make([][]schmp.Feedback, cfg.Parts),
+		marks:  map[uint64]mark{0: {}},
+	}, nil
+}
+
+// Config returns the configuration, with its defaults filled in.
+func (c *Core[P, R, U, S]) Config() Config { return c.cfg }
+
+// Start starts the job at now with u, the update of the app's Start, which
+// goes to the workers with the first task: it asks for the plans of the
+// first Depth rounds.
+func (c *Core[P, R, U, S]) Start(now time.Time, u U) {
+	if c.started {
+		panic("pipeline: Start called twice")
+	}
+	c.started, c.start = true, now
+	c.updates = []pending[U]{{0, u}}
+	for r := uint64(1); r <= uint64(c.cfg.Depth) && c.mayAsk(r); r++ {
+		c.ask(r, now)
+	}
+}
+
+// Ready returns the actions that the last calls produced, in the order in
+// which they must be performed, and forgets them.
+func (c *Core[P, R, U, S]) Ready() []Action[P, U] {
+	a := c.ready
+	c.ready = nil
+	return a
+}
+
+// Status returns where the job stands. Its Trace is shared with the core:
+// read it, do not change it.
+func (c *Core[P, R, U, S]) Status() Status {
+	s := c.st
+	s.MaxInFlight, s.MaxVarsInFlight = c.win.maxRounds, c.win.maxVars
+	return s
+}
+
+// InFlight returns the number of rounds in flight.
+func (c *Core[P, R, U, S]) InFlight() int { return len(c.flight) }
+
+// Deadline returns the earliest time by which something awaited must
+// arrive (a plan, or a round's partials), and what, as the error that a
+// Tick past it returns would say; ok is false when nothing is awaited or
+// Config.Timeout is 0.
+func (c *Core[P, R, U, S]) Deadline() (deadline time.Time, what string, ok bool) {
+	if c.cfg.Timeout <= 0 {
+		return time.Time{}, "", false
+	}
+	var first uint64 // the round of what, the earlier of two at the same time
+	consider := func(d time.Time, round uint64, desc func() string) {
+		if !ok || d.Before(deadline) || d.Equal(deadline) && round < first {
+			deadline, what, first, ok = d, desc(), round, true
+		}
+	}
+	for r, t := range c.asked {
+		consider(t.Add(c.cfg.Timeout), r, func() string { return fmt.Sprintf("round %d: no plan from scheduler %d", r, c.part(r)) })
+	}
+	fs := make([]*flight[P, R, S], 0, len(c.flight)+1)
+	for _, f := range c.flight {
+		fs = append(fs, f)
+	}
+	if c.final != nil && !c.done {
+		fs = append(fs, c.final)
+	}
+	for _, f := range fs {
+		consider(f.sent.Add(c.cfg.Timeout), f.round, func() string {
+			return fmt.Sprintf("round %d: no answer from worker shard(s) %v", f.round, missing(f.got))
+		})
+	}
+	if ok {
+		what = fmt.Sprintf("%s within %s", what, c.cfg.Timeout)
+	}
+	return deadline, what, ok
+}
+
+func missing(ok []bool) []int {
+	var m []int
+	for i, b := range ok {
+		if !b {
+			m = append(m, i)
+		}
+	}
+	return m
+}
+
+// Step takes event e in. It returns an error wrapping ErrRefused for an
+// event that it ignores (the core is unchanged); any other error fails the
+// job (a plan that collides with a round in flight, a failed Pull or
+// Objective, a model that diverged, a deadline passed), and the core must
+// not be stepped again.
+func (c *Core[P, R, U, S]) Step(e Event[P, R, S]) error {
+	if !c.started {
+		return errors.New("pipeline: Step before Start")
+	}
+	switch e.Kind {
+	case PlanArrived:
+		return c.onPlan(e)
+	case PartialArrived:
+		return c.onPartial(e)
+	case Tick:
+		if d, what, ok := c.Deadline(); ok && !e.Time.Before(d) {
+			return errors.New(what)
+		}
+		return nil
+	}
+	return fmt.Errorf("pipeline: unknown event kind %d", e.Kind)
+}
+
+// part returns the scheduler part that plans round.
+func (c *Core[P, R, U, S]) part(round uint64) int { return Part(round, c.cfg.Parts) }
+
+// mayAsk reports whether round may still be asked for.
+func (c *Core[P, R, U, S]) mayAsk(round uint64) bool {
+	return c.st.Reason == "" && (c.cfg.MaxRounds == 0 || round <= c.cfg.MaxRounds)
+}
+
+// ask asks round's scheduler part for its plan, with the feedback waiting
+// for that part.
+func (c *Core[P, R, U, S]) ask(round uint64, now time.Time) {
+	p := c.part(round)
+	c.ready = append(c.ready, Action[P, U]{Kind: AskPlan, Round: round, Part: p,
+		Request: protocol.PlanRequest{Round: round, Feedback: c.fb[p]}})
+	c.fb[p] = nil
+	c.asked[round] = now
+	c.last = round
+}
+
+// onPlan takes a plan in and sends every round that is ready, in order.
+func (c *Core[P, R, U, S]) onPlan(e Event[P, R, S]) error {
+	if _, ok := c.asked[e.Round]; !ok {
+		return fmt.Errorf("plan of round %d from scheduler %d: not asked for: %w", e.Round, e.From, ErrRefused)
+	}
+	if p := c.part(e.Round); e.From != p {
+		return fmt.Errorf("plan of round %d from scheduler %d: scheduler %d plans it: %w", e.Round, e.From, p, ErrRefused)
+	}
+	delete(c.asked, e.Round)
+	c.plans[e.Round] = planned[P]{e.Plan, e.Info}
+	for {
+		p, ok := c.plans[c.sent+1]
+		if !ok {
+			return nil
+		}
+		delete(c.plans, c.sent+1)
+		if err := c.send(c.sent+1, p, e.Time); err != nil {
+			return err
+		}
+	}
+}
+
+// send puts round in flight: it sends the workers the plan, with Start's
+// update and the updates of the rounds up to round−depth not sent yet.
+// Fresher updates wait for the next task even if already pulled, so that
+// what a worker computes does not depend on timing: the run is
+// deterministic at every depth.
+func (c *Core[P, R, U, S]) send(round uint64, p planned[P], now time.Time) error {
+	if err := c.win.admit(round, p.info.Vars); err != nil {
+		return fmt.Errorf("scheduler %d: %w", c.part(round), err)
+	}
+	report := (round-1)%uint64(c.cfg.ReportEvery) == 0
+	k := 0
+	for k < len(c.updates) && (c.updates[k].round == 0 || c.updates[k].round+uint64(c.cfg.Depth) <= round) {
+		k++
+	}
+	task := protocol.Task[P, U]{Round: round, Updates: c.take(k), Plan: p.plan, Report: report}
+	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
+	w := c.cfg.Workers
+	c.flight[round] = &flight[P, R, S]{
+		round: round, plan: p.plan, info: p.info, report: report, sent: now,
+		got: make([]bool, w), partials: make([]R, w), reports: make([]S, w),
+	}
+	c.sent = round
+	return nil
+}
+
+// take removes the first k updates waiting to be sent and returns them.
+func (c *Core[P, R, U, S]) take(k int) []U {
+	us := make([]U, k)
+	for i, p := range c.updates[:k] {
+		us[i] = p.u
+		c.through = p.round
+	}
+	c.updates = c.updates[k:]
+	return us
+}
+
+// onPartial takes a worker's partial in and pulls every round that is
+// complete, in order.
+func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
+	f, ok := c.flight[e.Round]
+	if !ok && c.final != nil && e.Round == c.final.round && !c.done {
+		f, ok = c.final, true
+	}
+	switch {
+	case !ok:
+		return fmt.Errorf("partial of round %d from worker shard %d: the round is not in flight: %w", e.Round, e.From, ErrRefused)
+	case e.From < 0 || e.From >= c.cfg.Workers:
+		return fmt.Errorf("partial of round %d from worker shard %d: no such shard in a job of %d: %w", e.Round, e.From, c.cfg.Workers, ErrRefused)
+	case f.got[e.From]:
+		return fmt.Errorf("partial of round %d from worker shard %d: a duplicate: %w", e.Round, e.From, ErrRefused)
+	}
+	f.got[e.From] = true
+	f.count++
+	f.partials[e.From] = e.Partial
+	if e.HasReport {
+		f.reports[e.From] = e.Report
+	}
+	if f.count < c.cfg.Workers {
+		return nil
+	}
+	if f == c.final {
+		return c.end(e.Time)
+	}
+	for {
+		f, ok := c.flight[c.pulled+1]
+		if !ok || f.count < c.cfg.Workers {
+			break
+		}
+		if err := c.pull(f, e.Time); err != nil {
+			return err
+		}
+	}
+	if c.st.Reason != "" && c.pulled == c.last && c.final == nil {
+		c.finish(e.Time)
+	}
+	return nil
+}
+
+// pull evaluates round f's reports, decides whether to stop, combines its
+// partials, and asks for the plan that takes its place in the pipeline.
+func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
+	round := f.round
+	converged, reached := false, false
+	if f.report {
+		// The workers reported before pushing, having applied the updates
+		// of rounds up to round−depth.
+		asOf := uint64(0)
+		if round > uint64(c.cfg.Depth) {
+			asOf = round - uint64(c.cfg.Depth)
+		}
+		prog, err := c.record(asOf, f.reports, false)
+		if err != nil {
+			return err
+		}
+		switch {
+		case c.cfg.Tol == 0: // off
+		case prog.HasGap:
+			converged = prog.Gap <= c.cfg.Tol*math.Abs(prog.Objective)
+		default:
+			// A report of the state that the previous one showed (in the
+			// first depth rounds, all show Start's) is no change.
+			converged = c.havePrev && asOf != c.prevRound && relChange(c.prev, prog.Objective) < c.cfg.Tol
+		}
+		c.prev, c.prevRound, c.havePrev = prog.Objective, asOf, true
+		reached = c.cfg.HasTarget && prog.Objective <= c.cfg.Target
+		if c.staged != nil && !c.staged.FinalStage() {
+			reached = false
+			if converged && c.st.Reason == "" {
+				// The stage is done, not the job: the app moves to the next
+				// stage, which this round's update carries to the workers.
+				converged = false
+				if err := c.staged.EndStage(c.st.Trace[len(c.st.Trace)-1], string(StopConverged)); err != nil {
+					return fmt.Errorf("round %d: end of stage: %w", round, err)
+				}
+				c.havePrev, c.haveLow = false, false
+			}
+		}
+	}
+	u, fb, err := c.app.Pull(round, f.plan, f.partials)
+	if err != nil {
+		return fmt.Errorf("round %d: pull: %w", round, err)
+	}
+	c.win.release(round)
+	delete(c.flight, round)
+	fb.Round = round
+	p := c.part(round)
+	c.fb[p] = append(c.fb[p], fb)
+	c.updates = append(c.updates, pending[U]{round, u})
+	c.pulled = round
+	c.st.Rounds = round
+	c.st.Updates += int64(f.info.Selected)
+	c.st.Candidates += int64(f.info.Candidates)
+	c.marks[round] = mark{time: now.Sub(c.start), updates: c.st.Updates}
+	if d := uint64(c.cfg.Depth); round >= d {
+		delete(c.marks, round-d) // no report to come shows it
+	}
+	c.ready = append(c.ready, Action[P, U]{Kind: RoundPulled, Round: round, Info: f.info})
+
+	if c.st.Reason == "" {
+		var why Reason
+		switch {
+		case reached:
+			why = StopTarget
+		case converged:
+			why = StopConverged
+		case c.cfg.MaxRounds > 0 && round >= c.cfg.MaxRounds:
+			why = StopMaxRounds
+		case c.cfg.TimeLimit > 0 && now.Sub(c.start) >= c.cfg.TimeLimit:
+			why = StopTimeLimit
+		}
+		if why != "" {
+			// Every round asked for so far is run; none after.
+			c.st.Reason, c.st.Decided, c.st.Last = why, round, c.last
+			c.ready = append(c.ready, Action[P, U]{Kind: StopDecided, Round: round, Reason: why, Last: c.last})
+		}
+	}
+	if next := round + uint64(c.cfg.Depth); c.mayAsk(next) {
+		c.ask(next, now)
+	}
+	return nil
+}
+
+// finish sends the stop task: the updates not sent yet, and a request for
+// a final report of the state after them.
+func (c *Core[P, R, U, S]) finish(now time.Time) {
+	round := c.sent + 1
+	task := protocol.Task[P, U]{Round: round, Updates: c.take(len(c.updates)), Stop: true}
+	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
+	w := c.cfg.Workers
+	c.final = &flight[P, R, S]{round: round, report: true, sent: now, got: make([]bool, w), partials: make([]R, w), reports: make([]S, w)}
+}
+
+// end takes the final report, of the state the job ends with.
+func (c *Core[P, R, U, S]) end(now time.Time) error {
+	if _, err := c.record(c.pulled, c.final.reports, true); err != nil {
+		return err
+	}
+	if c.staged != nil {
+		if err := c.staged.EndStage(c.st.Trace[len(c.st.Trace)-1], string(c.st.Reason)); err != nil {
+			return fmt.Errorf("end of stage: %w", err)
+		}
+	}
+	c.done, c.st.Done = true, true
+	c.ready = append(c.ready, Action[P, U]{Kind: JobDone, Round: c.pulled, Reason: c.st.Reason})
+	return nil
+}
+
+// relChange returns |a−b|/|b| (∞ when b is 0 and a is not).
+func relChange(a, b float64) float64 {
+	d := math.Abs(a - b)
+	if d == 0 {
+		return 0
+	}
+	return d / math.Abs(b)
+}
+
+// record computes the objective from the reports, for the state after
+// round rounds, and appends it to the trace. It fails, with ErrDiverged, on
+// a report that shows the model diverged.
+func (c *Core[P, R, U, S]) record(round uint64, reports []S, final bool) (schmp.Progress, error) {
+	prog, err := c.app.Objective(reports)
+	if err != nil {
+		return prog, fmt.Errorf("objective after round %d: %w", round, err)
+	}
+	// The reports show the state after round, which may be older than the
+	// last round pulled: date them by when round was pulled.
+	at, ok := c.marks[round]
+	if !ok {
+		at = mark{time: c.marks[c.pulled].time, updates: c.st.Updates}
+	}
+	s := Sample{Time: at.time, Round: round, Progress: prog, Updates: at.updates}
+	c.st.Trace = append(c.st.Trace, s)
+	c.st.Final = prog
+	c.ready = append(c.ready, Action[P, U]{Kind: RecordReport, Round: round, Sample: s, Final: final})
+	return prog, c.checkDiverged(round, prog)
+}
+
+// checkDiverged returns an error wrapping ErrDiverged if prog, the report
+// of the state after round rounds, shows that the model diverged: its
+// objective or gap is not finite, or, with Config.RiseTol, its objective
+// rose above the lowest so far by more than the tolerance. Every stop test
+// comes after it, so that no stop is ever taken on such a report.
+func (c *Core[P, R, U, S]) checkDiverged(round uint64, prog schmp.Progress) error {
+	f := prog.Objective
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return fmt.Errorf("round %d: the objective is not finite (%v): %w", round, f, ErrDiverged)
+	case prog.HasGap && (math.IsNaN(prog.Gap) || math.IsInf(prog.Gap, 0)):
+		return fmt.Errorf("round %d: the gap is not finite (%v; objective %v): %w", round, prog.Gap, f, ErrDiverged)
+	case c.cfg.RiseTol > 0 && c.haveLow && f-c.low > c.cfg.RiseTol*max(math.Abs(c.low), smallestNormal):
+		return fmt.Errorf("round %d: the objective rose from %v (round %d) to %v, more than the tolerance %v allows: %w",
+			round, c.low, c.lowRound, f, c.cfg.RiseTol, ErrDiverged)
+	}
+	if !c.haveLow || f < c.low {
+		c.low, c.lowRound, c.haveLow = f, round, true
+	}
+	return nil
+}

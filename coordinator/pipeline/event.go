@@ -1,0 +1,153 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/schmp"
+)
+
+// EventKind says what an Event is.
+type EventKind int
+
+// The events.
+const (
+	// PlanArrived: scheduler part From sent the plan of Round: Plan and
+	// Info.
+	PlanArrived EventKind = iota + 1
+	// PartialArrived: worker shard From answered the task of Round with
+	// Partial and, if HasReport, the report Report. The answer to the stop
+	// task carries a report only.
+	PartialArrived
+	// Tick: the time is Time. A tick past Core.Deadline fails the job.
+	Tick
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case PlanArrived:
+		return "plan"
+	case PartialArrived:
+		return "partial"
+	case Tick:
+		return "tick"
+	}
+	return "event?"
+}
+
+// Event is what happens to the coordinator: a message arrived, or time
+// passed. Time is when; the core has no other clock.
+type Event[P, R, S any] struct {
+	Kind EventKind
+	Time time.Time
+	// Round is the round of the plan or partial.
+	Round uint64
+	// From is the scheduler part of a plan, the worker shard of a partial.
+	From int
+	// Plan and Info are a plan's.
+	Plan P
+	Info schmp.PlanInfo
+	// Partial, Report and HasReport are a worker's answer.
+	Partial   R
+	Report    S
+	HasReport bool
+}
+
+// ActionKind says what an Action asks for.
+type ActionKind int
+
+// The actions.
+const (
+	// AskPlan: send scheduler part Part the plan request Request (the
+	// round to plan, and the feedback of that part's rounds pulled since it
+	// was last asked).
+	AskPlan ActionKind = iota + 1
+	// SendTask: send Task to the workers: the plan of Task.Round, or, with
+	// Task.Stop, the end of the job. Once they apply Task.Updates, the
+	// workers hold the state after round Through (0: after Start's
+	// update). An update that is a schmp.Splitter goes to each worker as
+	// its own part (ForShard).
+	SendTask
+	// RecordReport: Sample is a report (a row of the metrics CSV), of the
+	// state after Sample.Round; Final marks the report of the stop task,
+	// which shows the state the job ends with.
+	RecordReport
+	// RoundPulled: round Round, whose plan Info describes, was pulled.
+	RoundPulled
+	// StopDecided: the pull of round Round decided the stop Reason; the
+	// job ends after round Last.
+	StopDecided
+	// JobDone: the final report is in and the job is over, for Reason:
+	// the coordinator's model is the state the final report showed.
+	JobDone
+)
+
+// String returns the kind's name.
+func (k ActionKind) String() string {
+	switch k {
+	case AskPlan:
+		return "ask"
+	case SendTask:
+		return "send"
+	case RecordReport:
+		return "record"
+	case RoundPulled:
+		return "pulled"
+	case StopDecided:
+		return "stop"
+	case JobDone:
+		return "done"
+	}
+	return "action?"
+}
+
+// Action is what the core asks its host to do, in order.
+type Action[P, U any] struct {
+	Kind ActionKind
+	// Round is the round the action is about: the round asked for, sent,
+	// pulled, or whose pull decided the stop.
+	Round uint64
+	// Part and Request are AskPlan's.
+	Part    int
+	Request protocol.PlanRequest
+	// Task and Through are SendTask's.
+	Task    protocol.Task[P, U]
+	Through uint64
+	// Sample and Final are RecordReport's.
+	Sample Sample
+	Final  bool
+	// Info is RoundPulled's.
+	Info schmp.PlanInfo
+	// Reason is StopDecided's and JobDone's, Last StopDecided's.
+	Reason Reason
+	Last   uint64
+}
+
+// ForShard returns the updates that worker shard k applies of us: each
+// update that is a schmp.Splitter as its part for k, the others whole. It
+// returns us itself when no update is a Splitter.
+func ForShard[U any](us []U, k int) []U {
+	if !Split(us) {
+		return us
+	}
+	own := make([]U, len(us))
+	for i, u := range us {
+		own[i] = u
+		if s, ok := any(u).(schmp.Splitter[U]); ok {
+			own[i] = s.ForShard(k)
+		}
+	}
+	return own
+}
+
+// Split reports whether one of us is a schmp.Splitter, so that each worker
+// gets its own task.
+func Split[U any](us []U) bool {
+	for _, u := range us {
+		if _, ok := any(u).(schmp.Splitter[U]); ok {
+			return true
+		}
+	}
+	return false
+}

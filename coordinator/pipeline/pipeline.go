@@ -1,0 +1,200 @@
+// Package pipeline holds the rules of the coordinator's round pipeline
+// (DESIGN §3) as a deterministic state machine, in the manner of
+// etcd-io/raft's Step and Ready: events go in (a plan arrived for round t
+// from scheduler part p, a worker's partial arrived for round t, with its
+// report if the round asked for one; the clock ticked), actions come out (ask
+// part p for the plan of round t with its feedback, send task t, record a
+// report, a round was pulled, the stop is decided, the job is done).
+//
+// A Core has no goroutines, no network and no clock of its own: time comes
+// in with the events only, so a test can step it through any interleaving
+// of messages in microseconds, and the coordinator node
+// (github.com/strads-go/strads/coordinator) is the I/O loop around it:
+// decode messages, step the core, perform its actions. The same core runs
+// whole jobs in one goroutine in package github.com/strads-go/strads/local.
+//
+// The rules:
+//
+//   - Up to Config.Depth rounds are in flight. Rounds 1 … Depth are asked
+//     for at the start; the plan of round t+Depth is asked for when round t
+//     is pulled, with the feedback of the rounds of its scheduler part
+//     pulled since that part was last asked. Round t is planned by part
+//     (t−1) mod Config.Parts, so parts plan in turn.
+//   - Plans may arrive in any order; rounds are sent in round order. A plan
+//     that would update a variable of a round in flight is refused and
+//     fails the job.
+//   - The task of round t carries Start's update and the updates of the
+//     rounds up to t−Depth not sent yet: what a worker computes in round t
+//     does not depend on when the partials of earlier rounds arrived.
+//   - Partials may arrive in any order; rounds are pulled in round order,
+//     each once all workers answered. A report taken in round t shows the
+//     state after round max(t−Depth, 0); the core evaluates it before the
+//     round's pull, records it, fails the job if the model diverged, and
+//     runs the stop tests on it.
+//   - A stop decided at the pull of round t (the deciding round) ends the
+//     job after round L = min(t+Depth−1, MaxRounds), the last round already
+//     asked for: no other round is asked for, every round up to L is sent
+//     and pulled, and the stop task then carries every update left and
+//     takes a final report, of exactly the state the coordinator writes. L
+//     is a function of t and the configuration alone, so a stop lands on
+//     the same round, and the job writes the same model, however the
+//     messages were timed.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/strads-go/strads/schmp"
+)
+
+// MaxDepth is the largest Config.Depth.
+const MaxDepth = 64
+
+// Config holds the rules' parameters.
+type Config struct {
+	// Workers is the number of worker shards; every round waits for a
+	// partial from each.
+	Workers int
+	// Parts is the number of scheduler parts, which plan rounds in turn;
+	// 0 means 1.
+	Parts int
+	// Depth is the most rounds in flight; 0 means 1 (strict rounds).
+	Depth int
+	// ReportEvery asks for a report in rounds 1, 1+ReportEvery, …; 0
+	// means 1.
+	ReportEvery int
+	// MaxRounds, when > 0, stops the job after that many rounds.
+	MaxRounds uint64
+	// TimeLimit, when > 0, stops the job at the first pull that comes at
+	// least TimeLimit after Start. Which round that is depends on timing,
+	// as a time limit must; but given that deciding round, where the job
+	// stops and the model it writes do not (see the package doc).
+	TimeLimit time.Duration
+	// Tol, when > 0, stops the job once a report's gap is at most
+	// Tol·|objective| (schmp.Progress.HasGap), or, without a gap, once the
+	// objective's relative change between two consecutive reports is below
+	// Tol. In a stage that is not the final one (Staged) it ends the stage.
+	Tol float64
+	// RiseTol, when > 0, fails the job (ErrDiverged) at a report whose
+	// objective exceeds the lowest reported so far by more than
+	// RiseTol·max(|lowest|, the smallest normal float64).
+	RiseTol float64
+	// Target and HasTarget: when HasTarget, the job stops at the first
+	// report whose objective is at most Target (in the final stage only).
+	Target    float64
+	HasTarget bool
+	// Timeout, when > 0, bounds the wait for a plan from when it was asked
+	// for, and for a round's partials from when it was sent: a Tick past
+	// the deadline fails the job.
+	Timeout time.Duration
+}
+
+// check fills in the defaults and reports the first bad field.
+func (c *Config) check() error {
+	c.Parts = max(c.Parts, 1)
+	c.Depth = max(c.Depth, 1)
+	c.ReportEvery = max(c.ReportEvery, 1)
+	switch {
+	case c.Workers < 1:
+		return fmt.Errorf("pipeline: Workers must be at least 1, got %d", c.Workers)
+	case c.Depth > MaxDepth:
+		return fmt.Errorf("pipeline: Depth must be at most %d, got %d", MaxDepth, c.Depth)
+	case c.Tol < 0 || math.IsNaN(c.Tol):
+		return fmt.Errorf("pipeline: Tol must be >= 0, got %v", c.Tol)
+	case c.RiseTol < 0 || math.IsNaN(c.RiseTol) || math.IsInf(c.RiseTol, 0):
+		return fmt.Errorf("pipeline: RiseTol must be finite and >= 0, got %v", c.RiseTol)
+	case c.HasTarget && (math.IsNaN(c.Target) || math.IsInf(c.Target, 0)):
+		return fmt.Errorf("pipeline: Target must be finite, got %v", c.Target)
+	case c.TimeLimit < 0 || c.Timeout < 0:
+		return fmt.Errorf("pipeline: TimeLimit and Timeout must be >= 0, got %v and %v", c.TimeLimit, c.Timeout)
+	}
+	return nil
+}
+
+// Part returns the scheduler part that plans round (1, 2, …) among parts.
+func Part(round uint64, parts int) int {
+	return int((round - 1) % uint64(max(parts, 1)))
+}
+
+// Reason says why a job stopped.
+type Reason string
+
+// The stops, in the order of precedence in which a report that meets
+// several of them names one.
+const (
+	// StopTarget: a report's objective reached Config.Target.
+	StopTarget Reason = "target"
+	// StopConverged: a report met Config.Tol.
+	StopConverged Reason = "converged"
+	// StopMaxRounds: Config.MaxRounds rounds were pulled.
+	StopMaxRounds Reason = "max-rounds"
+	// StopTimeLimit: a pull came Config.TimeLimit or more after Start.
+	StopTimeLimit Reason = "time-limit"
+)
+
+// ErrDiverged is wrapped in the error of a job whose model diverged: a
+// report's objective, or its gap (schmp.Progress.HasGap), was not finite,
+// or the objective rose by more than Config.RiseTol allows. The error
+// names the round whose state the report shows, and the cause.
+var ErrDiverged = errors.New("the model diverged")
+
+// ErrRefused is wrapped in the error that Step returns for an event it
+// ignores, leaving the core as it was: a plan that was not asked for or
+// comes from the wrong part, a partial for a round not in flight, from a
+// shard that does not exist or that already answered. Such a message is
+// harmless (a late duplicate, say) and the job can go on.
+var ErrRefused = errors.New("refused")
+
+// smallestNormal is the smallest positive normal float64, the floor of the
+// scale of Config.RiseTol.
+const smallestNormal = 0x1p-1022
+
+// Sample is one report of a run: a row of the metrics CSV.
+type Sample struct {
+	// Time is when the state it reports was reached: the time from the
+	// first round to the end of round Round's Pull (0 for Round 0).
+	Time time.Duration
+	// Round is the number of rounds whose updates the report reflects.
+	Round uint64
+	schmp.Progress
+	// Updates is the number of variable updates made up to Round.
+	Updates int64
+}
+
+// Staged is implemented by an app's coordinator (a schmp.Coordinator) whose
+// job solves a sequence of problems, its stages, one after another, each
+// from where the previous one stopped: a regularization path, say, whose
+// stages are decreasing penalties, each warm-started from the solution of
+// the one before.
+//
+// The stop test (Config.Tol) then ends a stage rather than the job, until
+// the final stage, whose converged report stops the job as always.
+// Config.Target counts only in the final stage. The other stops (MaxRounds,
+// TimeLimit) end the whole job, whatever the stage. At a stage's end the
+// core forgets the objectives reported so far: the relative-change test
+// and Config.RiseTol start afresh with the next stage's reports, since the
+// objectives of two stages are of different problems.
+//
+// An app coordinator that implements Staged but has a single stage
+// (FinalStage always true, EndStage only recording) runs as any other.
+type Staged interface {
+	// Stage describes the stage running, for the progress line (e.g.
+	// "λ 3/20 0.0123"); "" adds nothing.
+	Stage() string
+	// FinalStage reports whether the stage running is the last.
+	FinalStage() bool
+	// EndStage ends the stage running. The core calls it when report s
+	// of a stage that is not the final one meets the stop test, with stop
+	// "converged", before it pulls the round whose partials came with the
+	// report, unless the job's stop is already decided: the app records
+	// the stage and moves to the next one, which the update that Pull
+	// returns must carry to the workers. With depth 1, the app's model is
+	// then the one s describes; with more rounds in flight, it is up to
+	// depth−1 rounds newer. The core calls it once more when the job stops
+	// (on success only), with the final report, which describes the model
+	// written, and stop set to the job's Reason.
+	EndStage(s Sample, stop string) error
+}
