@@ -1,0 +1,258 @@
+// Package local runs a whole job of a schmp.Program in one goroutine, with
+// no network: the scheduler parts, the workers and the app's coordinator
+// are plain values, and the rounds follow the same rules as a distributed
+// job, those of package github.com/strads-go/strads/coordinator/pipeline.
+// Every message still goes through msgpack, as it would between machines,
+// so that a role never shares memory with another.
+//
+// It is meant for an app's tests: a job here computes the same model, bit
+// for bit, as the same job on the runtime (job.Run, or separate processes)
+// at every depth, and lets the test look into every role between rounds.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// Options configures a local job.
+type Options struct {
+	// Config holds the rules' parameters: Workers is the number of workers
+	// and Parts the number of scheduler parts built.
+	pipeline.Config
+	// AfterApply, if set, is called whenever the workers have applied
+	// updates, once all of them have, before they report or push: round is
+	// the round of the last update applied (0: Start's). With depth 1 it
+	// sees every round in order; with depth D the task of round t brings
+	// the update of round t−D, and the stop task the last D at once. An
+	// error fails the job.
+	AfterApply func(round uint64) error
+	// Now is the clock of Config.TimeLimit and Config.Timeout; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Job is a job's roles, built on the caller's goroutine.
+type Job[P, R, U, S any] struct {
+	// Schedulers holds scheduler part p at index p.
+	Schedulers []schmp.Scheduler[P]
+	// Workers holds worker shard k at index k.
+	Workers []schmp.Worker[P, R, U, S]
+	// Coordinator is the app's coordinator: after Run, it holds the model
+	// that the final report showed.
+	Coordinator schmp.Coordinator[P, R, U, S]
+
+	opts    Options
+	ran     bool
+	applied int64 // the last round whose update the workers applied (−1: none)
+}
+
+// New builds the roles of prog's job: opts.Parts scheduler parts (at least
+// 1), opts.Workers workers and the coordinator.
+func New[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], opts Options) (*Job[P, R, U, S], error) {
+	if opts.Workers < 1 {
+		return nil, fmt.Errorf("local: Workers must be at least 1, got %d", opts.Workers)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	j := &Job[P, R, U, S]{opts: opts, applied: -1}
+	parts := max(opts.Parts, 1)
+	for p := range parts {
+		s, err := prog.NewScheduler(ctx, p, parts)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler %d: %w", p, err)
+		}
+		j.Schedulers = append(j.Schedulers, s)
+	}
+	for k := range opts.Workers {
+		w, err := prog.NewWorker(ctx, k, opts.Workers)
+		if err != nil {
+			return nil, fmt.Errorf("worker shard %d: %w", k, err)
+		}
+		j.Workers = append(j.Workers, w)
+	}
+	c, err := prog.NewCoordinator(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	j.Coordinator = c
+	return j, nil
+}
+
+// Run builds prog's job and runs it to the end. It returns the job, whose
+// roles hold their final state, and the pipeline's status.
+func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], opts Options) (*Job[P, R, U, S], pipeline.Status, error) {
+	j, err := New(ctx, prog, opts)
+	if err != nil {
+		return nil, pipeline.Status{}, err
+	}
+	st, err := j.Run(ctx)
+	return j, st, err
+}
+
+// Run runs the job to the end, once: the workers describe their shards,
+// the coordinator starts, and the rounds run until a stop (as
+// opts.Config says) and the final report. Plans are made and tasks computed
+// as soon as the rules allow; the partials of a round are taken in only
+// when nothing else is to be done, so that rounds are in flight together
+// up to the depth, as on the runtime.
+func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
+	if j.ran {
+		return pipeline.Status{}, errors.New("local: the job has already run")
+	}
+	j.ran = true
+	sums := make([]S, len(j.Workers))
+	for k, w := range j.Workers {
+		s, err := w.Describe()
+		if err == nil {
+			sums[k], err = roundTrip(s)
+		}
+		if err != nil {
+			return pipeline.Status{}, fmt.Errorf("worker shard %d: %w", k, err)
+		}
+	}
+	u, err := j.Coordinator.Start(sums)
+	if err != nil {
+		return pipeline.Status{}, fmt.Errorf("coordinator: start: %w", err)
+	}
+	staged, _ := j.Coordinator.(pipeline.Staged)
+	core, err := pipeline.New(j.opts.Config, j.Coordinator, staged)
+	if err != nil {
+		return pipeline.Status{}, err
+	}
+	core.Start(j.opts.Now(), u)
+
+	var partials []pipeline.Event[P, R, S] // computed, not yet taken in
+	queue := core.Ready()
+	for done := false; !done; {
+		if err := ctx.Err(); err != nil {
+			return core.Status(), err
+		}
+		if len(queue) == 0 {
+			if len(partials) == 0 {
+				return core.Status(), errors.New("local: the job is stuck: nothing to do and not done")
+			}
+			e := partials[0]
+			partials = partials[1:]
+			e.Time = j.opts.Now()
+			if err := core.Step(e); err != nil {
+				return core.Status(), fmt.Errorf("coordinator: %w", err)
+			}
+			queue = core.Ready()
+			continue
+		}
+		a := queue[0]
+		queue = queue[1:]
+		switch a.Kind {
+		case pipeline.AskPlan:
+			e, err := j.plan(a)
+			if err != nil {
+				return core.Status(), err
+			}
+			e.Time = j.opts.Now()
+			if err := core.Step(e); err != nil {
+				return core.Status(), fmt.Errorf("coordinator: %w", err)
+			}
+		case pipeline.SendTask:
+			ps, err := j.task(ctx, a)
+			if err != nil {
+				return core.Status(), err
+			}
+			partials = append(partials, ps...)
+		case pipeline.JobDone:
+			done = true
+		}
+		queue = append(queue, core.Ready()...)
+	}
+	return core.Status(), nil
+}
+
+// plan asks the scheduler part for the plan that a asks for.
+func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S], error) {
+	e := pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Round: a.Round, From: a.Part}
+	fb, err := roundTrip(a.Request.Feedback)
+	if err == nil {
+		e.Plan, e.Info, err = j.Schedulers[a.Part].Schedule(a.Round, fb)
+	}
+	if err == nil {
+		e.Plan, err = roundTrip(e.Plan)
+	}
+	if err == nil {
+		e.Info, err = roundTrip(e.Info)
+	}
+	if err != nil {
+		return e, fmt.Errorf("scheduler %d: round %d: %w", a.Part, a.Round, err)
+	}
+	return e, nil
+}
+
+// task runs the task of a on every worker as a worker node does (apply the
+// updates; report if asked or at the stop; push unless at the stop) and
+// returns their answers.
+func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]pipeline.Event[P, R, S], error) {
+	round := a.Task.Round
+	for k, w := range j.Workers {
+		us, err := roundTrip(pipeline.ForShard(a.Task.Updates, k))
+		for _, u := range us {
+			if err != nil {
+				break
+			}
+			err = w.Apply(u)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
+		}
+	}
+	if j.opts.AfterApply != nil && int64(a.Through) > j.applied {
+		j.applied = int64(a.Through)
+		if err := j.opts.AfterApply(a.Through); err != nil {
+			return nil, fmt.Errorf("round %d: after the updates of round %d: %w", round, a.Through, err)
+		}
+	}
+	es := make([]pipeline.Event[P, R, S], len(j.Workers))
+	for k, w := range j.Workers {
+		e := pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Round: round, From: k}
+		var err error
+		if a.Task.Report || a.Task.Stop {
+			e.Report, err = w.Report()
+			if err == nil {
+				e.Report, err = roundTrip(e.Report)
+			}
+			e.HasReport = err == nil
+		}
+		if err == nil && !a.Task.Stop {
+			var plan P
+			if plan, err = roundTrip(a.Task.Plan); err == nil {
+				e.Partial, err = w.Push(ctx, round, plan)
+			}
+			if err == nil {
+				e.Partial, err = roundTrip(e.Partial)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
+		}
+		es[k] = e
+	}
+	return es, nil
+}
+
+// roundTrip returns a copy of v through msgpack, as a message carries it.
+func roundTrip[T any](v T) (T, error) {
+	var out T
+	b, err := wire.Marshal(v)
+	if err == nil {
+		err = wire.Unmarshal(b, &out)
+	}
+	if err != nil {
+		return out, fmt.Errorf("local: msgpack: %w", err)
+	}
+	return out, nil
+}

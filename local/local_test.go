@@ -1,0 +1,113 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/local"
+)
+
+// reports returns the rounds and objectives of a trace.
+func reports(trace []pipeline.Sample) []string {
+	var out []string
+	for _, s := range trace {
+		out = append(out, fmt.Sprintf("%d:%.17g", s.Round, s.Objective))
+	}
+	return out
+}
+
+// TestSameAsRuntime runs the same NNLS jobs, stopped by --tol, at depths 1
+// to 4 with one to three scheduler parts, twice locally and once on the
+// runtime over an embedded NATS server, and checks that all three stop at
+// the same round for the same reason, with the same reports and the same
+// model file.
+func TestSameAsRuntime(t *testing.T) {
+	cfg := nnls.Config{Rows: 300, Cols: 24, Block: 3, Seed: 1}
+	for _, tc := range []struct{ depth, parts int }{{1, 1}, {2, 1}, {4, 1}, {4, 2}, {3, 3}} {
+		t.Run(fmt.Sprintf("depth=%d/parts=%d", tc.depth, tc.parts), func(t *testing.T) {
+			pc := pipeline.Config{Workers: 2, Parts: tc.parts, Depth: tc.depth, ReportEvery: 5, Tol: 1e-9, MaxRounds: 5000}
+			var models [][]byte
+			var statuses []pipeline.Status
+			for range 2 {
+				j, st, err := local.Run(context.Background(), nnls.Program(cfg), local.Options{Config: pc})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var buf bytes.Buffer
+				if err := j.Coordinator.WriteModel(&buf); err != nil {
+					t.Fatal(err)
+				}
+				models, statuses = append(models, buf.Bytes()), append(statuses, st)
+			}
+			st := statuses[0]
+			if st.Reason != pipeline.StopConverged || st.Last != st.Decided+uint64(tc.depth-1) || st.Rounds != st.Last {
+				t.Fatalf("status %+v: want a converged stop depth−1 rounds after its decision", st)
+			}
+			if st.MaxInFlight != tc.depth {
+				t.Errorf("at most %d rounds in flight, want %d", st.MaxInFlight, tc.depth)
+			}
+			if !bytes.Equal(models[0], models[1]) || !slices.Equal(reports(st.Trace), reports(statuses[1].Trace)) {
+				t.Fatalf("two local runs differ")
+			}
+
+			out := filepath.Join(t.TempDir(), "model.csv")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := job.Run(ctx, nnls.Program(cfg), job.Options{Job: "local-test", Timeout: 20 * time.Second, Coordinator: coordinator.Options{
+				Workers: pc.Workers, Schedulers: pc.Parts, Depth: pc.Depth, ReportEvery: pc.ReportEvery, Tol: pc.Tol, MaxRounds: pc.MaxRounds,
+				JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Out: out,
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			model, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rounds != st.Rounds || res.Reason != string(st.Reason) || !slices.Equal(reports(res.Trace), reports(st.Trace)) {
+				t.Errorf("runtime: %d rounds (%s), reports %v; locally %d rounds (%s), reports %v",
+					res.Rounds, res.Reason, reports(res.Trace), st.Rounds, st.Reason, reports(st.Trace))
+			}
+			if !bytes.Equal(model, models[0]) {
+				t.Errorf("the runtime's model differs from the local one")
+			}
+		})
+	}
+}
+
+// TestAfterApply checks that AfterApply sees every round's update at depth
+// 1, in order, Start's first, and that its error fails the job.
+func TestAfterApply(t *testing.T) {
+	cfg := nnls.Config{Rows: 50, Cols: 6, Seed: 2}
+	var seen []uint64
+	opts := local.Options{Config: pipeline.Config{Workers: 3, MaxRounds: 7}, AfterApply: func(r uint64) error {
+		seen = append(seen, r)
+		return nil
+	}}
+	if _, _, err := local.Run(context.Background(), nnls.Program(cfg), opts); err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(seen, want) {
+		t.Errorf("AfterApply saw rounds %v, want %v", seen, want)
+	}
+	opts.AfterApply = func(r uint64) error {
+		if r == 3 {
+			return fmt.Errorf("bad state")
+		}
+		return nil
+	}
+	_, _, err := local.Run(context.Background(), nnls.Program(cfg), opts)
+	if err == nil || err.Error() != "round 4: after the updates of round 3: bad state" {
+		t.Errorf("error %v", err)
+	}
+}
