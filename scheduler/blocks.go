@@ -162,6 +162,9 @@ func (ws *WorkingSet) Build(p BlockPlan, coef []float64) ([]int32, error) {
 type BlockScheduler struct {
 	engines []*Dynamic
 	first   []int32 // engine k's variable i is column first[k]+i
+	// dataErr is what was wrong with the data file, reported at the first
+	// Schedule (see NewBlockScheduler).
+	dataErr error
 }
 
 // BlockConfig configures a BlockScheduler.
@@ -178,16 +181,29 @@ type BlockConfig struct {
 // NewBlockScheduler reads the column counts of the LIBSVM file at path and
 // starts an engine for each of workers workers. It must be the only
 // scheduler part: the column layout plans every worker each round.
+//
+// The count is no validator (libsvm.CountColumns); the workers check the
+// data as they load it, and report its first bad line, or too few columns
+// for them. So what the count finds wrong with the file (a bad token, no
+// features, fewer columns than workers) does not fail the scheduler's
+// start, where it could overtake a worker's more precise report: the first
+// Schedule returns it, which a job whose workers loaded the data never
+// reaches.
 func NewBlockScheduler(path string, c BlockConfig, workers, part, parts int) (*BlockScheduler, error) {
 	if parts != 1 || part != 0 {
 		return nil, fmt.Errorf("the column layout takes one scheduler, not %d", parts)
 	}
-	nnz, err := libsvm.CountColumns(path)
-	if err != nil {
-		return nil, err
+	if workers < 1 {
+		return nil, fmt.Errorf("workers must be >= 1, got %d", workers)
 	}
-	if len(nnz) == 0 {
-		return nil, fmt.Errorf("%s: no features", path)
+	nnz, err := libsvm.CountColumns(path)
+	switch {
+	case err != nil:
+		return &BlockScheduler{dataErr: err}, nil
+	case len(nnz) == 0:
+		return &BlockScheduler{dataErr: fmt.Errorf("%s: no features", path)}, nil
+	case len(nnz) < workers:
+		return &BlockScheduler{dataErr: fmt.Errorf("%s: %d features are too few for %d workers in the column layout", path, len(nnz), workers)}, nil
 	}
 	return newBlockScheduler(nnz, c, workers)
 }
@@ -245,6 +261,9 @@ func (s *BlockScheduler) owner(j int32) int {
 
 // Schedule implements schmp.Scheduler.
 func (s *BlockScheduler) Schedule(round uint64, fbs []schmp.Feedback) (BlockPlan, schmp.PlanInfo, error) {
+	if s.dataErr != nil {
+		return BlockPlan{}, schmp.PlanInfo{}, s.dataErr
+	}
 	local := make([][]int32, len(s.engines))
 	deltas := make([][]float64, len(s.engines))
 	for _, fb := range fbs {

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -51,5 +53,30 @@ func TestPlanFeedback(t *testing.T) {
 	fb := BlockPlan{Blocks: []wire.Int32s{{0, 2}, {7}}}.Feedback()
 	if !slices.Equal(fb.Vars, []int32{0, 2, 7}) || !slices.Equal(fb.Delta, []float64{0, 0, 0}) {
 		t.Errorf("feedback %v %v, want [0 2 7] [0 0 0]", fb.Vars, fb.Delta)
+	}
+}
+
+// TestBlockSchedulerDataErrors checks that what the column count finds
+// wrong with the data does not fail the scheduler's start, where it could
+// overtake a worker's report of the first bad line, but its first plan.
+func TestBlockSchedulerDataErrors(t *testing.T) {
+	for _, tt := range []struct{ name, data, want string }{
+		{"bad token", "1 1:1 2:3\nnan 1:1 x\n", ":2: token"},
+		{"no features", "1\n2\n", "no features"},
+		{"too few columns", "1 1:1\n2 1:3\n", "1 features are too few for 2 workers"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "data.svm")
+			if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewBlockScheduler(path, BlockConfig{Engine: Config{Policy: Cyclic}}, 2, 0, 1)
+			if err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			if _, _, err := s.Schedule(1, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("first plan: %v, want an error with %q", err, tt.want)
+			}
+		})
 	}
 }

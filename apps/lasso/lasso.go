@@ -39,7 +39,7 @@ type Config struct {
 	// rounds, ⌈M/Block⌉. In the column layout its Block, Candidates and
 	// Rho are set by the block scheduler.
 	Schedule scheduler.Config
-	// Layout is LayoutRows or LayoutColumns (see ChooseLayout).
+	// Layout is LayoutRows or LayoutColumns (see ParseLayout).
 	Layout Layout
 	// RoundWork is the work of a worker's block in the column layout, in
 	// non-zeros (0: scheduler.DefaultRoundWork).
@@ -70,8 +70,10 @@ func (l Layout) String() string {
 	return "rows"
 }
 
-// ParseLayout parses "rows", "cols" or "auto" (auto: ok is false, and the
-// layout is to be chosen by ChooseLayout).
+// ParseLayout parses "rows", "cols" or "auto". For auto it reports auto
+// and returns the column layout, which wins on every shape measured, n ≫ p
+// included (bench/RESULTS.md, "Two workers"); the caller picks the rows
+// only where the columns cannot run (rounds in flight, several schedulers).
 func ParseLayout(s string) (l Layout, auto bool, err error) {
 	switch s {
 	case "rows":
@@ -82,17 +84,6 @@ func ParseLayout(s string) (l Layout, auto bool, err error) {
 		return LayoutColumns, true, nil
 	}
 	return 0, false, fmt.Errorf("unknown --layout %q (want auto, rows or cols)", s)
-}
-
-// ChooseLayout returns the layout for samples×features data on workers
-// workers: the column layout, unless there are several workers and far
-// more samples than features (n > 10·p), where the columns' residual
-// replicas would be the larger messages.
-func ChooseLayout(samples, features, workers int) Layout {
-	if workers > 1 && samples > 10*features {
-		return LayoutRows
-	}
-	return LayoutColumns
 }
 
 // DefaultInnerTol is the default Config.InnerTol: a worker stops sweeping

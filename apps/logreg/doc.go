@@ -81,7 +81,7 @@
 // # The column layout
 //
 // Config.Layout picks how the data are split among the workers (as for the
-// Lasso: lasso.ChooseLayout). What is described above is the row layout
+// Lasso: lasso.ParseLayout). What is described above is the row layout
 // (Program). In the column layout (ColumnProgram), worker k of P owns the
 // columns scheduler.OwnedRange(p, k, P) with all their rows, the labels, and
 // a replica of the margins z = Xw + b over all rows. Each round the block

@@ -38,7 +38,7 @@ type Config struct {
 	// Rho are set by the block scheduler.
 	Schedule scheduler.Config
 	// Layout is lasso.LayoutRows or lasso.LayoutColumns (see
-	// lasso.ChooseLayout): Program runs the rows, ColumnProgram the
+	// lasso.ParseLayout): Program runs the rows, ColumnProgram the
 	// columns.
 	Layout lasso.Layout
 	// RoundWork is the work of a worker's block in the column layout, in

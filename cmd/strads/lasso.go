@@ -34,18 +34,16 @@ type layoutFlags struct {
 
 func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 	f := &layoutFlags{}
-	fs.StringVar(&f.layout, "layout", "auto", "how the data are split among the workers: cols (each worker owns columns with all rows, many updates per round), rows (each worker owns rows), or auto (cols unless several workers and samples > 10·features)")
+	fs.StringVar(&f.layout, "layout", "auto", "how the data are split among the workers: cols (each worker owns columns with all rows, many updates per round), rows (each worker owns rows), or auto (cols, but rows with --depth or --schedulers above 1, which the columns do not run)")
 	fs.IntVar(&f.roundWork, "round-work", 0, "column layout: the work of a worker's block per round, in non-zeros (0: 2^24, a sweep of every column of most data sets)")
 	return f
 }
 
-// resolve returns the layout for the data at path and the runtime's flags:
-// the flag's; for auto, the columns for a regularization path (regPath,
-// which only the column layout solves), rows when the job pipelines
-// (--depth or --schedulers above 1, which only the row layout does), and
-// otherwise the one lasso.ChooseLayout picks from the data's shape (which
-// reads the file, only then).
-func (f *layoutFlags) resolve(path string, rf *runFlags, regPath bool) (lasso.Layout, error) {
+// resolve returns the layout for the runtime's flags: the flag's; for auto,
+// the columns, but rows when the job pipelines (--depth or --schedulers
+// above 1, which only the row layout does). A regularization path (regPath)
+// runs in the columns only.
+func (f *layoutFlags) resolve(rf *runFlags, regPath bool) (lasso.Layout, error) {
 	l, auto, err := lasso.ParseLayout(f.layout)
 	if err != nil {
 		return l, usageError{err}
@@ -62,20 +60,10 @@ func (f *layoutFlags) resolve(path string, rf *runFlags, regPath bool) (lasso.La
 		}
 		return lasso.LayoutColumns, nil
 	}
-	if !auto {
-		return l, nil
-	}
-	if rf.depth > 1 || rf.schedulers > 1 {
+	if auto && (rf.depth > 1 || rf.schedulers > 1) {
 		return lasso.LayoutRows, nil
 	}
-	if rf.workers == 1 {
-		return lasso.ChooseLayout(0, 0, 1), nil // the shape does not matter
-	}
-	shape, err := checkData(path)
-	if err != nil {
-		return l, err
-	}
-	return lasso.ChooseLayout(shape.rows, shape.cols, rf.workers), nil
+	return l, nil
 }
 
 // lassoSetup parses the flags of a Lasso command. It reads the data only
@@ -105,11 +93,11 @@ func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synop
 		}
 	}
 	if cfg.Test != "" && (role == "" || role == "coordinator") {
-		if _, err := checkData(cfg.Test); err != nil {
+		if err := checkData(cfg.Test); err != nil {
 			return cfg, nil, opts, err
 		}
 	}
-	if cfg.Layout, err = lay.resolve(cfg.Data, rf, cfg.Path > 0); err != nil {
+	if cfg.Layout, err = lay.resolve(rf, cfg.Path > 0); err != nil {
 		return cfg, nil, opts, err
 	}
 	cfg.RoundWork = lay.roundWork
@@ -233,20 +221,10 @@ func runLassoRole(ctx context.Context, role string, args []string, stdout, stder
 	return j.run(ctx, role, rf, opts, stdout, stderr)
 }
 
-// dataShape is the shape of a LIBSVM file: its rows, and its columns up to
-// the last with a non-zero.
-type dataShape struct{ rows, cols int }
-
 // checkData reads the whole data file once, so that bad input is reported
-// with its file and line, and returns its shape.
-func checkData(path string) (*dataShape, error) {
-	var s dataShape
-	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
-		s.rows++
-		s.cols = max(s.cols, row.Width())
-		return nil
-	})
-	return &s, dataError(err)
+// with its file and line before the job starts.
+func checkData(path string) error {
+	return dataError(libsvm.Read(path, func(int, libsvm.Row) error { return nil }))
 }
 
 // checkOpen checks that the data file at path can be opened: the roles

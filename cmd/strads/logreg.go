@@ -117,7 +117,7 @@ func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, syno
 			return nil, nil, opts, usageError{err}
 		}
 	}
-	if cfg.Layout, err = lay.resolve(cfg.Data, rf, cfg.Path > 0); err != nil {
+	if cfg.Layout, err = lay.resolve(rf, cfg.Path > 0); err != nil {
 		return nil, nil, opts, err
 	}
 	cfg.RoundWork = lay.roundWork

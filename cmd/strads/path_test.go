@@ -24,9 +24,8 @@ func finalObjective(t *testing.T, stdout string) float64 {
 }
 
 // TestLambdaPath runs --lambda-path through the command, on the embedded
-// NATS server, for the Lasso and logistic regression: with auto on data
-// where auto would otherwise pick the rows (several workers, samples >
-// 10·features), and with a test set. It checks the files (a model per λ,
+// NATS server, for the Lasso and logistic regression: with auto on tall
+// data (samples > 10·features) and several workers, and with a test set. It checks the files (a model per λ,
 // the table with K rows of decreasing λ and the test error, the metrics
 // with a λ column), what the command prints, and that the last λ's
 // objective is a direct solve's at that λ.
