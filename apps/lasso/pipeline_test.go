@@ -1,75 +1,38 @@
 package lasso
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
 
 // sequential runs the Lasso program's functions in one goroutine, without
-// the runtime: the scheduler parts plan in turn, each from the feedback of
-// its own rounds, and every round is pulled and applied before the next is
-// planned. It returns the coordinator after rounds rounds.
+// the runtime's network, through the local driver at depth 1: the scheduler
+// parts plan in turn, each from the feedback of its own rounds, and every
+// round is pulled and applied before the next is planned. It returns the
+// coordinator after rounds rounds.
 func sequential(t *testing.T, cfg Config, workers, parts int, rounds uint64) *Coordinator {
 	t.Helper()
-	scheds := make([]*scheduler.ColumnScheduler, parts)
-	for p := range scheds {
-		s, err := NewScheduler(cfg, p, parts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scheds[p] = s
-	}
-	ws := make([]*Worker, workers)
-	sums := make([]Summary, workers)
-	for k := range ws {
-		w, err := NewWorker(cfg, k, workers)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws[k] = w
-		if sums[k], err = w.Describe(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := NewCoordinator(cfg)
-	u, err := c.Start(sums)
+	j, st, err := local.Run(context.Background(), Program(cfg), local.Options{Config: pipeline.Config{
+		Workers: workers, Parts: parts, Depth: 1, MaxRounds: rounds, ReportEvery: 7,
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb := make([][]schmp.Feedback, parts)
-	partials := make([]Partial, workers)
-	for r := uint64(1); r <= rounds; r++ {
-		for _, w := range ws {
-			if err := w.Apply(u); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p := int((r - 1) % uint64(parts))
-		plan, _, err := scheds[p].Schedule(r, fb[p])
-		if err != nil {
-			t.Fatal(err)
-		}
-		fb[p] = nil
-		for k, w := range ws {
-			if partials[k], err = w.Push(context.Background(), r, plan); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var f schmp.Feedback
-		if u, f, err = c.Pull(r, plan, partials); err != nil {
-			t.Fatal(err)
-		}
-		f.Round = r
-		fb[p] = append(fb[p], f)
+	if st.Rounds != rounds || st.MaxInFlight != 1 {
+		t.Fatalf("sequentially: %d rounds, at most %d in flight; want %d, 1", st.Rounds, st.MaxInFlight, rounds)
 	}
-	return c
+	return j.Coordinator.(*Coordinator)
 }
 
 // TestDepthOneIsSequential checks DESIGN §3: with one round in flight the
@@ -170,4 +133,43 @@ func TestPipelined(t *testing.T) {
 			pr.checkKKT(t, beta, lambda, false, 1e-6)
 		})
 	}
+}
+
+// TestDepthFourDeterministic checks that a job stopped by --tol at depth 4
+// stops at the same round and writes the same model file in repeated runs
+// on the runtime, as the local driver does: the stop is decided at a report
+// and lands depth−1 rounds later, whatever the timing of the messages.
+func TestDepthFourDeterministic(t *testing.T) {
+	pr := newProblem(t, 300, 200, 5)
+	cfg := Config{Data: pr.path, LambdaRatio: 0.05, Schedule: schedule(scheduler.Priority, 2)}
+	opts := coordinator.Options{Schedulers: 2, Depth: 4, Tol: 1e-6, MaxRounds: 200000, ReportEvery: 5}
+	j, st, err := local.Run(context.Background(), Program(cfg), local.Options{Config: pipeline.Config{
+		Workers: 2, Parts: opts.Schedulers, Depth: opts.Depth, Tol: opts.Tol, MaxRounds: opts.MaxRounds, ReportEvery: opts.ReportEvery,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Reason != pipeline.StopConverged || st.Rounds != st.Decided+3 {
+		t.Fatalf("locally: stopped (%s) after %d rounds, decided at %d; want converged 3 rounds after the decision", st.Reason, st.Rounds, st.Decided)
+	}
+	var want bytes.Buffer
+	if err := j.Coordinator.WriteModel(&want); err != nil {
+		t.Fatal(err)
+	}
+	for run := range 3 {
+		res, out := runJob(t, cfg, 2, opts)
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rounds != st.Rounds || res.Reason != string(st.Reason) || !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("run %d: %d rounds (%s), model equal: %v; locally %d rounds (%s)",
+				run, res.Rounds, res.Reason, bytes.Equal(got, want.Bytes()), st.Rounds, st.Reason)
+		}
+		// The final report shows the state written.
+		if final := res.Trace[len(res.Trace)-1]; final.Round != res.Rounds || final.Objective != st.Final.Objective {
+			t.Errorf("run %d: final report %+v, want the state after round %d, objective %v", run, final, res.Rounds, st.Final.Objective)
+		}
+	}
+	t.Logf("converged at the report of round %d, stopped after round %d", st.Decided, st.Rounds)
 }

@@ -71,9 +71,8 @@ func TestMatchesExactGibbs(t *testing.T) {
 	best := -1e300
 	for seed := range uint64(2) {
 		cfg.Seed = seed + 1
-		d := newDriver(t, Program(cfg), 1)
-		d.run(t, 180, 180, func(int) {})
-		best = max(best, d.reports[len(d.reports)-1])
+		_, reports := run(t, Program(cfg), 1, 180, 180, nil)
+		best = max(best, reports[len(reports)-1])
 	}
 	t.Logf("log-likelihood per token: exact Gibbs %.4f, sampler %.4f", exact, best)
 	if d := best - exact; d < -0.01 || d > 0.01 {

@@ -6,129 +6,44 @@ import (
 	"math"
 	"testing"
 
+	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
-// roundTrip sends v through msgpack, as the runtime does.
-func roundTrip[T any](t *testing.T, v T) T {
+// run runs prog's job on workers workers through the local driver (the
+// runtime's rules in one goroutine, every message through msgpack) for
+// rounds rounds, reporting every `every`, and calls check, if set, whenever
+// the workers have applied a round's update (at depth 1, after every
+// round; 0: Start's). It returns the job and the objective of every report.
+func run[U any](t *testing.T, prog schmp.Program[scheduler.Turn, Partial, U, Summary], workers, rounds, every int,
+	check func(j *local.Job[scheduler.Turn, Partial, U, Summary], round int)) (*local.Job[scheduler.Turn, Partial, U, Summary], []float64) {
 	t.Helper()
-	b, err := wire.Marshal(v)
+	var j *local.Job[scheduler.Turn, Partial, U, Summary]
+	opts := local.Options{Config: pipeline.Config{Workers: workers, Depth: 1, MaxRounds: uint64(rounds), ReportEvery: every}}
+	if check != nil {
+		opts.AfterApply = func(round uint64) error {
+			check(j, int(round))
+			return nil
+		}
+	}
+	j, err := local.New(context.Background(), prog, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out T
-	if err := wire.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// driver runs a program in one goroutine, round by round, as the runtime
-// does at depth 1 (updates, report, push; pull), with every message
-// through msgpack, and calls check after every pull.
-type driver[U any] struct {
-	prog    schmp.Program[scheduler.Turn, Partial, U, Summary]
-	workers []schmp.Worker[scheduler.Turn, Partial, U, Summary]
-	coord   schmp.Coordinator[scheduler.Turn, Partial, U, Summary]
-	sched   schmp.Scheduler[scheduler.Turn]
-	reports []float64 // the objective at every report
-}
-
-func newDriver[U any](t *testing.T, prog schmp.Program[scheduler.Turn, Partial, U, Summary], workers int) *driver[U] {
-	t.Helper()
-	ctx := context.Background()
-	d := &driver[U]{prog: prog}
-	var err error
-	if d.sched, err = prog.NewScheduler(ctx, 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	if d.coord, err = prog.NewCoordinator(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for k := range workers {
-		w, err := prog.NewWorker(ctx, k, workers)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.workers = append(d.workers, w)
-	}
-	return d
-}
-
-// apply sends u to every worker (its own part, for a splitter).
-func (d *driver[U]) apply(t *testing.T, u U) {
-	t.Helper()
-	for k, w := range d.workers {
-		own := u
-		if s, ok := any(u).(schmp.Splitter[U]); ok {
-			own = s.ForShard(k)
-		}
-		if err := w.Apply(roundTrip(t, own)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// run runs rounds rounds, reporting every `every`.
-func (d *driver[U]) run(t *testing.T, rounds, every int, check func(round int)) {
-	t.Helper()
-	var sums []Summary
-	for _, w := range d.workers {
-		s, err := w.Describe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sums = append(sums, roundTrip(t, s))
-	}
-	u, err := d.coord.Start(sums)
+	st, err := j.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.apply(t, u)
-	check(0)
-	for r := 1; r <= rounds; r++ {
-		plan, _, err := d.sched.Schedule(uint64(r), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (r-1)%every == 0 {
-			d.report(t)
-		}
-		var partials []Partial
-		for _, w := range d.workers {
-			p, err := w.Push(context.Background(), uint64(r), roundTrip(t, plan))
-			if err != nil {
-				t.Fatalf("round %d: %v", r, err)
-			}
-			partials = append(partials, roundTrip(t, p))
-		}
-		u, _, err := d.coord.Pull(uint64(r), plan, partials)
-		if err != nil {
-			t.Fatalf("round %d: %v", r, err)
-		}
-		d.apply(t, u)
-		check(r)
+	if st.Rounds != uint64(rounds) {
+		t.Fatalf("%d rounds, want %d", st.Rounds, rounds)
 	}
-	d.report(t)
-}
-
-func (d *driver[U]) report(t *testing.T) {
-	t.Helper()
-	var reps []Summary
-	for _, w := range d.workers {
-		s, err := w.Report()
-		if err != nil {
-			t.Fatal(err)
-		}
-		reps = append(reps, roundTrip(t, s))
+	var reports []float64
+	for _, s := range st.Trace {
+		reports = append(reports, s.Objective)
 	}
-	prog, err := d.coord.Objective(reps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.reports = append(d.reports, prog.Objective)
+	return j, reports
 }
 
 // baseOf returns the shared part of a worker.
@@ -254,40 +169,40 @@ func TestInvariants(t *testing.T) {
 				cfg.Check = true
 				rounds, every := cfg.Rounds()
 				if unscheduled {
-					testInvariants(t, newDriver(t, Unscheduled(cfg), workers), int(rounds), every)
+					testInvariants(t, Unscheduled(cfg), workers, int(rounds), every)
 				} else {
-					testInvariants(t, newDriver(t, Program(cfg), workers), int(rounds), every)
+					testInvariants(t, Program(cfg), workers, int(rounds), every)
 				}
 			})
 		}
 	}
 }
 
-func testInvariants[U any](t *testing.T, d *driver[U], rounds, every int) {
-	var ws []*base
-	for _, w := range d.workers {
-		ws = append(ws, baseOf(w))
-	}
-	m := modelOf(d.coord)
+func testInvariants[U any](t *testing.T, prog schmp.Program[scheduler.Turn, Partial, U, Summary], workers, rounds, every int) {
 	var lls []float64
-	d.run(t, rounds, every, func(round int) {
-		ll := checkCounts(t, round, ws, m)
+	j, reports := run(t, prog, workers, rounds, every, func(j *local.Job[scheduler.Turn, Partial, U, Summary], round int) {
+		var ws []*base
+		for _, w := range j.Workers {
+			ws = append(ws, baseOf(w))
+		}
+		ll := checkCounts(t, round, ws, modelOf(j.Coordinator))
 		if round%every == 0 {
 			lls = append(lls, ll)
 		}
 	})
-	if len(lls) != len(d.reports) {
-		t.Fatalf("%d reports, %d recounts", len(d.reports), len(lls))
+	if len(lls) != len(reports) {
+		t.Fatalf("%d reports, %d recounts", len(reports), len(lls))
 	}
 	for i, ll := range lls {
-		if got := d.reports[i]; math.Abs(got-ll) > 1e-9*math.Abs(ll) {
+		if got := reports[i]; math.Abs(got-ll) > 1e-9*math.Abs(ll) {
 			t.Errorf("report %d: log-likelihood per token %.12g, recomputed %.12g", i, got, ll)
 		}
 	}
-	if !(d.reports[len(d.reports)-1] > d.reports[0]) {
-		t.Errorf("log-likelihood did not rise: %v", d.reports)
+	if !(reports[len(reports)-1] > reports[0]) {
+		t.Errorf("log-likelihood did not rise: %v", reports)
 	}
 	// The last report carries every document's topics.
+	m := modelOf(j.Coordinator)
 	var docs int
 	for _, s := range m.docTopic {
 		docs += s.Rows()
