@@ -145,25 +145,29 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	}
 	wg.Wait()
 	close(errs)
-	var roleErr error // the first other node's own error, not a cancellation
+	var roleErrs []error // the other nodes' own errors, not cancellations, in the order they failed
 	for err := range errs {
-		if roleErr == nil && !errors.Is(err, context.Canceled) {
-			roleErr = err
+		if !errors.Is(err, context.Canceled) {
+			roleErrs = append(roleErrs, err)
 		}
 	}
 	// The coordinator's error names the cause, unless it only saw the job
 	// cancelled because another node failed first: then that node's does.
 	// A node's error reaches the coordinator as text, which it relays; the
 	// node's own error says the same with its chain of causes (a
-	// *libsvm.ParseError, say), which the caller can inspect.
+	// *libsvm.ParseError, say), which the caller can inspect. Several nodes
+	// may fail (every worker on one bad file), and the one whose text the
+	// coordinator relays need not be the first to have failed here.
 	if cerr != nil && !errors.Is(cerr, context.Canceled) {
-		if roleErr != nil && strings.Contains(cerr.Error(), roleErr.Error()) {
-			return nil, roleErr
+		for _, err := range roleErrs {
+			if strings.Contains(cerr.Error(), err.Error()) {
+				return nil, err
+			}
 		}
 		return nil, cerr
 	}
-	if roleErr != nil {
-		return nil, roleErr
+	if len(roleErrs) > 0 {
+		return nil, roleErrs[0]
 	}
 	if cerr != nil {
 		return nil, cerr
