@@ -22,9 +22,17 @@ type Options struct {
 	// strict rounds.
 	Depth int
 	// MaxRounds stops the job after that many rounds; 0 means no limit.
+	//
+	// With Depth D, a stop that a report decides at the pull of round t
+	// (Tol, Target), and a TimeLimit noticed then, end the job after round
+	// min(t+D−1, MaxRounds), the last round already asked for; the model
+	// written is the state after it, which the final report shows. So the
+	// round a stop lands on depends on the deciding round and the options
+	// alone (see package coordinator/pipeline).
 	MaxRounds uint64
 	// TimeLimit stops the job once that much time has passed since the
-	// first round; 0 means no limit.
+	// first round, at the first pull after it; 0 means no limit. Which
+	// round that is depends on timing; where the job then stops does not.
 	TimeLimit time.Duration
 	// Tol stops the job once a report shows the objective F within Tol of
 	// the optimum, relatively: Gap ≤ Tol·|F| where the app certifies a gap
