@@ -150,16 +150,9 @@ func splitChunks(r io.Reader, size int, stop <-chan struct{}, emit func(*chunk) 
 // parse parses the chunk's lines, keeping the features in the window win,
 // stopping at the first bad one.
 func (c *chunk) parse(row *Row, win cols) {
-	b := c.data
 	c.start = append(c.start, 0)
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if msg := parseLine(line, row, win); msg != "" {
+	for line := range bytes.Lines(c.data) {
+		if msg := parseLine(bytes.TrimSuffix(line, []byte{'\n'}), row, win); msg != "" {
 			c.msg = msg
 			return
 		}
@@ -195,16 +188,9 @@ func countColumns(name string, r io.Reader, p, size int) ([]int, error) {
 			defer wg.Done()
 			var nnz []int
 			for j := range work {
-				b := j.data
-				for len(b) > 0 {
-					line := b
-					if i := bytes.IndexByte(b, '\n'); i >= 0 {
-						line, b = b[:i], b[i+1:]
-					} else {
-						b = nil
-					}
+				for line := range bytes.Lines(j.data) {
 					var msg string
-					if nnz, msg = countLine(line, nnz); msg != "" {
+					if nnz, msg = countLine(bytes.TrimSuffix(line, []byte{'\n'}), nnz); msg != "" {
 						j.b.msg = msg
 						break
 					}
