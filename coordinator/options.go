@@ -9,6 +9,7 @@ import (
 
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/monitor"
+	"github.com/strads-go/strads/protocol"
 )
 
 // Options configures a coordinator node.
@@ -73,6 +74,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Monitor, if set, receives the node's metrics.
 	Monitor *monitor.Metrics
+	// Manifest is the job's: the coordinator refuses a role whose manifest
+	// differs from it, and sends every role its Settings.
+	Manifest protocol.Manifest
 }
 
 // Validate reports the first bad option, named as its command-line flag

@@ -59,14 +59,19 @@ type JoinRequest struct {
 	ID string `msgpack:"id"`
 	// Role is RoleWorker or RoleScheduler; empty means RoleWorker.
 	Role string `msgpack:"role,omitempty"`
+	// Manifest is what the role believes about the job.
+	Manifest Manifest `msgpack:"manifest"`
 }
 
 // JoinReply gives a node its place: worker shard Shard of Shards, or
 // scheduler part Shard of Shards.
 type JoinReply struct {
-	Shard  int    `msgpack:"shard"`
-	Shards int    `msgpack:"shards"`
-	Err    string `msgpack:"err,omitempty"`
+	Shard  int `msgpack:"shard"`
+	Shards int `msgpack:"shards"`
+	// Settings are the job's settings (the coordinator's
+	// Manifest.Settings): a role applies those it was not given.
+	Settings map[string]string `msgpack:"settings,omitempty"`
+	Err      string            `msgpack:"err,omitempty"`
 }
 
 // Ready tells the coordinator that a node has loaded its data: a worker its

@@ -30,6 +30,13 @@ type NodeOptions struct {
 	Logger *slog.Logger
 	// Monitor, if set, receives the node's metrics.
 	Monitor *monitor.Metrics
+	// Manifest is what the node believes about the job; the coordinator
+	// refuses it if that differs from the job's.
+	Manifest protocol.Manifest
+	// Configure, if set, receives the job's settings once the node has
+	// joined, before the scheduler is built: the settings it was not
+	// given come from there.
+	Configure func(settings map[string]string) error
 }
 
 // Run runs a scheduler node on c: it joins the job, which gives it its part

@@ -30,6 +30,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Monitor, if set, receives the node's metrics.
 	Monitor *monitor.Metrics
+	// Manifest is what the worker believes about the job; the coordinator
+	// refuses it if that differs from the job's.
+	Manifest protocol.Manifest
+	// Configure, if set, receives the job's settings once the worker has
+	// joined, before the worker is built: the settings it was not given
+	// come from there.
+	Configure func(settings map[string]string) error
 }
 
 func (o *Options) fill() {
