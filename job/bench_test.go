@@ -9,8 +9,8 @@ import (
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // empty is a program whose rounds do nothing: a plan, partials and updates
@@ -58,7 +58,7 @@ func BenchmarkRoundOverhead(b *testing.B) {
 					Timeout:     10 * time.Second,
 				}
 				if tcp {
-					srv, err := wire.StartServer(0)
+					srv, err := natsserver.Start(natsserver.Options{})
 					if err != nil {
 						b.Fatal(err)
 					}

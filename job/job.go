@@ -17,6 +17,7 @@ import (
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/monitor"
+	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -59,7 +60,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		return wire.Connect(opts.NATS, name, 10*time.Second)
 	}
 	if opts.NATS == "" {
-		srv, err := wire.StartServer(0)
+		srv, err := natsserver.Start(natsserver.Options{})
 		if err != nil {
 			return nil, err
 		}

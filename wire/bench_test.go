@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/strads-go/strads/natsserver"
 )
 
 // report mirrors the largest message of the Lasso app, a worker's report:
@@ -69,10 +71,10 @@ func BenchmarkPublishReceive(b *testing.B) {
 		size       int
 		maxPayload int32
 	}{
-		{64, MaxPayload},
-		{1 << 20, MaxPayload},
+		{64, natsserver.MaxPayload},
+		{1 << 20, natsserver.MaxPayload},
 		{16 << 20, 1 << 20},
-		{16 << 20, MaxPayload},
+		{16 << 20, natsserver.MaxPayload},
 	} {
 		chunks := "unchunked"
 		if bc.size > int(bc.maxPayload) {
@@ -80,7 +82,7 @@ func BenchmarkPublishReceive(b *testing.B) {
 			chunks = fmt.Sprintf("%dchunks", n)
 		}
 		b.Run(fmt.Sprintf("%s/max%s/%s", bytesName(bc.size), bytesName(int(bc.maxPayload)), chunks), func(b *testing.B) {
-			srv, err := startServer(-1, bc.maxPayload)
+			srv, err := natsserver.Start(natsserver.Options{Port: -1, MaxPayload: bc.maxPayload})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -123,7 +125,7 @@ func bytesName(n int) string {
 // BenchmarkRequest measures a small request/reply round trip in-process
 // (the join and ready requests).
 func BenchmarkRequest(b *testing.B) {
-	srv, err := startServer(-1, MaxPayload)
+	srv, err := natsserver.Start(natsserver.Options{Port: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

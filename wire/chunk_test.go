@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/natsserver"
 )
 
 // smallPayload is the max_payload of the test servers: a 1 MB message
@@ -19,9 +21,9 @@ const smallPayload = 4 << 10
 
 // startSmall starts an embedded server with a max_payload of smallPayload,
 // listening on a random TCP port as well.
-func startSmall(t testing.TB) *Server {
+func startSmall(t testing.TB) *natsserver.Server {
 	t.Helper()
-	srv, err := startServer(0, smallPayload)
+	srv, err := natsserver.Start(natsserver.Options{MaxPayload: smallPayload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func startSmall(t testing.TB) *Server {
 
 // connect opens a connection to srv, in-process or over TCP, scoped to the
 // job "j".
-func connect(t testing.TB, srv *Server, tcp bool) *Conn {
+func connect(t testing.TB, srv *natsserver.Server, tcp bool) *Conn {
 	t.Helper()
 	var nc *nats.Conn
 	var err error

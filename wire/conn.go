@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -329,4 +330,19 @@ func (m *Mailbox) Close() error {
 		errs = append(errs, sub.Unsubscribe())
 	}
 	return errors.Join(errs...)
+}
+
+// Connect dials the NATS server at url (a comma-separated list for a
+// cluster) and gives up after timeout.
+func Connect(url, name string, timeout time.Duration) (*nats.Conn, error) {
+	nc, err := nats.Connect(url,
+		nats.Name(name),
+		nats.Timeout(timeout),
+		nats.RetryOnFailedConnect(false),
+		nats.MaxReconnects(-1),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
 }

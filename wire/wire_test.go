@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/strads-go/strads/natsserver"
 )
 
 type numbers struct {
@@ -59,7 +61,7 @@ func TestCodecRejectsTruncated(t *testing.T) {
 }
 
 func TestPublishRequestSubscribe(t *testing.T) {
-	srv, err := StartServer(-1)
+	srv, err := natsserver.Start(natsserver.Options{Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestPublishRequestSubscribe(t *testing.T) {
 		t.Error("request to a subject without responders succeeded")
 	}
 	// Too big for the server: sent in chunks, never a silent drop.
-	big := numbers{F: make(Float64s, MaxPayload/8+1)}
+	big := numbers{F: make(Float64s, natsserver.MaxPayload/8+1)}
 	if err := Publish(c, "echo", big); err != nil {
 		t.Fatalf("oversized publish: %v", err)
 	}

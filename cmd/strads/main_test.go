@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // binary is the strads command built for the tests that run it as separate
@@ -211,7 +211,7 @@ func TestLassoCommand(t *testing.T) {
 // startServer starts an embedded nats-server on a free loopback port.
 func startServer(t *testing.T) string {
 	t.Helper()
-	srv, err := wire.StartServer(0)
+	srv, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

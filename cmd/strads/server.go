@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/natsserver"
 )
 
 // runServer runs a NATS server until interrupted, for jobs whose roles run
@@ -17,7 +17,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, stdout, "strads server [--port 4222]"); err != nil {
 		return err
 	}
-	srv, err := wire.StartServer(*port)
+	srv, err := natsserver.Start(natsserver.Options{Port: *port})
 	if err != nil {
 		return err
 	}
