@@ -4,15 +4,15 @@ import (
 	"context"
 
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
 
 // The column layout (DESIGN §5): worker k of P owns the columns
-// scheduler.OwnedRange(p, k, P) with all their rows, and a replica of
+// columnar.OwnedRange(p, k, P) with all their rows, and a replica of
 // q = y − Xβ over all n rows. A round gives each worker a block of its own
-// columns (scheduler.BlockScheduler); the worker runs sequential coordinate
+// columns (columnar.BlockScheduler); the worker runs sequential coordinate
 // descent over the block on a scratch copy of q — exact Gauss–Seidel, so a
 // round carries thousands of updates — and returns its change of Xβ. The
 // coordinator merges the workers' changes by an exact line search along the
@@ -21,7 +21,7 @@ import (
 // raise the objective.
 
 // ColPlan is the plan of a round in the column layout.
-type ColPlan = scheduler.BlockPlan
+type ColPlan = columnar.BlockPlan
 
 // ColPartial is a worker's share of a round in the column layout: Dir is
 // the change of Xβ over all rows caused by its updates (nil if none), and
@@ -79,7 +79,7 @@ func ColumnProgram(cfg Config, workers int) schmp.Program[ColPlan, ColPartial, C
 	return schmp.Program[ColPlan, ColPartial, ColUpdate, ColSummary]{
 		Name: "lasso",
 		NewScheduler: func(ctx context.Context, part, parts int) (schmp.Scheduler[ColPlan], error) {
-			return scheduler.NewBlockScheduler(cfg.Data, scheduler.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork}, workers, part, parts)
+			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork}, workers, part, parts)
 		},
 		NewWorker: func(ctx context.Context, shard, shards int) (schmp.Worker[ColPlan, ColPartial, ColUpdate, ColSummary], error) {
 			return NewColWorker(cfg, shard, shards)

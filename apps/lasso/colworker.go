@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/sparse"
 )
 
@@ -31,8 +31,8 @@ type ColWorker struct {
 	scratch []float64 // q during a Push
 	trial   []float64 // β over the worker's columns during a Push
 	active  []int32
-	relTol  float64               // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
-	work    *scheduler.WorkingSet // a round's working set: its block and the non-zero coordinates
+	relTol  float64              // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
+	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
 }
 
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
@@ -54,7 +54,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
 		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
 		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),
-		work: scheduler.NewWorkingSet(shard, first, x.Cols),
+		work: columnar.NewWorkingSet(shard, first, x.Cols),
 	}
 	if cfg.Intercept {
 		for _, v := range y {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
@@ -42,7 +43,7 @@ type Config struct {
 	// Layout is LayoutRows or LayoutColumns (see ParseLayout).
 	Layout Layout
 	// RoundWork is the work of a worker's block in the column layout, in
-	// non-zeros (0: scheduler.DefaultRoundWork).
+	// non-zeros (0: columnar.DefaultRoundWork).
 	RoundWork int
 	// InnerTol is the relative tolerance of a worker's coordinate descent
 	// over its block in the column layout (0: DefaultInnerTol).
@@ -106,7 +107,7 @@ func (c *Config) roundWork() int64 {
 	if c.RoundWork > 0 {
 		return int64(c.RoundWork)
 	}
-	return scheduler.DefaultRoundWork
+	return columnar.DefaultRoundWork
 }
 
 // Validate reports the first bad setting, named as its flag.
@@ -125,11 +126,11 @@ func (c *Config) Validate() error {
 	case c.Path > 0 && c.LambdaRatio >= 1:
 		return fmt.Errorf("--lambda-path goes from λ_max down to --lambda-ratio·λ_max: --lambda-ratio must be below 1, got %v", c.LambdaRatio)
 	}
-	return scheduler.ValidateColumnConfig(c.Schedule)
+	return columnar.ValidateConfig(c.Schedule)
 }
 
 // Plan is the set of coordinates updated in a round.
-type Plan = scheduler.Plan
+type Plan = columnar.Plan
 
 // Partial is a worker's share of a round: Dot[k] = Σ x_ij·r_i over its
 // rows for j = Plan.Vars[k], and SumR = Σ r_i over its rows.
@@ -197,6 +198,6 @@ func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 // NewScheduler returns scheduler part of parts: the dynamic engine over its
 // range of the columns of cfg.Data, with Pearson correlations for the
 // dependency check when the job fits an intercept, cosines otherwise.
-func NewScheduler(cfg Config, part, parts int) (*scheduler.ColumnScheduler, error) {
-	return scheduler.NewColumnScheduler(cfg.Data, cfg.Intercept, cfg.Schedule, part, parts)
+func NewScheduler(cfg Config, part, parts int) (*columnar.Scheduler, error) {
+	return columnar.NewScheduler(cfg.Data, cfg.Intercept, cfg.Schedule, part, parts)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
 )
 
@@ -74,7 +75,7 @@ func TestDepthOneIsSequential(t *testing.T) {
 
 // recorder wraps a Lasso scheduler part and records every plan it makes.
 type recorder struct {
-	s     *scheduler.ColumnScheduler
+	s     *columnar.Scheduler
 	mu    *sync.Mutex
 	plans map[uint64][]int32
 }

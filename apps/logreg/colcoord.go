@@ -8,7 +8,7 @@ import (
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
 )
 
@@ -93,11 +93,11 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if len(s0.Y) != s0.Rows {
 		return ColUpdate{}, fmt.Errorf("worker shard 0 sent %d labels for %d rows", len(s0.Y), s0.Rows)
 	}
-	owned := make([]scheduler.OwnedShard, len(shards))
+	owned := make([]columnar.OwnedShard, len(shards))
 	for k, s := range shards {
-		owned[k] = scheduler.OwnedShard{Rows: s.Rows, Features: s.Features, First: s.First, Cols: s.Cols, Data: s.Data}
+		owned[k] = columnar.OwnedShard{Rows: s.Rows, Features: s.Features, First: s.First, Cols: s.Cols, Data: s.Data}
 	}
-	if err := scheduler.CheckOwnedShards(owned); err != nil {
+	if err := columnar.CheckOwnedShards(owned); err != nil {
 		return ColUpdate{}, err
 	}
 	lambdaMax := 0.0
@@ -243,7 +243,7 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 	var moved []int // workers with a change
 	fresh := true
 	for k, part := range partials {
-		m, err := scheduler.CheckChange(k, c.workers, len(c.w), len(c.z), part.Vars, part.Value, len(part.Dir))
+		m, err := columnar.CheckChange(k, c.workers, len(c.w), len(c.z), part.Vars, part.Value, len(part.Dir))
 		if err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err
 		}

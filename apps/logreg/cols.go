@@ -6,15 +6,15 @@ import (
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
 
 // The column layout (DESIGN §5), as the Lasso's: worker k of P owns the
-// columns scheduler.OwnedRange(p, k, P) with all their rows, the labels,
+// columns columnar.OwnedRange(p, k, P) with all their rows, the labels,
 // and a replica of the margins z = Xw + b over all n rows. A round gives
-// each worker a block of its own columns (scheduler.BlockScheduler); the
+// each worker a block of its own columns (columnar.BlockScheduler); the
 // worker takes proximal Newton steps over the block and its non-zero
 // coordinates on a scratch copy of z, as newGLMNET does (ColWorker.Push:
 // coordinate descent on the quadratic model, then an Armijo line search on
@@ -30,7 +30,7 @@ import (
 // worker's change of z.
 
 // ColPlan is the plan of a round in the column layout.
-type ColPlan = scheduler.BlockPlan
+type ColPlan = columnar.BlockPlan
 
 // ColPartial is a worker's share of a round in the column layout: Dir is
 // the change of the margins z over all rows caused by its updates (nil if
@@ -108,7 +108,7 @@ func ColumnProgram(cfg Config, workers int) schmp.Program[ColPlan, ColPartial, C
 	return schmp.Program[ColPlan, ColPartial, ColUpdate, ColSummary]{
 		Name: "logreg",
 		NewScheduler: func(ctx context.Context, part, parts int) (schmp.Scheduler[ColPlan], error) {
-			return scheduler.NewBlockScheduler(cfg.Data, scheduler.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork}, workers, part, parts)
+			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork}, workers, part, parts)
 		},
 		NewWorker: func(ctx context.Context, shard, shards int) (schmp.Worker[ColPlan, ColPartial, ColUpdate, ColSummary], error) {
 			return NewColWorker(cfg, shard, shards)
@@ -134,7 +134,7 @@ func (c *Config) roundWork() int64 {
 	if c.RoundWork > 0 {
 		return int64(c.RoundWork)
 	}
-	return scheduler.DefaultRoundWork
+	return columnar.DefaultRoundWork
 }
 
 // moveMargin returns z moved by alpha·d, as every node of the job computes

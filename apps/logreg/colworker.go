@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/sparse"
 )
 
@@ -34,10 +34,10 @@ type ColWorker struct {
 	scratch []colRow  // the rows during a Push
 	trial   []float64 // w over the worker's columns during a Push
 	active  []int32
-	relTol  float64               // the inner tolerance, relative to F (0: not set yet)
-	work    *scheduler.WorkingSet // a round's working set: its block and the non-zero coordinates
-	rp      []float64             // scratch for Report
-	nt      newtonScratch         // scratch for Push's Newton steps
+	relTol  float64              // the inner tolerance, relative to F (0: not set yet)
+	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
+	rp      []float64            // scratch for Report
+	nt      newtonScratch        // scratch for Push's Newton steps
 }
 
 // colRow is what a worker keeps of a row in the column layout: the margin
@@ -74,7 +74,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		bias: shard == 0 && cfg.Intercept,
 		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
 		scratch: make([]colRow, n), trial: make([]float64, x.Cols),
-		work: scheduler.NewWorkingSet(shard, first, x.Cols),
+		work: columnar.NewWorkingSet(shard, first, x.Cols),
 	}
 	for i, v := range labels {
 		y, ok := label(v)

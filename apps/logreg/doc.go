@@ -31,7 +31,7 @@
 //   - the scheduler picks the coordinates of a round by priority
 //     (|Δw_j|^γ + η), uniformly or cyclically, and drops those whose columns
 //     are correlated with one already picked (|corr(x_j, x_k)| ≥ ρ): the
-//     same column scheduler as the Lasso's (scheduler.ColumnScheduler, over
+//     same column scheduler as the Lasso's (columnar.Scheduler, over
 //     scheduler.Dynamic);
 //   - each worker holds its own rows of X (column-compressed), the labels,
 //     and the margins z_i = x_i·w + b of its rows, with the per-row loss,
@@ -83,9 +83,9 @@
 // Config.Layout picks how the data are split among the workers (as for the
 // Lasso: lasso.ParseLayout). What is described above is the row layout
 // (Program). In the column layout (ColumnProgram), worker k of P owns the
-// columns scheduler.OwnedRange(p, k, P) with all their rows, the labels, and
+// columns columnar.OwnedRange(p, k, P) with all their rows, the labels, and
 // a replica of the margins z = Xw + b over all rows. Each round the block
-// scheduler (scheduler.BlockScheduler) gives every worker a block of its own
+// scheduler (columnar.BlockScheduler) gives every worker a block of its own
 // columns; the worker adds its non-zero coordinates (glmnet's active set)
 // and takes proximal Newton steps over them on a scratch copy of the
 // margins, as liblinear's newGLMNET does (see ColWorker.Push): each step

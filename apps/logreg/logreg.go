@@ -9,6 +9,7 @@ import (
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
@@ -42,7 +43,7 @@ type Config struct {
 	// columns.
 	Layout lasso.Layout
 	// RoundWork is the work of a worker's block in the column layout, in
-	// non-zeros (0: scheduler.DefaultRoundWork).
+	// non-zeros (0: columnar.DefaultRoundWork).
 	RoundWork int
 	// InnerTol is the relative tolerance of a worker's coordinate descent
 	// over its block in the column layout (0: lasso.DefaultInnerTol).
@@ -89,12 +90,12 @@ func (c *Config) Validate() error {
 	case !(c.InnerTol >= 0 && c.InnerTol < 1):
 		return fmt.Errorf("the inner tolerance must be in [0, 1), got %v", c.InnerTol)
 	}
-	return scheduler.ValidateColumnConfig(c.Schedule)
+	return columnar.ValidateConfig(c.Schedule)
 }
 
 // Plan is the set of coordinates updated in a round. Logistic regression
 // plans its coordinates exactly as the Lasso does, with the same scheduler.
-type Plan = scheduler.Plan
+type Plan = columnar.Plan
 
 // Partial is a worker's share of a round: for j = Plan.Vars[k],
 // Grad[k] = Σ x_ij·r_i and Curv[k] = Σ x_ij²·d_i over its rows, where
@@ -181,8 +182,8 @@ func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 // scheduler the Lasso uses too, which reads its columns of cfg.Data and runs
 // the dynamic engine over them (with Pearson correlations for the
 // dependency check when the job fits an intercept, cosines otherwise).
-func NewScheduler(cfg Config, part, parts int) (*scheduler.ColumnScheduler, error) {
-	return scheduler.NewColumnScheduler(cfg.Data, cfg.Intercept, cfg.Schedule, part, parts)
+func NewScheduler(cfg Config, part, parts int) (*columnar.Scheduler, error) {
+	return columnar.NewScheduler(cfg.Data, cfg.Intercept, cfg.Schedule, part, parts)
 }
 
 // label maps a LIBSVM label to ±1; ok is false for anything but 0, 1 and

@@ -1,9 +1,10 @@
-package scheduler
+package columnar
 
 import (
 	"fmt"
 
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
@@ -14,25 +15,25 @@ type Plan struct {
 	Vars wire.Int32s `msgpack:"v"`
 }
 
-// ColumnScheduler is a scheduler part for a model with one variable per
+// Scheduler is a scheduler part for a model with one variable per
 // column of a LIBSVM file (Lasso, logistic regression): the dynamic engine
 // over a contiguous range of the columns, whose dependency check uses the
 // columns' correlation.
-type ColumnScheduler struct {
-	d     *Dynamic
+type Scheduler struct {
+	d     *scheduler.Dynamic
 	first int32 // the engine's variable k is column first+k
 	vars  int32 // the number of columns of the part
 }
 
-// NewColumnScheduler reads part of parts of the columns of the LIBSVM file
+// NewScheduler reads part of parts of the columns of the LIBSVM file
 // at path and starts the engine over them, with Pearson correlations for
 // the dependency check if centered and cosines otherwise. c.Vars is set
 // from the data; a negative c.Warmup means one sweep of the part,
 // ⌈Vars/Block⌉ rounds. Parts other than the first seed their draws with
 // c.Seed+part. Without a dependency check (c.Rho ≥ 1) only the number of
 // columns is read.
-func NewColumnScheduler(path string, centered bool, c Config, part, parts int) (*ColumnScheduler, error) {
-	var cols Columns
+func NewScheduler(path string, centered bool, c scheduler.Config, part, parts int) (*Scheduler, error) {
+	var cols scheduler.Columns
 	var first, vars, total int
 	if c.Rho >= 1 {
 		err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
@@ -50,7 +51,7 @@ func NewColumnScheduler(path string, centered bool, c Config, part, parts int) (
 		if err != nil {
 			return nil, err
 		}
-		cols, first, vars, total = NewSparseColumns(x, centered), lo, x.Cols, n
+		cols, first, vars, total = scheduler.NewSparseColumns(x, centered), lo, x.Cols, n
 	}
 	if total == 0 {
 		return nil, fmt.Errorf("%s: no features", path)
@@ -63,17 +64,17 @@ func NewColumnScheduler(path string, centered bool, c Config, part, parts int) (
 	if c.Warmup < 0 {
 		c.Warmup = (c.Vars + c.Block - 1) / c.Block
 	}
-	d, err := NewDynamic(c, cols)
+	d, err := scheduler.NewDynamic(c, cols)
 	if err != nil {
 		return nil, err
 	}
-	return &ColumnScheduler{d: d, first: int32(first), vars: int32(vars)}, nil
+	return &Scheduler{d: d, first: int32(first), vars: int32(vars)}, nil
 }
 
-// ValidateColumnConfig reports the first bad field of c for
-// NewColumnScheduler, before the data are read: c.Vars is not checked (it
+// ValidateConfig reports the first bad field of c for
+// NewScheduler, before the data are read: c.Vars is not checked (it
 // comes from the data), and a negative c.Warmup is allowed (one sweep).
-func ValidateColumnConfig(c Config) error {
+func ValidateConfig(c scheduler.Config) error {
 	c.Vars = max(c.Vars, 1)
 	c.Warmup = max(c.Warmup, 0)
 	return c.Validate()
@@ -81,7 +82,7 @@ func ValidateColumnConfig(c Config) error {
 
 // Schedule implements schmp.Scheduler. The feedback must name columns of
 // this part.
-func (s *ColumnScheduler) Schedule(round uint64, fbs []schmp.Feedback) (Plan, schmp.PlanInfo, error) {
+func (s *Scheduler) Schedule(round uint64, fbs []schmp.Feedback) (Plan, schmp.PlanInfo, error) {
 	for _, fb := range fbs {
 		if len(fb.Delta) != len(fb.Vars) {
 			return Plan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d with %d variables and %d deltas", fb.Round, len(fb.Vars), len(fb.Delta))

@@ -1,4 +1,4 @@
-package scheduler
+package columnar
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
@@ -160,8 +161,9 @@ func (ws *WorkingSet) Build(p BlockPlan, coef []float64) ([]int32, error) {
 // columns as fit the work budget: Work non-zeros, at the worker's mean
 // non-zeros per column.
 type BlockScheduler struct {
-	engines []*Dynamic
+	engines []*scheduler.Dynamic
 	first   []int32 // engine k's variable i is column first[k]+i
+	vars    []int32 // engine k has vars[k] variables
 	// dataErr is what was wrong with the data file, reported at the first
 	// Schedule (see NewBlockScheduler).
 	dataErr error
@@ -172,7 +174,7 @@ type BlockConfig struct {
 	// Engine configures each worker's engine. Vars, Block, Candidates,
 	// Rho and Workers are set by the scheduler; a negative Warmup means one
 	// sweep over the worker's columns.
-	Engine Config
+	Engine scheduler.Config
 	// Work is the budget of a worker's block in non-zeros (0:
 	// DefaultRoundWork).
 	Work int
@@ -236,12 +238,13 @@ func newBlockScheduler(nnz []int, c BlockConfig, workers int) (*BlockScheduler, 
 		if e.Warmup < 0 {
 			e.Warmup = (e.Vars + block - 1) / block
 		}
-		d, err := NewDynamic(e, nil)
+		d, err := scheduler.NewDynamic(e, nil)
 		if err != nil {
 			return nil, err
 		}
 		s.engines = append(s.engines, d)
 		s.first = append(s.first, int32(lo))
+		s.vars = append(s.vars, int32(hi-lo))
 	}
 	return s, nil
 }
@@ -250,7 +253,7 @@ func newBlockScheduler(nnz []int, c BlockConfig, workers int) (*BlockScheduler, 
 func (s *BlockScheduler) owner(j int32) int {
 	for k := len(s.first) - 1; k >= 0; k-- {
 		if j >= s.first[k] {
-			if int(j-s.first[k]) < s.engines[k].cfg.Vars {
+			if j-s.first[k] < s.vars[k] {
 				return k
 			}
 			return -1

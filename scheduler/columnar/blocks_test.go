@@ -1,4 +1,4 @@
-package scheduler
+package columnar
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -70,7 +71,7 @@ func TestBlockSchedulerDataErrors(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			s, err := NewBlockScheduler(path, BlockConfig{Engine: Config{Policy: Cyclic}}, 2, 0, 1)
+			s, err := NewBlockScheduler(path, BlockConfig{Engine: scheduler.Config{Policy: scheduler.Cyclic}}, 2, 0, 1)
 			if err != nil {
 				t.Fatalf("start: %v", err)
 			}

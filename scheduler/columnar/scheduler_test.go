@@ -1,26 +1,28 @@
-package scheduler
+package columnar
 
 import (
-	"github.com/strads-go/strads/schmp"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
 )
 
-// TestColumnScheduler checks that each part plans only its own range of the
+// TestScheduler checks that each part plans only its own range of the
 // columns, with and without the dependency check, and refuses feedback for
 // columns of another part.
-func TestColumnScheduler(t *testing.T) {
+func TestScheduler(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.svm")
 	data := "1 1:1 3:2 10:1\n2 2:1 4:1\n0 5:3 9:1 10:0\n"
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, rho := range []float64{0.5, 1} {
-		c := Config{Policy: Cyclic, Candidates: 4, Block: 2, Warmup: -1, Rho: rho, Workers: 1, Seed: 1}
+		c := scheduler.Config{Policy: scheduler.Cyclic, Candidates: 4, Block: 2, Warmup: -1, Rho: rho, Workers: 1, Seed: 1}
 		for part, want := range [][2]int32{{0, 5}, {5, 10}} { // 10 columns: the last non-zero is 10:1
-			s, err := NewColumnScheduler(path, false, c, part, 2)
+			s, err := NewScheduler(path, false, c, part, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
