@@ -26,6 +26,24 @@ import (
 // pipeline.ErrDiverged.
 var ErrDiverged = pipeline.ErrDiverged
 
+// The other kinds of failure of a job (errors.Is); they are package
+// protocol's, which the worker and scheduler nodes share.
+var (
+	// ErrTimeout: a node gave no answer in time (Options.Timeout,
+	// Options.JoinTimeout). The error names the round, the node(s) and
+	// what was awaited.
+	ErrTimeout = protocol.ErrTimeout
+	// ErrAborted: another node failed and told the coordinator so (a
+	// worker's failed load, Apply or Push, a scheduler's failed plan).
+	// The error is also a *NodeError, which names that node (its role,
+	// place, host and pid) and the round, and has the node's cause as text.
+	ErrAborted = protocol.ErrAborted
+)
+
+// NodeError names the node whose failure failed the job; it is
+// protocol.NodeError.
+type NodeError = protocol.NodeError
+
 // Run runs a coordinator node on c until the job stops or fails, or ctx is
 // done. newCoordinator builds the app's coordinator. On success the model is
 // at opts.Out and the metrics at opts.Metrics; on failure neither file is
@@ -40,7 +58,8 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 		return nil, err
 	}
 	opts.fill()
-	n := &node[P, R, U, S]{c: c, opts: opts, log: opts.Logger.With("role", "coordinator")}
+	n := &node[P, R, U, S]{c: c, opts: opts, log: opts.Logger.With("role", "coordinator"),
+		nodes: map[string][]protocol.Node{protocol.RoleWorker: make([]protocol.Node, opts.Workers), protocol.RoleScheduler: make([]protocol.Node, opts.Schedulers)}}
 	res, err := n.run(ctx, newCoordinator)
 	if err != nil {
 		n.abort(err)
@@ -58,6 +77,11 @@ type node[P, R, U, S any] struct {
 	staged Staged
 	core   *pipeline.Core[P, R, U, S]
 	done   bool // the core's JobDone came
+
+	// nodes holds, by role and place, the node that joined there (Host
+	// and PID empty before), for the errors that name it.
+	mu    sync.Mutex
+	nodes map[string][]protocol.Node
 
 	box     *wire.Mailbox // plans and partials
 	metrics *atomicfile.File
@@ -135,7 +159,9 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	n.staged, _ = n.app.(Staged)
-	if n.core, err = pipeline.New(n.opts.pipeline(), schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{n.app, n}), n.staged); err != nil {
+	cfg := n.opts.pipeline()
+	cfg.Name = func(role string, place int) string { return n.who(role, place).String() }
+	if n.core, err = pipeline.New(cfg, schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{n.app, n}), n.staged); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if n.opts.Metrics != "" {
@@ -190,6 +216,9 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 				rep.Err = fmt.Sprintf("no role %q", role)
 			case ok:
 				rep.Shard, rep.Shards = place, limit[role]
+				n.mu.Lock()
+				n.nodes[role][place] = protocol.Node{Role: role, Place: place, Host: req.Host, PID: req.PID}
+				n.mu.Unlock()
 			default:
 				rep.Err = fmt.Sprintf("the job already has its %d %ss", limit[role], role)
 			}
@@ -202,6 +231,24 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 		return nil, fmt.Errorf("coordinator: subscribe to joins: %w", err)
 	}
 	return sub, nil
+}
+
+// who returns the node at place of role, as it joined (without host and
+// pid if it has not, or if there is no such place).
+func (n *node[P, R, U, S]) who(role string, place int) protocol.Node {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if nodes := n.nodes[role]; place >= 0 && place < len(nodes) && nodes[place].Role != "" {
+		return nodes[place]
+	}
+	return protocol.Node{Role: role, Place: place}
+}
+
+// failed returns the error of the job when the node at place of role
+// failed in round (0: outside a round) and sent cause: that node's
+// failure, which aborted the job.
+func (n *node[P, R, U, S]) failed(role string, place int, round uint64, cause string) error {
+	return protocol.Aborted(&NodeError{Node: n.who(role, place), Round: round, Err: errors.New(cause)})
 }
 
 func cmpOr(s, def string) string {
@@ -227,13 +274,23 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Inbox[p
 				return nil, ctx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				var parts []string
+				var parts, loading []string
 				for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
-					if m := missing(ready[role]); len(m) > 0 {
+					m := missing(ready[role])
+					if len(m) > 0 {
 						parts = append(parts, fmt.Sprintf("%d of %d %ss ready (missing %v)", len(ready[role])-len(m), len(ready[role]), role, m))
 					}
+					for _, k := range m {
+						if who := n.who(role, k); who.Host != "" || who.PID != 0 {
+							loading = append(loading, who.String())
+						}
+					}
 				}
-				return nil, fmt.Errorf("coordinator: after %s only %s", n.opts.JoinTimeout, strings.Join(parts, ", "))
+				msg := fmt.Sprintf("coordinator: after %s only %s", n.opts.JoinTimeout, strings.Join(parts, ", "))
+				if len(loading) > 0 {
+					msg += "; joined but not ready: " + strings.Join(loading, ", ")
+				}
+				return nil, protocol.Timeout(errors.New(msg))
 			}
 			return nil, fmt.Errorf("coordinator: %w", err)
 		}
@@ -254,7 +311,7 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Inbox[p
 			}
 		}
 		if r.Err != "" {
-			return nil, errors.New(r.Err)
+			return nil, n.failed(role, r.Shard, 0, r.Err)
 		}
 		if ack.Err != "" || got[r.Shard] {
 			continue
@@ -368,7 +425,7 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	if rep.Err != "" {
-		return fmt.Errorf("scheduler %d: round %d: %s", rep.Part, rep.Round, rep.Err)
+		return n.failed(protocol.RoleScheduler, rep.Part, rep.Round, rep.Err)
 	}
 	ok, err := n.step(pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Time: now, Round: rep.Round, From: rep.Part, Plan: rep.Plan, Info: rep.Info})
 	if ok {
@@ -388,7 +445,7 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	if p.Err != "" {
-		return fmt.Errorf("worker shard %d: %s", p.Shard, p.Err)
+		return n.failed(protocol.RoleWorker, p.Shard, p.Round, p.Err)
 	}
 	ok, err := n.step(pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Time: now, Round: p.Round, From: p.Shard,
 		Partial: p.Partial, Report: p.Report, HasReport: p.HasReport})

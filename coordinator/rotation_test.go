@@ -81,11 +81,14 @@ func (c *relayCoordinator) Start([]int) (relayUpdate, error) {
 func (c *relayCoordinator) Pull(_ uint64, t scheduler.Turn, partials []relayBlock) (relayUpdate, schmp.Feedback, error) {
 	u := relayUpdate{Next: map[int]relayBlock{}}
 	c.blocks = make([]relayBlock, len(partials))
+	var fb schmp.Feedback // every block, as the plan names them
 	for _, b := range partials {
 		u.Next[c.rot.Owner(b.ID, t.SubRound+1)] = b
 		c.blocks[b.ID] = b
+		fb.Vars = append(fb.Vars, int32(b.ID))
+		fb.Delta = append(fb.Delta, 0)
 	}
-	return u, schmp.Feedback{}, nil
+	return u, fb, nil
 }
 
 func (c *relayCoordinator) Objective([]int) (schmp.Progress, error) { return schmp.Progress{}, nil }

@@ -2,28 +2,43 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/strads-go/strads/wire"
 )
 
-// Join asks the coordinator of c's job for a place as role until it answers
-// or ctx is done; each try waits at most try for the answer.
-func Join(ctx context.Context, c *wire.Conn, id, role string, try time.Duration) (JoinReply, error) {
-	req := JoinRequest{ID: id, Role: role}
+// Join asks the coordinator of c's job for a place as req.Role until it
+// answers or ctx is done; each try waits at most try for the answer. A
+// refusal because the role's manifest differs from the job's is an error
+// whose text is the coordinator's (which names the role and the field) and
+// that matches ErrManifest; an error with no answer matches ErrTimeout.
+func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration) (JoinReply, error) {
+	role := req.Role
+	if role == "" {
+		role = RoleWorker
+	}
 	for {
 		rctx, cancel := context.WithTimeout(ctx, min(try, 5*time.Second))
 		rep, err := wire.Request[JoinRequest, JoinReply](rctx, c, SubjectJoin, req)
 		cancel()
 		if err == nil {
-			if rep.Err != "" {
+			switch {
+			case rep.Mismatch:
+				return rep, Mismatch(errors.New(rep.Err))
+			case rep.Err != "":
 				return rep, fmt.Errorf("%s: join refused: %s", role, rep.Err)
 			}
 			return rep, nil
 		}
 		if ctx.Err() != nil {
-			return rep, fmt.Errorf("%s: no coordinator answered on %s: %w", role, c.Subject(SubjectJoin), ctx.Err())
+			err := fmt.Errorf("%s: no coordinator answered on %s: %w", role, c.Subject(SubjectJoin), ctx.Err())
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				err = Timeout(err)
+			}
+			return rep, err
 		}
 		// No coordinator yet (no responders) or a lost reply: try again.
 		select {
@@ -31,6 +46,13 @@ func Join(ctx context.Context, c *wire.Conn, id, role string, try time.Duration)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Self returns the host name (os.Hostname; "" if unknown) and the process
+// id that a node puts in its JoinRequest.
+func Self() (host string, pid int) {
+	host, _ = os.Hostname()
+	return host, os.Getpid()
 }
 
 // Announce tells the coordinator that the node is ready (or, with r.Err

@@ -61,6 +61,10 @@ type JoinRequest struct {
 	Role string `msgpack:"role,omitempty"`
 	// Manifest is what the role believes about the job.
 	Manifest Manifest `msgpack:"manifest"`
+	// Host and PID say where the role runs (os.Hostname, os.Getpid), so
+	// that the coordinator's errors can name it (Node).
+	Host string `msgpack:"host,omitempty"`
+	PID  int    `msgpack:"pid,omitempty"`
 }
 
 // JoinReply gives a node its place: worker shard Shard of Shards, or
@@ -71,7 +75,11 @@ type JoinReply struct {
 	// Settings are the job's settings (the coordinator's
 	// Manifest.Settings): a role applies those it was not given.
 	Settings map[string]string `msgpack:"settings,omitempty"`
-	Err      string            `msgpack:"err,omitempty"`
+	// Err says why the join was refused; "" when it was not.
+	Err string `msgpack:"err,omitempty"`
+	// Mismatch is set, with Err, when the role was refused because its
+	// manifest differs from the job's (ErrManifest).
+	Mismatch bool `msgpack:"mismatch,omitempty"`
 }
 
 // Ready tells the coordinator that a node has loaded its data: a worker its

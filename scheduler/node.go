@@ -39,10 +39,22 @@ type NodeOptions struct {
 	Configure func(settings map[string]string) error
 }
 
+// The kinds of failure of a scheduler node's error (errors.Is); they are
+// package protocol's.
+var (
+	// ErrTimeout: the scheduler waited in vain for the coordinator.
+	ErrTimeout = protocol.ErrTimeout
+	// ErrAborted: the coordinator told the scheduler that the job failed.
+	ErrAborted = protocol.ErrAborted
+)
+
 // Run runs a scheduler node on c: it joins the job, which gives it its part
 // of the variables, builds the app's scheduler for that part, then answers
 // the coordinator's plan requests until the coordinator stops the job, the
-// job fails, or ctx is done.
+// job fails, or ctx is done. Its own failures (building the scheduler, a
+// plan) are a *protocol.NodeError naming its part, host, pid and round; the
+// coordinator learns of them at once and fails the job with an error of the
+// same text (DESIGN §6).
 func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts NodeOptions) error {
 	if opts.ID == "" {
 		opts.ID = nuid.Next()
@@ -58,22 +70,25 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("role", "scheduler", "id", opts.ID)
+	host, pid := protocol.Self()
 
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
-	place, err := protocol.Join(joinCtx, c, opts.ID, protocol.RoleScheduler, opts.Timeout)
+	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleScheduler, Host: host, PID: pid}, opts.Timeout)
 	if err != nil {
 		return err
 	}
 	part := place.Shard
+	self := protocol.Node{Role: protocol.RoleScheduler, Place: part, Host: host, PID: pid}
 	log = log.With("part", part)
 	log.Info("joined", "parts", place.Shards)
 
 	ready := protocol.Ready[struct{}]{ID: opts.ID, Role: protocol.RoleScheduler, Shard: part}
 	s, err := newScheduler(ctx, part, place.Shards)
 	if err != nil {
-		err = fmt.Errorf("scheduler %d: %w", part, err)
+		// The coordinator names the scheduler itself: send the cause.
 		ready.Err = err.Error()
+		err = &protocol.NodeError{Node: self, Err: err}
 		if aerr := protocol.Announce(joinCtx, c, ready); aerr != nil && !errors.Is(aerr, context.Canceled) {
 			log.Warn("report failure", "err", aerr)
 		}
@@ -100,14 +115,14 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 				return ctx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("scheduler %d: no plan request from the coordinator for %s", part, wait)
+				return protocol.Timeout(fmt.Errorf("scheduler %d: no plan request from the coordinator for %s", part, wait))
 			}
 			return fmt.Errorf("scheduler %d: %w", part, err)
 		}
 		wait = 2 * opts.Timeout
 		if req.Stop {
 			if req.Abort != "" {
-				return fmt.Errorf("scheduler %d: job aborted: %s", part, req.Abort)
+				return protocol.Aborted(fmt.Errorf("scheduler %d: job aborted: %s", part, req.Abort))
 			}
 			log.Info("stopped", "round", req.Round)
 			return nil
@@ -127,10 +142,15 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			rep.Err = err.Error()
 		}
 		if rerr := wire.Reply(c, msg, rep); rerr != nil && err == nil {
-			err = rerr
+			return fmt.Errorf("scheduler %d: round %d: %w", part, req.Round, rerr)
 		}
 		if err != nil {
-			return fmt.Errorf("scheduler %d: round %d: %w", part, req.Round, err)
+			// The last message before Run returns: deliver it now, since
+			// a process may exit right after (DESIGN §6).
+			if ferr := c.NATS().FlushTimeout(opts.Timeout); ferr != nil {
+				log.Warn("flush", "err", ferr)
+			}
+			return &protocol.NodeError{Node: self, Round: req.Round, Err: err}
 		}
 	}
 }

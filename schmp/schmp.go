@@ -102,8 +102,13 @@ type Coordinator[P, R, U, S any] interface {
 	Start(shards []S) (U, error)
 	// Pull combines the partials of a round (indexed by worker) into new
 	// variable values. It returns the update that workers apply and the
-	// feedback for the scheduler, which should name every variable of the
-	// plan (the runtime sets its Round). Rounds are pulled in order; with
+	// feedback for the scheduler, which must name every variable (or
+	// block) of the plan's PlanInfo.Vars, in any order, each once and no
+	// other, with a Delta for each (empty for a plan without variables):
+	// otherwise the runtime fails the job, naming the round and the
+	// variable, since a variable left out would stay busy in a scheduler
+	// that waits for its feedback (DESIGN §3). The runtime sets its Round.
+	// Rounds are pulled in order; with
 	// depth rounds in flight, the workers computed round t's partials
 	// having applied the updates of rounds up to t−depth only.
 	Pull(round uint64, plan P, partials []R) (U, Feedback, error)

@@ -54,19 +54,35 @@ func (o *Options) fill() {
 	}
 }
 
+// The kinds of failure of a worker's error (errors.Is); they are package
+// protocol's.
+var (
+	// ErrTimeout: the worker waited in vain for the coordinator.
+	ErrTimeout = protocol.ErrTimeout
+	// ErrAborted: the coordinator told the worker that the job failed.
+	ErrAborted = protocol.ErrAborted
+)
+
 // Run runs a worker node on c until the coordinator stops the job, the job
 // fails, or ctx is done. newWorker builds the app's worker for the shard
 // that the coordinator assigns.
+//
+// The worker's own failures (its load, Apply, Push or Report) are a
+// *protocol.NodeError naming its shard, host, pid and round; the
+// coordinator learns of them at once, flushed before Run returns, and fails
+// the job with an error of the same text (DESIGN §6).
 func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx context.Context, shard, shards int) (schmp.Worker[P, R, U, S], error), opts Options) error {
 	opts.fill()
 	log := opts.Logger.With("role", "worker", "id", opts.ID)
+	host, pid := protocol.Self()
 
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
-	place, err := protocol.Join(joinCtx, c, opts.ID, protocol.RoleWorker, opts.Timeout)
+	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleWorker, Host: host, PID: pid}, opts.Timeout)
 	if err != nil {
 		return err
 	}
+	self := protocol.Node{Role: protocol.RoleWorker, Place: place.Shard, Host: host, PID: pid}
 	log = log.With("shard", place.Shard)
 	log.Info("joined", "shards", place.Shards)
 
@@ -85,8 +101,9 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	}
 	ready := protocol.Ready[S]{ID: opts.ID, Role: protocol.RoleWorker, Shard: place.Shard, Summary: summary}
 	if err != nil {
-		err = fmt.Errorf("worker shard %d: %w", place.Shard, err)
+		// The coordinator names the worker itself: send the cause.
 		ready.Err = err.Error()
+		err = &protocol.NodeError{Node: self, Err: err}
 	}
 	if aerr := protocol.Announce(joinCtx, c, ready); err == nil && aerr != nil {
 		err = aerr
@@ -117,13 +134,13 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 					return ctx.Err()
 				}
 				if errors.Is(err, context.DeadlineExceeded) {
-					return fmt.Errorf("worker shard %d: no task from the coordinator for %s", place.Shard, wait)
+					return protocol.Timeout(fmt.Errorf("worker shard %d: no task from the coordinator for %s", place.Shard, wait))
 				}
 				return fmt.Errorf("worker shard %d: %w", place.Shard, err)
 			}
 			wait = 2 * opts.Timeout
 			if task.Abort != "" {
-				return fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort)
+				return protocol.Aborted(fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort))
 			}
 			if task.Round > last+1 && len(early) < maxEarly {
 				// Broadcast and own tasks travel on two subjects: put
@@ -144,15 +161,31 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			m.WorkerSeconds.WithLabelValues(l).Add(float64(p.Nanos) / 1e9)
 		}
 		if perr := wire.Publish(c, protocol.SubjectPartial, p); perr != nil && err == nil {
-			err = perr
+			err = fmt.Errorf("worker shard %d: round %d: %w", place.Shard, task.Round, perr)
+		} else if err != nil {
+			err = &protocol.NodeError{Node: self, Round: task.Round, Err: err}
+		}
+		if err != nil || task.Stop {
+			// The last message before Run returns: deliver it now, since
+			// a process may exit right after (DESIGN §6).
+			flush(c, opts.Timeout, log)
 		}
 		if err != nil {
-			return fmt.Errorf("worker shard %d: round %d: %w", place.Shard, task.Round, err)
+			return err
 		}
 		if task.Stop {
 			log.Info("stopped", "round", task.Round)
 			return nil
 		}
+	}
+}
+
+// flush waits, up to timeout, until the server has every message published
+// on c, so that the last partial of a worker that returns (and of a
+// process that may exit at once) is not lost in the connection's buffer.
+func flush(c *wire.Conn, timeout time.Duration, log *slog.Logger) {
+	if err := c.NATS().FlushTimeout(timeout); err != nil {
+		log.Warn("flush", "err", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/strads-go/strads/protocol"
@@ -175,7 +176,9 @@ func (c *Core[P, R, U, S]) Deadline() (deadline time.Time, what string, ok bool)
 		}
 	}
 	for r, t := range c.asked {
-		consider(t.Add(c.cfg.Timeout), r, func() string { return fmt.Sprintf("round %d: no plan from scheduler %d", r, c.part(r)) })
+		consider(t.Add(c.cfg.Timeout), r, func() string {
+			return fmt.Sprintf("round %d: no plan from %s", r, c.name(protocol.RoleScheduler, c.part(r)))
+		})
 	}
 	fs := make([]*flight[P, R, S], 0, len(c.flight)+1)
 	for _, f := range c.flight {
@@ -186,13 +189,25 @@ func (c *Core[P, R, U, S]) Deadline() (deadline time.Time, what string, ok bool)
 	}
 	for _, f := range fs {
 		consider(f.sent.Add(c.cfg.Timeout), f.round, func() string {
-			return fmt.Sprintf("round %d: no answer from worker shard(s) %v", f.round, missing(f.got))
+			var who []string
+			for _, k := range missing(f.got) {
+				who = append(who, c.name(protocol.RoleWorker, k))
+			}
+			return fmt.Sprintf("round %d: no answer from %s", f.round, strings.Join(who, ", "))
 		})
 	}
 	if ok {
 		what = fmt.Sprintf("%s within %s", what, c.cfg.Timeout)
 	}
 	return deadline, what, ok
+}
+
+// name names place of role in errors (Config.Name).
+func (c *Core[P, R, U, S]) name(role string, place int) string {
+	if c.cfg.Name != nil {
+		return c.cfg.Name(role, place)
+	}
+	return protocol.Node{Role: role, Place: place}.String()
 }
 
 func missing(ok []bool) []int {
@@ -208,8 +223,9 @@ func missing(ok []bool) []int {
 // Step takes event e in. It returns an error wrapping ErrRefused for an
 // event that it ignores (the core is unchanged); any other error fails the
 // job (a plan that collides with a round in flight, a failed Pull or
-// Objective, a model that diverged, a deadline passed), and the core must
-// not be stepped again.
+// Objective, feedback that does not name the plan's variables, a model
+// that diverged (ErrDiverged), a deadline passed (ErrTimeout)), and the
+// core must not be stepped again.
 func (c *Core[P, R, U, S]) Step(e Event[P, R, S]) error {
 	if !c.started {
 		return errors.New("pipeline: Step before Start")
@@ -221,7 +237,7 @@ func (c *Core[P, R, U, S]) Step(e Event[P, R, S]) error {
 		return c.onPartial(e)
 	case Tick:
 		if d, what, ok := c.Deadline(); ok && !e.Time.Before(d) {
-			return errors.New(what)
+			return protocol.Timeout(errors.New(what))
 		}
 		return nil
 	}
@@ -389,6 +405,9 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 	}
 	u, fb, err := c.app.Pull(round, f.plan, f.partials)
 	if err != nil {
+		return fmt.Errorf("round %d: pull: %w", round, err)
+	}
+	if err := c.win.checkFeedback(round, fb); err != nil {
 		return fmt.Errorf("round %d: pull: %w", round, err)
 	}
 	c.win.release(round)

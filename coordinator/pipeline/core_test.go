@@ -37,6 +37,11 @@ type toyApp struct {
 	script func(k int, state int64) schmp.Progress
 	// failPull, if > 0, makes the Pull of that round fail.
 	failPull uint64
+	// vars, if set, gives the variables of the plan of a round
+	// (PlanInfo.Vars), which the feedback names; nil plans none.
+	vars func(round uint64) []int32
+	// feedback, if set, replaces the feedback of a round.
+	feedback func(round uint64) schmp.Feedback
 }
 
 func (a *toyApp) Start([]report) (update, error) { return 0, nil }
@@ -58,7 +63,15 @@ func (a *toyApp) Pull(round uint64, p plan, partials []partial) (update, schmp.F
 	if round == a.failPull {
 		return 0, schmp.Feedback{}, errors.New("boom")
 	}
-	return round, schmp.Feedback{Vars: []int32{int32(round)}, Delta: []float64{1}}, nil
+	if a.feedback != nil {
+		return round, a.feedback(round), nil
+	}
+	var fb schmp.Feedback
+	if a.vars != nil {
+		fb.Vars = a.vars(round)
+		fb.Delta = make([]float64, len(fb.Vars))
+	}
+	return round, fb, nil
 }
 
 func (a *toyApp) Objective(reports []report) (schmp.Progress, error) {
@@ -95,7 +108,6 @@ type sim struct {
 	states  []int64       // each worker's state
 	pending []toyEvent    // plans and partials not yet delivered
 	rng     *rand.Rand    // nil: in order
-	vars    func(round uint64) []int32
 
 	log      []string // what the core asked for, in order: the run's outcome
 	actions  []toyAction
@@ -139,8 +151,8 @@ func (s *sim) perform() {
 			}
 			s.log = append(s.log, fmt.Sprintf("ask %d part %d fb %v", a.Round, a.Part, fb))
 			info := schmp.PlanInfo{Selected: 1, Candidates: 2}
-			if s.vars != nil {
-				info.Vars = s.vars(a.Round)
+			if s.app.vars != nil {
+				info.Vars = s.app.vars(a.Round)
 			}
 			s.pending = append(s.pending, toyEvent{Kind: PlanArrived, Round: a.Round, From: a.Part, Plan: a.Round, Info: info})
 		case SendTask:
@@ -576,16 +588,75 @@ func TestRefusals(t *testing.T) {
 // flight fails the job, naming both rounds, and that strict rounds take the
 // same plans.
 func TestCollision(t *testing.T) {
-	s := newSim(t, Config{Workers: 1, Depth: 2, MaxRounds: 10}, &toyApp{}, 0)
-	s.vars = func(uint64) []int32 { return []int32{7} }
+	seven := func(uint64) []int32 { return []int32{7} }
+	s := newSim(t, Config{Workers: 1, Depth: 2, MaxRounds: 10}, &toyApp{vars: seven}, 0)
 	err := s.run()
 	if err == nil || !strings.Contains(err.Error(), "scheduler 0: the plan of round 2 updates variable 7, which round 1 in flight updates too") {
 		t.Fatalf("error %v, want a refused plan", err)
 	}
-	s = newSim(t, Config{Workers: 1, Depth: 1, MaxRounds: 10}, &toyApp{}, 0)
-	s.vars = func(uint64) []int32 { return []int32{7} }
+	s = newSim(t, Config{Workers: 1, Depth: 1, MaxRounds: 10}, &toyApp{vars: seven}, 0)
 	if err := s.run(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFeedback checks the rule of a Pull's feedback: it names every
+// variable of the round's plan (PlanInfo.Vars), in any order, each once, and
+// no other, with a change for each; otherwise the job fails, naming the
+// round and the variable.
+func TestFeedback(t *testing.T) {
+	three := func(r uint64) []int32 { return []int32{int32(10 * r), int32(10*r + 1), int32(10*r + 2)} }
+	fb := func(vs ...int32) schmp.Feedback { return schmp.Feedback{Vars: vs, Delta: make([]float64, len(vs))} }
+	cases := []struct {
+		name string
+		vars func(uint64) []int32 // the plan's variables
+		bad  uint64               // the round whose feedback is wrong (0: none)
+		fb   func(r int32) schmp.Feedback
+		want string // the error; "": none
+	}{
+		{"every variable, in another order", three, 3, func(r int32) schmp.Feedback { return fb(10*r+2, 10*r, 10*r+1) }, ""},
+		{"a plan without variables", nil, 0, nil, ""},
+		{"omits one", three, 3, func(r int32) schmp.Feedback { return fb(10*r, 10*r+2) },
+			"round 3: pull: the feedback omits variable 31 of the plan"},
+		{"empty", three, 5, func(int32) schmp.Feedback { return schmp.Feedback{} },
+			"round 5: pull: the feedback omits variable 50 of the plan"},
+		{"one not planned", three, 2, func(r int32) schmp.Feedback { return fb(10*r, 10*r+1, 10*r+2, 99) },
+			"round 2: pull: the feedback names variable 99, which the plan does not update"},
+		// Round 4 is in flight (at depth ≥ 2) when round 3 is pulled: its
+		// variables are not round 3's.
+		{"one of the next round", three, 3, func(r int32) schmp.Feedback { return fb(10*r, 10*r+1, 10*r+2, 40) },
+			"round 3: pull: the feedback names variable 40, which the plan does not update"},
+		{"one twice", three, 4, func(r int32) schmp.Feedback { return fb(10*r, 10*r+1, 10*r+1, 10*r+2) },
+			"round 4: pull: the feedback names variable 41 twice"},
+		{"a variable of an empty plan", nil, 2, func(int32) schmp.Feedback { return fb(7) },
+			"round 2: pull: the feedback names variable 7, which the plan does not update"},
+		{"changes missing", three, 2, func(r int32) schmp.Feedback {
+			return schmp.Feedback{Vars: []int32{10 * r, 10*r + 1, 10*r + 2}, Delta: []float64{1}}
+		}, "round 2: pull: the feedback names 3 variables and 1 changes"},
+	}
+	for _, tc := range cases {
+		for depth := 1; depth <= 3; depth++ {
+			t.Run(fmt.Sprintf("%s/depth=%d", tc.name, depth), func(t *testing.T) {
+				app := &toyApp{vars: tc.vars, feedback: func(r uint64) schmp.Feedback {
+					if r == tc.bad {
+						return tc.fb(int32(r))
+					}
+					var vs []int32
+					if tc.vars != nil {
+						vs = tc.vars(r)
+					}
+					return fb(vs...)
+				}}
+				s := newSim(t, Config{Workers: 2, Depth: depth, MaxRounds: 8}, app, 0)
+				err := s.run()
+				switch {
+				case tc.want == "" && err != nil:
+					t.Fatal(err)
+				case tc.want != "" && (err == nil || err.Error() != tc.want):
+					t.Fatalf("error %v, want %q", err, tc.want)
+				}
+			})
+		}
 	}
 }
 
@@ -618,8 +689,8 @@ func TestDeadline(t *testing.T) {
 		t.Fatalf("tick before the deadline: %v", err)
 	}
 	err := s.core.Step(toyEvent{Kind: Tick, Time: sent.Add(time.Second)})
-	if err == nil || err.Error() != "round 1: no answer from worker shard(s) [1] within 1s" {
-		t.Fatalf("tick at the deadline: %v", err)
+	if err == nil || err.Error() != "round 1: no answer from worker shard 1 within 1s" || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("tick at the deadline: %v, want a timeout", err)
 	}
 	if _, _, ok := (&toyCore{}).Deadline(); ok {
 		t.Error("a deadline without a timeout")

@@ -47,6 +47,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 )
 
@@ -88,8 +89,13 @@ type Config struct {
 	HasTarget bool
 	// Timeout, when > 0, bounds the wait for a plan from when it was asked
 	// for, and for a round's partials from when it was sent: a Tick past
-	// the deadline fails the job.
+	// the deadline fails the job (ErrTimeout).
 	Timeout time.Duration
+	// Name, if set, names place (a worker shard, a scheduler part) of role
+	// (protocol.RoleWorker, protocol.RoleScheduler) in errors, e.g. with
+	// the host and pid it runs on; nil names it "worker shard 1",
+	// "scheduler 0". It must be a function of its arguments.
+	Name func(role string, place int) string
 }
 
 // check fills in the defaults and reports the first bad field.
@@ -140,6 +146,11 @@ const (
 // or the objective rose by more than Config.RiseTol allows. The error
 // names the round whose state the report shows, and the cause.
 var ErrDiverged = errors.New("the model diverged")
+
+// ErrTimeout is matched (errors.Is) by the error of a Tick at or past
+// Core.Deadline: a plan or a round's partials did not come within
+// Config.Timeout. It is protocol.ErrTimeout.
+var ErrTimeout = protocol.ErrTimeout
 
 // ErrRefused is wrapped in the error that Step returns for an event it
 // ignores, leaving the core as it was: a plan that was not asked for or

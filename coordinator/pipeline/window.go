@@ -1,6 +1,10 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/strads-go/strads/schmp"
+)
 
 // window is the bookkeeping of the rounds in flight (DESIGN §3): which
 // variables each one updates. It refuses a round that would update a
@@ -48,4 +52,34 @@ func (w *window) release(round uint64) {
 		delete(w.busy, j)
 	}
 	delete(w.rounds, round)
+}
+
+// checkFeedback checks that fb, the feedback of round in flight, names
+// every variable of the round's plan (PlanInfo.Vars), each once, and no
+// other, with a change for each (DESIGN §3): a variable left out would stay
+// busy in a scheduler that waits for its feedback (scheduler.Dynamic),
+// never to be planned again. Feedback of a plan without variables is
+// empty.
+func (w *window) checkFeedback(round uint64, fb schmp.Feedback) error {
+	if len(fb.Delta) != len(fb.Vars) {
+		return fmt.Errorf("the feedback names %d variables and %d changes", len(fb.Vars), len(fb.Delta))
+	}
+	seen := make(map[int32]struct{}, len(fb.Vars))
+	for _, j := range fb.Vars {
+		if r, ok := w.busy[j]; !ok || r != round {
+			return fmt.Errorf("the feedback names variable %d, which the plan does not update", j)
+		}
+		if _, ok := seen[j]; ok {
+			return fmt.Errorf("the feedback names variable %d twice", j)
+		}
+		seen[j] = struct{}{}
+	}
+	if vars := w.rounds[round]; len(seen) < len(vars) {
+		for _, j := range vars {
+			if _, ok := seen[j]; !ok {
+				return fmt.Errorf("the feedback omits variable %d of the plan", j)
+			}
+		}
+	}
+	return nil
 }
