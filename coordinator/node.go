@@ -641,7 +641,7 @@ func (n *node[P, R, U, S]) finish() error {
 	st := n.core.Status()
 	n.res.Elapsed = time.Since(n.start)
 	n.res.Rounds, n.res.Updates, n.res.Candidates = st.Rounds, st.Updates, st.Candidates
-	n.res.Final, n.res.Reason, n.res.Trace = st.Final, string(st.Reason), st.Trace
+	n.res.Final, n.res.Reason, n.res.Trace = st.Final, st.Reason, st.Trace
 	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
 	n.res.MaxInFlight, n.res.MaxVarsInFlight = st.MaxInFlight, st.MaxVarsInFlight
 	for p := range n.opts.Schedulers {

@@ -153,7 +153,7 @@ func TestStops(t *testing.T) {
 		name   string
 		h      halving
 		opts   coordinator.Options
-		reason string
+		reason coordinator.Reason
 		rounds uint64
 	}{
 		{"max-rounds", halving{}, coordinator.Options{Workers: 3, MaxRounds: 7, ReportEvery: 1}, "max-rounds", 7},

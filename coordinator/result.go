@@ -14,6 +14,22 @@ import (
 // pipeline.Sample.
 type Sample = pipeline.Sample
 
+// Reason says why a job stopped; it is pipeline.Reason.
+type Reason = pipeline.Reason
+
+// The stops, in the order of precedence in which a report that meets
+// several of them names one (DESIGN §3).
+const (
+	// StopTarget: a report's objective reached Options.Target.
+	StopTarget = pipeline.StopTarget
+	// StopConverged: a report met Options.Tol.
+	StopConverged = pipeline.StopConverged
+	// StopMaxRounds: Options.MaxRounds rounds were run.
+	StopMaxRounds = pipeline.StopMaxRounds
+	// StopTimeLimit: Options.TimeLimit passed.
+	StopTimeLimit = pipeline.StopTimeLimit
+)
+
 // Result describes a finished run.
 type Result struct {
 	// Rounds is the number of rounds run.
@@ -26,11 +42,11 @@ type Result struct {
 	Final schmp.Progress
 	// Elapsed is the time from the first round to the end.
 	Elapsed time.Duration
-	// Reason says why the run stopped: "target" (Options.Target),
-	// "converged" (Options.Tol), "max-rounds" or "time-limit"; when a
+	// Reason says why the run stopped: StopTarget (Options.Target),
+	// StopConverged (Options.Tol), StopMaxRounds or StopTimeLimit; when a
 	// report meets several stops, the first of these. A run whose model
 	// diverged has no Result: it fails with ErrDiverged.
-	Reason string
+	Reason Reason
 	// Trace holds every report, in order.
 	Trace []Sample
 	// RoundTimes holds the latency of every round: from sending it to the

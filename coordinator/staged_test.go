@@ -68,7 +68,7 @@ func TestStaged(t *testing.T) {
 		stages int
 		h      halving
 		opts   coordinator.Options
-		reason string
+		reason coordinator.Reason
 		rounds uint64
 		ends   []end
 		pulls  []int
@@ -128,7 +128,7 @@ func TestStaged(t *testing.T) {
 			if tc.ends != nil && !slices.Equal(c.ends, tc.ends) {
 				t.Errorf("EndStage calls %v, want %v", c.ends, tc.ends)
 			}
-			if last := c.ends[len(c.ends)-1]; last.stop != res.Reason || last.round != res.Rounds {
+			if last := c.ends[len(c.ends)-1]; last.stop != string(res.Reason) || last.round != res.Rounds {
 				t.Errorf("the last EndStage is %+v, want the job's reason %s after round %d", last, res.Reason, res.Rounds)
 			}
 			if tc.pulls != nil && !slices.Equal(c.pulls, tc.pulls) {
