@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"io"
+
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/schmp"
+)
+
+// An App is a model as a command: its name, its own flags, and how to
+// make its job from them. The package gives it the runtime's flags and the
+// all-in-one and role commands (see CommandLine).
+type App struct {
+	// Name names the command of an app among several ("strads lasso"),
+	// the job's app in every role's manifest, and the default of --job.
+	Name string
+	// Summary describes the app in a few words, for the usage.
+	Summary string
+	// Synopsis is the usage line of a whole job, after the command's
+	// name: its main flags, say "--data FILE [--lambda L] [flags]".
+	// Empty means "[flags]".
+	Synopsis string
+	// Flags adds the app's own flags to fs, which already holds the
+	// runtime's (it may change their defaults with SetDefault), and
+	// returns the function that makes the job once fs is parsed. That
+	// function may run twice in a worker or scheduler: again once the
+	// role has taken the job's settings that it was not given (see
+	// PerRole), with the flags set to them.
+	Flags func(fs *flag.FlagSet) func(*Env) (*Job, error)
+	// PerRole names the app's flags that belong to a role rather than to
+	// the job: paths, which differ from machine to machine (the data,
+	// outputs), and anything else two roles of one job may disagree on.
+	// Every other flag of the app is a setting of the job (DESIGN §2): the
+	// coordinator refuses a role that was given another value, and a role
+	// not given one takes the coordinator's.
+	PerRole []string
+}
+
+// A Role is what one process of a job runs.
+type Role string
+
+// The roles a command runs.
+const (
+	// All is a whole job in one process, over an embedded NATS server
+	// unless --nats says otherwise: "prog [flags]".
+	All Role = "all"
+	// Scheduler, Coordinator and Worker are one role of a job each:
+	// "prog scheduler|coordinator|worker --nats URL --job NAME [flags]".
+	Scheduler   Role = "scheduler"
+	Coordinator Role = "coordinator"
+	Worker      Role = "worker"
+)
+
+// Has reports whether a process running r runs role s: r is s, or All.
+func (r Role) Has(s Role) bool { return r == s || r == All }
+
+// Env is what the function that makes a job sees of its command.
+type Env struct {
+	// Role is the role this process runs.
+	Role Role
+	// Options are the coordinator's, from the runtime's flags (Workers,
+	// Depth, Tol, Out, Progress, …): the app may read them, and change
+	// them for its job (say ReportEvery, or RiseTol). Their Manifest is
+	// the command's to fill.
+	Options *coordinator.Options
+	// Stdout and Stderr are the command's output streams: results, and
+	// progress and warnings.
+	Stdout, Stderr io.Writer
+}
+
+// A Job is a program as a command runs it: a whole job, or one role of
+// it. NewJob makes one; an app sets the fields that it needs.
+type Job struct {
+	// Data is the path of the data file that this role reads, if any: its
+	// fingerprint goes in the role's manifest, so that the coordinator
+	// refuses a role that reads other data than the others (DESIGN §2).
+	// Empty means that the role reads none.
+	Data string
+	// Print prints the result of a successful job to w, the standard
+	// output, on the coordinator and in a whole job. Nil means
+	// PrintResult.
+	Print func(w io.Writer, res *coordinator.Result)
+	// Done, if set, is called once the job has ended, or failed to start,
+	// on the coordinator and in a whole job, after Print, with the job's
+	// error (nil on success). It returns the command's error: err, or
+	// its own. An app that writes outputs of its own commits them here
+	// on success and removes them on failure.
+	Done func(err error) error
+
+	prog runner
+}
+
+// NewJob returns the job that runs prog.
+func NewJob[P, R, U, S any](prog schmp.Program[P, R, U, S]) *Job {
+	return &Job{prog: program[P, R, U, S]{prog}}
+}
+
+// runner is a program with its types erased, so that apps of several
+// programs (and a job whose program depends on its flags) share one
+// command line.
+type runner interface {
+	// run runs the program as n says and returns the coordinator's
+	// result, nil on a worker or a scheduler.
+	run(ctx context.Context, n *node) (*coordinator.Result, error)
+}
+
+// program is the runner of a schmp.Program.
+type program[P, R, U, S any] struct {
+	prog schmp.Program[P, R, U, S]
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/monitor"
+)
+
+// runFlags are the runtime's flags, which every app's commands have.
+type runFlags struct {
+	workers     int
+	schedulers  int
+	depth       int
+	maxRounds   uint64
+	tol         float64
+	target      optionalFloat
+	timeLimit   time.Duration
+	reportEvery int
+	metrics     string
+	out         string
+	progress    time.Duration
+	timeout     time.Duration
+	joinTimeout time.Duration
+	nats        string
+	job         string
+	verbose     bool
+	http        string
+}
+
+// jobWide names the runtime's flags that are settings of the job (DESIGN
+// §2): the coordinator's by nature, and read by the roles of several apps
+// (a worker's shard count, a layout chosen by depth). The runtime's other
+// flags are the role's own: its server, its outputs, its deadlines.
+var jobWide = map[string]bool{
+	"workers": true, "schedulers": true, "depth": true, "max-rounds": true,
+	"tol": true, "target": true, "time-limit": true, "report-every": true,
+}
+
+// addRunFlags adds the runtime's flags to fs; job is the default of --job.
+func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
+	f := &runFlags{}
+	fs.IntVar(&f.workers, "workers", 2, "number of workers")
+	fs.IntVar(&f.schedulers, "schedulers", 1, "number of scheduler nodes; each plans a contiguous range of the variables, and they take rounds in turn")
+	fs.IntVar(&f.depth, "depth", 1, "most rounds in flight at once: the scheduler plans ahead from feedback up to depth-1 rounds old (1: strict rounds)")
+	fs.Uint64Var(&f.maxRounds, "max-rounds", 0, "stop after `n` rounds (0: no limit)")
+	fs.Float64Var(&f.tol, "tol", 1e-4, "stop when the objective is certified within tol of the optimum, relatively (gap ≤ tol·objective), or, for an app that certifies no gap, when it changes by less than tol between two reports; 0: off")
+	fs.Var(&f.target, "target", "stop once the objective is at most `F` (for benchmarks against a peer's objective); unset: off")
+	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this much time (0: no limit)")
+	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds")
+	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV to `file`: time_s,round,objective,nnz,updates,gap, then per-round means since the previous row: plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes")
+	fs.StringVar(&f.out, "out", "", "write the model to `file`")
+	fs.DurationVar(&f.progress, "progress", 2*time.Second, "print a progress line this often (0: never)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "longest wait for any other role once the job runs")
+	fs.DurationVar(&f.joinTimeout, "join-timeout", time.Minute, "longest wait for all roles to join")
+	fs.StringVar(&f.nats, "nats", "", "`URL` of the NATS server (empty: start an embedded one)")
+	fs.StringVar(&f.job, "job", job, "job `name`: every subject of the job is under strads.<name>.")
+	fs.BoolVar(&f.verbose, "verbose", false, "log what every role does")
+	fs.StringVar(&f.http, "http", "", "serve Prometheus metrics (/metrics) and pprof profiles (/debug/pprof/) on `addr`, e.g. localhost:9090")
+	return f
+}
+
+// options returns the coordinator's options; progress lines go to w.
+func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
+	o := coordinator.Options{
+		Workers:     f.workers,
+		Schedulers:  f.schedulers,
+		Depth:       f.depth,
+		MaxRounds:   f.maxRounds,
+		TimeLimit:   f.timeLimit,
+		Tol:         f.tol,
+		Target:      f.target.v,
+		HasTarget:   f.target.set,
+		ReportEvery: f.reportEvery,
+		JoinTimeout: f.joinTimeout,
+		Timeout:     f.timeout,
+		Metrics:     f.metrics,
+		Out:         f.out,
+	}
+	if f.progress > 0 {
+		o.Progress, o.ProgressEvery = w, f.progress
+	}
+	if err := o.Validate(); err != nil {
+		return o, UsageError(err)
+	}
+	if f.timeout <= 0 || f.joinTimeout <= 0 {
+		return o, Usagef("--timeout and --join-timeout must be > 0")
+	}
+	for _, p := range []struct{ flag, path string }{{"--out", f.out}, {"--metrics", f.metrics}} {
+		if p.path == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+			return o, Usagef("%s %s: directory %s does not exist", p.flag, p.path, filepath.Dir(p.path))
+		}
+	}
+	return o, nil
+}
+
+// serve starts the --http server, if asked for, and says where on w. It
+// returns the metrics for the nodes (nil without --http) and a function
+// that stops the server.
+func (f *runFlags) serve(w io.Writer, log *slog.Logger) (*monitor.Metrics, func(), error) {
+	if f.http == "" {
+		return nil, func() {}, nil
+	}
+	m := monitor.New()
+	srv, err := monitor.Serve(f.http, m, log)
+	if err != nil {
+		return nil, nil, UsageError(err)
+	}
+	fmt.Fprintf(w, "serving metrics on http://%s/metrics and profiles on http://%s/debug/pprof/\n", srv.Addr(), srv.Addr())
+	return m, func() { srv.Close() }, nil
+}
+
+// logger returns the roles' logger, writing to w: warnings, and with
+// --verbose what every role does.
+func (f *runFlags) logger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// optionalFloat is a float flag that knows whether it was given.
+type optionalFloat struct {
+	v   float64
+	set bool
+}
+
+// String implements flag.Value: "" when unset, so that no default shows.
+func (f *optionalFloat) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return strconv.FormatFloat(f.v, 'g', -1, 64)
+}
+
+// Set implements flag.Value, with the errors of the flag package's floats.
+func (f *optionalFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return errors.New("value out of range")
+	case err != nil:
+		return errors.New("parse error")
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+// SetDefault changes the default of the flag name of fs to value (which it
+// also sets), and its usage to usage unless that is empty. An app's Flags
+// calls it to fit a runtime flag to the app, say --workers 1 or a --out
+// that names the app's model file. It panics if fs has no such flag or
+// value is not one of its values: a programming error.
+func SetDefault(fs *flag.FlagSet, name, value, usage string) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("cli: SetDefault: no flag --" + name)
+	}
+	if err := f.Value.Set(value); err != nil {
+		panic(fmt.Sprintf("cli: SetDefault --%s %q: %v", name, value, err))
+	}
+	f.DefValue = value
+	if usage != "" {
+		f.Usage = usage
+	}
+}
