@@ -1,44 +1,12 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strconv"
-	"time"
 
 	"github.com/strads-go/strads/apps/lasso"
-	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/monitor"
+	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/scheduler"
 )
-
-// errHelp reports that --help was asked for and answered.
-var errHelp = errors.New("help")
-
-// parse parses args into fs. --help prints the flags to stdout; any error
-// is a one-line usage error.
-func parse(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis string) error {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return errHelp
-	}
-	if err != nil {
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
-}
 
 // scheduleFlags are the flags of the dynamic scheduler (package scheduler),
 // shared by the apps that plan with it.
@@ -67,7 +35,7 @@ func (f *scheduleFlags) config(workers int) (scheduler.Config, error) {
 	c := f.cfg
 	p, err := scheduler.ParsePolicy(f.schedule)
 	if err != nil {
-		return c, usagef("--schedule: %v", err)
+		return c, cli.Usagef("--schedule: %v", err)
 	}
 	c.Policy = p
 	c.Seed = f.seed
@@ -101,138 +69,17 @@ func (f *lassoFlags) config(workers int) (lasso.Config, error) {
 		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{err}
+		return cfg, cli.UsageError(err)
 	}
 	return cfg, nil
 }
 
-// runFlags are the flags of the runtime.
-type runFlags struct {
-	workers     int
-	schedulers  int
-	depth       int
-	maxRounds   uint64
-	tol         float64
-	target      optionalFloat
-	timeLimit   time.Duration
-	reportEvery int
-	metrics     string
-	out         string
-	progress    time.Duration
-	timeout     time.Duration
-	joinTimeout time.Duration
-	nats        string
-	job         string
-	verbose     bool
-	http        string
-}
-
-func addRunFlags(fs *flag.FlagSet) *runFlags {
-	f := &runFlags{}
-	fs.IntVar(&f.workers, "workers", 2, "number of workers")
-	fs.IntVar(&f.schedulers, "schedulers", 1, "number of scheduler nodes; each plans a contiguous range of the variables, and they take rounds in turn")
-	fs.IntVar(&f.depth, "depth", 1, "most rounds in flight at once: the scheduler plans ahead from feedback up to depth-1 rounds old (1: strict rounds)")
-	fs.Uint64Var(&f.maxRounds, "max-rounds", 0, "stop after `n` rounds (0: no limit)")
-	fs.Float64Var(&f.tol, "tol", 1e-4, "stop when the objective is certified within tol of the optimum, relatively (Lasso: duality gap ≤ tol·objective); 0: off")
-	fs.Var(&f.target, "target", "stop once the objective is at most `F` (for benchmarks against a peer's objective); unset: off")
-	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this much time (0: no limit)")
-	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds (costs one pass over the data; the column layout of lasso and logreg: 1 unless given)")
-	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV to `file`: time_s,round,objective,nnz,updates,gap, then per-round means since the previous row: plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes")
-	fs.StringVar(&f.out, "out", "", "write the model to `file` (Lasso: index,value CSV of non-zero coefficients, 1-based; 0 = intercept); with --lambda-path, the prefix of the path's files")
-	fs.DurationVar(&f.progress, "progress", 2*time.Second, "print a progress line this often (0: never)")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "longest wait for any other role once the job runs")
-	fs.DurationVar(&f.joinTimeout, "join-timeout", time.Minute, "longest wait for all roles to join")
-	fs.StringVar(&f.nats, "nats", "", "`URL` of the NATS server (empty: start an embedded one)")
-	fs.StringVar(&f.job, "job", "lasso", "job `name`: every subject of the job is under strads.<name>.")
-	fs.BoolVar(&f.verbose, "verbose", false, "log what every role does")
-	fs.StringVar(&f.http, "http", "", "serve Prometheus metrics (/metrics) and pprof profiles (/debug/pprof/) on `addr`, e.g. localhost:9090")
-	return f
-}
-
-// options returns the coordinator's options; progress lines go to w.
-func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
-	o := coordinator.Options{
-		Workers:     f.workers,
-		Schedulers:  f.schedulers,
-		Depth:       f.depth,
-		MaxRounds:   f.maxRounds,
-		TimeLimit:   f.timeLimit,
-		Tol:         f.tol,
-		Target:      f.target.v,
-		HasTarget:   f.target.set,
-		ReportEvery: f.reportEvery,
-		JoinTimeout: f.joinTimeout,
-		Timeout:     f.timeout,
-		Metrics:     f.metrics,
-		Out:         f.out,
-	}
-	if f.progress > 0 {
-		o.Progress, o.ProgressEvery = w, f.progress
-	}
-	if err := o.Validate(); err != nil {
-		return o, usageError{err}
-	}
-	if f.timeout <= 0 || f.joinTimeout <= 0 {
-		return o, usagef("--timeout and --join-timeout must be > 0")
-	}
-	for _, p := range []struct{ flag, path string }{{"--out", f.out}, {"--metrics", f.metrics}} {
-		if p.path == "" {
-			continue
-		}
-		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
-			return o, usagef("%s %s: directory %s does not exist", p.flag, p.path, filepath.Dir(p.path))
-		}
-	}
-	return o, nil
-}
-
-// optionalFloat is a float flag that knows whether it was given.
-type optionalFloat struct {
-	v   float64
-	set bool
-}
-
-// String implements flag.Value: "" when unset, so that no default shows.
-func (f *optionalFloat) String() string {
-	if f == nil || !f.set {
-		return ""
-	}
-	return strconv.FormatFloat(f.v, 'g', -1, 64)
-}
-
-// Set implements flag.Value, with the errors of the flag package's floats.
-func (f *optionalFloat) Set(s string) error {
-	v, err := strconv.ParseFloat(s, 64)
-	switch {
-	case errors.Is(err, strconv.ErrRange):
-		return errors.New("value out of range")
-	case err != nil:
-		return errors.New("parse error")
-	}
-	f.v, f.set = v, true
-	return nil
-}
-
-// serve starts the --http server, if asked for, and says where on w. It
-// returns the metrics for the nodes (nil without --http) and a function
-// that stops the server.
-func (f *runFlags) serve(w io.Writer, log *slog.Logger) (*monitor.Metrics, func(), error) {
-	if f.http == "" {
-		return nil, func() {}, nil
-	}
-	m := monitor.New()
-	srv, err := monitor.Serve(f.http, m, log)
-	if err != nil {
-		return nil, nil, usageError{err}
-	}
-	fmt.Fprintf(w, "serving metrics on http://%s/metrics and profiles on http://%s/debug/pprof/\n", srv.Addr(), srv.Addr())
-	return m, func() { srv.Close() }, nil
-}
-
-func (f *runFlags) logger(w io.Writer) *slog.Logger {
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+// setLinearDefaults fits the runtime's flags to the Lasso and logistic
+// regression: one worker by default, and what --tol, --report-every and
+// --out mean for them.
+func setLinearDefaults(fs *flag.FlagSet) {
+	cli.SetDefault(fs, "workers", "1", workersUsage)
+	fs.Lookup("tol").Usage = "stop when the objective is certified within tol of the optimum, relatively (Lasso: duality gap ≤ tol·objective); 0: off"
+	fs.Lookup("report-every").Usage = "compute the objective every `n` rounds (costs one pass over the data; the column layout of lasso and logreg: 1 unless given)"
+	fs.Lookup("out").Usage = "write the model to `file` (Lasso: index,value CSV of non-zero coefficients, 1-based; 0 = intercept); with --lambda-path, the prefix of the path's files"
 }

@@ -1,25 +1,32 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/cli"
 )
 
+// generators write a synthetic data set of each app: strads gen APP.
+var generators = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"lasso":  genLasso,
+	"lda":    genLDA,
+	"logreg": genLogreg,
+	"mf":     genMF,
+}
+
 // runGen writes a synthetic data set for the app named by args[0].
-func runGen(args []string, stdout, stderr io.Writer) error {
-	var gens []string
-	for _, name := range appNames() {
-		if apps[name].gen != nil {
-			gens = append(gens, name)
-		}
+func runGen(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || generators[args[0]] == nil {
+		names := slices.Sorted(maps.Keys(generators))
+		return cli.Usagef("want \"strads gen APP [flags] -o FILE\", APP one of %s", strings.Join(names, ", "))
 	}
-	if len(args) == 0 || apps[args[0]].gen == nil {
-		return usagef("want \"strads gen APP [flags] -o FILE\", APP one of %s", strings.Join(gens, ", "))
-	}
-	return apps[args[0]].gen(args[1:], stdout, stderr)
+	return generators[args[0]](args[1:], stdout, stderr)
 }
 
 // defaultGenConfig returns the defaults of the flags of the Lasso

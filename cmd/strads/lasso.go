@@ -11,18 +11,21 @@ import (
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/schmp"
 )
 
-func init() {
-	register("lasso", appCommand{
-		summary: "L1-regularized least squares",
-		job:     runLasso,
-		role:    runLassoRole,
-		gen:     genLasso,
-	})
+// lassoApp is the Lasso's command: strads lasso, and its roles.
+func lassoApp() cli.App {
+	return cli.App{
+		Name:     "lasso",
+		Summary:  "L1-regularized least squares",
+		Synopsis: "--data FILE [--lambda L | --lambda-ratio R] [--lambda-path K] [flags]",
+		Flags:    lassoCommand,
+		PerRole:  []string{"data", "test"},
+	}
 }
 
 // layoutFlags are the flags of the data layout, shared by the Lasso and
@@ -43,76 +46,73 @@ func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 // the columns, but rows when the job pipelines (--depth or --schedulers
 // above 1, which only the row layout does). A regularization path (regPath)
 // runs in the columns only.
-func (f *layoutFlags) resolve(rf *runFlags, regPath bool) (lasso.Layout, error) {
+func (f *layoutFlags) resolve(opts *coordinator.Options, regPath bool) (lasso.Layout, error) {
 	l, auto, err := lasso.ParseLayout(f.layout)
 	if err != nil {
-		return l, usageError{err}
+		return l, cli.UsageError(err)
 	}
 	if f.roundWork < 0 {
-		return l, usagef("--round-work must be >= 0, got %d", f.roundWork)
+		return l, cli.Usagef("--round-work must be >= 0, got %d", f.roundWork)
 	}
 	if regPath {
 		switch {
 		case !auto && l != lasso.LayoutColumns:
-			return l, usagef("--lambda-path runs in the column layout only: use --layout cols or auto, not %s", l)
-		case rf.depth > 1 || rf.schedulers > 1:
-			return l, usagef("--lambda-path runs in the column layout, which takes one scheduler and --depth 1 (got --schedulers %d --depth %d)", rf.schedulers, rf.depth)
+			return l, cli.Usagef("--lambda-path runs in the column layout only: use --layout cols or auto, not %s", l)
+		case opts.Depth > 1 || opts.Schedulers > 1:
+			return l, cli.Usagef("--lambda-path runs in the column layout, which takes one scheduler and --depth 1 (got --schedulers %d --depth %d)", opts.Schedulers, opts.Depth)
 		}
 		return lasso.LayoutColumns, nil
 	}
-	if auto && (rf.depth > 1 || rf.schedulers > 1) {
+	if auto && (opts.Depth > 1 || opts.Schedulers > 1) {
 		return lasso.LayoutRows, nil
 	}
 	return l, nil
 }
 
-// lassoSetup parses the flags of a Lasso command. It reads the data only
-// for the layout's sake (see resolve) and the test data of the roles that
-// evaluate it: the roles that read the data check it as they load it, and
-// bad input there fails the job with a *libsvm.ParseError, which the
-// command reports as bad input (exit status 2) before writing anything.
-func lassoSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (lasso.Config, *runFlags, coordinator.Options, error) {
+// lassoCommand adds the Lasso's flags to fs and returns the function that
+// makes its job. It reads the data only for the layout's sake (see
+// resolve) and the test data of the roles that evaluate it: the roles that
+// read the data check it as they load it, and bad input there fails the
+// job with a *libsvm.ParseError, which the command reports as bad input
+// (exit status 2) before writing anything.
+func lassoCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	lf := addLassoFlags(fs)
 	lay := addLayoutFlags(fs)
-	rf := addRunFlags(fs)
-	setFlag(fs, "workers", "1", workersUsage)
-	if err := parse(fs, args, stdout, synopsis); err != nil {
-		return lasso.Config{}, nil, coordinator.Options{}, err
-	}
-	cfg, err := lf.config(rf.workers)
-	if err != nil {
-		return cfg, nil, coordinator.Options{}, err
-	}
-	opts, err := rf.options(stderr)
-	if err != nil {
-		return cfg, nil, opts, err
-	}
-	if role != "coordinator" {
-		if err := checkOpen(cfg.Data); err != nil {
-			return cfg, nil, opts, err
+	setLinearDefaults(fs)
+	return func(env *cli.Env) (*cli.Job, error) {
+		opts := env.Options
+		cfg, err := lf.config(opts.Workers)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if cfg.Test != "" && (role == "" || role == "coordinator") {
-		if err := checkData(cfg.Test); err != nil {
-			return cfg, nil, opts, err
+		if env.Role != cli.Coordinator {
+			if err := checkOpen(cfg.Data); err != nil {
+				return nil, err
+			}
 		}
-	}
-	if cfg.Layout, err = lay.resolve(rf, cfg.Path > 0); err != nil {
-		return cfg, nil, opts, err
-	}
-	cfg.RoundWork = lay.roundWork
-	if cfg.Layout == lasso.LayoutColumns {
-		if err := columnOptions(fs, rf, &opts); err != nil {
-			return cfg, nil, opts, err
+		if cfg.Test != "" && env.Role.Has(cli.Coordinator) {
+			if err := checkData(cfg.Test); err != nil {
+				return nil, err
+			}
 		}
+		if cfg.Layout, err = lay.resolve(opts, cfg.Path > 0); err != nil {
+			return nil, err
+		}
+		cfg.RoundWork = lay.roundWork
+		if cfg.Layout == lasso.LayoutColumns {
+			if err := columnOptions(fs, opts); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkPathFlags(cfg.Path, opts); err != nil {
+			return nil, err
+		}
+		j := &lassoJob{cfg: cfg, workers: opts.Workers, out: opts.Out}
+		if cfg.Path > 0 {
+			opts.Out = "" // the command writes the path's files
+		}
+		return j.job(env.Role), nil
 	}
-	if err := checkPathFlags(cfg.Path, rf); err != nil {
-		return cfg, nil, opts, err
-	}
-	if cfg.Path > 0 {
-		opts.Out = "" // the command writes the path's files
-	}
-	return cfg, rf, opts, nil
 }
 
 // lassoJob is a Lasso job as the command runs it: the program, whose
@@ -147,23 +147,30 @@ func (j *lassoJob) path() *lasso.Path {
 
 // print prints the end of a run: the runtime's lines, then the path's table.
 func (j *lassoJob) print(w io.Writer, res *coordinator.Result) {
-	printResult(w, res)
+	cli.PrintResult(w, res)
 	printPath(w, j.path())
 }
 
-// run runs the job (role "") or one role of it, then writes the path's
-// files.
-func (j *lassoJob) run(ctx context.Context, role string, rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer) error {
-	var err error
+// job returns the job as role runs it: once it is done, the coordinator
+// writes the path's files.
+func (j *lassoJob) job(role cli.Role) *cli.Job {
+	var job *cli.Job
 	if j.cfg.Layout == lasso.LayoutColumns {
-		err = runProgram(ctx, role, j.colProgram(), rf, opts, stdout, stderr, j.print)
+		job = cli.NewJob(j.colProgram())
+		job.Print = j.print
 	} else {
-		err = runProgram(ctx, role, lasso.Program(j.cfg), rf, opts, stdout, stderr, printResult)
+		job = cli.NewJob(lasso.Program(j.cfg))
 	}
-	if err != nil {
-		return err
+	if role != cli.Coordinator {
+		job.Data = j.cfg.Data
 	}
-	return writePath(j.out, j.path())
+	job.Done = func(err error) error {
+		if err != nil {
+			return err
+		}
+		return writePath(j.out, j.path())
+	}
+	return job
 }
 
 // columnOptions checks the runtime's flags for the column layout and sets
@@ -172,9 +179,9 @@ func (j *lassoJob) run(ctx context.Context, role string, rf *runFlags, opts coor
 // --report-every is given, since a round is many sweeps and a report one
 // pass over the data; and the tolerance of a rise of the objective, which
 // the line search of the merge makes rounding only.
-func columnOptions(fs *flag.FlagSet, rf *runFlags, opts *coordinator.Options) error {
-	if rf.schedulers != 1 || rf.depth != 1 {
-		return usagef("--layout cols takes one scheduler and --depth 1 (got --schedulers %d --depth %d): a worker's rounds update its own columns one after another; use --layout rows to pipeline", rf.schedulers, rf.depth)
+func columnOptions(fs *flag.FlagSet, opts *coordinator.Options) error {
+	if opts.Schedulers != 1 || opts.Depth != 1 {
+		return cli.Usagef("--layout cols takes one scheduler and --depth 1 (got --schedulers %d --depth %d): a worker's rounds update its own columns one after another; use --layout rows to pipeline", opts.Schedulers, opts.Depth)
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "report-every" })
@@ -195,32 +202,6 @@ const workersUsage = "number of workers: one is the fastest on one machine; more
 // every round provably lowers it tolerates before it fails: rounding only.
 const monotoneRiseTol = 1e-9
 
-// runLasso runs a whole Lasso job in this process.
-func runLasso(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lasso", flag.ContinueOnError)
-	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, "strads lasso --data FILE [--lambda L | --lambda-ratio R] [--lambda-path K] [flags]", "")
-	if err != nil {
-		return err
-	}
-	j := &lassoJob{cfg: cfg, workers: rf.workers, out: rf.out}
-	return j.run(ctx, "", rf, opts, stdout, stderr)
-}
-
-// runLassoRole runs one role of a Lasso job.
-func runLassoRole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(role, flag.ContinueOnError)
-	addAppFlag(fs)
-	cfg, rf, opts, err := lassoSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app lasso --nats URL --job NAME [flags]", role), role)
-	if err != nil {
-		return err
-	}
-	if err := checkRole(rf); err != nil {
-		return err
-	}
-	j := &lassoJob{cfg: cfg, workers: rf.workers, out: rf.out}
-	return j.run(ctx, role, rf, opts, stdout, stderr)
-}
-
 // checkData reads the whole data file once, so that bad input is reported
 // with its file and line before the job starts.
 func checkData(path string) error {
@@ -232,7 +213,7 @@ func checkData(path string) error {
 func checkOpen(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return usageError{fmt.Errorf("--data: %w", err)}
+		return cli.UsageError(fmt.Errorf("--data: %w", err))
 	}
 	return f.Close()
 }
@@ -241,20 +222,9 @@ func checkOpen(path string) error {
 func dataError(err error) error {
 	var pe *libsvm.ParseError
 	if errors.As(err, &pe) {
-		return usageError{pe}
+		return cli.UsageError(pe)
 	}
-	if err != nil {
-		return usageError{err}
-	}
-	return nil
-}
-
-// printResult prints the end of a run: the objective line, then where the
-// time went.
-func printResult(w io.Writer, res *coordinator.Result) {
-	fmt.Fprintf(w, "objective %.12g  gap %.3g  nnz %d  rounds %d  updates %d  time %.3fs  (%s)\n",
-		res.Final.Objective, res.Final.Gap, res.Final.NNZ, res.Rounds, res.Updates, res.Elapsed.Seconds(), res.Reason)
-	res.WriteSummary(w)
+	return cli.UsageError(err)
 }
 
 // genLasso writes a synthetic Lasso data set.
@@ -263,14 +233,14 @@ func genLasso(args []string, stdout, stderr io.Writer) error {
 	c := defaultGenConfig()
 	addGenFlags(fs, &c, "standard deviation of the noise added to y")
 	out := fs.String("o", "", "output `file` (LIBSVM format)")
-	if err := parse(fs, args, stdout, "strads gen lasso [flags] -o FILE"); err != nil {
+	if err := cli.Parse(fs, args, stdout, "strads gen lasso [flags] -o FILE"); err != nil {
 		return err
 	}
 	if *out == "" {
-		return usagef("-o FILE is required")
+		return cli.Usagef("-o FILE is required")
 	}
 	if err := c.Validate(); err != nil {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	if err := atomicfile.Write(*out, func(w *bufio.Writer) error {
 		_, err := lasso.Generate(w, c)

@@ -13,18 +13,21 @@ import (
 
 	"github.com/strads-go/strads/apps/lda"
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
 
-func init() {
-	register("lda", appCommand{
-		summary: "topic model (LDA, collapsed Gibbs sampling)",
-		job:     runLDA,
-		role:    runLDARole,
-		gen:     genLDA,
-	})
+// ldaApp is LDA's command: strads lda, and its roles.
+func ldaApp() cli.App {
+	return cli.App{
+		Name:     "lda",
+		Summary:  "topic model (LDA, collapsed Gibbs sampling)",
+		Synopsis: "--docword FILE [--vocab FILE] | --text FILE  [--topics K --iters T --workers N --alpha A --beta B --seed S] [flags]",
+		Flags:    ldaCommand,
+		PerRole:  []string{"docword", "vocab", "text", "stop-words", "test-docword", "word-topic", "doc-topic"},
+	}
 }
 
 // ldaFlags are the flags of the LDA app, shared by all its roles.
@@ -70,81 +73,75 @@ type ldaResults interface {
 	HeldOut() (perplexity float64, tokens int64, ok bool, err error)
 }
 
-// ldaSetup parses the flags of an LDA command and checks the input that
-// role reads ("" for a whole job) before anything starts: bad input is a
-// usage error naming its file and line.
-func ldaSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (*ldaJob, *runFlags, coordinator.Options, error) {
+// ldaCommand adds LDA's flags to fs and returns the function that makes
+// its job. That checks the input that the role reads before anything
+// starts: bad input is a usage error naming its file and line.
+func ldaCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	f := addLDAFlags(fs)
-	rf := addRunFlags(fs)
-	setFlag(fs, "job", "lda", "job `name`: every subject of the job is under strads.<name>.")
-	setFlag(fs, "report-every", "1", "report the log-likelihood every `n` iterations (one pass over the tokens' topics)")
-	setFlag(fs, "tol", "0", "stop when the log-likelihood per token changes by less than tol, relatively, between two reports (0: off)")
-	setFlag(fs, "out", "", "write the topics to `file`: every topic's share of the tokens and its --top-words words with p(word | topic)")
-	setFlag(fs, "metrics", "", "write a CSV to `file`, a row per report: "+lda.MetricsHeader[:len(lda.MetricsHeader)-1])
-	setFlag(fs, "progress", "1s", "print a line per report on stderr: iteration, log-likelihood per token, tokens/s, elapsed (0: never)")
-	setFlag(fs, "depth", "1", "rounds in flight: lda needs 1 (every round of the rotation holds every block)")
-	setFlag(fs, "max-rounds", "0", "not for lda: use --iters")
-	if err := parse(fs, args, stdout, synopsis); err != nil {
-		return nil, nil, coordinator.Options{}, err
-	}
-	cfg := f.cfg
-	cfg.Workers, cfg.ReportEvery = rf.workers, rf.reportEvery
-	switch f.schedule {
-	case "rotation":
-	case "unscheduled":
-		cfg.Unscheduled = true
-	default:
-		return nil, nil, coordinator.Options{}, usagef("--schedule %q: want rotation or unscheduled", f.schedule)
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, coordinator.Options{}, usageError{err}
-	}
-	switch {
-	case rf.depth != 1:
-		return nil, nil, coordinator.Options{}, usagef("--depth %d: lda needs --depth 1 (every round of the rotation holds every word block, and needs the previous round's blocks)", rf.depth)
-	case rf.schedulers != 1:
-		return nil, nil, coordinator.Options{}, usagef("--schedulers %d: lda takes one scheduler", rf.schedulers)
-	case rf.maxRounds != 0:
-		return nil, nil, coordinator.Options{}, usagef("--max-rounds: lda counts iterations: use --iters")
-	case rf.out == "" && (cfg.WordTopicOut != "" || cfg.DocTopicOut != ""):
-		return nil, nil, coordinator.Options{}, usagef("--word-topic and --doc-topic are written with the topics: give --out too")
-	}
-	opts, err := rf.options(stderr)
-	if err != nil {
-		return nil, nil, opts, err
-	}
-	for _, p := range []struct{ flag, path string }{{"--word-topic", cfg.WordTopicOut}, {"--doc-topic", cfg.DocTopicOut}} {
-		if p.path == "" {
-			continue
+	cli.SetDefault(fs, "report-every", "1", "report the log-likelihood every `n` iterations (one pass over the tokens' topics)")
+	cli.SetDefault(fs, "tol", "0", "stop when the log-likelihood per token changes by less than tol, relatively, between two reports (0: off)")
+	cli.SetDefault(fs, "out", "", "write the topics to `file`: every topic's share of the tokens and its --top-words words with p(word | topic)")
+	cli.SetDefault(fs, "metrics", "", "write a CSV to `file`, a row per report: "+lda.MetricsHeader[:len(lda.MetricsHeader)-1])
+	cli.SetDefault(fs, "progress", "1s", "print a line per report on stderr: iteration, log-likelihood per token, tokens/s, elapsed (0: never)")
+	cli.SetDefault(fs, "depth", "1", "rounds in flight: lda needs 1 (every round of the rotation holds every block)")
+	cli.SetDefault(fs, "max-rounds", "0", "not for lda: use --iters")
+	return func(env *cli.Env) (*cli.Job, error) {
+		opts := env.Options
+		cfg := f.cfg
+		cfg.Workers, cfg.ReportEvery = opts.Workers, opts.ReportEvery
+		switch f.schedule {
+		case "rotation":
+		case "unscheduled":
+			cfg.Unscheduled = true
+		default:
+			return nil, cli.Usagef("--schedule %q: want rotation or unscheduled", f.schedule)
 		}
-		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
-			return nil, nil, opts, usagef("%s %s: directory %s does not exist", p.flag, p.path, filepath.Dir(p.path))
+		if err := cfg.Validate(); err != nil {
+			return nil, cli.UsageError(err)
 		}
+		switch {
+		case opts.Depth != 1:
+			return nil, cli.Usagef("--depth %d: lda needs --depth 1 (every round of the rotation holds every word block, and needs the previous round's blocks)", opts.Depth)
+		case opts.Schedulers != 1:
+			return nil, cli.Usagef("--schedulers %d: lda takes one scheduler", opts.Schedulers)
+		case opts.MaxRounds != 0:
+			return nil, cli.Usagef("--max-rounds: lda counts iterations: use --iters")
+		case opts.Out == "" && (cfg.WordTopicOut != "" || cfg.DocTopicOut != ""):
+			return nil, cli.Usagef("--word-topic and --doc-topic are written with the topics: give --out too")
+		}
+		for _, p := range []struct{ flag, path string }{{"--word-topic", cfg.WordTopicOut}, {"--doc-topic", cfg.DocTopicOut}} {
+			if p.path == "" {
+				continue
+			}
+			if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+				return nil, cli.Usagef("%s %s: directory %s does not exist", p.flag, p.path, filepath.Dir(p.path))
+			}
+		}
+		st, err := lda.Scan(cfg)
+		if err != nil {
+			return nil, ldaInputError(err)
+		}
+		cfg.Tokens = st.Tokens
+		opts.MaxRounds, opts.ReportEvery = cfg.Rounds()
+		// A stop the workers cannot foresee: every report then carries the
+		// document-topic counts, so that the last one does.
+		cfg.StopsEarly = opts.TimeLimit > 0 || (opts.Tol > 0 && opts.ReportEvery == 1)
+		if opts.Progress != nil && env.Role.Has(cli.Coordinator) {
+			cfg.Progress = env.Stderr
+		}
+		// The app prints its own progress line per report and writes its own
+		// metrics (with tokens per second).
+		j := &ldaJob{cfg: cfg, metrics: opts.Metrics}
+		opts.Progress, opts.Metrics = nil, ""
+		return j.job(env.Role)
 	}
-	st, err := lda.Scan(cfg)
-	if err != nil {
-		return nil, nil, opts, ldaInputError(err)
-	}
-	cfg.Tokens = st.Tokens
-	opts.MaxRounds, opts.ReportEvery = cfg.Rounds()
-	// A stop the workers cannot foresee: every report then carries the
-	// document-topic counts, so that the last one does.
-	cfg.StopsEarly = opts.TimeLimit > 0 || (opts.Tol > 0 && opts.ReportEvery == 1)
-	if rf.progress > 0 && (role == "" || role == "coordinator") {
-		cfg.Progress = stderr
-	}
-	// The app prints its own progress line per report and writes its own
-	// metrics (with tokens per second).
-	j := &ldaJob{cfg: cfg, metrics: opts.Metrics}
-	opts.Progress, opts.Metrics = nil, ""
-	return j, rf, opts, nil
 }
 
 // ldaInputError makes bad or missing input a usage error.
 func ldaInputError(err error) error {
 	var pe *lda.ParseError
 	if errors.As(err, &pe) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	return err
 }
@@ -162,31 +159,39 @@ func capture[U any](prog schmp.Program[scheduler.Turn, lda.Partial, U, lda.Summa
 	return prog
 }
 
-// run runs the job, as a whole (role "") or one role of it; the
-// coordinator's writes the metrics.
-func (j *ldaJob) run(ctx context.Context, role string, rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer) error {
-	var metrics *atomicfile.File
-	if j.metrics != "" && (role == "" || role == "coordinator") {
-		// Open now, so that a bad path fails before the job runs.
-		var err error
-		if metrics, err = atomicfile.Create(j.metrics); err != nil {
-			return usageError{err}
-		}
-		defer metrics.Abort()
-	}
-	var err error
+// job returns the job as role runs it: the coordinator writes the
+// metrics once it is done.
+func (j *ldaJob) job(role cli.Role) (*cli.Job, error) {
+	var job *cli.Job
 	if j.cfg.Unscheduled {
-		err = runProgram(ctx, role, capture(lda.Unscheduled(j.cfg), j), rf, opts, stdout, stderr, j.print)
+		job = cli.NewJob(capture(lda.Unscheduled(j.cfg), j))
 	} else {
-		err = runProgram(ctx, role, capture(lda.Program(j.cfg), j), rf, opts, stdout, stderr, j.print)
+		job = cli.NewJob(capture(lda.Program(j.cfg), j))
 	}
-	if err != nil || metrics == nil {
-		return err
+	job.Data = j.cfg.Docword
+	if j.cfg.Text != "" {
+		job.Data = j.cfg.Text
 	}
-	if err := j.results.WriteMetrics(metrics); err != nil {
-		return fmt.Errorf("write %s: %w", metrics.Path(), err)
+	job.Print = j.print
+	if j.metrics == "" || !role.Has(cli.Coordinator) {
+		return job, nil
 	}
-	return metrics.Commit()
+	// Open now, so that a bad path fails before the job runs.
+	metrics, err := atomicfile.Create(j.metrics)
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	job.Done = func(err error) error {
+		defer metrics.Abort()
+		if err != nil {
+			return err
+		}
+		if err := j.results.WriteMetrics(metrics); err != nil {
+			return fmt.Errorf("write %s: %w", metrics.Path(), err)
+		}
+		return metrics.Commit()
+	}
+	return job, nil
 }
 
 // print prints the end of a run: the log-likelihood, the rates, the
@@ -207,30 +212,6 @@ func (j *ldaJob) print(w io.Writer, res *coordinator.Result) {
 	res.WriteSummary(w)
 }
 
-// runLDA runs a whole LDA job in this process.
-func runLDA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lda", flag.ContinueOnError)
-	j, rf, opts, err := ldaSetup(fs, args, stdout, stderr, "strads lda --docword FILE [--vocab FILE] | --text FILE  [--topics K --iters T --workers N --alpha A --beta B --seed S] [flags]", "")
-	if err != nil {
-		return err
-	}
-	return j.run(ctx, "", rf, opts, stdout, stderr)
-}
-
-// runLDARole runs one role of an LDA job.
-func runLDARole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(role, flag.ContinueOnError)
-	addAppFlag(fs)
-	j, rf, opts, err := ldaSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app lda --nats URL --job NAME [flags]", role), role)
-	if err != nil {
-		return err
-	}
-	if err := checkRole(rf); err != nil {
-		return err
-	}
-	return j.run(ctx, role, rf, opts, stdout, stderr)
-}
-
 // genLDA writes a synthetic corpus drawn from a known LDA model:
 // PREFIX.docword.txt, PREFIX.vocab.txt, PREFIX.phi.csv (the model) and,
 // with --test-docs, PREFIX.test.docword.txt.
@@ -246,14 +227,14 @@ func genLDA(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&c.Beta, "beta", 0.01, "Dirichlet prior of the true topics")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same flags give the same files")
 	out := fs.String("o", "", "output `PREFIX`: writes PREFIX.docword.txt, PREFIX.vocab.txt, PREFIX.phi.csv (the true topics: topic,word_id,prob ≥ 1e-6)")
-	if err := parse(fs, args, stdout, "strads gen lda [flags] -o PREFIX"); err != nil {
+	if err := cli.Parse(fs, args, stdout, "strads gen lda [flags] -o PREFIX"); err != nil {
 		return err
 	}
 	if *out == "" {
-		return usagef("-o PREFIX is required")
+		return cli.Usagef("-o PREFIX is required")
 	}
 	if err := c.Validate(); err != nil {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	names := []string{".docword.txt", ".vocab.txt", ".phi.csv"}
 	if c.TestDocs > 0 {
@@ -269,7 +250,7 @@ func genLDA(args []string, stdout, stderr io.Writer) error {
 	for i, name := range names {
 		f, err := atomicfile.Create(*out + name)
 		if err != nil {
-			return usageError{err}
+			return cli.UsageError(err)
 		}
 		files = append(files, f)
 		ws[i] = f.Writer

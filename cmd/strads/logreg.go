@@ -14,17 +14,21 @@ import (
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/apps/logreg"
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/schmp"
 )
 
-func init() {
-	register("logreg", appCommand{
-		summary: "L1-regularized logistic regression",
-		job:     runLogreg,
-		role:    runLogregRole,
-		gen:     genLogreg,
-	})
+// logregApp is the logistic regression's command: strads logreg, and its
+// roles.
+func logregApp() cli.App {
+	return cli.App{
+		Name:     "logreg",
+		Summary:  "L1-regularized logistic regression",
+		Synopsis: "--data FILE (--lambda L | --lambda-ratio R | --C C) [--lambda-path K] [flags]",
+		Flags:    logregCommand,
+		PerRole:  []string{"data", "test", "predict"},
+	}
 }
 
 // logregFlags are the flags of the logistic regression app, shared by all
@@ -58,11 +62,11 @@ func (f *logregFlags) config(workers int) (logreg.Config, error) {
 		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{err}
+		return cfg, cli.UsageError(err)
 	}
 	if f.predict != "" {
 		if st, err := os.Stat(filepath.Dir(f.predict)); err != nil || !st.IsDir() {
-			return cfg, usagef("--predict %s: directory %s does not exist", f.predict, filepath.Dir(f.predict))
+			return cfg, cli.Usagef("--predict %s: directory %s does not exist", f.predict, filepath.Dir(f.predict))
 		}
 	}
 	return cfg, nil
@@ -91,60 +95,79 @@ type logregCoordinator interface {
 	WritePredictions(w io.Writer, path string) error
 }
 
-// logregSetup parses the flags of a logistic regression command and checks
-// the input that role reads ("" for a whole job) before anything starts:
-// bad input is a usage error naming its file and line.
-func logregSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (*logregJob, *runFlags, coordinator.Options, error) {
+// logregCommand adds the logistic regression's flags to fs and returns the
+// function that makes its job. That checks the input that the role reads
+// before anything starts: bad input is a usage error naming its file and
+// line.
+func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	lf := addLogregFlags(fs)
 	lay := addLayoutFlags(fs)
-	rf := addRunFlags(fs)
-	setFlag(fs, "workers", "1", workersUsage)
-	if err := parse(fs, args, stdout, synopsis); err != nil {
-		return nil, nil, coordinator.Options{}, err
-	}
-	cfg, err := lf.config(rf.workers)
-	if err != nil {
-		return nil, nil, coordinator.Options{}, err
-	}
-	opts, err := rf.options(stderr)
-	if err != nil {
-		return nil, nil, opts, err
-	}
-	if role != "coordinator" {
-		// The labels only (cheap): the features are checked as the roles
-		// load them.
-		if err := logreg.CheckData(cfg.Data); err != nil {
-			return nil, nil, opts, usageError{err}
+	setLinearDefaults(fs)
+	return func(env *cli.Env) (*cli.Job, error) {
+		opts := env.Options
+		cfg, err := lf.config(opts.Workers)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if cfg.Layout, err = lay.resolve(rf, cfg.Path > 0); err != nil {
-		return nil, nil, opts, err
-	}
-	cfg.RoundWork = lay.roundWork
-	if cfg.Layout == lasso.LayoutColumns {
-		if err := columnOptions(fs, rf, &opts); err != nil {
-			return nil, nil, opts, err
-		}
-	}
-	if role == "" || role == "coordinator" {
-		if cfg.Test != "" {
-			if _, _, err := logreg.CheckLabels(cfg.Test); err != nil {
-				return nil, nil, opts, usageError{err}
-			}
-		}
-		if lf.predict != "" && cfg.Test == "" && role == "coordinator" {
+		if env.Role != cli.Coordinator {
+			// The labels only (cheap): the features are checked as the
+			// roles load them.
 			if err := logreg.CheckData(cfg.Data); err != nil {
-				return nil, nil, opts, usageError{err}
+				return nil, cli.UsageError(err)
 			}
 		}
+		if cfg.Layout, err = lay.resolve(opts, cfg.Path > 0); err != nil {
+			return nil, err
+		}
+		cfg.RoundWork = lay.roundWork
+		if cfg.Layout == lasso.LayoutColumns {
+			if err := columnOptions(fs, opts); err != nil {
+				return nil, err
+			}
+		}
+		if env.Role.Has(cli.Coordinator) {
+			if cfg.Test != "" {
+				if _, _, err := logreg.CheckLabels(cfg.Test); err != nil {
+					return nil, cli.UsageError(err)
+				}
+			}
+			if lf.predict != "" && cfg.Test == "" && env.Role == cli.Coordinator {
+				if err := logreg.CheckData(cfg.Data); err != nil {
+					return nil, cli.UsageError(err)
+				}
+			}
+		}
+		if err := checkPathFlags(cfg.Path, opts); err != nil {
+			return nil, err
+		}
+		j := &logregJob{cfg: cfg, workers: opts.Workers, predict: lf.predict, out: opts.Out}
+		if cfg.Path > 0 {
+			opts.Out = "" // the command writes the path's files
+		}
+		return j.job(env.Role), nil
 	}
-	if err := checkPathFlags(cfg.Path, rf); err != nil {
-		return nil, nil, opts, err
+}
+
+// job returns the job as role runs it: once it is done, the coordinator
+// writes the predictions and the path's files.
+func (j *logregJob) job(role cli.Role) *cli.Job {
+	var job *cli.Job
+	if j.cfg.Layout == lasso.LayoutColumns {
+		job = cli.NewJob(j.colProgram())
+	} else {
+		job = cli.NewJob(j.program())
 	}
-	if cfg.Path > 0 {
-		opts.Out = "" // the command writes the path's files
+	if role != cli.Coordinator {
+		job.Data = j.cfg.Data
 	}
-	return &logregJob{cfg: cfg, workers: rf.workers, predict: lf.predict, out: rf.out}, rf, opts, nil
+	job.Print = j.print
+	job.Done = func(err error) error {
+		if err != nil {
+			return err
+		}
+		return j.finish()
+	}
+	return job
 }
 
 // program returns the job's program in the row layout; its coordinator is
@@ -175,53 +198,10 @@ func (j *logregJob) colProgram() schmp.Program[logreg.ColPlan, logreg.ColPartial
 	return prog
 }
 
-// runLogreg runs a whole logistic regression job in this process.
-func runLogreg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("logreg", flag.ContinueOnError)
-	j, rf, opts, err := logregSetup(fs, args, stdout, stderr, "strads logreg --data FILE (--lambda L | --lambda-ratio R | --C C) [--lambda-path K] [flags]", "")
-	if err != nil {
-		return err
-	}
-	if j.cfg.Layout == lasso.LayoutColumns {
-		err = runAll(ctx, j.colProgram(), rf, opts, stdout, stderr, j.print)
-	} else {
-		err = runAll(ctx, j.program(), rf, opts, stdout, stderr, j.print)
-	}
-	if err != nil {
-		return err
-	}
-	return j.finish()
-}
-
-// runLogregRole runs one role of a logistic regression job.
-func runLogregRole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(role, flag.ContinueOnError)
-	addAppFlag(fs)
-	j, rf, opts, err := logregSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app logreg --nats URL --job NAME [flags]", role), role)
-	if err != nil {
-		return err
-	}
-	if err := checkRole(rf); err != nil {
-		return err
-	}
-	if j.cfg.Layout == lasso.LayoutColumns {
-		err = runNode(ctx, role, j.colProgram(), rf, opts, stdout, stderr, j.print)
-	} else {
-		err = runNode(ctx, role, j.program(), rf, opts, stdout, stderr, j.print)
-	}
-	if err != nil {
-		return err
-	}
-	if role != "coordinator" {
-		return nil
-	}
-	return j.finish()
-}
-
 // print prints the end of a run: the runtime's lines, then the accuracy and
 // what the step safeguard (rows) or the merges (columns) did.
 func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
-	printResult(w, res)
+	cli.PrintResult(w, res)
 	c := j.coord
 	if c == nil {
 		return
@@ -286,7 +266,7 @@ func genLogreg(args []string, stdout, stderr io.Writer) error {
 	labels := fs.String("labels", "pm1", "how labels are written: pm1 (-1/+1) or 01 (0/1)")
 	truth := fs.String("truth", "", "also write the true weights w* to `file`, as a CSV index,value of the non-zeros (1-based)")
 	out := fs.String("o", "", "output `file` (LIBSVM format)")
-	if err := parse(fs, args, stdout, "strads gen logreg [flags] -o FILE"); err != nil {
+	if err := cli.Parse(fs, args, stdout, "strads gen logreg [flags] -o FILE"); err != nil {
 		return err
 	}
 	switch *labels {
@@ -294,13 +274,13 @@ func genLogreg(args []string, stdout, stderr io.Writer) error {
 	case "01":
 		c.ZeroOne = true
 	default:
-		return usagef("--labels %q: want pm1 or 01", *labels)
+		return cli.Usagef("--labels %q: want pm1 or 01", *labels)
 	}
 	if *out == "" {
-		return usagef("-o FILE is required")
+		return cli.Usagef("-o FILE is required")
 	}
 	if err := c.Validate(); err != nil {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	var w []float64
 	if err := atomicfile.Write(*out, func(bw *bufio.Writer) error {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/schmp"
 )
@@ -373,35 +374,25 @@ func (g *growth) Objective(reports []float64) (schmp.Progress, error) {
 func (g *growth) WriteModel(w io.Writer) error { _, err := fmt.Fprintln(w, g.x); return err }
 
 func init() {
-	register("test-growth", appCommand{
-		summary: "a toy for the tests: an objective multiplied by --growth every round",
-		job: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-			fs := flag.NewFlagSet("test-growth", flag.ContinueOnError)
+	commandLine.Apps = append(commandLine.Apps, cli.App{
+		Name:    "test-growth",
+		Summary: "a toy for the tests: an objective multiplied by --growth every round",
+		Flags: func(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 			g := fs.Float64("growth", 0.5, "factor of the objective every round")
-			rf := addRunFlags(fs)
-			if err := parse(fs, args, stdout, "strads test-growth [flags]"); err != nil {
-				return err
+			return func(*cli.Env) (*cli.Job, error) {
+				return cli.NewJob(schmp.Program[int, float64, float64, float64]{
+					Name: "test-growth",
+					NewScheduler: func(context.Context, int, int) (schmp.Scheduler[int], error) {
+						return &growth{g: *g}, nil
+					},
+					NewWorker: func(context.Context, int, int) (schmp.Worker[int, float64, float64, float64], error) {
+						return &growth{g: *g}, nil
+					},
+					NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
+						return &growth{g: *g}, nil
+					},
+				}), nil
 			}
-			opts, err := rf.options(stderr)
-			if err != nil {
-				return err
-			}
-			prog := schmp.Program[int, float64, float64, float64]{
-				Name: "test-growth",
-				NewScheduler: func(context.Context, int, int) (schmp.Scheduler[int], error) {
-					return &growth{g: *g}, nil
-				},
-				NewWorker: func(context.Context, int, int) (schmp.Worker[int, float64, float64, float64], error) {
-					return &growth{g: *g}, nil
-				},
-				NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
-					return &growth{g: *g}, nil
-				},
-			}
-			return runAll(ctx, prog, rf, opts, stdout, stderr, printResult)
-		},
-		role: func(context.Context, string, []string, io.Writer, io.Writer) error {
-			return usagef("test-growth runs in one process only")
 		},
 	})
 }

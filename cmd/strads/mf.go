@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,16 +10,19 @@ import (
 
 	"github.com/strads-go/strads/apps/mf"
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
 )
 
-func init() {
-	register("mf", appCommand{
-		summary: "matrix factorization of ratings",
-		job:     runMF,
-		role:    runMFRole,
-		gen:     genMF,
-	})
+// mfApp is matrix factorization's command: strads mf, and its roles.
+func mfApp() cli.App {
+	return cli.App{
+		Name:     "mf",
+		Summary:  "matrix factorization of ratings",
+		Synopsis: "--train FILE [--test FILE] [--rank K --lambda L --iters T --workers N --algo sgd|ccd --schedule rotation|unscheduled] [flags]",
+		Flags:    mfCommand,
+		PerRole:  []string{"train", "test", "predict", "predict-out"},
+	}
 }
 
 // mfFlags are the flags of the matrix factorization app, shared by all its
@@ -48,15 +50,6 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	return f
 }
 
-// setFlag changes a runtime flag's default and usage for mf.
-func setFlag(fs *flag.FlagSet, name, value, usage string) {
-	f := fs.Lookup(name)
-	if err := f.Value.Set(value); err != nil {
-		panic(err) // a programming error: the value is a constant
-	}
-	f.DefValue, f.Usage = value, usage
-}
-
 // mfJob is a matrix factorization job as the command runs it: its config,
 // the model its coordinator fills, and the outputs, opened before the job
 // runs and committed together once it is done.
@@ -68,75 +61,72 @@ type mfJob struct {
 	files              []*atomicfile.File
 }
 
-// mfSetup parses the flags of a matrix factorization command and checks
-// the input that role reads ("" for a whole job) before anything starts:
-// bad input is a usage error naming its file and line.
-func mfSetup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, synopsis, role string) (*mfJob, *runFlags, coordinator.Options, error) {
+// mfCommand adds matrix factorization's flags to fs and returns the
+// function that makes its job. That checks the input that the role reads
+// before anything starts: bad input is a usage error naming its file and
+// line.
+func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	f := addMFFlags(fs)
-	rf := addRunFlags(fs)
-	setFlag(fs, "job", "mf", "job `name`: every subject of the job is under strads.<name>.")
-	setFlag(fs, "report-every", "1", "evaluate every `n` iterations (one pass over the ratings)")
-	setFlag(fs, "tol", "1e-4", "stop when the objective changes by less than tol, relatively, between two evaluations (0: off)")
-	setFlag(fs, "out", "", "write the factors to `PREFIX`.W.txt and PREFIX.H.txt, lines \"id v1 … vK\" in ascending id order")
-	setFlag(fs, "metrics", "", "write a CSV to `file`, a row per evaluation: time_s,round,iter,objective,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s")
-	setFlag(fs, "progress", "1s", "print a line per evaluation on stderr (0: never)")
-	setFlag(fs, "depth", "1", "rounds in flight: mf needs 1 (every round needs the previous one's update)")
-	setFlag(fs, "max-rounds", "0", "stop after `n` runtime rounds (an iteration is --workers rounds on the rotation, 1 unscheduled, rank·inner with ccd; --iters is simpler; 0: no limit)")
-	if err := parse(fs, args, stdout, synopsis); err != nil {
-		return nil, nil, coordinator.Options{}, err
-	}
-	cfg := f.cfg
-	cfg.Workers, cfg.ReportEvery = rf.workers, rf.reportEvery
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, coordinator.Options{}, usageError{err}
-	}
-	switch {
-	case rf.depth > 1:
-		return nil, nil, coordinator.Options{}, usagef("--depth %d: mf needs --depth 1 (on the rotation every round holds every block of H, and every round needs the previous one's update)", rf.depth)
-	case rf.schedulers > 1:
-		return nil, nil, coordinator.Options{}, usagef("--schedulers %d: mf takes one scheduler", rf.schedulers)
-	case (f.predict == "") != (f.predictOut == ""):
-		return nil, nil, coordinator.Options{}, usagef("--predict FILE and --predict-out FILE go together")
-	}
-	opts, err := rf.options(stderr)
-	if err != nil {
-		return nil, nil, opts, err
-	}
-	j := &mfJob{cfg: cfg, out: opts.Out, metrics: opts.Metrics, predict: f.predict, predicted: f.predictOut}
-	if j.predicted != "" {
-		if st, err := os.Stat(filepath.Dir(j.predicted)); err != nil || !st.IsDir() {
-			return nil, nil, opts, usagef("--predict-out %s: directory %s does not exist", j.predicted, filepath.Dir(j.predicted))
+	cli.SetDefault(fs, "report-every", "1", "evaluate every `n` iterations (one pass over the ratings)")
+	cli.SetDefault(fs, "tol", "1e-4", "stop when the objective changes by less than tol, relatively, between two evaluations (0: off)")
+	cli.SetDefault(fs, "out", "", "write the factors to `PREFIX`.W.txt and PREFIX.H.txt, lines \"id v1 … vK\" in ascending id order")
+	cli.SetDefault(fs, "metrics", "", "write a CSV to `file`, a row per evaluation: time_s,round,iter,objective,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s")
+	cli.SetDefault(fs, "progress", "1s", "print a line per evaluation on stderr (0: never)")
+	cli.SetDefault(fs, "depth", "1", "rounds in flight: mf needs 1 (every round needs the previous one's update)")
+	cli.SetDefault(fs, "max-rounds", "0", "stop after `n` runtime rounds (an iteration is --workers rounds on the rotation, 1 unscheduled, rank·inner with ccd; --iters is simpler; 0: no limit)")
+	return func(env *cli.Env) (*cli.Job, error) {
+		opts := env.Options
+		cfg := f.cfg
+		cfg.Workers, cfg.ReportEvery = opts.Workers, opts.ReportEvery
+		if err := cfg.Validate(); err != nil {
+			return nil, cli.UsageError(err)
 		}
-	}
-	if err := j.check(role); err != nil {
-		return nil, nil, opts, err
-	}
+		switch {
+		case opts.Depth > 1:
+			return nil, cli.Usagef("--depth %d: mf needs --depth 1 (on the rotation every round holds every block of H, and every round needs the previous one's update)", opts.Depth)
+		case opts.Schedulers > 1:
+			return nil, cli.Usagef("--schedulers %d: mf takes one scheduler", opts.Schedulers)
+		case (f.predict == "") != (f.predictOut == ""):
+			return nil, cli.Usagef("--predict FILE and --predict-out FILE go together")
+		}
+		j := &mfJob{cfg: cfg, out: opts.Out, metrics: opts.Metrics, predict: f.predict, predicted: f.predictOut}
+		if j.predicted != "" {
+			if st, err := os.Stat(filepath.Dir(j.predicted)); err != nil || !st.IsDir() {
+				return nil, cli.Usagef("--predict-out %s: directory %s does not exist", j.predicted, filepath.Dir(j.predicted))
+			}
+		}
+		if err := j.check(env.Role); err != nil {
+			return nil, err
+		}
 
-	// mf evaluates, prints its progress and writes its outputs itself.
-	rpi := uint64(cfg.RoundsPerIter())
-	opts.ReportEvery = cfg.ReportEvery * int(rpi)
-	if cfg.Iters > 0 {
-		opts.MaxRounds = uint64(cfg.Iters) * rpi
-		if rf.maxRounds > 0 {
-			opts.MaxRounds = min(opts.MaxRounds, rf.maxRounds)
+		// mf evaluates, prints its progress and writes its outputs itself.
+		rpi := uint64(cfg.RoundsPerIter())
+		maxRounds := opts.MaxRounds
+		opts.ReportEvery = cfg.ReportEvery * int(rpi)
+		if cfg.Iters > 0 {
+			opts.MaxRounds = uint64(cfg.Iters) * rpi
+			if maxRounds > 0 {
+				opts.MaxRounds = min(opts.MaxRounds, maxRounds)
+			}
 		}
+		progress := opts.Progress != nil
+		opts.Progress, opts.Out, opts.Metrics = nil, "", ""
+		j.model = &mf.Model{Factors: j.out != "" || j.predict != ""}
+		j.cfg.Model, j.cfg.Warn = j.model, env.Stderr
+		if progress {
+			j.cfg.Progress = env.Stderr
+		}
+		return j.job(env.Role, env.Stderr)
 	}
-	opts.Progress, opts.Out, opts.Metrics = nil, "", ""
-	j.model = &mf.Model{Factors: j.out != "" || j.predict != ""}
-	j.cfg.Model, j.cfg.Warn = j.model, stderr
-	if rf.progress > 0 {
-		j.cfg.Progress = stderr
-	}
-	return j, rf, opts, nil
 }
 
 // check reads the input that role reads, so that bad input fails before
 // any role starts.
-func (j *mfJob) check(role string) error {
+func (j *mfJob) check(role cli.Role) error {
 	var files []string
-	if role == "" || role == "worker" {
+	if role.Has(cli.Worker) {
 		if j.cfg.Train == "" {
-			return usagef("--train FILE is required")
+			return cli.Usagef("--train FILE is required")
 		}
 		files = append(files, j.cfg.Train)
 		if j.cfg.Test != "" {
@@ -148,7 +138,7 @@ func (j *mfJob) check(role string) error {
 			return mfInputError(err)
 		}
 	}
-	if j.predict != "" && (role == "" || role == "coordinator") {
+	if j.predict != "" && role.Has(cli.Coordinator) {
 		if err := mf.ReadPairs(j.predict, func(int, int64, int64) error { return nil }); err != nil {
 			return mfInputError(err)
 		}
@@ -160,7 +150,7 @@ func (j *mfJob) check(role string) error {
 func mfInputError(err error) error {
 	var pe *mf.ParseError
 	if errors.As(err, &pe) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	return err
 }
@@ -231,29 +221,37 @@ func (j *mfJob) commit(stderr io.Writer) error {
 	return nil
 }
 
-// run runs the job's program, as a whole (role "") or one role of it, and
-// writes the outputs if it is the coordinator's.
-func (j *mfJob) run(ctx context.Context, role string, rf *runFlags, opts coordinator.Options, stdout, stderr io.Writer) error {
-	writes := role == "" || role == "coordinator"
-	if writes {
-		if err := j.open(); err != nil {
-			return err
-		}
-		defer j.abort()
-	}
-	var err error
+// job returns the job as role runs it: the coordinator opens its outputs
+// now, so that a bad path fails before the job runs, and writes and
+// commits them once it is done; warnings go to stderr.
+func (j *mfJob) job(role cli.Role, stderr io.Writer) (*cli.Job, error) {
+	var job *cli.Job
 	switch {
 	case j.cfg.Algo == mf.CCD:
-		err = runProgram(ctx, role, mf.CCDProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+		job = cli.NewJob(mf.CCDProgram(j.cfg))
 	case j.cfg.Schedule == mf.Unscheduled:
-		err = runProgram(ctx, role, mf.UnscheduledProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+		job = cli.NewJob(mf.UnscheduledProgram(j.cfg))
 	default:
-		err = runProgram(ctx, role, mf.RotationProgram(j.cfg), rf, opts, stdout, stderr, j.print)
+		job = cli.NewJob(mf.RotationProgram(j.cfg))
 	}
-	if err != nil || !writes {
-		return err
+	if role.Has(cli.Worker) {
+		job.Data = j.cfg.Train
 	}
-	return j.commit(stderr)
+	job.Print = j.print
+	if !role.Has(cli.Coordinator) {
+		return job, nil
+	}
+	if err := j.open(); err != nil {
+		return nil, err
+	}
+	job.Done = func(err error) error {
+		defer j.abort()
+		if err != nil {
+			return err
+		}
+		return j.commit(stderr)
+	}
+	return job, nil
 }
 
 // print prints the end of a run: the last evaluation, then where the time
@@ -267,30 +265,6 @@ func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
 			e.Round, res.Rounds-e.Round)
 	}
 	res.WriteSummary(w)
-}
-
-// runMF runs a whole matrix factorization job in this process.
-func runMF(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mf", flag.ContinueOnError)
-	j, rf, opts, err := mfSetup(fs, args, stdout, stderr, "strads mf --train FILE [--test FILE] [--rank K --lambda L --iters T --workers N --algo sgd|ccd --schedule rotation|unscheduled] [flags]", "")
-	if err != nil {
-		return err
-	}
-	return j.run(ctx, "", rf, opts, stdout, stderr)
-}
-
-// runMFRole runs one role of a matrix factorization job.
-func runMFRole(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(role, flag.ContinueOnError)
-	addAppFlag(fs)
-	j, rf, opts, err := mfSetup(fs, args, stdout, stderr, fmt.Sprintf("strads %s --app mf --nats URL --job NAME [flags]", role), role)
-	if err != nil {
-		return err
-	}
-	if err := checkRole(rf); err != nil {
-		return err
-	}
-	return j.run(ctx, role, rf, opts, stdout, stderr)
 }
 
 // genMF writes a synthetic ratings set, split into PREFIX.train.txt and
@@ -307,23 +281,23 @@ func genMF(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&c.TestFraction, "test-fraction", 0.1, "fraction of the ratings in the test set")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same flags give the same files")
 	out := fs.String("o", "", "output `PREFIX`: writes PREFIX.train.txt and PREFIX.test.txt")
-	if err := parse(fs, args, stdout, "strads gen mf [flags] -o PREFIX"); err != nil {
+	if err := cli.Parse(fs, args, stdout, "strads gen mf [flags] -o PREFIX"); err != nil {
 		return err
 	}
 	if *out == "" {
-		return usagef("-o PREFIX is required")
+		return cli.Usagef("-o PREFIX is required")
 	}
 	if err := c.Validate(); err != nil {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	train, err := atomicfile.Create(*out + ".train.txt")
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	defer train.Abort()
 	test, err := atomicfile.Create(*out + ".test.txt")
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	defer test.Abort()
 	st, err := mf.Generate(train, test, c)

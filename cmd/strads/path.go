@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/cli"
+	"github.com/strads-go/strads/coordinator"
 )
 
 // pathUsage is the help of --lambda-path, for the Lasso and logistic
@@ -14,11 +16,11 @@ const pathUsage = "solve a regularization path: `K` penalties geometric from λ_
 	"each from the solution at the one before (warm starts), in one job; the column layout only (auto picks it); each λ ends when its gap is within --tol. " +
 	"--out PREFIX then writes a model per λ to PREFIX.lambda-NN.csv (NN its step, 1 for λ_max) and the table step,lambda,lambda_ratio,objective,gap,nnz,rounds,time_s,stop and the test error to PREFIX.path.csv (0: one λ)"
 
-// checkPathFlags checks the runtime's flags of a job that solves a path of
+// checkPathFlags checks the runtime's options of a job that solves a path of
 // k penalties (0: none).
-func checkPathFlags(k int, rf *runFlags) error {
-	if k > 0 && rf.tol == 0 {
-		return usagef("--lambda-path needs --tol > 0: each λ of the path ends when its duality gap is within tol of its objective")
+func checkPathFlags(k int, opts *coordinator.Options) error {
+	if k > 0 && opts.Tol == 0 {
+		return cli.Usagef("--lambda-path needs --tol > 0: each λ of the path ends when its duality gap is within tol of its objective")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -14,7 +15,7 @@ import (
 func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	port := fs.Int("port", 4222, "TCP port to listen on, on 127.0.0.1 (0: any free port)")
-	if err := parse(fs, args, stdout, "strads server [--port 4222]"); err != nil {
+	if err := cli.Parse(fs, args, stdout, "strads server [--port 4222]"); err != nil {
 		return err
 	}
 	srv, err := natsserver.Start(natsserver.Options{Port: *port})
