@@ -163,7 +163,7 @@ func TestDepthFourDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Rounds != st.Rounds || res.Reason != string(st.Reason) || !bytes.Equal(got, want.Bytes()) {
+		if res.Rounds != st.Rounds || res.Reason != st.Reason || !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("run %d: %d rounds (%s), model equal: %v; locally %d rounds (%s)",
 				run, res.Rounds, res.Reason, bytes.Equal(got, want.Bytes()), st.Rounds, st.Reason)
 		}
