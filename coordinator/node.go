@@ -38,6 +38,10 @@ var (
 	// The error is also a *NodeError, which names that node (its role,
 	// place, host and pid) and the round, and has the node's cause as text.
 	ErrAborted = protocol.ErrAborted
+	// ErrManifest: a node's manifest differed from the job's
+	// (Options.Manifest), and the coordinator refused it at join and
+	// failed the job, which would otherwise wait for that node.
+	ErrManifest = protocol.ErrManifest
 )
 
 // NodeError names the node whose failure failed the job; it is
@@ -82,6 +86,12 @@ type node[P, R, U, S any] struct {
 	// and PID empty before), for the errors that name it.
 	mu    sync.Mutex
 	nodes map[string][]protocol.Node
+	// data is the data fingerprint that the nodes must agree on, and
+	// dataFrom whose it is (Options.Manifest.Data, or the first node's
+	// to send one).
+	data, dataFrom string
+	// fail fails the job with its cause (a refused join).
+	fail context.CancelCauseFunc
 
 	box     *wire.Mailbox // plans and partials
 	metrics *atomicfile.File
@@ -139,6 +149,10 @@ func (a timedApp[P, R, U, S]) Objective(reports []S) (schmp.Progress, error) {
 }
 
 func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx context.Context) (schmp.Coordinator[P, R, U, S], error)) (*Result, error) {
+	// A refused join fails the job through this context: its cause is
+	// the refusal.
+	ctx, n.fail = context.WithCancelCause(ctx)
+	defer n.fail(nil)
 	var err error
 	readies, err := wire.Subscribe[protocol.Ready[S]](n.c, protocol.SubjectReady)
 	if err != nil {
@@ -156,6 +170,9 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	defer joins.Unsubscribe()
 
 	if n.app, err = newCoordinator(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	n.staged, _ = n.app.(Staged)
@@ -191,11 +208,18 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 }
 
 // admit answers join requests: each new worker ID gets the next shard, each
-// new scheduler ID the next part of the variables.
+// new scheduler ID the next part of the variables, and every accepted node
+// the job's settings. A node whose manifest differs from the job's
+// (Options.Manifest; DESIGN §2) is refused, with a message naming the
+// node and the field, and the job fails with the same message (ErrManifest):
+// it would wait for that node in vain. A node that comes once every place
+// is taken is refused without failing the job.
 func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
-	var mu sync.Mutex
 	places := map[string]map[string]int{protocol.RoleWorker: {}, protocol.RoleScheduler: {}}
 	limit := map[string]int{protocol.RoleWorker: n.opts.Workers, protocol.RoleScheduler: n.opts.Schedulers}
+	if d := n.opts.Manifest.Data; d != "" {
+		n.data, n.dataFrom = d, "the job's"
+	}
 	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectJoin), func(msg *nats.Msg) {
 		var req protocol.JoinRequest
 		var rep protocol.JoinReply
@@ -203,22 +227,32 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			rep.Err = err.Error()
 		} else {
 			role := cmpOr(req.Role, protocol.RoleWorker)
-			mu.Lock()
+			n.mu.Lock()
 			have, known := places[role]
 			place, ok := have[req.ID]
-			if known && !ok && len(have) < limit[role] {
+			free := known && !ok && len(have) < limit[role]
+			var bad error
+			if ok || free {
+				bad = n.checkManifest(protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}, req.Manifest)
+			}
+			if free && bad == nil {
 				place, ok = len(have), true
 				have[req.ID] = place
 			}
-			mu.Unlock()
+			if ok && bad == nil {
+				n.nodes[role][place] = protocol.Node{Role: role, Place: place, Host: req.Host, PID: req.PID}
+			}
+			n.mu.Unlock()
 			switch {
 			case !known:
 				rep.Err = fmt.Sprintf("no role %q", role)
+			case bad != nil:
+				rep.Err, rep.Mismatch = bad.Error(), true
+				n.log.Warn("join refused", "err", bad)
+				n.fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", bad)))
 			case ok:
 				rep.Shard, rep.Shards = place, limit[role]
-				n.mu.Lock()
-				n.nodes[role][place] = protocol.Node{Role: role, Place: place, Host: req.Host, PID: req.PID}
-				n.mu.Unlock()
+				rep.Settings = n.opts.Manifest.Settings
 			default:
 				rep.Err = fmt.Sprintf("the job already has its %d %ss", limit[role], role)
 			}
@@ -231,6 +265,24 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 		return nil, fmt.Errorf("coordinator: subscribe to joins: %w", err)
 	}
 	return sub, nil
+}
+
+// checkManifest returns why node, whose manifest is m, must be refused, as
+// a message that names it, or nil; a node's data fingerprint becomes the
+// one that all must agree on if it is the first. It is called with n.mu
+// held.
+func (n *node[P, R, U, S]) checkManifest(node protocol.Node, m protocol.Manifest) error {
+	if err := n.opts.Manifest.Check(m); err != nil {
+		return fmt.Errorf("%s: %w", node, err)
+	}
+	switch {
+	case m.Data == "":
+	case n.data == "":
+		n.data, n.dataFrom = m.Data, fmt.Sprintf("that of %s, the first to send one,", node)
+	case m.Data != n.data:
+		return fmt.Errorf("%s: data fingerprint is %s, %s is %s", node, m.Data, n.dataFrom, n.data)
+	}
+	return nil
 }
 
 // who returns the node at place of role, as it joined (without host and
@@ -271,7 +323,7 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Inbox[p
 		r, msg, err := readies.Next(jctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, context.Cause(ctx)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				var parts, loading []string
@@ -392,7 +444,7 @@ func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
 		return msg, nil
 	}
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return nil, context.Cause(ctx)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("coordinator: %w", err)

@@ -75,7 +75,12 @@ type Options struct {
 	// Monitor, if set, receives the node's metrics.
 	Monitor *monitor.Metrics
 	// Manifest is the job's: the coordinator refuses a role whose manifest
-	// differs from it, and sends every role its Settings.
+	// differs from it (protocol.Manifest.Check; a data fingerprint that
+	// differs from Data, or, without Data, from the first role's), with a
+	// message that names the role and the field, and then fails the job
+	// (ErrManifest), which would otherwise wait for that role. It sends
+	// every role it accepts the Settings. A Version of 0 means
+	// protocol.Version.
 	Manifest protocol.Manifest
 }
 
@@ -117,6 +122,9 @@ func (o *Options) pipeline() pipeline.Config {
 
 func (o *Options) fill() {
 	o.Schedulers = max(o.Schedulers, 1)
+	if o.Manifest.Version == 0 {
+		o.Manifest.Version = protocol.Version
+	}
 	o.Depth = max(o.Depth, 1)
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = time.Minute

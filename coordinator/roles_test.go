@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -169,3 +170,6 @@ func times[T any](n int, v T) []T {
 	}
 	return s
 }
+
+// regexpMatch reports whether s matches the regular expression re.
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }

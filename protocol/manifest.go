@@ -1,5 +1,14 @@
 package protocol
 
+import (
+	"fmt"
+	"hash/crc64"
+	"io"
+	"maps"
+	"os"
+	"slices"
+)
+
 // Version is the version of the protocol: every role of a job must speak
 // the same one. It changes whenever a message of this package changes in a
 // way an older role would misread.
@@ -10,9 +19,12 @@ const Version = 1
 // from it, with a message that names the field, and answers every accepted
 // role with the job's settings.
 type Manifest struct {
-	// App names the app, as schmp.Program.Name.
+	// App names the app, as schmp.Program.Name. Roles of different apps
+	// are refused; an empty App (a role, or a job, that does not say) is
+	// not compared.
 	App string `msgpack:"app"`
-	// Version is the role's protocol Version.
+	// Version is the role's protocol Version. The worker and scheduler
+	// nodes, and the coordinator for its own, send Version when it is 0.
 	Version int `msgpack:"ver"`
 	// Settings are the job-wide settings the role was given, by name (a
 	// command's flag names, without dashes), in their canonical text form.
@@ -20,6 +32,90 @@ type Manifest struct {
 	// job's value, which the join reply carries.
 	Settings map[string]string `msgpack:"settings,omitempty"`
 	// Data fingerprints the data the role reads (see Fingerprint); empty
-	// when the role reads none. All roles that read data must agree.
+	// when the role reads none. All roles that read data must agree: with
+	// the coordinator's Data where it has one, otherwise with the first
+	// role to send one.
 	Data string `msgpack:"data,omitempty"`
+}
+
+// Check returns why the coordinator refuses a role whose manifest is role,
+// m being the job's, or nil: a different App (where both name one), a
+// different Version, or a setting that the role names with another value
+// than the job's, or that the job lacks. The first difference is named, the
+// settings in the order of their names, as e.g.
+//
+//	setting "lambda" is 0.2, the job's is 0.1
+//
+// Data is not compared here: the coordinator compares it across roles.
+func (m Manifest) Check(role Manifest) error {
+	switch {
+	case m.App != "" && role.App != "" && role.App != m.App:
+		return fmt.Errorf("app is %q, the job's is %q", role.App, m.App)
+	case role.Version != m.Version:
+		return fmt.Errorf("protocol version is %d, the job's is %d", role.Version, m.Version)
+	}
+	for _, k := range slices.Sorted(maps.Keys(role.Settings)) {
+		v := role.Settings[k]
+		job, ok := m.Settings[k]
+		switch {
+		case !ok:
+			return fmt.Errorf("setting %q is %s, the job has no such setting", k, v)
+		case v != job:
+			return fmt.Errorf("setting %q is %s, the job's is %s", k, v, job)
+		}
+	}
+	return nil
+}
+
+// FingerprintBlocks and FingerprintBlockSize are the sampling of
+// Fingerprint: a file of at most FingerprintBlocks·FingerprintBlockSize
+// bytes is read whole, a larger one in that many blocks of that size.
+const (
+	FingerprintBlocks    = 16
+	FingerprintBlockSize = 64 << 10
+)
+
+// Fingerprint returns a cheap fingerprint of the content of the file at
+// path, for Manifest.Data: "<size>-<crc>", where size is the file's size in
+// bytes, in decimal, and crc is the CRC-64 (ECMA polynomial, hash/crc64) in
+// 16 hexadecimal digits of
+//
+//   - the whole file, when it has at most FingerprintBlocks ·
+//     FingerprintBlockSize bytes (1 MiB);
+//   - otherwise the concatenation of FingerprintBlocks blocks of
+//     FingerprintBlockSize bytes, block i (from 0) starting at byte
+//     ⌊i·(size − FingerprintBlockSize)/(FingerprintBlocks − 1)⌋, so that
+//     the first starts the file and the last ends it.
+//
+// It reads at most 1 MiB however large the file. Copies of a file have the
+// same fingerprint; files of different sizes, or that differ in a sampled
+// byte, have different ones (but for a CRC collision); a change elsewhere
+// in a large file that keeps its size goes unnoticed.
+func Fingerprint(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("fingerprint: %w", err)
+	}
+	size := fi.Size()
+	h := crc64.New(crc64.MakeTable(crc64.ECMA))
+	if size <= FingerprintBlocks*FingerprintBlockSize {
+		if _, err := io.Copy(h, f); err != nil {
+			return "", fmt.Errorf("fingerprint %s: %w", path, err)
+		}
+	} else {
+		buf := make([]byte, FingerprintBlockSize)
+		for i := range int64(FingerprintBlocks) {
+			off := i * (size - FingerprintBlockSize) / (FingerprintBlocks - 1)
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return "", fmt.Errorf("fingerprint %s: %w", path, err)
+			}
+			h.Write(buf)
+		}
+	}
+	return fmt.Sprintf("%d-%016x", size, h.Sum64()), nil
 }

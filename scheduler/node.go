@@ -35,7 +35,8 @@ type NodeOptions struct {
 	Manifest protocol.Manifest
 	// Configure, if set, receives the job's settings once the node has
 	// joined, before the scheduler is built: the settings it was not
-	// given come from there.
+	// given come from there. An error fails the node as a failed build
+	// does, and the job with it.
 	Configure func(settings map[string]string) error
 }
 
@@ -46,13 +47,19 @@ var (
 	ErrTimeout = protocol.ErrTimeout
 	// ErrAborted: the coordinator told the scheduler that the job failed.
 	ErrAborted = protocol.ErrAborted
+	// ErrManifest: the coordinator refused the scheduler at join, its manifest
+	// differing from the job's.
+	ErrManifest = protocol.ErrManifest
 )
 
 // Run runs a scheduler node on c: it joins the job, which gives it its part
 // of the variables, builds the app's scheduler for that part, then answers
 // the coordinator's plan requests until the coordinator stops the job, the
-// job fails, or ctx is done. Its own failures (building the scheduler, a
-// plan) are a *protocol.NodeError naming its part, host, pid and round; the
+// job fails, or ctx is done. It joins with opts.Manifest (its Version
+// protocol.Version when 0), and a refusal because that differs from the
+// job's is an error matching protocol.ErrManifest; once joined, it calls
+// opts.Configure with the job's settings before it builds the scheduler.
+// Its own failures (Configure, building the scheduler, a plan) are a *protocol.NodeError naming its part, host, pid and round; the
 // coordinator learns of them at once and fails the job with an error of the
 // same text (DESIGN §6).
 func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts NodeOptions) error {
@@ -74,7 +81,11 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
-	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleScheduler, Host: host, PID: pid}, opts.Timeout)
+	manifest := opts.Manifest
+	if manifest.Version == 0 {
+		manifest.Version = protocol.Version
+	}
+	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleScheduler, Manifest: manifest, Host: host, PID: pid}, opts.Timeout)
 	if err != nil {
 		return err
 	}
@@ -84,7 +95,15 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	log.Info("joined", "parts", place.Shards)
 
 	ready := protocol.Ready[struct{}]{ID: opts.ID, Role: protocol.RoleScheduler, Shard: part}
-	s, err := newScheduler(ctx, part, place.Shards)
+	if opts.Configure != nil {
+		if err = opts.Configure(place.Settings); err != nil {
+			err = fmt.Errorf("configure: %w", err)
+		}
+	}
+	var s schmp.Scheduler[P]
+	if err == nil {
+		s, err = newScheduler(ctx, part, place.Shards)
+	}
 	if err != nil {
 		// The coordinator names the scheduler itself: send the cause.
 		ready.Err = err.Error()

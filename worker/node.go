@@ -35,7 +35,8 @@ type Options struct {
 	Manifest protocol.Manifest
 	// Configure, if set, receives the job's settings once the worker has
 	// joined, before the worker is built: the settings it was not given
-	// come from there.
+	// come from there. An error fails the worker as a failed load does,
+	// and the job with it.
 	Configure func(settings map[string]string) error
 }
 
@@ -61,13 +62,22 @@ var (
 	ErrTimeout = protocol.ErrTimeout
 	// ErrAborted: the coordinator told the worker that the job failed.
 	ErrAborted = protocol.ErrAborted
+	// ErrManifest: the coordinator refused the worker at join, its manifest
+	// differing from the job's.
+	ErrManifest = protocol.ErrManifest
 )
 
 // Run runs a worker node on c until the coordinator stops the job, the job
 // fails, or ctx is done. newWorker builds the app's worker for the shard
 // that the coordinator assigns.
 //
-// The worker's own failures (its load, Apply, Push or Report) are a
+// The worker joins with opts.Manifest (its Version protocol.Version when
+// 0); a refusal because it differs from the job's is an error matching
+// protocol.ErrManifest whose text names the role and the field. Once
+// joined, it calls opts.Configure with the job's settings before it builds
+// the app's worker.
+//
+// The worker's own failures (Configure, its load, Apply, Push or Report) are a
 // *protocol.NodeError naming its shard, host, pid and round; the
 // coordinator learns of them at once, flushed before Run returns, and fails
 // the job with an error of the same text (DESIGN §6).
@@ -78,7 +88,11 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
-	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleWorker, Host: host, PID: pid}, opts.Timeout)
+	manifest := opts.Manifest
+	if manifest.Version == 0 {
+		manifest.Version = protocol.Version
+	}
+	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleWorker, Manifest: manifest, Host: host, PID: pid}, opts.Timeout)
 	if err != nil {
 		return err
 	}
@@ -94,7 +108,15 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	}
 	defer tasks.Close()
 
-	w, err := newWorker(ctx, place.Shard, place.Shards)
+	if opts.Configure != nil {
+		if err = opts.Configure(place.Settings); err != nil {
+			err = fmt.Errorf("configure: %w", err)
+		}
+	}
+	var w schmp.Worker[P, R, U, S]
+	if err == nil {
+		w, err = newWorker(ctx, place.Shard, place.Shards)
+	}
 	var summary S
 	if err == nil {
 		summary, err = w.Describe()
