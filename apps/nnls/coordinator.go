@@ -18,7 +18,7 @@ type Coordinator struct {
 
 // NewCoordinator returns the coordinator side for cfg, with β = 0.
 func NewCoordinator(cfg Config) (*Coordinator, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Coordinator{beta: make([]float64, cfg.Cols), a: make([]float64, cfg.Cols)}, nil

@@ -50,7 +50,8 @@ type Config struct {
 	Block int
 }
 
-func (c Config) validate() error {
+// Validate reports the first field of c out of range.
+func (c Config) Validate() error {
 	switch {
 	case c.Rows < 1:
 		return fmt.Errorf("nnls: Rows must be at least 1, got %d", c.Rows)
@@ -62,8 +63,9 @@ func (c Config) validate() error {
 	return nil
 }
 
-// row generates row i of X into x (of length Cols) and returns y_i.
-func (c Config) row(i int, x []float64) (y float64) {
+// Row generates row i of X into x (of length Cols) and returns y_i: the
+// data of the problem, which every worker generates for its own rows.
+func (c Config) Row(i int, x []float64) (y float64) {
 	rng := rand.New(rand.NewPCG(c.Seed, uint64(i)))
 	for j := range x {
 		x[j] = rng.NormFloat64()
@@ -124,7 +126,7 @@ type Scheduler struct {
 // NewScheduler returns scheduler part of parts for cfg: it owns a
 // contiguous range of the coordinates.
 func NewScheduler(cfg Config, part, parts int) (*Scheduler, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if parts > cfg.Cols {

@@ -69,7 +69,7 @@ func gradient(cfg Config, beta []float64) []float64 {
 	g := make([]float64, cfg.Cols)
 	x := make([]float64, cfg.Cols)
 	for i := range cfg.Rows {
-		r := cfg.row(i, x)
+		r := cfg.Row(i, x)
 		for j, v := range x {
 			r -= v * beta[j]
 		}

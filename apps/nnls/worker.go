@@ -20,7 +20,7 @@ type Worker struct {
 // NewWorker generates the rows of worker shard of shards, a contiguous
 // range of them (libsvm.ShardRange), and nothing else.
 func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	lo, hi := libsvm.ShardRange(cfg.Rows, shard, shards)
@@ -30,7 +30,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 	}
 	row := make([]float64, cfg.Cols)
 	for i := lo; i < hi; i++ {
-		w.r[i-lo] = cfg.row(i, row) // β = 0 at the start, so r = y
+		w.r[i-lo] = cfg.Row(i, row) // β = 0 at the start, so r = y
 		for j, v := range row {
 			w.x[j][i-lo] = v
 		}
