@@ -21,22 +21,44 @@ type SumsPartial struct {
 	Stats
 }
 
-// feature returns the feature that CCD++ updates in sub-round s.
-func (c Config) feature(s uint64) int {
-	return int(s / uint64(c.Inner) % uint64(c.Rank))
+// ccdSlots returns the number of CCD++'s rank-one blocks: the K features
+// and, with biases, the biases (b, c), whose term b_u + c_i is updated as a
+// feature whose other side is fixed at 1.
+func (c Config) ccdSlots() int {
+	if c.biased() {
+		return c.Rank + 1
+	}
+	return c.Rank
 }
 
+// slot returns the block that CCD++ updates in sub-round s: a feature
+// (0…Rank−1) or, with biases, ccdBias.
+func (c Config) slot(s uint64) int {
+	k := int(s / uint64(c.Inner) % uint64(c.ccdSlots()))
+	if c.biased() {
+		return k - 1 // the biases come first: they explain most
+	}
+	return k
+}
+
+// ccdBias is the slot of the biases.
+const ccdBias = -1
+
 // ccdWorker is worker p of CCD++ (Yu et al. 2012). It keeps W and H column
-// by column, and for each of its ratings the residual without the current
-// feature t, res = r − Σ_{k≠t} w_uk·h_ik. A round updates w_t exactly for
-// its users, w_ut = Σ_i res_ui·h_it / (λ + Σ_i h_it²) over the user's
-// ratings, and pushes its parts of the sums of the same for h_t; the
-// coordinator completes h_t and sends it back.
+// by column, its users' biases and all items' biases, and for each of its
+// ratings the residual without the current slot s, res = r − μ − Σ_{slots
+// ≠ s} (that slot's term). A round of a feature t updates w_t exactly for
+// its users, w_ut = Σ_i res_ui·h_it / (λ_u + Σ_i h_it²) over the user's
+// ratings (λ_u the user's factor regularization), and pushes its parts of
+// the sums of the same for h_t; the coordinator completes h_t and sends it
+// back. A round of the biases sets b_u = Σ_i (res_ui − c_i)/(n_u + λ_b)
+// and pushes the sums of res_ui − b_u for c.
 type ccdWorker struct {
 	*shard
 	w, h    [][]float64 // columns: w[t][u], h[t][i]
-	res     []float64   // by training rating
-	cur     int         // the feature res leaves out
+	bs      biases
+	res     []float64 // by training rating
+	cur     int       // the slot res leaves out
 	round   uint64
 	factors bool
 	byUser  []int   // the ratings of user u are train[byUser[u]:byUser[u+1]]
@@ -48,7 +70,7 @@ func newCCDWorker(cfg Config, p int) (*ccdWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &ccdWorker{shard: s, res: make([]float64, len(s.train))}
+	w := &ccdWorker{shard: s, res: make([]float64, len(s.train)), bs: s.initBiases()}
 	rows := s.initUsers(cfg.Rank)
 	w.w = columns(rows, len(s.users), cfg.Rank)
 	w.byUser = make([]int, len(s.users)+1)
@@ -103,18 +125,22 @@ func (w *ccdWorker) Apply(u FullUpdate) error {
 		if len(u.H) != len(w.ix.ItemIDs)*k {
 			return fmt.Errorf("first update: H has %d values, want %d", len(u.H), len(w.ix.ItemIDs)*k)
 		}
+		if err := w.bs.setItems(0, u.C, 0, len(w.ix.ItemIDs)); err != nil {
+			return err
+		}
 		w.h = columns(u.H, len(w.ix.ItemIDs), k)
-		w.cur = 0
+		w.cur = w.cfg.slot(0)
 		for j, e := range w.train {
-			r := e.r
-			for t := 1; t < k; t++ {
-				r -= w.w[t][e.u] * w.h[t][e.i]
-			}
-			w.res[j] = r
+			w.res[j] = e.r - w.bs.at(e) - w.predictFactors(int(e.u), e.i) + w.term(w.cur, int(e.u), e.i)
 		}
 		return nil
 	}
-	if u.Feature < 0 || u.Feature >= k || len(u.Col) != len(w.ix.ItemIDs) {
+	switch {
+	case u.Bias && !w.bs.on():
+		return fmt.Errorf("update of round %d: item biases for a model without biases", u.Round)
+	case u.Bias:
+		return w.bs.setItems(u.Round, u.Col, 0, len(w.ix.ItemIDs))
+	case u.Feature < 0 || u.Feature >= k || len(u.Col) != len(w.ix.ItemIDs):
 		return fmt.Errorf("update of round %d: column %d of %d values, want one of %d columns of %d", u.Round, u.Feature, len(u.Col), k, len(w.ix.ItemIDs))
 	}
 	copy(w.h[u.Feature], u.Col)
@@ -130,35 +156,45 @@ func (w *ccdWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Sums
 	if turn.SubRound != w.round {
 		return SumsPartial{}, fmt.Errorf("round %d on the state after round %d (CCD++ needs --depth 1)", turn.SubRound+1, w.round)
 	}
-	t := w.cfg.feature(turn.SubRound)
-	// On a new feature t, res leaves out the last one, cur, instead of t:
-	// res += w_ut·h_it − w_u,cur·h_i,cur, folded into the pass over each
-	// user's ratings (which stay in cache for the second pass).
-	wa, ha := w.w[w.cur], w.h[w.cur]
-	switching := t != w.cur
+	t := w.cfg.slot(turn.SubRound)
+	a := w.cur
+	switching := t != a
 	w.cur = t
-	wt, ht := w.w[t], w.h[t]
-	num := make(wire.Float64s, len(ht))
-	den := make(wire.Float64s, len(ht))
-	lambda := w.cfg.Lambda
-	for u := range wt {
+	n := len(w.ix.ItemIDs)
+	num := make(wire.Float64s, n)
+	den := make(wire.Float64s, n)
+	for u := range w.users {
 		lo, hi := w.byUser[u], w.byUser[u+1]
 		items, res := w.item[lo:hi], w.res[lo:hi]
-		var a, b float64
+		// On a new slot t, res leaves out the last one, a, instead of t,
+		// folded into the pass over each user's ratings (which stay in
+		// cache for the second pass).
 		if switching {
-			wu, wau := wt[u], wa[u]
-			for k, i := range items {
-				res[k] += wu*ht[i] - wau*ha[i]
-			}
+			w.switchSlot(res, items, u, a, t)
 		}
+		if t == ccdBias {
+			var s float64
+			for k, i := range items {
+				s += res[k] - w.bs.c[i]
+			}
+			v := s / (float64(len(items)) + w.cfg.BiasLambda)
+			w.bs.b[u] = v
+			for k, i := range items {
+				num[i] += res[k] - v
+				den[i]++
+			}
+			continue
+		}
+		wt, ht := w.w[t], w.h[t]
+		var s, q float64
 		for k, i := range items {
 			h := ht[i]
-			a += res[k] * h
-			b += h * h
+			s += res[k] * h
+			q += h * h
 		}
 		v := 0.0
-		if lambda+b > 0 {
-			v = a / (lambda + b)
+		if d := w.userReg(u) + q; d > 0 {
+			v = s / d
 		}
 		wt[u] = v
 		for k, i := range items {
@@ -170,24 +206,59 @@ func (w *ccdWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Sums
 	return SumsPartial{Num: num, Den: den, Stats: Stats{Work: work, Nanos: time.Since(t0).Nanoseconds()}}, nil
 }
 
+// userReg returns the factor regularization of user u in F: λ.
+func (w *ccdWorker) userReg(int) float64 { return w.cfg.Lambda }
+
+// term returns slot s's term of the prediction of user u (an index on the
+// worker) and item i: w_us·h_is, or b_u + c_i.
+func (w *ccdWorker) term(s, u int, i int32) float64 {
+	if s == ccdBias {
+		return w.bs.b[u] + w.bs.c[i]
+	}
+	return w.w[s][u] * w.h[s][i]
+}
+
+// switchSlot moves the residuals res of user u's ratings of items from
+// leaving out slot a to leaving out slot t: res += term_t − term_a.
+func (w *ccdWorker) switchSlot(res []float64, items []int32, u, a, t int) {
+	if a != ccdBias && t != ccdBias {
+		wt, ht, wa, ha := w.w[t][u], w.h[t], w.w[a][u], w.h[a]
+		for k, i := range items {
+			res[k] += wt*ht[i] - wa*ha[i]
+		}
+		return
+	}
+	for k, i := range items {
+		res[k] += w.term(t, u, i) - w.term(a, u, i)
+	}
+}
+
+// predictFactors returns w_u·h_i.
+func (w *ccdWorker) predictFactors(u int, i int32) float64 {
+	var p float64
+	for t := range w.w {
+		p += w.w[t][u] * w.h[t][i]
+	}
+	return p
+}
+
 // Report implements schmp.Worker: every state is evaluated. Worker 0
-// answers for ‖H‖².
+// answers for H and the item biases.
 func (w *ccdWorker) Report() (Summary, error) {
 	if w.h == nil {
 		return Summary{}, errNotStarted
 	}
-	wc, hc := w.w[w.cur], w.h[w.cur]
 	var e2 float64
-	for j, e := range w.train {
-		d := w.res[j] - wc[e.u]*hc[w.item[j]]
-		e2 += d * d
+	for u := range w.users {
+		lo, hi := w.byUser[u], w.byUser[u+1]
+		for k, i := range w.item[lo:hi] {
+			d := w.res[lo+k] - w.term(w.cur, u, i)
+			e2 += d * d
+		}
 	}
 	var t2 float64
 	for _, e := range w.test {
-		d := e.r
-		for t := range w.w {
-			d -= w.w[t][e.u] * w.h[t][e.i]
-		}
+		d := e.r - w.bs.at(e) - w.predictFactors(int(e.u), e.i)
 		t2 += d * d
 	}
 	s := Summary{Round: w.round, Exact: true, SSE: e2, TestSSE: t2}
@@ -197,17 +268,26 @@ func (w *ccdWorker) Report() (Summary, error) {
 			s.HNorm += sumSq(w.h[t])
 		}
 	}
+	if w.bs.on() {
+		s.BNorm = sumSq(w.bs.b)
+		if w.p == 0 {
+			s.CNorm = sumSq(w.bs.c)
+		}
+	}
 	if w.factors {
-		s.W = rows(w.w)
+		s.W, s.B = rows(w.w), w.bs.b
 	}
 	return s, nil
 }
 
 // ccdCoordinator completes each new column of H from the workers' sums:
-// h_it = Σ_p Num_p[i] / (λ + Σ_p Den_p[i]).
+// h_it = Σ_p Num_p[i] / (λ_i + Σ_p Den_p[i]), λ_i the item's factor
+// regularization, and the item biases c_i = Σ_p Num_p[i] / (Σ_p Den_p[i]
+// + λ_b), Den then counting the item's ratings.
 type ccdCoordinator struct {
 	base
 	h [][]float64 // columns
+	c []float64   // nil without biases
 }
 
 // Start implements schmp.Coordinator.
@@ -215,14 +295,17 @@ func (c *ccdCoordinator) Start(sums []Summary) (FullUpdate, error) {
 	if err := c.start(sums); err != nil {
 		return FullUpdate{}, err
 	}
-	h := initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank)
+	h := initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank, c.m.Biased)
 	c.h = columns(h, len(c.m.ItemIDs), c.cfg.Rank)
-	return FullUpdate{Factors: c.m.Factors, H: h}, nil
+	if c.m.Biased {
+		c.c = make([]float64, len(c.m.ItemIDs))
+	}
+	return FullUpdate{Factors: c.m.Factors, H: h, C: slices.Clone(c.c)}, nil
 }
 
 // Pull implements schmp.Coordinator.
 func (c *ccdCoordinator) Pull(round uint64, turn scheduler.Turn, partials []SumsPartial) (FullUpdate, schmp.Feedback, error) {
-	t := c.cfg.feature(turn.SubRound)
+	t := c.cfg.slot(turn.SubRound)
 	n := len(c.m.ItemIDs)
 	num := make([]float64, n)
 	den := make([]float64, n)
@@ -236,24 +319,31 @@ func (c *ccdCoordinator) Pull(round uint64, turn scheduler.Turn, partials []Sums
 		}
 		c.account(part.Stats)
 	}
-	col := c.h[t]
+	col, reg := c.c, func(int) float64 { return c.cfg.BiasLambda }
+	if t != ccdBias {
+		col, reg = c.h[t], c.itemReg
+	}
 	var moved float64
 	for i := range n {
 		v := 0.0
-		if d := c.cfg.Lambda + den[i]; d > 0 {
+		if d := reg(i) + den[i]; d > 0 {
 			v = num[i] / d
 		}
 		moved += (v - col[i]) * (v - col[i])
 		col[i] = v
 	}
 	c.pulled = round
-	fb := schmp.Feedback{Vars: wire.Int32s{int32(t)}, Delta: wire.Float64s{moved}}
-	return FullUpdate{Round: round, Feature: t, Col: slices.Clone(col)}, fb, nil
+	fb := schmp.Feedback{Vars: wire.Int32s{int32(t + 1)}, Delta: wire.Float64s{moved}}
+	u := FullUpdate{Round: round, Feature: max(t, 0), Bias: t == ccdBias, Col: slices.Clone(col)}
+	return u, fb, nil
 }
+
+// itemReg returns the factor regularization of item i in F: λ.
+func (c *ccdCoordinator) itemReg(int) float64 { return c.cfg.Lambda }
 
 // Objective implements schmp.Coordinator.
 func (c *ccdCoordinator) Objective(reports []Summary) (schmp.Progress, error) {
-	return c.evaluate(reports, func() []float64 { return rows(c.h) })
+	return c.evaluate(reports, func() ([]float64, []float64) { return rows(c.h), c.c })
 }
 
 // WriteModel implements schmp.Coordinator.

@@ -1,7 +1,6 @@
 package mf
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +12,17 @@ const (
 	SGD = "sgd"
 	// CCD is CCD++, rank-one cyclic coordinate descent (Yu et al. 2012).
 	CCD = "ccd"
+)
+
+// Defaults that a command line may offer; a Config's zero values are not
+// these (Lambda 0 is no regularization).
+const (
+	// DefaultLambda is a λ of the count-weighted regularization that did
+	// well on every set of bench/RESULTS.md's MF section, small and large.
+	DefaultLambda = 0.05
+	// DefaultBiasLambda is a λ_b: each bias is shrunk as if it had
+	// DefaultBiasLambda more ratings with a residual of 0.
+	DefaultBiasLambda = 5
 )
 
 // The schedules of SGD (Config.Schedule).
@@ -34,8 +44,22 @@ type Config struct {
 	Train, Test string
 	// Rank is K, the number of factors.
 	Rank int
-	// Lambda is λ of Σ(r − w·h)² + λ(‖W‖² + ‖H‖²) (not weighted by counts).
+	// NoBias drops the global mean and the biases: the model is w_u·h_i
+	// alone. By default it is μ + b_u + c_i + w_u·h_i (see the package
+	// doc).
+	NoBias bool
+	// Lambda is λ, the factors' regularization: λ(Σ_u n_u‖w_u‖² +
+	// Σ_i n_i‖h_i‖²), n_u and n_i the users' and items' training ratings
+	// counts (ALS-WR's), or with Unweighted λ(‖W‖² + ‖H‖²).
 	Lambda float64
+	// Unweighted regularizes the factors by λ(‖W‖² + ‖H‖²) instead of
+	// weighting each factor's norm by its ratings count.
+	Unweighted bool
+	// BiasLambda is λ_b, the biases' regularization λ_b(Σ_u b_u² +
+	// Σ_i c_i²): never weighted by counts, so that a bias with few
+	// ratings is shrunk toward 0 more than one with many. Unused with
+	// NoBias.
+	BiasLambda float64
 	// Algo is SGD or CCD; Schedule (SGD only) Rotation or Unscheduled.
 	Algo, Schedule string
 	// LearningRate and Decay set the SGD step size of iteration e (from
@@ -68,12 +92,15 @@ type Config struct {
 func (c Config) RoundsPerIter() int {
 	switch {
 	case c.Algo == CCD:
-		return c.Rank * max(c.Inner, 1)
+		return c.ccdSlots() * max(c.Inner, 1)
 	case c.Schedule == Unscheduled:
 		return 1
 	}
 	return max(c.Workers, 1)
 }
+
+// biased reports whether the model has the global mean and biases.
+func (c Config) biased() bool { return !c.NoBias }
 
 // blocks returns the number of item blocks: one per worker with Rotation.
 func (c Config) blocks() int {
@@ -97,8 +124,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--algo must be %s or %s, got %q", SGD, CCD, c.Algo)
 	case c.Schedule != Rotation && c.Schedule != Unscheduled:
 		return fmt.Errorf("--schedule must be %s or %s, got %q", Rotation, Unscheduled, c.Schedule)
-	case c.Algo == CCD && c.Schedule != Rotation:
-		return errors.New("--schedule=unscheduled is a baseline of --algo=sgd; CCD++ has none")
+	case c.Algo != SGD && c.Schedule != Rotation:
+		return fmt.Errorf("--schedule=unscheduled is a baseline of --algo=sgd; %s has none", c.Algo)
+	case !c.NoBias && (!(c.BiasLambda >= 0) || !finite(c.BiasLambda)):
+		return fmt.Errorf("Config.BiasLambda must be a finite number >= 0, got %v", c.BiasLambda)
 	case c.Algo == SGD && (!(c.LearningRate > 0) || !finite(c.LearningRate)):
 		return fmt.Errorf("--lr must be a finite number > 0, got %v", c.LearningRate)
 	case !(c.Decay >= 0) || !finite(c.Decay):

@@ -1,14 +1,23 @@
 // Package mf is low-rank matrix factorization of a ratings matrix as a
-// scheduled model-parallel program (DESIGN §4, §5). It minimizes, over the
-// user factors W (a row w_u per user) and the item factors H (a row h_i
-// per item), both of rank K,
+// scheduled model-parallel program (DESIGN §4, §5). Its model predicts
 //
-//	F(W, H) = Σ_{(u,i)∈Ω} (r_ui − w_u·h_i)² + λ(‖W‖²_F + ‖H‖²_F)
+//	r̂_ui = μ + b_u + c_i + w_u·h_i
 //
-// exactly as written: the squared errors are summed, not averaged, and λ
-// is not weighted by the users' or items' ratings counts. Every
-// evaluation reports F, the training RMSE √(Σ(r − w·h)²/|Ω|) and the test
+// with μ the mean training rating (fixed), b_u and c_i the user and item
+// biases, and w_u and h_i rows of the user factors W and the item factors
+// H, of rank K. It minimizes, over W, H, b and c,
+//
+//	F = Σ_{(u,i)∈Ω} (r_ui − r̂_ui)² + λ(‖W‖²_F + ‖H‖²_F) + λ_b(‖b‖² + ‖c‖²)
+//
+// exactly as written: the squared errors are summed, not averaged.
+// Config.NoBias drops μ, b and c (and λ_b): r̂_ui = w_u·h_i. Every
+// evaluation reports F, the training RMSE √(Σ(r − r̂)²/|Ω|) and the test
 // RMSE.
+//
+// Where the biases live: b_u with w_u, on the worker of user u, where it
+// never leaves but in reports; c_i with h_i, travelling with the item
+// blocks on the rotation, and held by the coordinator with H for the
+// unscheduled SGD and CCD++.
 //
 // # Data, ids and shards
 //
@@ -25,8 +34,9 @@
 //
 // Test ratings whose user or item is not in the training data cannot be
 // predicted by the model: they are left out of the test RMSE, counted, and
-// announced once (Config.Warn); Model.Predict predicts them by the mean
-// training rating.
+// announced once (Config.Warn); Model.Predict predicts them by the terms it
+// has (μ + c_i for an unseen user, μ + b_u for an unseen item, μ for both;
+// the mean training rating without biases).
 //
 // # Algorithms
 //
@@ -40,10 +50,11 @@
 // (u, i), with e = r − w_u·h_i, is
 //
 //	w_u ← w_u + η(e·h_i − (λ/n_u)·w_u),  h_i ← h_i + η(e·w_u − (λ/n_i)·h_i),
+//	b_u ← b_u + η(e − (λ_b/n_u)·b_u),    c_i ← c_i + η(e − (λ_b/n_i)·c_i),
 //
-// n_u and n_i the ratings counts: the regularizer is split among a factor's
-// ratings, so that the per-rating gradients add up to the gradient of F
-// (halved). η = LearningRate/(1 + Decay·e^1.5) in iteration e. Within a
+// e = r − r̂ and n_u and n_i the ratings counts: the regularizer is split
+// among a factor's ratings, so that the per-rating gradients add up to the
+// gradient of F (halved). η = LearningRate/(1 + Decay·e^1.5) in iteration e. Within a
 // block a worker's ratings are grouped by user (W is then read in order),
 // each user's in a random order drawn once from the seed.
 //
@@ -57,8 +68,12 @@
 // round sets w_ut = Σ_i res_ui·h_it/(λ + Σ_i h_it²) for every user on the
 // workers (res the residual without feature t, which the workers keep for
 // their ratings) and pushes the per-item sums of the same for h_t, which
-// the coordinator completes and broadcasts. Each step minimizes F exactly
-// over one column, so F never increases. An iteration is K·Inner rounds.
+// the coordinator completes and broadcasts. The biases are one more such
+// block, updated first in an iteration, whose other side is fixed at 1:
+// b_u = Σ_i (res_ui − c_i)/(n_u + λ_b), then c_i = Σ_u (res_ui −
+// b_u)/(n_i + λ_b). Each step minimizes F exactly over one block, so F
+// never increases. An iteration is (K+1)·Inner rounds (K·Inner without
+// biases).
 //
 // All three need strict rounds (--depth 1): every round depends on the
 // previous one's update.
@@ -76,9 +91,9 @@
 // iteration that converged). The factors kept for the outputs are those of
 // the last evaluation.
 //
-// The initial factors are c + U(−a, a) per entry, with c = √(|μ|/K) and a =
-// √σ/(2K^¼) for the mean μ and standard deviation σ of the training
-// ratings, drawn from a stream of the seed and the id alone: the start does
+// The biases start at 0 and the factors at c + U(−a, a) per entry, with a
+// = √σ/(2K^¼) for the standard deviation σ of the training ratings, and c
+// = 0, or without biases c = √(|μ|/K) (so that w·h starts near μ), drawn from a stream of the seed and the id alone: the start does
 // not depend on the number of workers, and a run is deterministic given its
 // configuration, at any number of workers.
 package mf

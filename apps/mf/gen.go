@@ -17,6 +17,12 @@ type GenConfig struct {
 	Users, Items, Rank, Ratings int
 	// Noise is the standard deviation of the Gaussian noise on a rating.
 	Noise float64
+	// Mean is the global mean μ of the ratings, and UserBias and ItemBias
+	// the standard deviations of the Gaussian user and item biases: a
+	// rating is μ + b_u + c_i + w_u·h_i + noise. All 0 gives the ratings
+	// of a model without biases (and the files of a GenConfig without
+	// these fields).
+	Mean, UserBias, ItemBias float64
 	// Alpha is the exponent of item popularity: the item of popularity
 	// rank j (from 1) is drawn with probability ∝ j^−Alpha.
 	Alpha float64
@@ -41,6 +47,10 @@ func (c GenConfig) Validate() error {
 		return fmt.Errorf("--ratings %d is more than half of the %d×%d matrix: too dense for a ratings set", c.Ratings, c.Users, c.Items)
 	case !(c.Noise >= 0) || math.IsInf(c.Noise, 0):
 		return fmt.Errorf("--noise must be a finite number >= 0, got %v", c.Noise)
+	case math.IsNaN(c.Mean) || math.IsInf(c.Mean, 0):
+		return fmt.Errorf("GenConfig.Mean must be finite, got %v", c.Mean)
+	case !(c.UserBias >= 0) || math.IsInf(c.UserBias, 0) || !(c.ItemBias >= 0) || math.IsInf(c.ItemBias, 0):
+		return fmt.Errorf("GenConfig.UserBias and ItemBias must be finite numbers >= 0, got %v and %v", c.UserBias, c.ItemBias)
 	case !(c.Alpha >= 0) || c.Alpha > 10:
 		return fmt.Errorf("--alpha must be in [0, 10], got %v", c.Alpha)
 	case !(c.TestFraction >= 0 && c.TestFraction < 1):
@@ -54,10 +64,47 @@ type GenStats struct {
 	Train, Test int
 }
 
+// GenTruth is the model behind a generated set: user u+1's factor is row u
+// of W and its bias B[u], item i+1's row i of H and C[i].
+type GenTruth struct {
+	Rank int
+	W, H []float64
+	B, C []float64
+}
+
+// Truth returns the model that Generate draws for c.
+func (c GenConfig) Truth() GenTruth {
+	return drawTruth(rand.New(rand.NewPCG(c.Seed, 0x6d66)), c)
+}
+
+// drawTruth draws the true model from rng, first of all: W, H, and then
+// the biases only where their standard deviation is not 0.
+func drawTruth(rng *rand.Rand, c GenConfig) GenTruth {
+	sd := math.Pow(float64(c.Rank), -0.25)
+	normal := func(n int, sd float64) []float64 {
+		v := make([]float64, n)
+		if sd == 0 {
+			return v
+		}
+		for k := range v {
+			v[k] = sd * rng.NormFloat64()
+		}
+		return v
+	}
+	t := GenTruth{Rank: c.Rank}
+	t.W = normal(c.Users*c.Rank, sd)
+	t.H = normal(c.Items*c.Rank, sd)
+	t.B = normal(c.Users, c.UserBias)
+	t.C = normal(c.Items, c.ItemBias)
+	return t
+}
+
 // Generate writes a synthetic ratings set to train and test, lines
 // "user item rating" with user ids 1…Users and item ids 1…Items. The true
 // factors have independent N(0, 1/√Rank) entries, so that w·h has variance
-// 1; rating = w_u·h_i + N(0, Noise²). Item popularity follows a power law
+// 1, and the biases are N(0, UserBias²) and N(0, ItemBias²); rating = Mean
+// + b_u + c_i + w_u·h_i + N(0, Noise²) (see GenConfig.Truth). Item
+// popularity follows a power law
 // (GenConfig.Alpha) over a random order of the items, and users' activity
 // varies (log-normally, σ = 0.5); a user never rates an item twice. Each
 // rating goes to the test set with probability TestFraction.
@@ -67,16 +114,8 @@ func Generate(train, test io.Writer, c GenConfig) (GenStats, error) {
 		return st, err
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x6d66))
-	sd := math.Pow(float64(c.Rank), -0.25)
-	normal := func(n int) []float64 {
-		v := make([]float64, n)
-		for k := range v {
-			v[k] = sd * rng.NormFloat64()
-		}
-		return v
-	}
-	w := normal(c.Users * c.Rank)
-	h := normal(c.Items * c.Rank)
+	truth := drawTruth(rng, c)
+	w, h := truth.W, truth.H
 
 	// Item popularity: cumulative weights over a random order of the items.
 	order := rng.Perm(c.Items)
@@ -113,7 +152,7 @@ func Generate(train, test io.Writer, c GenConfig) (GenStats, error) {
 			}
 		}
 		for _, i := range picked {
-			r := dot(w[u*c.Rank:(u+1)*c.Rank], h[i*c.Rank:(i+1)*c.Rank]) + c.Noise*rng.NormFloat64()
+			r := c.Mean + truth.B[u] + truth.C[i] + dot(w[u*c.Rank:(u+1)*c.Rank], h[i*c.Rank:(i+1)*c.Rank]) + c.Noise*rng.NormFloat64()
 			out := tw
 			if rng.Float64() < c.TestFraction {
 				out = sw

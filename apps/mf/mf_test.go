@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,7 +70,7 @@ func TestMain(m *testing.M) {
 func config(t *testing.T, algo string, workers, iters int) Config {
 	train, test := testData(t)
 	c := Config{
-		Train: train, Test: test, Rank: 5, Lambda: 0.5, Algo: SGD, Schedule: Rotation,
+		Train: train, Test: test, Rank: 5, Lambda: 0.5, BiasLambda: 1, Algo: SGD, Schedule: Rotation,
 		LearningRate: 0.05, Decay: 0.02, Inner: 1, Seed: 1, Workers: workers,
 		Iters: iters, ReportEvery: 1, Model: &Model{Factors: true},
 	}
@@ -149,7 +150,7 @@ func TestCCDMonotone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := 3*cfg.Rank*inner + 1; len(m.Trace) != want {
+			if want := 3*cfg.RoundsPerIter() + 1; len(m.Trace) != want {
 				t.Fatalf("%d evaluations, want %d", len(m.Trace), want)
 			}
 			for k := 1; k < len(m.Trace); k++ {
@@ -186,7 +187,7 @@ func TestSGDDecreasing(t *testing.T) {
 	}
 }
 
-// factors returns the written W and H of m.
+// factors returns the written W and H of m, and its biases if it has any.
 func factors(t *testing.T, m *Model) string {
 	t.Helper()
 	var b strings.Builder
@@ -195,6 +196,11 @@ func factors(t *testing.T, m *Model) string {
 	}
 	if err := m.WriteH(&b); err != nil {
 		t.Fatal(err)
+	}
+	if m.Biased {
+		if err := m.WriteBiases(&b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return b.String()
 }
@@ -247,22 +253,32 @@ func TestRotationIsSequentialDSGD(t *testing.T) {
 
 	shards := make([]*shard, workers)
 	ws := make([][]float64, workers)
+	bs := make([]biases, workers)
+	var c []float64 // the item biases, shared
 	for p := range shards {
 		if shards[p], err = loadShard(cfg, p); err != nil {
 			t.Fatal(err)
 		}
 		ws[p] = shards[p].initUsers(cfg.Rank)
+		bs[p] = shards[p].initBiases()
+		if p == 0 {
+			c = bs[0].c
+		}
+		bs[p].c = c
 	}
 	ix := shards[0].ix
-	h := initItems(ix.ItemIDs, cfg.Seed, ix.Mean, ix.Std, cfg.Rank)
+	h := initItems(ix.ItemIDs, cfg.Seed, ix.Mean, ix.Std, cfg.Rank, true)
 	rot := scheduler.Rotation{Workers: workers}
 	for t := range uint64(workers * iters) {
 		for p, s := range shards {
 			b := rot.Block(p, t)
-			sgd(s.train[s.cell[b]:s.cell[b+1]], ws[p], h, cfg.Rank, cfg.stepSize(t/workers), s.regU, s.regI)
+			s.sgdStep(s.train[s.cell[b]:s.cell[b+1]], ws[p], h, bs[p], cfg.stepSize(t/workers))
 		}
 	}
-	want := &Model{Rank: cfg.Rank, ItemIDs: ix.ItemIDs, Users: ix.ShardUsers, W: ws, H: h}
+	want := &Model{Rank: cfg.Rank, Biased: true, Mean: ix.Mean, ItemIDs: ix.ItemIDs, Users: ix.ShardUsers, W: ws, H: h, C: c}
+	for _, b := range bs {
+		want.B = append(want.B, b.b)
+	}
 	if factors(t, m) != factors(t, want) {
 		t.Error("the rotation's factors differ from sequential DSGD's")
 	}
@@ -295,10 +311,14 @@ func TestUnseen(t *testing.T) {
 	train := write("train", "10 100 1\n10 200 2\n-3 100 3\n-3 300 4\n9000000000000000000 200 5\n")
 	test := write("test", "10 300 2\n77 100 1\n-3 400 1\n-3 200 3\n")
 	var warn bytes.Buffer
-	for _, workers := range []int{1, 2} {
+	for _, tc := range []struct {
+		workers int
+		noBias  bool
+	}{{1, true}, {2, true}, {1, false}, {2, false}} {
+		workers := tc.workers
 		warn.Reset()
 		cfg := Config{
-			Train: train, Test: test, Rank: 2, Lambda: 0.1, Algo: CCD, Schedule: Rotation, Inner: 1,
+			Train: train, Test: test, Rank: 2, Lambda: 0.1, BiasLambda: 1, NoBias: tc.noBias, Algo: CCD, Schedule: Rotation, Inner: 1,
 			Seed: 1, Workers: workers, Iters: 2, ReportEvery: 1, Model: &Model{Factors: true}, Warn: &warn,
 		}
 		m, err := run(t, cfg, 1, 0)
@@ -317,8 +337,14 @@ func TestUnseen(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		if n != 2 || len(lines) != 4 || lines[1] != "77 100 3" || lines[2] != "-3 400 3" {
-			t.Errorf("workers=%d: %d unseen, predictions %q; want 2, with the mean 3 for 77 100 and -3 400", workers, n, lines)
+		// Without biases, the mean 3; with them, μ = 3 plus the bias of
+		// item 100 (user 77 is unseen) and of user -3 (item 400 is).
+		want := []string{"77 100 3", "-3 400 3"}
+		if !tc.noBias {
+			want = []string{fmt.Sprintf("77 100 %v", 3+biasOf(t, m, "item", 100)), fmt.Sprintf("-3 400 %v", 3+biasOf(t, m, "user", -3))}
+		}
+		if n != 2 || len(lines) != 4 || lines[1] != want[0] || lines[2] != want[1] {
+			t.Errorf("workers=%d, no bias %v: %d unseen, predictions %q; want 2, with %q", workers, tc.noBias, n, lines, want)
 		}
 		var w strings.Builder
 		if err := m.WriteW(&w); err != nil {
@@ -401,4 +427,98 @@ func TestDiverged(t *testing.T) {
 	if !errors.Is(err, ErrDiverged) {
 		t.Errorf("error %v, want ErrDiverged", err)
 	}
+}
+
+// biasOf returns the bias of the user or item id (kind "user" or "item")
+// as m.WriteBiases writes it.
+func biasOf(t *testing.T, m *Model, kind string, id int64) float64 {
+	t.Helper()
+	var b strings.Builder
+	if err := m.WriteBiases(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == kind && f[1] == fmt.Sprint(id) {
+			v, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no bias of %s %d in %q", kind, id, b.String())
+	return 0
+}
+
+// TestBiasesRecovered checks that every algorithm learns the biases of a
+// generated set with a mean and user and item biases: the learned b_u and
+// c_i correlate with the true ones at better than 0.95 (the factors, whose
+// products have variance 1, are as large as the biases here), and the
+// test RMSE comes within 25% of the noise level.
+func TestBiasesRecovered(t *testing.T) {
+	gc := GenConfig{Users: 1500, Items: 400, Rank: 3, Ratings: 80_000, Noise: noise, Alpha: 1, TestFraction: 0.1, Seed: 11,
+		Mean: 3.5, UserBias: 0.6, ItemBias: 0.8}
+	dir := t.TempDir()
+	var tr, te bytes.Buffer
+	if _, err := Generate(&tr, &te, gc); err != nil {
+		t.Fatal(err)
+	}
+	train, test := filepath.Join(dir, "train"), filepath.Join(dir, "test")
+	for path, b := range map[string]*bytes.Buffer{train: &tr, test: &te} {
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	truth := gc.Truth()
+	for _, tc := range []struct {
+		algo  string
+		iters int
+	}{{"rotation", 30}, {"unscheduled", 30}, {"ccd", 10}} {
+		t.Run(tc.algo, func(t *testing.T) {
+			cfg := config(t, tc.algo, 2, tc.iters)
+			cfg.Train, cfg.Test, cfg.Rank = train, test, gc.Rank
+			m, err := run(t, cfg, 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var learnedB, trueB, learnedC, trueC []float64
+			for s, ids := range m.Users {
+				for k, id := range ids {
+					learnedB = append(learnedB, m.B[s][k])
+					trueB = append(trueB, truth.B[id-1])
+				}
+			}
+			for k, id := range m.ItemIDs {
+				learnedC = append(learnedC, m.C[k])
+				trueC = append(trueC, truth.C[id-1])
+			}
+			rb, rc := correlation(learnedB, trueB), correlation(learnedC, trueC)
+			f := m.Final()
+			t.Logf("correlation with the true biases: users %.4f, items %.4f; test RMSE %.4f", rb, rc, f.TestRMSE)
+			if !(rb > 0.95 && rc > 0.95) {
+				t.Errorf("correlation of learned and true biases %.4f (users), %.4f (items), want > 0.95", rb, rc)
+			}
+			if !(f.TestRMSE < 1.25*noise) {
+				t.Errorf("test RMSE %.4f, want < %.3f", f.TestRMSE, 1.25*noise)
+			}
+		})
+	}
+}
+
+// correlation returns the Pearson correlation of x and y.
+func correlation(x, y []float64) float64 {
+	n := float64(len(x))
+	var mx, my float64
+	for k := range x {
+		mx += x[k] / n
+		my += y[k] / n
+	}
+	var sxy, sxx, syy float64
+	for k := range x {
+		sxy += (x[k] - mx) * (y[k] - my)
+		sxx += (x[k] - mx) * (x[k] - mx)
+		syy += (y[k] - my) * (y[k] - my)
+	}
+	return sxy / math.Sqrt(sxx*syy)
 }

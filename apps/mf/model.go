@@ -42,17 +42,21 @@ type Summary struct {
 	// holds one block of H only), the other fields are empty.
 	Round uint64 `msgpack:"r"`
 	Exact bool   `msgpack:"x"`
-	// SSE is Σ(r − w·h)² over its training ratings, TestSSE over its test
+	// SSE is Σ(r − r̂)² over its training ratings, TestSSE over its test
 	// ratings; WNorm is Σ‖w_u‖² over its users, HNorm Σ‖h_i‖² over the
 	// items it answers for (the blocks of all workers are disjoint and
-	// cover all items).
+	// cover all items), BNorm Σb_u² over its users and CNorm Σc_i² over
+	// the same items.
 	SSE     float64 `msgpack:"e"`
 	TestSSE float64 `msgpack:"te"`
 	WNorm   float64 `msgpack:"wn"`
 	HNorm   float64 `msgpack:"hn"`
-	// W holds its users' factors, row by row, when the coordinator asked
-	// for the factors.
+	BNorm   float64 `msgpack:"bn,omitempty"`
+	CNorm   float64 `msgpack:"cn,omitempty"`
+	// W holds its users' factors, row by row, and B their biases, when
+	// the coordinator asked for the factors.
 	W wire.Float64s `msgpack:"w,omitempty"`
+	B wire.Float64s `msgpack:"bu,omitempty"`
 }
 
 // Stats is what every partial says about the work behind it.
@@ -74,7 +78,7 @@ type Eval struct {
 	Time  time.Duration
 	Round uint64
 	Iter  float64
-	// Objective is Σ(r − w·h)² + λ(‖W‖² + ‖H‖²); TrainRMSE and TestRMSE
+	// Objective is F (see the package doc); TrainRMSE and TestRMSE
 	// are the root mean squared errors over the training ratings and the
 	// predictable test ratings (NaN without any).
 	Objective, TrainRMSE, TestRMSE float64
@@ -84,23 +88,29 @@ type Eval struct {
 }
 
 // Model is the coordinator's record of a job: the ids, the evaluations and,
-// if Factors, the factors of the last evaluation. Pass one in
+// if Factors, the factors (and biases) of the last evaluation. Pass one in
 // Config.Model to read it after the job.
 type Model struct {
 	// Factors asks the workers for their users' factors at every
 	// evaluation (set it before the job), so that W and H can be written.
 	Factors bool
-	// Rank is K.
-	Rank int
+	// Rank is K. Biased says the model is μ + b_u + c_i + w_u·h_i (μ =
+	// Mean), not w_u·h_i alone (Config.NoBias).
+	Rank   int
+	Biased bool
 	// ItemIDs holds the item ids by index, and Users each worker's user
 	// ids by index.
 	ItemIDs []int64
 	Users   [][]int64
 	// H holds the item factors row by row (by index) and W each worker's
-	// user factors, as of the last evaluation; nil without Factors.
+	// user factors, as of the last evaluation; nil without Factors. C and
+	// B hold the item and user biases the same way (nil without Biased).
 	H []float64
 	W [][]float64
-	// Mean is the mean training rating, the prediction for an unseen id.
+	C []float64
+	B [][]float64
+	// Mean is the mean training rating: μ of the biased model, and the
+	// prediction of the model without biases for an unseen id.
 	Mean float64
 	// Train counts the training ratings, Test the predictable test
 	// ratings, and Unseen the test ratings with a user or item not in
@@ -143,19 +153,8 @@ func (m *Model) WriteW(w io.Writer) error {
 	if m.W == nil {
 		return fmt.Errorf("mf: no user factors (Model.Factors was not set, or the job made no evaluation)")
 	}
-	type row struct {
-		id int64
-		v  []float64
-	}
-	var rows []row
-	for s, ids := range m.Users {
-		for k, id := range ids {
-			rows = append(rows, row{id, m.W[s][k*m.Rank : (k+1)*m.Rank]})
-		}
-	}
-	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.id, b.id) })
 	bw := bufio.NewWriter(w)
-	for _, r := range rows {
+	for _, r := range m.userRows(m.W, m.Rank) {
 		writeRow(bw, r.id, r.v)
 	}
 	return bw.Flush()
@@ -167,16 +166,67 @@ func (m *Model) WriteH(w io.Writer) error {
 	if m.H == nil {
 		return fmt.Errorf("mf: no item factors (Model.Factors was not set, or the job made no evaluation)")
 	}
+	bw := bufio.NewWriter(w)
+	for _, k := range m.itemOrder() {
+		writeRow(bw, m.ItemIDs[k], m.H[k*m.Rank:(k+1)*m.Rank])
+	}
+	return bw.Flush()
+}
+
+// WriteBiases writes the global mean and the biases of a biased model: a
+// line "mean μ", then a line "user ID b_u" per user and a line "item ID
+// c_i" per item, each in ascending id order.
+func (m *Model) WriteBiases(w io.Writer) error {
+	if !m.Biased {
+		return fmt.Errorf("mf: no biases (the model has none: Config.NoBias)")
+	}
+	if m.B == nil || m.C == nil {
+		return fmt.Errorf("mf: no biases (Model.Factors was not set, or the job made no evaluation)")
+	}
+	bw := bufio.NewWriter(w)
+	var buf [32]byte
+	bw.WriteString("mean ")
+	bw.Write(strconv.AppendFloat(buf[:0], m.Mean, 'g', -1, 64))
+	bw.WriteByte('\n')
+	users := m.userRows(m.B, 1)
+	for _, r := range users {
+		bw.WriteString("user ")
+		writeRow(bw, r.id, r.v)
+	}
+	for _, k := range m.itemOrder() {
+		bw.WriteString("item ")
+		writeRow(bw, m.ItemIDs[k], m.C[k:k+1])
+	}
+	return bw.Flush()
+}
+
+// idRow is a user's or item's id and its values.
+type idRow struct {
+	id int64
+	v  []float64
+}
+
+// userRows returns every user's id and its n values of vals (by worker,
+// n a user) in ascending id order.
+func (m *Model) userRows(vals [][]float64, n int) []idRow {
+	var rows []idRow
+	for s, ids := range m.Users {
+		for k, id := range ids {
+			rows = append(rows, idRow{id, vals[s][k*n : (k+1)*n]})
+		}
+	}
+	slices.SortFunc(rows, func(a, b idRow) int { return cmp.Compare(a.id, b.id) })
+	return rows
+}
+
+// itemOrder returns the item indices in ascending id order.
+func (m *Model) itemOrder() []int {
 	order := make([]int, len(m.ItemIDs))
 	for k := range order {
 		order[k] = k
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(m.ItemIDs[a], m.ItemIDs[b]) })
-	bw := bufio.NewWriter(w)
-	for _, k := range order {
-		writeRow(bw, m.ItemIDs[k], m.H[k*m.Rank:(k+1)*m.Rank])
-	}
-	return bw.Flush()
+	return order
 }
 
 func writeRow(w *bufio.Writer, id int64, v []float64) {
@@ -190,32 +240,56 @@ func writeRow(w *bufio.Writer, id int64, v []float64) {
 }
 
 // Predict writes a line "user item prediction" for every pair of the pairs
-// file at path (see ReadPairs), in order: w_u·h_i, or the mean training
-// rating where the user or the item is not in the training data. It
-// returns the number of such unseen pairs.
+// file at path (see ReadPairs), in order, and returns the number of pairs
+// whose user or item (or both) is not in the training data. A biased model
+// predicts μ + b_u + c_i + w_u·h_i, and for a pair with an unseen id the
+// terms it knows: μ + c_i for an unseen user, μ + b_u for an unseen item, μ
+// for both; a model without biases predicts w_u·h_i, and the mean training
+// rating for a pair with an unseen id.
 func (m *Model) Predict(path string, w io.Writer) (unseen int, err error) {
-	if m.W == nil || m.H == nil {
+	if m.W == nil || m.H == nil || m.Biased && (m.B == nil || m.C == nil) {
 		return 0, fmt.Errorf("mf: no factors to predict with (Model.Factors was not set)")
 	}
-	users := map[int64][]float64{}
+	type factor struct {
+		v    []float64
+		bias float64
+	}
+	users := map[int64]factor{}
 	for s, ids := range m.Users {
 		for k, id := range ids {
-			users[id] = m.W[s][k*m.Rank : (k+1)*m.Rank]
+			f := factor{v: m.W[s][k*m.Rank : (k+1)*m.Rank]}
+			if m.Biased {
+				f.bias = m.B[s][k]
+			}
+			users[id] = f
 		}
 	}
-	items := make(map[int64][]float64, len(m.ItemIDs))
+	items := make(map[int64]factor, len(m.ItemIDs))
 	for k, id := range m.ItemIDs {
-		items[id] = m.H[k*m.Rank : (k+1)*m.Rank]
+		f := factor{v: m.H[k*m.Rank : (k+1)*m.Rank]}
+		if m.Biased {
+			f.bias = m.C[k]
+		}
+		items[id] = f
 	}
 	bw := bufio.NewWriter(w)
 	var buf []byte
 	err = ReadPairs(path, func(_ int, user, item int64) error {
-		p := m.Mean
 		wu, ok1 := users[user]
 		hi, ok2 := items[item]
-		if ok1 && ok2 {
-			p = dot(wu, hi)
-		} else {
+		var p float64
+		switch {
+		case ok1 && ok2:
+			p = dot(wu.v, hi.v)
+			if m.Biased {
+				p += m.Mean + wu.bias + hi.bias
+			}
+		case m.Biased:
+			p = m.Mean + wu.bias + hi.bias // a missing one's bias is 0
+		default:
+			p = m.Mean
+		}
+		if !(ok1 && ok2) {
 			unseen++
 		}
 		buf = strconv.AppendInt(buf[:0], user, 10)
@@ -273,7 +347,7 @@ func newBase(cfg Config) base {
 	if m == nil {
 		m = &Model{}
 	}
-	m.Rank = cfg.Rank
+	m.Rank, m.Biased = cfg.Rank, cfg.biased()
 	return base{cfg: cfg, m: m, last: schmp.Progress{Objective: math.NaN()}}
 }
 
@@ -287,7 +361,6 @@ func (b *base) start(sums []Summary) error {
 	if len(s0.ItemIDs) != s0.Items {
 		return fmt.Errorf("worker 0 sent %d item ids for %d items", len(s0.ItemIDs), s0.Items)
 	}
-	var ratingSum float64
 	m := b.m
 	m.Users = make([][]int64, len(sums))
 	m.Train, m.Test, m.Unseen = 0, 0, 0
@@ -299,14 +372,19 @@ func (b *base) start(sums []Summary) error {
 		m.Train += s.Train
 		m.Test += s.Test
 		m.Unseen += s.Unseen
-		ratingSum += s.RatingSum
 	}
 	m.ItemIDs = s0.ItemIDs
-	m.Mean = ratingSum / float64(max(m.Train, 1))
+	// μ is the Index's mean, the workers' to the last bit; the mean of the
+	// sums would round differently.
+	m.Mean = s0.Mean
 	b.blockStart = s0.BlockStart
 	if m.Unseen > 0 && b.cfg.Warn != nil {
-		fmt.Fprintf(b.cfg.Warn, "mf: %d of %d test ratings have a user or item that is not in --train: left out of the test RMSE (predictions for them are the mean training rating, %.6g)\n",
-			m.Unseen, m.Unseen+m.Test, m.Mean)
+		how := fmt.Sprintf("the mean training rating, %.6g", m.Mean)
+		if m.Biased {
+			how = fmt.Sprintf("μ = %.6g plus the bias of the user or item that is in training", m.Mean)
+		}
+		fmt.Fprintf(b.cfg.Warn, "mf: %d of %d test ratings have a user or item that is not in --train: left out of the test RMSE (predictions for them are %s)\n",
+			m.Unseen, m.Unseen+m.Test, how)
 	}
 	b.t0 = time.Now()
 	return nil
@@ -319,12 +397,13 @@ func (b *base) account(s Stats) {
 }
 
 // evaluate combines the workers' reports into the progress of the state
-// after b.pulled rounds, records it, and, with Factors, keeps W from the
-// reports and H from h (row by row). A report of a state that the workers
-// could not evaluate (not Exact) repeats the last evaluation.
-func (b *base) evaluate(reports []Summary, h func() []float64) (schmp.Progress, error) {
+// after b.pulled rounds, records it, and, with Factors, keeps W and the
+// user biases from the reports and H (row by row) and the item biases from
+// hc. A report of a state that the workers could not evaluate (not Exact)
+// repeats the last evaluation.
+func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Progress, error) {
 	var e Eval
-	var wn, hn, testSSE float64
+	var wn, hn, bn, testSSE float64
 	for p, r := range reports {
 		if !r.Exact {
 			return b.last, nil
@@ -335,6 +414,7 @@ func (b *base) evaluate(reports []Summary, h func() []float64) (schmp.Progress, 
 		e.Objective += r.SSE
 		wn += r.WNorm
 		hn += r.HNorm
+		bn += r.BNorm + r.CNorm
 		testSSE += r.TestSSE
 	}
 	m := b.m
@@ -344,6 +424,9 @@ func (b *base) evaluate(reports []Summary, h func() []float64) (schmp.Progress, 
 		e.TestRMSE = math.Sqrt(testSSE / float64(m.Test))
 	}
 	e.Objective += b.cfg.Lambda * (wn + hn)
+	if m.Biased {
+		e.Objective += b.cfg.BiasLambda * bn
+	}
 	if math.IsNaN(e.Objective) || math.IsInf(e.Objective, 0) {
 		return b.last, fmt.Errorf("%w: the objective is %v after round %d (try a smaller --lr)", ErrDiverged, e.Objective, b.pulled)
 	}
@@ -365,7 +448,18 @@ func (b *base) evaluate(reports []Summary, h func() []float64) (schmp.Progress, 
 			}
 			m.W[p] = r.W
 		}
-		m.H = slices.Clone(h())
+		h, c := hc()
+		m.H = slices.Clone(h)
+		if m.Biased {
+			m.B = make([][]float64, len(reports))
+			for p, r := range reports {
+				if len(r.B) != len(m.Users[p]) {
+					return b.last, fmt.Errorf("worker %d sent %d biases for %d users", p, len(r.B), len(m.Users[p]))
+				}
+				m.B[p] = r.B
+			}
+			m.C = slices.Clone(c)
+		}
 	}
 	m.Trace = append(m.Trace, e)
 	if w := b.cfg.Progress; w != nil {
@@ -376,11 +470,18 @@ func (b *base) evaluate(reports []Summary, h func() []float64) (schmp.Progress, 
 	return b.last, nil
 }
 
-// writeModel writes W and H as one text: "user ID v1 … vK" lines, then
-// "item ID v1 … vK" lines (the runtime's --out; the command line writes W
-// and H to files of their own instead).
+// writeModel writes the model as one text (the runtime's Out; the command
+// line writes W, H and the biases to files of their own instead): with
+// biases, a line "mean μ", then the "user ID b_u" and "item ID c_i" lines
+// of WriteBiases; then "user ID v1 … vK" lines and "item ID v1 … vK"
+// lines.
 func (b *base) writeModel(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	if b.m.Biased {
+		if err := b.m.WriteBiases(bw); err != nil {
+			return err
+		}
+	}
 	for _, part := range []struct {
 		kind  string
 		write func(io.Writer) error

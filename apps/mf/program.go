@@ -41,8 +41,9 @@ func UnscheduledProgram(cfg Config) schmp.Program[scheduler.Turn, DeltaPartial, 
 		})
 }
 
-// CCDProgram returns CCD++: round r updates feature ⌊(r−1)/Inner⌋ mod
-// Rank of W on the workers and of H on the coordinator.
+// CCDProgram returns CCD++: round r updates slot ⌊(r−1)/Inner⌋ mod
+// (Rank+1) (mod Rank without biases) of W on the workers and of H on the
+// coordinator: with biases, slot 0 is the biases and slot k feature k−1.
 func CCDProgram(cfg Config) schmp.Program[scheduler.Turn, SumsPartial, FullUpdate, Summary] {
 	return program(cfg, steps(cfg),
 		func(p int) (schmp.Worker[scheduler.Turn, SumsPartial, FullUpdate, Summary], error) {
@@ -109,7 +110,7 @@ type stepper struct{ cfg Config }
 func (s stepper) Schedule(round uint64, _ []schmp.Feedback) (scheduler.Turn, schmp.PlanInfo, error) {
 	v := int32(0)
 	if s.cfg.Algo == CCD {
-		v = int32(s.cfg.feature(round - 1))
+		v = int32(s.cfg.slot(round-1) + 1) // the biases are 0
 	}
 	return scheduler.Turn{SubRound: round - 1}, schmp.PlanInfo{Vars: wire.Int32s{v}, Candidates: 1, Selected: 1}, nil
 }

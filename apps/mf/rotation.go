@@ -12,10 +12,12 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// BlockRows is block Block of H, its items' factors row by row.
+// BlockRows is block Block of H, its items' factors row by row, and their
+// biases c_i (none without biases): the item biases travel with H.
 type BlockRows struct {
 	Block int           `msgpack:"b"`
 	Rows  wire.Float64s `msgpack:"r"`
+	Bias  wire.Float64s `msgpack:"c,omitempty"`
 }
 
 // RotationPartial, the R of DSGD on the rotation, is the block of H that a
@@ -34,9 +36,11 @@ type RotationUpdate struct {
 	Round uint64 `msgpack:"r"`
 	// Factors (in the first update) asks for the users' factors in the
 	// reports.
-	Factors bool          `msgpack:"f,omitempty"`
-	Full    wire.Float64s `msgpack:"h,omitempty"`
-	Blocks  []BlockRows   `msgpack:"b,omitempty"`
+	Factors bool `msgpack:"f,omitempty"`
+	// Full is all of H and FullBias all the item biases.
+	Full     wire.Float64s `msgpack:"h,omitempty"`
+	FullBias wire.Float64s `msgpack:"hc,omitempty"`
+	Blocks   []BlockRows   `msgpack:"b,omitempty"`
 }
 
 // ForShard implements schmp.Splitter.
@@ -61,13 +65,14 @@ func (c Config) evalPoint(round uint64) bool {
 	return it%uint64(c.ReportEvery) == 0 || it == uint64(c.Iters)
 }
 
-// rotationWorker is worker p of DSGD on the rotation: its users' ratings
-// and factors W, which stay home, and H, of which it holds the block it
-// works on next (all of H at an evaluation point).
+// rotationWorker is worker p of DSGD on the rotation: its users' ratings,
+// factors W and biases, which stay home, and H with the item biases, of
+// which it holds the block it works on next (all at an evaluation point).
 type rotationWorker struct {
 	*shard
 	rot     scheduler.Rotation
 	w, h    []float64
+	bs      biases
 	round   uint64 // the state reflects this many rounds
 	block   int    // the block held; -1: all of H (an evaluation point)
 	factors bool
@@ -80,7 +85,7 @@ func newRotationWorker(cfg Config, p int) (*rotationWorker, error) {
 	}
 	return &rotationWorker{
 		shard: s, rot: scheduler.Rotation{Workers: cfg.Workers},
-		w: s.initUsers(cfg.Rank), h: make([]float64, len(s.ix.ItemIDs)*cfg.Rank), block: -2,
+		w: s.initUsers(cfg.Rank), h: make([]float64, len(s.ix.ItemIDs)*cfg.Rank), bs: s.initBiases(), block: -2,
 	}, nil
 }
 
@@ -98,6 +103,9 @@ func (w *rotationWorker) Apply(u RotationUpdate) error {
 		if len(u.Full) != len(w.h) {
 			return fmt.Errorf("update of round %d: H has %d values, want %d", u.Round, len(u.Full), len(w.h))
 		}
+		if err := w.bs.setItems(u.Round, u.FullBias, 0, len(w.ix.ItemIDs)); err != nil {
+			return err
+		}
 		copy(w.h, u.Full)
 		w.block = -1
 		return nil
@@ -112,6 +120,9 @@ func (w *rotationWorker) Apply(u RotationUpdate) error {
 	lo, hi := w.ix.Block(b.Block)
 	if len(b.Rows) != (hi-lo)*k {
 		return fmt.Errorf("update of round %d: block %d has %d values, want %d", u.Round, b.Block, len(b.Rows), (hi-lo)*k)
+	}
+	if err := w.bs.setItems(u.Round, b.Bias, lo, hi); err != nil {
+		return err
 	}
 	copy(w.h[lo*k:hi*k], b.Rows)
 	w.block = b.Block
@@ -132,11 +143,11 @@ func (w *rotationWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) 
 	}
 	k := w.cfg.Rank
 	cell := w.train[w.cell[b]:w.cell[b+1]]
-	sgd(cell, w.w, w.h, k, w.cfg.stepSize(t/uint64(w.cfg.Workers)), w.regU, w.regI)
+	w.sgdStep(cell, w.w, w.h, w.bs, w.cfg.stepSize(t/uint64(w.cfg.Workers)))
 	lo, hi := w.ix.Block(b)
 	w.block = -2 // handed on
 	return RotationPartial{
-		BlockRows: BlockRows{Block: b, Rows: w.h[lo*k : hi*k]},
+		BlockRows: BlockRows{Block: b, Rows: w.h[lo*k : hi*k], Bias: w.bs.items(lo, hi)},
 		Stats:     Stats{Work: float64(len(cell)), Nanos: time.Since(t0).Nanoseconds()},
 	}, nil
 }
@@ -152,20 +163,21 @@ func (w *rotationWorker) Report() (Summary, error) {
 	lo, hi := w.ix.Block(w.rot.Block(w.p, w.round))
 	s := Summary{
 		Round: w.round, Exact: true,
-		SSE: sse(w.train, w.w, w.h, k), TestSSE: sse(w.test, w.w, w.h, k),
-		WNorm: sumSq(w.w), HNorm: sumSq(w.h[lo*k : hi*k]),
+		SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
 	}
+	w.norms(&s, w.w, w.h, w.bs, lo, hi)
 	if w.factors {
-		s.W = w.w
+		s.W, s.B = w.w, w.bs.b
 	}
 	return s, nil
 }
 
-// rotationCoordinator holds H as the workers hand its blocks on.
+// rotationCoordinator holds H and the item biases as the workers hand its
+// blocks on.
 type rotationCoordinator struct {
 	base
-	rot scheduler.Rotation
-	h   []float64
+	rot  scheduler.Rotation
+	h, c []float64 // c is nil without biases
 }
 
 // Start implements schmp.Coordinator: H starts from the seed, and every
@@ -177,8 +189,11 @@ func (c *rotationCoordinator) Start(sums []Summary) (RotationUpdate, error) {
 	if len(c.blockStart) != c.cfg.Workers+1 {
 		return RotationUpdate{}, fmt.Errorf("worker 0 sent %d block bounds for %d workers", len(c.blockStart), c.cfg.Workers)
 	}
-	c.h = initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank)
-	return RotationUpdate{Round: 0, Factors: c.m.Factors, Full: slices.Clone(c.h)}, nil
+	c.h = initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank, c.m.Biased)
+	if c.m.Biased {
+		c.c = make([]float64, len(c.m.ItemIDs))
+	}
+	return RotationUpdate{Round: 0, Factors: c.m.Factors, Full: slices.Clone(c.h), FullBias: slices.Clone(c.c)}, nil
 }
 
 // Pull implements schmp.Coordinator: it takes the blocks in and sends each
@@ -190,10 +205,13 @@ func (c *rotationCoordinator) Pull(round uint64, turn scheduler.Turn, partials [
 	for p, part := range partials {
 		b := c.rot.Block(p, t)
 		lo, hi := int(c.blockStart[b]), int(c.blockStart[b+1])
-		if part.Block != b || len(part.Rows) != (hi-lo)*k {
-			return RotationUpdate{}, fb, fmt.Errorf("worker %d sent block %d with %d values, want block %d with %d", p, part.Block, len(part.Rows), b, (hi-lo)*k)
+		if part.Block != b || len(part.Rows) != (hi-lo)*k || c.c != nil && len(part.Bias) != hi-lo {
+			return RotationUpdate{}, fb, fmt.Errorf("worker %d sent block %d with %d values and %d biases, want block %d with %d", p, part.Block, len(part.Rows), len(part.Bias), b, (hi-lo)*k)
 		}
 		copy(c.h[lo*k:hi*k], part.Rows)
+		if c.c != nil {
+			copy(c.c[lo:hi], part.Bias)
+		}
 		c.account(part.Stats)
 		fb.Vars = append(fb.Vars, int32(b))
 		fb.Delta = append(fb.Delta, 0)
@@ -201,7 +219,7 @@ func (c *rotationCoordinator) Pull(round uint64, turn scheduler.Turn, partials [
 	c.pulled = round
 	u := RotationUpdate{Round: round}
 	if c.cfg.evalPoint(round) {
-		u.Full = slices.Clone(c.h)
+		u.Full, u.FullBias = slices.Clone(c.h), slices.Clone(c.c)
 		return u, fb, nil
 	}
 	u.Blocks = make([]BlockRows, c.cfg.Workers)
@@ -209,13 +227,16 @@ func (c *rotationCoordinator) Pull(round uint64, turn scheduler.Turn, partials [
 		b := c.rot.Block(p, t+1)
 		lo, hi := int(c.blockStart[b]), int(c.blockStart[b+1])
 		u.Blocks[p] = BlockRows{Block: b, Rows: slices.Clone(c.h[lo*k : hi*k])}
+		if c.c != nil {
+			u.Blocks[p].Bias = slices.Clone(c.c[lo:hi])
+		}
 	}
 	return u, fb, nil
 }
 
 // Objective implements schmp.Coordinator.
 func (c *rotationCoordinator) Objective(reports []Summary) (schmp.Progress, error) {
-	return c.evaluate(reports, func() []float64 { return c.h })
+	return c.evaluate(reports, func() ([]float64, []float64) { return c.h, c.c })
 }
 
 // WriteModel implements schmp.Coordinator.

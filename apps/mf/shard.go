@@ -27,7 +27,12 @@ type shard struct {
 	test  []entry   // its users' test ratings whose item is in train
 	regU  []float64 // λ/n_u for its users
 	regI  []float64 // λ/n_i for all items
-	sum   float64   // Σ r over train
+	// mu is μ, the mean training rating (0 with NoBias), and bregU and
+	// bregI are λ_b/n_u for its users and λ_b/n_i for all items (nil with
+	// NoBias).
+	mu           float64
+	bregU, bregI []float64
+	sum          float64 // Σ r over train
 	// unseen counts the test ratings that the model cannot predict: those
 	// of its users whose item is not in train and, on worker 0, those whose
 	// user is not in train.
@@ -68,6 +73,17 @@ func loadShard(cfg Config, p int) (*shard, error) {
 	s.regI = make([]float64, len(ix.ItemIDs))
 	for k, n := range ix.ItemCount {
 		s.regI[k] = cfg.Lambda / float64(n)
+	}
+	if cfg.biased() {
+		s.mu = ix.Mean
+		s.bregU = make([]float64, len(s.users))
+		for k, n := range ix.UserCount[p] {
+			s.bregU[k] = cfg.BiasLambda / float64(n)
+		}
+		s.bregI = make([]float64, len(ix.ItemIDs))
+		for k, n := range ix.ItemCount {
+			s.bregI[k] = cfg.BiasLambda / float64(n)
+		}
 	}
 	if cfg.Test != "" {
 		err = ReadRatings(cfg.Test, func(_ int, r Rating) error {
@@ -155,11 +171,17 @@ func (s *shard) describe() Summary {
 }
 
 // initScale returns the centre c and half-width a of the initial factors:
-// every entry is c + U(−a, a) with c = √(|μ|/K) (negated in H when μ < 0)
-// and a = √σ/(2·K^¼), μ and σ the mean and standard deviation of the
-// training ratings, so that w·h starts near μ with a small spread.
-func initScale(mean, std float64, rank int) (c, a float64) {
-	return math.Sqrt(math.Abs(mean) / float64(rank)), math.Sqrt(std) / (2 * math.Pow(float64(rank), 0.25))
+// every entry is c + U(−a, a) with a = √σ/(2·K^¼), σ the standard
+// deviation of the training ratings. Without biases c = √(|μ|/K) (negated
+// in H when μ < 0), μ the mean training rating, so that w·h starts near μ
+// with a small spread; with biases, which start at 0, μ is in the model
+// and c = 0.
+func initScale(mean, std float64, rank int, biased bool) (c, a float64) {
+	a = math.Sqrt(std) / (2 * math.Pow(float64(rank), 0.25))
+	if biased {
+		return 0, a
+	}
+	return math.Sqrt(math.Abs(mean) / float64(rank)), a
 }
 
 // The streams of initFactor.
@@ -191,7 +213,7 @@ func splitmix(x uint64) uint64 {
 
 // initUsers returns the shard's initial W, row by row.
 func (s *shard) initUsers(rank int) []float64 {
-	c, a := initScale(s.ix.Mean, s.ix.Std, rank)
+	c, a := initScale(s.ix.Mean, s.ix.Std, rank, s.cfg.biased())
 	w := make([]float64, len(s.users)*rank)
 	for k, id := range s.users {
 		initFactor(w[k*rank:(k+1)*rank], s.cfg.Seed, userStream, id, c, a)
@@ -199,9 +221,10 @@ func (s *shard) initUsers(rank int) []float64 {
 	return w
 }
 
-// initItems returns the initial H, row by row, for the items ids.
-func initItems(ids []int64, seed uint64, mean, std float64, rank int) []float64 {
-	c, a := initScale(mean, std, rank)
+// initItems returns the initial H, row by row, for the items ids of a
+// model with or without biases.
+func initItems(ids []int64, seed uint64, mean, std float64, rank int, biased bool) []float64 {
+	c, a := initScale(mean, std, rank, biased)
 	if mean < 0 {
 		c = -c
 	}
@@ -233,6 +256,58 @@ func sgd(rs []entry, w, h []float64, rank int, eta float64, regU, regI []float64
 	}
 }
 
+// biases holds the global mean and the biases of a model, or is the zero
+// biases (nil slices) of a model without them.
+type biases struct {
+	mu   float64
+	b, c []float64 // b_u of the worker's users, c_i of all items
+}
+
+// on reports whether the model has biases.
+func (bs biases) on() bool { return bs.b != nil }
+
+// at returns μ + b_u + c_i for rating x (0 without biases).
+func (bs biases) at(x entry) float64 {
+	if bs.b == nil {
+		return 0
+	}
+	return bs.mu + bs.b[x.u] + bs.c[x.i]
+}
+
+// sgdBiased is sgd for the biased model: for e = r − μ − b_u − c_i −
+// w_u·h_i, it also steps the biases,
+//
+//	b_u ← b_u + η(e − (λ_b/n_u)·b_u),  c_i ← c_i + η(e − (λ_b/n_i)·c_i),
+//
+// along the negative gradient (halved) of the rating's share of F, whose
+// bias term is (λ_b/n_u)b_u² + (λ_b/n_i)c_i².
+func sgdBiased(rs []entry, w, h []float64, bs biases, rank int, eta float64, regU, regI, bregU, bregI []float64) {
+	bu, ci, mu := bs.b, bs.c, bs.mu
+	for _, x := range rs {
+		wu, hi := factorsOf(x, w, h, rank)
+		e := x.r - mu - bu[x.u] - ci[x.i] - dot(wu, hi)
+		ee := eta * e
+		bu[x.u] += eta * (e - bregU[x.u]*bu[x.u])
+		ci[x.i] += eta * (e - bregI[x.i]*ci[x.i])
+		a, b := 1-eta*regU[x.u], 1-eta*regI[x.i]
+		for k, v := range wu {
+			hk := hi[k]
+			wu[k] = a*v + ee*hk
+			hi[k] = b*hk + ee*v
+		}
+	}
+}
+
+// sgdStep runs sgd or sgdBiased over rs, as the shard's model has biases
+// or not.
+func (s *shard) sgdStep(rs []entry, w, h []float64, bs biases, eta float64) {
+	if bs.on() {
+		sgdBiased(rs, w, h, bs, s.cfg.Rank, eta, s.regU, s.regI, s.bregU, s.bregI)
+		return
+	}
+	sgd(rs, w, h, s.cfg.Rank, eta, s.regU, s.regI)
+}
+
 // factorsOf returns w_u and h_i of rating x, W and H row by row.
 func factorsOf(x entry, w, h []float64, rank int) (wu, hi []float64) {
 	wu = w[int(x.u)*rank : int(x.u)*rank+rank]
@@ -240,14 +315,61 @@ func factorsOf(x entry, w, h []float64, rank int) (wu, hi []float64) {
 	return wu, hi[:len(wu)]
 }
 
-// sse returns Σ (r − w_u·h_i)² over rs, with W and H row by row.
-func sse(rs []entry, w, h []float64, rank int) float64 {
+// sse returns Σ (r − μ − b_u − c_i − w_u·h_i)² over rs, with W and H row
+// by row (without the biases' terms if bs has none).
+func sse(rs []entry, w, h []float64, bs biases, rank int) float64 {
 	var s float64
 	for _, x := range rs {
-		e := x.r - dot(factorsOf(x, w, h, rank))
+		e := x.r - bs.at(x) - dot(factorsOf(x, w, h, rank))
 		s += e * e
 	}
 	return s
+}
+
+// initBiases returns the shard's initial biases, all 0 (none without
+// biases): b_u for its users and c_i for all items.
+func (s *shard) initBiases() biases {
+	if !s.cfg.biased() {
+		return biases{}
+	}
+	return biases{mu: s.mu, b: make([]float64, len(s.users)), c: make([]float64, len(s.ix.ItemIDs))}
+}
+
+// setItems sets c_i of the items [lo, hi) from an update of round round;
+// without biases, v must be empty.
+func (bs biases) setItems(round uint64, v []float64, lo, hi int) error {
+	if !bs.on() {
+		if len(v) != 0 {
+			return fmt.Errorf("update of round %d: %d item biases for a model without biases", round, len(v))
+		}
+		return nil
+	}
+	if len(v) != hi-lo {
+		return fmt.Errorf("update of round %d: %d item biases, want %d", round, len(v), hi-lo)
+	}
+	copy(bs.c[lo:hi], v)
+	return nil
+}
+
+// items returns c_i of the items [lo, hi), nil without biases.
+func (bs biases) items(lo, hi int) []float64 {
+	if !bs.on() {
+		return nil
+	}
+	return bs.c[lo:hi]
+}
+
+// norms sets the regularized norms of a report: those of the shard's
+// users' factors w and biases, and those of the items [lo, hi) that it
+// answers for, of h (row by row) and bs.
+func (s *shard) norms(r *Summary, w, h []float64, bs biases, lo, hi int) {
+	k := s.cfg.Rank
+	r.WNorm = sumSq(w)
+	r.HNorm = sumSq(h[lo*k : hi*k])
+	if bs.on() {
+		r.BNorm = sumSq(bs.b)
+		r.CNorm = sumSq(bs.c[lo:hi])
+	}
 }
 
 // sumSq returns Σ v² over v.

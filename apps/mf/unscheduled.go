@@ -21,20 +21,26 @@ type FullUpdate struct {
 	// Factors (in the first update) asks for the users' factors in the
 	// reports.
 	Factors bool `msgpack:"f,omitempty"`
-	// H is all of H, row by row.
+	// H is all of H, row by row, and C all the item biases (none without
+	// biases).
 	H wire.Float64s `msgpack:"h,omitempty"`
-	// Feature and Col (CCD++): column Feature of H is now Col.
+	C wire.Float64s `msgpack:"hc,omitempty"`
+	// Feature and Col (CCD++): column Feature of H is now Col, or with
+	// Bias, the item biases are.
 	Feature int           `msgpack:"k,omitempty"`
+	Bias    bool          `msgpack:"kb,omitempty"`
 	Col     wire.Float64s `msgpack:"c,omitempty"`
 }
 
 // DeltaPartial, the R of the unscheduled SGD, is how a worker's copy of H
 // moved in an iteration: Delta holds, row by row, the change of the
-// factors of the items Items, on which the worker has Counts ratings.
+// factors of the items Items, on which the worker has Counts ratings, and
+// BiasDelta the change of their biases (none without biases).
 type DeltaPartial struct {
-	Items  wire.Int32s   `msgpack:"i"`
-	Counts wire.Int32s   `msgpack:"n"`
-	Delta  wire.Float64s `msgpack:"d"`
+	Items     wire.Int32s   `msgpack:"i"`
+	Counts    wire.Int32s   `msgpack:"n"`
+	Delta     wire.Float64s `msgpack:"d"`
+	BiasDelta wire.Float64s `msgpack:"dc,omitempty"`
 	Stats
 }
 
@@ -44,12 +50,14 @@ type DeltaPartial struct {
 type unscheduledWorker struct {
 	*shard
 	w, h    []float64
+	bs      biases
 	round   uint64
 	started bool // the first update is in
 	factors bool
 	items   []int32 // the items of its ratings, ascending
 	counts  []int32 // its ratings of each
 	before  []float64
+	cBefore []float64
 }
 
 func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
@@ -57,7 +65,7 @@ func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &unscheduledWorker{shard: s, w: s.initUsers(cfg.Rank), h: make([]float64, len(s.ix.ItemIDs)*cfg.Rank)}
+	w := &unscheduledWorker{shard: s, w: s.initUsers(cfg.Rank), h: make([]float64, len(s.ix.ItemIDs)*cfg.Rank), bs: s.initBiases()}
 	n := make([]int32, len(s.ix.ItemIDs))
 	for _, e := range s.train {
 		n[e.i]++
@@ -69,6 +77,9 @@ func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
 		}
 	}
 	w.before = make([]float64, len(w.items)*cfg.Rank)
+	if w.bs.on() {
+		w.cBefore = make([]float64, len(w.items))
+	}
 	return w, nil
 }
 
@@ -82,6 +93,9 @@ func (w *unscheduledWorker) Apply(u FullUpdate) error {
 	}
 	if len(u.H) != len(w.h) {
 		return fmt.Errorf("update of round %d: H has %d values, want %d", u.Round, len(u.H), len(w.h))
+	}
+	if err := w.bs.setItems(u.Round, u.C, 0, len(w.ix.ItemIDs)); err != nil {
+		return err
 	}
 	copy(w.h, u.H)
 	w.round = u.Round
@@ -98,16 +112,26 @@ func (w *unscheduledWorker) Push(_ context.Context, _ uint64, turn scheduler.Tur
 	k := w.cfg.Rank
 	for j, i := range w.items {
 		copy(w.before[j*k:(j+1)*k], w.h[int(i)*k:int(i+1)*k])
+		if w.bs.on() {
+			w.cBefore[j] = w.bs.c[i]
+		}
 	}
-	sgd(w.train, w.w, w.h, k, w.cfg.stepSize(turn.SubRound), w.regU, w.regI)
+	w.sgdStep(w.train, w.w, w.h, w.bs, w.cfg.stepSize(turn.SubRound))
 	delta := make(wire.Float64s, len(w.before))
+	var biasDelta wire.Float64s
+	if w.bs.on() {
+		biasDelta = make(wire.Float64s, len(w.items))
+	}
 	for j, i := range w.items {
 		for c := range k {
 			delta[j*k+c] = w.h[int(i)*k+c] - w.before[j*k+c]
 		}
+		if biasDelta != nil {
+			biasDelta[j] = w.bs.c[i] - w.cBefore[j]
+		}
 	}
 	return DeltaPartial{
-		Items: w.items, Counts: w.counts, Delta: delta,
+		Items: w.items, Counts: w.counts, Delta: delta, BiasDelta: biasDelta,
 		Stats: Stats{Work: float64(len(w.train)), Nanos: time.Since(t0).Nanoseconds()},
 	}, nil
 }
@@ -121,13 +145,15 @@ func (w *unscheduledWorker) Report() (Summary, error) {
 	k := w.cfg.Rank
 	s := Summary{
 		Round: w.round, Exact: true,
-		SSE: sse(w.train, w.w, w.h, k), TestSSE: sse(w.test, w.w, w.h, k), WNorm: sumSq(w.w),
+		SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
 	}
+	hi := 0
 	if w.p == 0 {
-		s.HNorm = sumSq(w.h)
+		hi = len(w.ix.ItemIDs)
 	}
+	w.norms(&s, w.w, w.h, w.bs, 0, hi)
 	if w.factors {
-		s.W = w.w
+		s.W, s.B = w.w, w.bs.b
 	}
 	return s, nil
 }
@@ -137,7 +163,7 @@ func (w *unscheduledWorker) Report() (Summary, error) {
 // ratings of it, h_i += Σ_p n_pi·Δ_pi / Σ_p n_pi.
 type unscheduledCoordinator struct {
 	base
-	h      []float64
+	h, c   []float64 // c is nil without biases
 	weight []float64
 }
 
@@ -146,9 +172,12 @@ func (c *unscheduledCoordinator) Start(sums []Summary) (FullUpdate, error) {
 	if err := c.start(sums); err != nil {
 		return FullUpdate{}, err
 	}
-	c.h = initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank)
+	c.h = initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank, c.m.Biased)
+	if c.m.Biased {
+		c.c = make([]float64, len(c.m.ItemIDs))
+	}
 	c.weight = make([]float64, len(c.m.ItemIDs))
-	return FullUpdate{Factors: c.m.Factors, H: slices.Clone(c.h)}, nil
+	return FullUpdate{Factors: c.m.Factors, H: slices.Clone(c.h), C: slices.Clone(c.c)}, nil
 }
 
 // Pull implements schmp.Coordinator.
@@ -156,8 +185,8 @@ func (c *unscheduledCoordinator) Pull(round uint64, _ scheduler.Turn, partials [
 	k := c.cfg.Rank
 	clear(c.weight)
 	for p, part := range partials {
-		if len(part.Counts) != len(part.Items) || len(part.Delta) != len(part.Items)*k {
-			return FullUpdate{}, schmp.Feedback{}, fmt.Errorf("worker %d sent %d items, %d counts and %d values", p, len(part.Items), len(part.Counts), len(part.Delta))
+		if len(part.Counts) != len(part.Items) || len(part.Delta) != len(part.Items)*k || c.c != nil && len(part.BiasDelta) != len(part.Items) {
+			return FullUpdate{}, schmp.Feedback{}, fmt.Errorf("worker %d sent %d items, %d counts, %d values and %d biases", p, len(part.Items), len(part.Counts), len(part.Delta), len(part.BiasDelta))
 		}
 		for j, i := range part.Items {
 			if i < 0 || int(i) >= len(c.weight) {
@@ -173,16 +202,19 @@ func (c *unscheduledCoordinator) Pull(round uint64, _ scheduler.Turn, partials [
 			for d, v := range part.Delta[j*k : (j+1)*k] {
 				hi[d] += f * v
 			}
+			if c.c != nil {
+				c.c[i] += f * part.BiasDelta[j]
+			}
 		}
 		c.account(part.Stats)
 	}
 	c.pulled = round
-	return FullUpdate{Round: round, H: slices.Clone(c.h)}, schmp.Feedback{Vars: wire.Int32s{0}, Delta: wire.Float64s{0}}, nil
+	return FullUpdate{Round: round, H: slices.Clone(c.h), C: slices.Clone(c.c)}, schmp.Feedback{Vars: wire.Int32s{0}, Delta: wire.Float64s{0}}, nil
 }
 
 // Objective implements schmp.Coordinator.
 func (c *unscheduledCoordinator) Objective(reports []Summary) (schmp.Progress, error) {
-	return c.evaluate(reports, func() []float64 { return c.h })
+	return c.evaluate(reports, func() ([]float64, []float64) { return c.h, c.c })
 }
 
 // WriteModel implements schmp.Coordinator.
