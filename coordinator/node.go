@@ -389,7 +389,8 @@ func missing(ok []bool) []int {
 }
 
 // rounds runs the pipeline from Start's update u until the core is done:
-// every round up to the stop's last is pulled and the final report is in.
+// every round up to the stop's last is pulled, the check's report is in and
+// confirmed the stop, and the stop task is sent.
 func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	n.timing = map[uint64]*roundTimes{}
 	n.stats.init(n.opts.Workers, n.opts.Schedulers)
@@ -535,6 +536,8 @@ func (n *node[P, R, U, S]) perform() error {
 			n.pulled(a.Round, a.Info)
 		case pipeline.StopDecided:
 			n.log.Info("stopping", "reason", a.Reason, "round", a.Round, "last", a.Last)
+		case pipeline.Resumed:
+			n.log.Info("stop refuted by its check; going on", "reason", a.Reason, "round", a.Round)
 		case pipeline.JobDone:
 			n.done = true
 		}
@@ -551,8 +554,8 @@ func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
 		}
 		return fmt.Errorf("coordinator: round %d: %w", task.Round, err)
 	}
-	if task.Stop {
-		return nil
+	if task.Stop || task.Check {
+		return nil // not a round
 	}
 	n.timing[task.Round] = &roundTimes{sent: t0}
 	d := time.Since(t0)
@@ -687,8 +690,8 @@ func (n *node[P, R, U, S]) stage() string {
 }
 
 // finish stops the schedulers, fills in the result and writes the outputs,
-// once the core is done: the workers have left, and the final report shows
-// the state of the app's coordinator.
+// once the core is done: the workers are told to leave, and the check's
+// report showed the state of the app's coordinator.
 func (n *node[P, R, U, S]) finish() error {
 	st := n.core.Status()
 	n.res.Elapsed = time.Since(n.start)

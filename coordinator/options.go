@@ -25,11 +25,14 @@ type Options struct {
 	// MaxRounds stops the job after that many rounds; 0 means no limit.
 	//
 	// With Depth D, a stop that a report decides at the pull of round t
-	// (Tol, Target), and a TimeLimit noticed then, end the job after round
-	// min(t+D−1, MaxRounds), the last round already asked for; the model
-	// written is the state after it, which the final report shows. So the
-	// round a stop lands on depends on the deciding round and the options
-	// alone (see package coordinator/pipeline).
+	// (Tol, Target), and a TimeLimit noticed then, land after round
+	// L = min(t+D−1, MaxRounds), the last round already asked for. The
+	// workers then report the state after L, which is the model written:
+	// a Tol or Target stop holds only if that report passes a stop test
+	// too, so that the model written is certified; otherwise the job goes
+	// on from there (until a later stop, or MaxRounds). So the round a
+	// job stops on depends on the reports and the options alone, not on
+	// timing (TimeLimit aside; see package coordinator/pipeline).
 	MaxRounds uint64
 	// TimeLimit stops the job once that much time has passed since the
 	// first round, at the first pull after it; 0 means no limit. Which
@@ -40,8 +43,10 @@ type Options struct {
 	// (schmp.Progress.HasGap); otherwise when F's relative change between two
 	// consecutive reports, |F_prev − F|/|F|, is below Tol. 0 turns it off.
 	// A report whose objective or gap is not finite never stops the job
-	// this way: it fails it, with ErrDiverged. For an app that runs in
-	// stages (Staged), it ends a stage, and the job only with the final one.
+	// this way: it fails it, with ErrDiverged. The report of the state
+	// written must pass the test too (see MaxRounds). For an app that runs
+	// in stages (Staged), it ends a stage, and the job only with the final
+	// one.
 	Tol float64
 	// RiseTol, when > 0, fails the job with ErrDiverged at a report whose
 	// objective F exceeds the lowest objective L reported so far by more
@@ -51,7 +56,8 @@ type Options struct {
 	// minimized. 0 turns it off.
 	RiseTol float64
 	// Target and HasTarget: when HasTarget, the job stops (Result.Reason
-	// "target") at the first report whose objective is at most Target, say
+	// StopTarget) at the first report whose objective is at most Target,
+	// checked as Tol is (see MaxRounds), say
 	// a peer's objective in a benchmark. It assumes an objective that is
 	// minimized. For an app that runs in stages (Staged), it counts only in
 	// the final stage.

@@ -99,7 +99,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 
 // Run runs the job to the end, once: the workers describe their shards,
 // the coordinator starts, and the rounds run until a stop (as
-// opts.Config says) and the final report. Plans are made and tasks computed
+// opts.Config says), confirmed by its check. Plans are made and tasks computed
 // as soon as the rules allow; the partials of a round are taken in only
 // when nothing else is to be done, so that rounds are in flight together
 // up to the depth, as on the runtime.
@@ -194,8 +194,8 @@ func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S]
 }
 
 // task runs the task of a on every worker as a worker node does (apply the
-// updates; report if asked or at the stop; push unless at the stop) and
-// returns their answers.
+// updates; report if asked; push unless at a check or the stop) and
+// returns their answers (none to a stop without a report).
 func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]pipeline.Event[P, R, S], error) {
 	round := a.Task.Round
 	for k, w := range j.Workers {
@@ -216,18 +216,21 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 			return nil, fmt.Errorf("round %d: after the updates of round %d: %w", round, a.Through, err)
 		}
 	}
+	if a.Task.Stop && !a.Task.Report {
+		return nil, nil
+	}
 	es := make([]pipeline.Event[P, R, S], len(j.Workers))
 	for k, w := range j.Workers {
 		e := pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Round: round, From: k}
 		var err error
-		if a.Task.Report || a.Task.Stop {
+		if a.Task.Report {
 			e.Report, err = w.Report()
 			if err == nil {
 				e.Report, err = roundTrip(e.Report)
 			}
 			e.HasReport = err == nil
 		}
-		if err == nil && !a.Task.Stop {
+		if err == nil && !a.Task.Stop && !a.Task.Check {
 			var plan P
 			if plan, err = roundTrip(a.Task.Plan); err == nil {
 				e.Partial, err = w.Push(ctx, round, plan)

@@ -74,7 +74,7 @@ func TestSameAsRuntime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Rounds != st.Rounds || res.Reason != string(st.Reason) || !slices.Equal(reports(res.Trace), reports(st.Trace)) {
+			if res.Rounds != st.Rounds || res.Reason != st.Reason || !slices.Equal(reports(res.Trace), reports(st.Trace)) {
 				t.Errorf("runtime: %d rounds (%s), reports %v; locally %d rounds (%s), reports %v",
 					res.Rounds, res.Reason, reports(res.Trace), st.Rounds, st.Reason, reports(st.Trace))
 			}

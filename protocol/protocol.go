@@ -119,14 +119,18 @@ type PlanReply[P any] struct {
 }
 
 // Task is one round for the workers: first apply Updates in order, then,
-// if Report, send a report of the state, then Push the plan. A Stop task
-// carries the last updates and no plan: workers apply them, report, and
-// leave. A Task with Abort set ends the worker with that error.
+// if Report, report the state, then Push the plan, and answer with a
+// Partial. A Check task has no plan: workers apply the updates, report,
+// answer, and wait for the next task, which has the same Round (DESIGN §3:
+// the check of a stop). A Stop task ends the job: workers apply its
+// updates, report and answer if Report, and leave. A Task with Abort set
+// ends the worker with that error.
 type Task[P, U any] struct {
 	Round   uint64 `msgpack:"round"`
 	Updates []U    `msgpack:"updates"`
 	Plan    P      `msgpack:"plan"`
 	Report  bool   `msgpack:"report,omitempty"`
+	Check   bool   `msgpack:"check,omitempty"`
 	Stop    bool   `msgpack:"stop,omitempty"`
 	Abort   string `msgpack:"abort,omitempty"`
 }

@@ -175,17 +175,24 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 				return fmt.Errorf("worker shard %d: task of round %d after round %d", place.Shard, task.Round, last)
 			}
 		}
-		last = task.Round
+		if !task.Check {
+			// A check is followed by a task of the same round (DESIGN §3).
+			last = task.Round
+		}
 		p, err := step(ctx, w, place.Shard, &task)
 		if m := opts.Monitor; m != nil {
 			l := monitor.Label(place.Shard)
 			m.WorkerTasks.WithLabelValues(l).Inc()
 			m.WorkerSeconds.WithLabelValues(l).Add(float64(p.Nanos) / 1e9)
 		}
-		if perr := wire.Publish(c, protocol.SubjectPartial, p); perr != nil && err == nil {
-			err = fmt.Errorf("worker shard %d: round %d: %w", place.Shard, task.Round, perr)
-		} else if err != nil {
+		if err != nil {
 			err = &protocol.NodeError{Node: self, Round: task.Round, Err: err}
+		}
+		// A stop without a report needs no answer.
+		if !task.Stop || task.Report || err != nil {
+			if perr := wire.Publish(c, protocol.SubjectPartial, p); perr != nil && err == nil {
+				err = fmt.Errorf("worker shard %d: round %d: %w", place.Shard, task.Round, perr)
+			}
 		}
 		if err != nil || task.Stop {
 			// The last message before Run returns: deliver it now, since
@@ -226,11 +233,11 @@ func step[P, R, U, S any](ctx context.Context, w schmp.Worker[P, R, U, S], shard
 			break
 		}
 	}
-	if err == nil && (task.Report || task.Stop) {
+	if err == nil && task.Report {
 		p.Report, err = w.Report()
 		p.HasReport = err == nil
 	}
-	if err == nil && !task.Stop {
+	if err == nil && !task.Stop && !task.Check {
 		p.Partial, err = w.Push(ctx, task.Round, task.Plan)
 	}
 	if err != nil {

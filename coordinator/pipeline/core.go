@@ -36,7 +36,7 @@ type Core[P, R, U, S any] struct {
 	through uint64                      // the last round whose update was sent
 	updates []pending[U]                // pulled, not yet sent
 	fb      [][]schmp.Feedback          // per scheduler part, not yet sent
-	final   *flight[P, R, S]            // the stop task, once sent
+	check   *flight[P, R, S]            // the check task in flight (DESIGN §3)
 	done    bool
 	marks   map[uint64]mark // the last rounds pulled, for the reports that show them
 
@@ -63,11 +63,16 @@ type Status struct {
 	Final schmp.Progress
 	// Trace holds every report, in order.
 	Trace []Sample
-	// Reason is the stop, once decided ("" before); Decided the round
-	// whose pull decided it, and Last the last round of the job.
+	// Reason is the stop, once decided ("" before, and again after a
+	// check refuted it); Decided the round whose pull decided it, and Last
+	// the last round of the job.
 	Reason        Reason
 	Decided, Last uint64
-	// Done is set once the final report is in.
+	// Refuted counts the stops (Target, Tol) that a check refuted: the
+	// report of the state after Last did not pass the test, and the job
+	// went on.
+	Refuted int
+	// Done is set once the job is over.
 	Done bool
 	// MaxInFlight is the most rounds that were in flight at once, and
 	// MaxVarsInFlight the most variables.
@@ -80,9 +85,10 @@ type planned[P any] struct {
 	info schmp.PlanInfo
 }
 
-// flight is a round sent and not yet pulled.
+// flight is a round sent and not yet pulled, or the check task.
 type flight[P, R, S any] struct {
 	round    uint64
+	through  uint64 // the workers hold the state after this round when they report
 	plan     P
 	info     schmp.PlanInfo
 	report   bool
@@ -184,8 +190,8 @@ func (c *Core[P, R, U, S]) Deadline() (deadline time.Time, what string, ok bool)
 	for _, f := range c.flight {
 		fs = append(fs, f)
 	}
-	if c.final != nil && !c.done {
-		fs = append(fs, c.final)
+	if c.check != nil {
+		fs = append(fs, c.check)
 	}
 	for _, f := range fs {
 		consider(f.sent.Add(c.cfg.Timeout), f.round, func() string {
@@ -303,7 +309,7 @@ func (c *Core[P, R, U, S]) send(round uint64, p planned[P], now time.Time) error
 	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
 	w := c.cfg.Workers
 	c.flight[round] = &flight[P, R, S]{
-		round: round, plan: p.plan, info: p.info, report: report, sent: now,
+		round: round, through: c.through, plan: p.plan, info: p.info, report: report, sent: now,
 		got: make([]bool, w), partials: make([]R, w), reports: make([]S, w),
 	}
 	c.sent = round
@@ -325,8 +331,8 @@ func (c *Core[P, R, U, S]) take(k int) []U {
 // complete, in order.
 func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
 	f, ok := c.flight[e.Round]
-	if !ok && c.final != nil && e.Round == c.final.round && !c.done {
-		f, ok = c.final, true
+	if !ok && c.check != nil && e.Round == c.check.round {
+		f, ok = c.check, true
 	}
 	switch {
 	case !ok:
@@ -345,8 +351,8 @@ func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
 	if f.count < c.cfg.Workers {
 		return nil
 	}
-	if f == c.final {
-		return c.end(e.Time)
+	if f == c.check {
+		return c.checked(e.Time)
 	}
 	for {
 		f, ok := c.flight[c.pulled+1]
@@ -357,8 +363,8 @@ func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
 			return err
 		}
 	}
-	if c.st.Reason != "" && c.pulled == c.last && c.final == nil {
-		c.finish(e.Time)
+	if c.st.Reason != "" && c.pulled == c.last && c.check == nil {
+		c.sendCheck(e.Time)
 	}
 	return nil
 }
@@ -370,26 +376,13 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 	converged, reached := false, false
 	if f.report {
 		// The workers reported before pushing, having applied the updates
-		// of rounds up to round−depth.
-		asOf := uint64(0)
-		if round > uint64(c.cfg.Depth) {
-			asOf = round - uint64(c.cfg.Depth)
-		}
-		prog, err := c.record(asOf, f.reports, false)
+		// the task carried: of rounds up to round−depth (after a refuted
+		// check, up to the check's round).
+		prog, err := c.record(f.through, f.reports, false)
 		if err != nil {
 			return err
 		}
-		switch {
-		case c.cfg.Tol == 0: // off
-		case prog.HasGap:
-			converged = prog.Gap <= c.cfg.Tol*math.Abs(prog.Objective)
-		default:
-			// A report of the state that the previous one showed (in the
-			// first depth rounds, all show Start's) is no change.
-			converged = c.havePrev && asOf != c.prevRound && relChange(c.prev, prog.Objective) < c.cfg.Tol
-		}
-		c.prev, c.prevRound, c.havePrev = prog.Objective, asOf, true
-		reached = c.cfg.HasTarget && prog.Objective <= c.cfg.Target
+		converged, reached = c.meets(prog, f.through)
 		if c.staged != nil && !c.staged.FinalStage() {
 			reached = false
 			if converged && c.st.Reason == "" {
@@ -450,21 +443,90 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 	return nil
 }
 
-// finish sends the stop task: the updates not sent yet, and a request for
-// a final report of the state after them.
-func (c *Core[P, R, U, S]) finish(now time.Time) {
-	round := c.sent + 1
-	task := protocol.Task[P, U]{Round: round, Updates: c.take(len(c.updates)), Stop: true}
-	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
-	w := c.cfg.Workers
-	c.final = &flight[P, R, S]{round: round, report: true, sent: now, got: make([]bool, w), partials: make([]R, w), reports: make([]S, w)}
+// meets runs the certified stop tests (Config.Tol, Config.Target) on
+// prog, the report of the state after round asOf, and makes it the
+// previous report of the relative-change test.
+func (c *Core[P, R, U, S]) meets(prog schmp.Progress, asOf uint64) (converged, reached bool) {
+	switch {
+	case c.cfg.Tol == 0: // off
+	case prog.HasGap:
+		converged = prog.Gap <= c.cfg.Tol*math.Abs(prog.Objective)
+	default:
+		// A report of the state that the previous one showed (in the
+		// first depth rounds, all show Start's) is no change.
+		converged = c.havePrev && asOf != c.prevRound && relChange(c.prev, prog.Objective) < c.cfg.Tol
+	}
+	c.prev, c.prevRound, c.havePrev = prog.Objective, asOf, true
+	reached = c.cfg.HasTarget && prog.Objective <= c.cfg.Target
+	return converged, reached
 }
 
-// end takes the final report, of the state the job ends with.
-func (c *Core[P, R, U, S]) end(now time.Time) error {
-	if _, err := c.record(c.pulled, c.final.reports, true); err != nil {
+// sendCheck sends the check task, once the stop is decided and every round
+// up to its last is pulled: the workers apply the updates not sent yet,
+// report the state after the last round, and wait for the next task
+// without pushing (DESIGN §3).
+func (c *Core[P, R, U, S]) sendCheck(now time.Time) {
+	round := c.sent + 1
+	task := protocol.Task[P, U]{Round: round, Updates: c.take(len(c.updates)), Report: true, Check: true}
+	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
+	w := c.cfg.Workers
+	c.check = &flight[P, R, S]{round: round, through: c.through, report: true, sent: now,
+		got: make([]bool, w), partials: make([]R, w), reports: make([]S, w)}
+}
+
+// checked takes the check's report, of exactly the state after the last
+// round pulled, which the app's coordinator holds. A stop that a report
+// decided (Target, Tol) holds only if this report passes a test too:
+// then, or for any other stop, the job ends here; otherwise the stop is
+// refuted and the rounds go on, unless MaxRounds or TimeLimit now stop the
+// job. Which it is depends on the reports and the configuration only
+// (TimeLimit aside).
+func (c *Core[P, R, U, S]) checked(now time.Time) error {
+	f := c.check
+	c.check = nil
+	prog, err := c.record(f.through, f.reports, true)
+	if err != nil {
 		return err
 	}
+	if why := c.st.Reason; why != StopTarget && why != StopConverged {
+		return c.stop(now)
+	}
+	switch converged, reached := c.meets(prog, f.through); {
+	case reached:
+		c.st.Reason = StopTarget
+		return c.stop(now)
+	case converged:
+		c.st.Reason = StopConverged
+		return c.stop(now)
+	}
+	c.st.Refuted++
+	c.ready = append(c.ready, Action[P, U]{Kind: Resumed, Round: c.pulled, Reason: c.st.Reason})
+	c.st.Reason, c.st.Decided, c.st.Last = "", 0, 0
+	var why Reason
+	switch {
+	case c.cfg.MaxRounds > 0 && c.pulled >= c.cfg.MaxRounds:
+		why = StopMaxRounds
+	case c.cfg.TimeLimit > 0 && now.Sub(c.start) >= c.cfg.TimeLimit:
+		why = StopTimeLimit
+	}
+	if why != "" {
+		c.st.Reason, c.st.Decided, c.st.Last = why, c.pulled, c.pulled
+		c.ready = append(c.ready, Action[P, U]{Kind: StopDecided, Round: c.pulled, Reason: why, Last: c.pulled})
+		return c.stop(now)
+	}
+	// Refill the pipeline: the workers hold the state after the last round
+	// pulled, from which the next depth rounds push.
+	for r := c.pulled + 1; r <= c.pulled+uint64(c.cfg.Depth) && c.mayAsk(r); r++ {
+		c.ask(r, now)
+	}
+	return nil
+}
+
+// stop ends the job after the check: the stop task carries nothing (the
+// check carried every update) and needs no answer.
+func (c *Core[P, R, U, S]) stop(now time.Time) error {
+	round := c.sent + 1
+	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: protocol.Task[P, U]{Round: round, Stop: true}, Through: c.through})
 	if c.staged != nil {
 		if err := c.staged.EndStage(c.st.Trace[len(c.st.Trace)-1], string(c.st.Reason)); err != nil {
 			return fmt.Errorf("end of stage: %w", err)

@@ -42,6 +42,10 @@ type toyApp struct {
 	vars func(round uint64) []int32
 	// feedback, if set, replaces the feedback of a round.
 	feedback func(round uint64) schmp.Feedback
+	// through holds, by round, the state the round's task left the
+	// workers in (the sim's record); without it, the state after
+	// max(round−depth, 0).
+	through map[uint64]int64
 }
 
 func (a *toyApp) Start([]report) (update, error) { return 0, nil }
@@ -53,6 +57,9 @@ func (a *toyApp) Pull(round uint64, p plan, partials []partial) (update, schmp.F
 	want := int64(0)
 	if round > uint64(a.depth) {
 		want = int64(round) - int64(a.depth)
+	}
+	if th, ok := a.through[round]; ok {
+		want = th
 	}
 	for k, s := range partials {
 		if s != want {
@@ -156,10 +163,14 @@ func (s *sim) perform() {
 			}
 			s.pending = append(s.pending, toyEvent{Kind: PlanArrived, Round: a.Round, From: a.Part, Plan: a.Round, Info: info})
 		case SendTask:
-			s.log = append(s.log, fmt.Sprintf("send %d updates %v report %v stop %v through %d", a.Task.Round, a.Task.Updates, a.Task.Report, a.Task.Stop, a.Through))
-			if !a.Task.Stop {
+			s.log = append(s.log, fmt.Sprintf("send %d updates %v report %v check %v stop %v through %d", a.Task.Round, a.Task.Updates, a.Task.Report, a.Task.Check, a.Task.Stop, a.Through))
+			if !a.Task.Stop && !a.Task.Check {
 				s.inFlight++
 				s.maxIn = max(s.maxIn, s.inFlight)
+				if s.app.through == nil {
+					s.app.through = map[uint64]int64{}
+				}
+				s.app.through[a.Task.Round] = int64(a.Through)
 			}
 			for k := range s.states {
 				for _, u := range a.Task.Updates {
@@ -171,8 +182,11 @@ func (s *sim) perform() {
 				if int64(a.Through) != s.states[k] {
 					s.t.Fatalf("task %d: through %d, the worker is in state %d", a.Task.Round, a.Through, s.states[k])
 				}
+				if a.Task.Stop && !a.Task.Report {
+					continue // no answer
+				}
 				e := toyEvent{Kind: PartialArrived, Round: a.Task.Round, From: k, Partial: s.states[k]}
-				if a.Task.Report || a.Task.Stop {
+				if a.Task.Report {
 					e.Report, e.HasReport = s.states[k], true
 				}
 				s.pending = append(s.pending, e)
@@ -187,6 +201,8 @@ func (s *sim) perform() {
 		case JobDone:
 			s.log = append(s.log, fmt.Sprintf("done %s", a.Reason))
 			s.done = true
+		case Resumed:
+			s.log = append(s.log, fmt.Sprintf("resumed %s at %d", a.Reason, a.Round))
 		}
 	}
 }
@@ -456,6 +472,97 @@ func TestStops(t *testing.T) {
 	}
 }
 
+// TestCheck checks the check of a stop that a report decided: the report
+// of exactly the state after the stop's last round must pass a stop test
+// too, or the stop is refuted and the rounds go on from that state, the
+// next depth rounds all pushing from it; MaxRounds then still applies.
+// What happens is a function of the reports and the configuration alone,
+// in every order of delivery.
+func TestCheck(t *testing.T) {
+	// gapAt returns a script whose report of state s has gap 0 where
+	// zero(s), and objective 1 + 2^−s, or 0.5 where low(s).
+	gapAt := func(zero, low func(int64) bool) func(int, int64) schmp.Progress {
+		return func(_ int, s int64) schmp.Progress {
+			p := schmp.Progress{Objective: 1 + math.Pow(2, -float64(s)), HasGap: true, Gap: 1}
+			if zero(s) {
+				p.Gap = 0
+			}
+			if low != nil && low(s) {
+				p.Objective = 0.5
+			}
+			return p
+		}
+	}
+	never := func(int64) bool { return false }
+	cases := []struct {
+		name   string
+		cfg    Config
+		script func(int, int64) schmp.Progress
+		// The outcome at depth d: the reason, the checks refuted and the
+		// last round.
+		reason  Reason
+		refuted int
+		last    func(d uint64) uint64
+	}{
+		// The report of state 6 comes with round 6+d and decides the stop,
+		// which lands at 6+2d−1 ≤ 13 < 25: refuted. The next d rounds
+		// report state 6+2d−1 again, then one newer state a round: state
+		// 25 comes with round 25+d.
+		{"refuted, then confirmed", Config{Workers: 2, Tol: 1e-9},
+			gapAt(func(s int64) bool { return s == 6 || s >= 25 }, nil), StopConverged, 1,
+			func(d uint64) uint64 { return 25 + 2*d - 1 }},
+		{"refuted, then max-rounds", Config{Workers: 2, Tol: 1e-9, MaxRounds: 20},
+			gapAt(func(s int64) bool { return s == 6 }, nil), StopMaxRounds, 1, func(uint64) uint64 { return 20 }},
+		// The stop lands on round min(6+2d−1, 10): at depths 1 and 2 rounds
+		// are left, at depths 3 and 4 none.
+		{"refuted with no round left", Config{Workers: 1, Tol: 1e-9, MaxRounds: 10},
+			gapAt(func(s int64) bool { return s == 6 }, nil), StopMaxRounds, 1, func(uint64) uint64 { return 10 }},
+		{"target refuted", Config{Workers: 2, Target: 0.9, HasTarget: true, MaxRounds: 15},
+			gapAt(never, func(s int64) bool { return s == 5 }), StopMaxRounds, 1, func(uint64) uint64 { return 15 }},
+		// Target decided at state 5, whose gap is 1; the check's state has
+		// gap 0: converged.
+		{"target refuted, converged confirmed", Config{Workers: 2, Tol: 1e-9, Target: 0.9, HasTarget: true},
+			gapAt(func(s int64) bool { return s >= 6 }, func(s int64) bool { return s == 5 }), StopConverged, 0,
+			func(d uint64) uint64 { return 5 + 2*d - 1 }},
+	}
+	for _, tc := range cases {
+		for depth := 1; depth <= 4; depth++ {
+			t.Run(fmt.Sprintf("%s/depth=%d", tc.name, depth), func(t *testing.T) {
+				cfg := tc.cfg
+				cfg.Depth = depth
+				last := tc.last(uint64(depth))
+				var logs [][]string
+				for seed := uint64(0); seed <= 10; seed++ {
+					s := newSim(t, cfg, &toyApp{script: tc.script}, seed)
+					if err := s.run(); err != nil {
+						t.Fatal(err)
+					}
+					st := s.core.Status()
+					if st.Reason != tc.reason || st.Refuted != tc.refuted || st.Rounds != last || st.Last != last {
+						t.Fatalf("seed %d: stopped (%s) after %d rounds, last %d, %d refuted; want %s after %d, %d refuted\n%v",
+							seed, st.Reason, st.Rounds, st.Last, st.Refuted, tc.reason, last, tc.refuted, s.log)
+					}
+					final := st.Trace[len(st.Trace)-1]
+					if final.Round != last || s.states[0] != int64(last) {
+						t.Fatalf("seed %d: final report of the state after round %d, workers in state %d; want %d", seed, final.Round, s.states[0], last)
+					}
+					if got := len(filter(s.log, "resumed")); got != tc.refuted {
+						t.Errorf("seed %d: resumed %d times, want %d", seed, got, tc.refuted)
+					}
+					logs = append(logs, s.log)
+				}
+				for _, l := range logs[1:] {
+					for _, kind := range []string{"send", "record", "stop", "resumed", "done"} {
+						if got, want := filter(l, kind), filter(logs[0], kind); !slices.Equal(got, want) {
+							t.Fatalf("the runs differ:\n%v\n%v", got, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestTimeLimit checks that a time limit is decided at the first pull at or
 // past it, and that the job then runs the rounds already asked for, and no
 // others.
@@ -494,7 +601,7 @@ func TestStartUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, a := range s.actions {
-			if a.Kind != SendTask || a.Task.Stop {
+			if a.Kind != SendTask || a.Task.Stop || a.Task.Check {
 				continue
 			}
 			var want []uint64

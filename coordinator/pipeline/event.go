@@ -63,24 +63,33 @@ const (
 	// round to plan, and the feedback of that part's rounds pulled since it
 	// was last asked).
 	AskPlan ActionKind = iota + 1
-	// SendTask: send Task to the workers: the plan of Task.Round, or, with
-	// Task.Stop, the end of the job. Once they apply Task.Updates, the
-	// workers hold the state after round Through (0: after Start's
-	// update). An update that is a schmp.Splitter goes to each worker as
-	// its own part (ForShard).
+	// SendTask: send Task to the workers: the plan of Task.Round; with
+	// Task.Check, the check of a stop (apply the updates, report, push
+	// nothing, wait for the next task, which has the same Round); with
+	// Task.Stop, the end of the job, which needs no answer. Once they
+	// apply Task.Updates, the workers hold the state after round Through
+	// (0: after Start's update). An update that is a schmp.Splitter goes
+	// to each worker as its own part (ForShard).
 	SendTask
 	// RecordReport: Sample is a report (a row of the metrics CSV), of the
-	// state after Sample.Round; Final marks the report of the stop task,
-	// which shows the state the job ends with.
+	// state after Sample.Round; Final marks the report of a check task, of
+	// exactly the state after the last round pulled: the state the job
+	// ends with, unless the check refutes the stop (Resumed).
 	RecordReport
 	// RoundPulled: round Round, whose plan Info describes, was pulled.
 	RoundPulled
 	// StopDecided: the pull of round Round decided the stop Reason; the
-	// job ends after round Last.
+	// job ends after round Last, if the check confirms a Target or Tol
+	// stop. (After a refuted check with no round left, MaxRounds or
+	// TimeLimit is decided at the last round pulled.)
 	StopDecided
-	// JobDone: the final report is in and the job is over, for Reason:
-	// the coordinator's model is the state the final report showed.
+	// JobDone: the job is over, for Reason: the coordinator's model is
+	// the state that the last report (the check's) showed.
 	JobDone
+	// Resumed: the check of the stop Reason, of the state after round
+	// Round, did not pass its test: the stop is refuted, and the rounds
+	// after Round follow.
+	Resumed
 )
 
 // String returns the kind's name.
@@ -98,6 +107,8 @@ func (k ActionKind) String() string {
 		return "stop"
 	case JobDone:
 		return "done"
+	case Resumed:
+		return "resumed"
 	}
 	return "action?"
 }
@@ -119,7 +130,8 @@ type Action[P, U any] struct {
 	Final  bool
 	// Info is RoundPulled's.
 	Info schmp.PlanInfo
-	// Reason is StopDecided's and JobDone's, Last StopDecided's.
+	// Reason is StopDecided's, JobDone's and Resumed's, Last
+	// StopDecided's.
 	Reason Reason
 	Last   uint64
 }

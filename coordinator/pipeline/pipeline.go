@@ -31,14 +31,30 @@
 //     state after round max(t−Depth, 0); the core evaluates it before the
 //     round's pull, records it, fails the job if the model diverged, and
 //     runs the stop tests on it.
-//   - A stop decided at the pull of round t (the deciding round) ends the
-//     job after round L = min(t+Depth−1, MaxRounds), the last round already
-//     asked for: no other round is asked for, every round up to L is sent
-//     and pulled, and the stop task then carries every update left and
-//     takes a final report, of exactly the state the coordinator writes. L
-//     is a function of t and the configuration alone, so a stop lands on
-//     the same round, and the job writes the same model, however the
-//     messages were timed.
+//   - A stop decided at the pull of round t (the deciding round) lands
+//     after round L = min(t+Depth−1, MaxRounds), the last round already
+//     asked for: no other round is asked for, and every round up to L is
+//     sent and pulled. L is a function of t and the configuration alone,
+//     so a stop lands on the same round however the messages were timed.
+//   - The check: once round L is pulled, a check task carries every
+//     update left; the workers apply them, report, and push nothing. Its
+//     report shows exactly the state after L, which the app's coordinator
+//     holds and would write. A stop that a report decided (Target, Tol)
+//     holds only if this report passes a stop test as well (Target first,
+//     then Tol; the relative change is taken from the report before):
+//     the model written is then a certified one, even though the report
+//     that decided the stop showed a state up to 2·Depth−1 rounds older.
+//     Otherwise the stop is refuted (Resumed) and the job goes on from
+//     the state after L, asking for rounds L+1 … L+Depth, which the
+//     workers all push from that state (their reports show it too), and
+//     later stops are decided as before; if MaxRounds rounds were run, or
+//     TimeLimit has passed, the job stops for that reason instead. A
+//     MaxRounds or TimeLimit stop is not certified: its check only
+//     reports. Whether a check confirms a stop depends on the reports and
+//     the configuration alone, so the job stops on the same round with
+//     the same model at every delivery order.
+//   - The stop task ends the job: it carries no update (the check carried
+//     them all) and needs no answer.
 package pipeline
 
 import (
@@ -77,14 +93,17 @@ type Config struct {
 	// Tol, when > 0, stops the job once a report's gap is at most
 	// Tol·|objective| (schmp.Progress.HasGap), or, without a gap, once the
 	// objective's relative change between two consecutive reports is below
-	// Tol. In a stage that is not the final one (Staged) it ends the stage.
+	// Tol, provided that the check of the state the stop lands on passes
+	// too (see the package doc). In a stage that is not the final one
+	// (Staged) it ends the stage, unchecked.
 	Tol float64
 	// RiseTol, when > 0, fails the job (ErrDiverged) at a report whose
 	// objective exceeds the lowest reported so far by more than
 	// RiseTol·max(|lowest|, the smallest normal float64).
 	RiseTol float64
 	// Target and HasTarget: when HasTarget, the job stops at the first
-	// report whose objective is at most Target (in the final stage only).
+	// report whose objective is at most Target (in the final stage only),
+	// provided that the check passes too (see the package doc).
 	Target    float64
 	HasTarget bool
 	// Timeout, when > 0, bounds the wait for a plan from when it was asked
@@ -205,7 +224,7 @@ type Staged interface {
 	// returns must carry to the workers. With depth 1, the app's model is
 	// then the one s describes; with more rounds in flight, it is up to
 	// depth−1 rounds newer. The core calls it once more when the job stops
-	// (on success only), with the final report, which describes the model
-	// written, and stop set to the job's Reason.
+	// (on success only), with the check's report, which describes the
+	// model written, and stop set to the job's Reason.
 	EndStage(s Sample, stop string) error
 }
