@@ -49,7 +49,7 @@ const ccdBias = -1
 // ratings the residual without the current slot s, res = r − μ − Σ_{slots
 // ≠ s} (that slot's term). A round of a feature t updates w_t exactly for
 // its users, w_ut = Σ_i res_ui·h_it / (λ_u + Σ_i h_it²) over the user's
-// ratings (λ_u the user's factor regularization), and pushes its parts of
+// ratings (λ_u = λ·n_u, or λ with Unweighted), and pushes its parts of
 // the sums of the same for h_t; the coordinator completes h_t and sends it
 // back. A round of the biases sets b_u = Σ_i (res_ui − c_i)/(n_u + λ_b)
 // and pushes the sums of res_ui − b_u for c.
@@ -206,8 +206,11 @@ func (w *ccdWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Sums
 	return SumsPartial{Num: num, Den: den, Stats: Stats{Work: work, Nanos: time.Since(t0).Nanoseconds()}}, nil
 }
 
-// userReg returns the factor regularization of user u in F: λ.
-func (w *ccdWorker) userReg(int) float64 { return w.cfg.Lambda }
+// userReg returns the factor regularization of user u in F: λ·n_u, or λ
+// with Unweighted.
+func (w *ccdWorker) userReg(u int) float64 {
+	return w.cfg.Lambda * w.cfg.weight(w.ix.UserCount[w.p][u])
+}
 
 // term returns slot s's term of the prediction of user u (an index on the
 // worker) and item i: w_us·h_is, or b_u + c_i.
@@ -262,11 +265,9 @@ func (w *ccdWorker) Report() (Summary, error) {
 		t2 += d * d
 	}
 	s := Summary{Round: w.round, Exact: true, SSE: e2, TestSSE: t2}
-	for t := range w.w {
-		s.WNorm += sumSq(w.w[t])
-		if w.p == 0 {
-			s.HNorm += sumSq(w.h[t])
-		}
+	s.WNorm = w.cfg.factorNorm(rows(w.w), w.cfg.Rank, w.ix.UserCount[w.p])
+	if w.p == 0 {
+		s.HNorm = w.cfg.factorNorm(rows(w.h), w.cfg.Rank, w.ix.ItemCount)
 	}
 	if w.bs.on() {
 		s.BNorm = sumSq(w.bs.b)
@@ -286,14 +287,18 @@ func (w *ccdWorker) Report() (Summary, error) {
 // + λ_b), Den then counting the item's ratings.
 type ccdCoordinator struct {
 	base
-	h [][]float64 // columns
-	c []float64   // nil without biases
+	h         [][]float64 // columns
+	c         []float64   // nil without biases
+	itemCount []int32     // n_i, from worker 0
 }
 
 // Start implements schmp.Coordinator.
 func (c *ccdCoordinator) Start(sums []Summary) (FullUpdate, error) {
 	if err := c.start(sums); err != nil {
 		return FullUpdate{}, err
+	}
+	if c.itemCount = sums[0].ItemCount; len(c.itemCount) != len(c.m.ItemIDs) {
+		return FullUpdate{}, fmt.Errorf("worker 0 sent %d item counts for %d items", len(c.itemCount), len(c.m.ItemIDs))
 	}
 	h := initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank, c.m.Biased)
 	c.h = columns(h, len(c.m.ItemIDs), c.cfg.Rank)
@@ -338,8 +343,11 @@ func (c *ccdCoordinator) Pull(round uint64, turn scheduler.Turn, partials []Sums
 	return u, fb, nil
 }
 
-// itemReg returns the factor regularization of item i in F: λ.
-func (c *ccdCoordinator) itemReg(int) float64 { return c.cfg.Lambda }
+// itemReg returns the factor regularization of item i in F: λ·n_i, or λ
+// with Unweighted.
+func (c *ccdCoordinator) itemReg(i int) float64 {
+	return c.cfg.Lambda * c.cfg.weight(c.itemCount[i])
+}
 
 // Objective implements schmp.Coordinator.
 func (c *ccdCoordinator) Objective(reports []Summary) (schmp.Progress, error) {

@@ -17,11 +17,15 @@ const (
 // Defaults that a command line may offer; a Config's zero values are not
 // these (Lambda 0 is no regularization).
 const (
-	// DefaultLambda is a λ of the count-weighted regularization that did
-	// well on every set of bench/RESULTS.md's MF section, small and large.
-	DefaultLambda = 0.05
-	// DefaultBiasLambda is a λ_b: each bias is shrunk as if it had
-	// DefaultBiasLambda more ratings with a residual of 0.
+	// DefaultLambda is λ of the count-weighted regularization by default:
+	// Spark's default regParam, in the same convention. The best λ depends
+	// on how much of the ratings the factors explain, not on the data's
+	// size: bench/RESULTS.md measured 0.03 on a generated set and 0.3 or
+	// more on a real one where the factors explain little.
+	DefaultLambda = 0.1
+	// DefaultBiasLambda is λ_b by default: each bias is shrunk as if it
+	// had 5 more ratings with a residual of 0 (best of 2, 5 and 15 on
+	// both sets of bench/RESULTS.md).
 	DefaultBiasLambda = 5
 )
 
@@ -97,6 +101,15 @@ func (c Config) RoundsPerIter() int {
 		return 1
 	}
 	return max(c.Workers, 1)
+}
+
+// weight returns the weight of a factor with n ratings in the factors'
+// regularization: n, or 1 with Unweighted.
+func (c Config) weight(n int32) float64 {
+	if c.Unweighted {
+		return 1
+	}
+	return float64(n)
 }
 
 // biased reports whether the model has the global mean and biases.

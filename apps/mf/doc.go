@@ -7,10 +7,17 @@
 // biases, and w_u and h_i rows of the user factors W and the item factors
 // H, of rank K. It minimizes, over W, H, b and c,
 //
-//	F = Σ_{(u,i)∈Ω} (r_ui − r̂_ui)² + λ(‖W‖²_F + ‖H‖²_F) + λ_b(‖b‖² + ‖c‖²)
+//	F = Σ_{(u,i)∈Ω} (r_ui − r̂_ui)² + λ(Σ_u n_u‖w_u‖² + Σ_i n_i‖h_i‖²) + λ_b(Σ_u b_u² + Σ_i c_i²)
 //
-// exactly as written: the squared errors are summed, not averaged.
-// Config.NoBias drops μ, b and c (and λ_b): r̂_ui = w_u·h_i. Every
+// exactly as written: the squared errors are summed, not averaged, and n_u
+// and n_i are the users' and items' training ratings counts. The factors'
+// regularization is weighted by the counts (ALS-WR's, Zhou et al. 2008,
+// and Spark's), so that a λ keeps its meaning as the data grow: every
+// rating adds λ(‖w_u‖² + ‖h_i‖²). Config.Unweighted makes it λ(‖W‖²_F +
+// ‖H‖²_F). The biases' λ_b is never weighted: b_u = Σ res/(n_u + λ_b)
+// shrinks a user with few ratings more than one with many, as a prior
+// worth λ_b ratings would. Config.NoBias drops μ, b and c (and λ_b):
+// r̂_ui = w_u·h_i. Every
 // evaluation reports F, the training RMSE √(Σ(r − r̂)²/|Ω|) and the test
 // RMSE.
 //
@@ -49,12 +56,12 @@
 // is P rounds, in which every rating is visited once. The step on rating
 // (u, i), with e = r − w_u·h_i, is
 //
-//	w_u ← w_u + η(e·h_i − (λ/n_u)·w_u),  h_i ← h_i + η(e·w_u − (λ/n_i)·h_i),
-//	b_u ← b_u + η(e − (λ_b/n_u)·b_u),    c_i ← c_i + η(e − (λ_b/n_i)·c_i),
+//	w_u ← w_u + η(e·h_i − λ·w_u),      h_i ← h_i + η(e·w_u − λ·h_i),
+//	b_u ← b_u + η(e − (λ_b/n_u)·b_u),  c_i ← c_i + η(e − (λ_b/n_i)·c_i),
 //
-// e = r − r̂ and n_u and n_i the ratings counts: the regularizer is split
-// among a factor's ratings, so that the per-rating gradients add up to the
-// gradient of F (halved). η = LearningRate/(1 + Decay·e^1.5) in iteration e. Within a
+// e = r − r̂: the regularizer is split among a factor's ratings (λ/n_u and
+// λ/n_i for the factors with Unweighted), so that the per-rating gradients
+// add up to the gradient of F (halved). η = LearningRate/(1 + Decay·e^1.5) in iteration e. Within a
 // block a worker's ratings are grouped by user (W is then read in order),
 // each user's in a random order drawn once from the seed.
 //
@@ -65,9 +72,9 @@
 // workers' changes to it, weighted by their ratings of i.
 //
 // CCD++ (Algo = CCD; Yu et al. 2012) updates one feature t at a time: a
-// round sets w_ut = Σ_i res_ui·h_it/(λ + Σ_i h_it²) for every user on the
+// round sets w_ut = Σ_i res_ui·h_it/(λn_u + Σ_i h_it²) for every user on the
 // workers (res the residual without feature t, which the workers keep for
-// their ratings) and pushes the per-item sums of the same for h_t, which
+// their ratings; λ instead of λn_u with Unweighted) and pushes the per-item sums of the same for h_t, which
 // the coordinator completes and broadcasts. The biases are one more such
 // block, updated first in an iteration, whose other side is fixed at 1:
 // b_u = Σ_i (res_ui − c_i)/(n_u + λ_b), then c_i = Σ_u (res_ui −

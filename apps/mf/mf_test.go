@@ -18,6 +18,7 @@ import (
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/wire"
 )
 
 // noise is the noise level of the generated test data.
@@ -70,7 +71,7 @@ func TestMain(m *testing.M) {
 func config(t *testing.T, algo string, workers, iters int) Config {
 	train, test := testData(t)
 	c := Config{
-		Train: train, Test: test, Rank: 5, Lambda: 0.5, BiasLambda: 1, Algo: SGD, Schedule: Rotation,
+		Train: train, Test: test, Rank: 5, Lambda: 0.01, BiasLambda: 1, Algo: SGD, Schedule: Rotation,
 		LearningRate: 0.05, Decay: 0.02, Inner: 1, Seed: 1, Workers: workers,
 		Iters: iters, ReportEvery: 1, Model: &Model{Factors: true},
 	}
@@ -521,4 +522,75 @@ func correlation(x, y []float64) float64 {
 		syy += (y[k] - my) * (y[k] - my)
 	}
 	return sxy / math.Sqrt(sxx*syy)
+}
+
+// TestObjective checks F on a hand-computed case: three ratings of two
+// users and two items, rank 1, with factors and biases set by hand.
+//
+//	ratings (user, item, r): (1, 10, 4), (1, 20, 2), (2, 10, 3); μ = 3
+//	w_1 = 1, w_2 = 2, h_10 = 0.5, h_20 = −1
+//	b_1 = 0.5, b_2 = −1, c_10 = 0.25, c_20 = 0
+//	r̂ = 4.25, 2.5, 3.25: Σ(r − r̂)² = 0.0625 + 0.25 + 0.0625 = 0.375
+//	weighted:   Σ n_u w_u² + Σ n_i h_i² = 2·1 + 1·4 + 2·0.25 + 1·1 = 7.5
+//	unweighted: ‖W‖² + ‖H‖² = 1 + 4 + 0.25 + 1 = 6.25
+//	biases:     ‖b‖² + ‖c‖² = 0.25 + 1 + 0.0625 = 1.3125
+//	without biases r̂ = 0.5, −1, 1: Σ(r − r̂)² = 12.25 + 9 + 4 = 25.25
+//
+// With λ = 0.1 and λ_b = 2.
+func TestObjective(t *testing.T) {
+	train := writeFile(t, "1 10 4\n1 20 2\n2 10 3\n")
+	cases := []struct {
+		name               string
+		noBias, unweighted bool
+		want               float64
+	}{
+		{"weighted", false, false, 0.375 + 0.1*7.5 + 2*1.3125},
+		{"unweighted", false, true, 0.375 + 0.1*6.25 + 2*1.3125},
+		{"no bias", true, false, 25.25 + 0.1*7.5},
+		{"no bias unweighted", true, true, 25.25 + 0.1*6.25},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Train: train, Rank: 1, Lambda: 0.1, BiasLambda: 2, NoBias: tc.noBias, Unweighted: tc.unweighted,
+				Algo: SGD, Schedule: Rotation, LearningRate: 0.1, Workers: 1, ReportEvery: 1}
+			w, err := newRotationWorker(cfg, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ix := w.ix
+			h := make([]float64, 2)
+			h[ix.Items[10]], h[ix.Items[20]] = 0.5, -1
+			u := RotationUpdate{Full: h}
+			if !tc.noBias {
+				u.FullBias = make(wire.Float64s, 2)
+				u.FullBias[ix.Items[10]] = 0.25
+			}
+			if err := w.Apply(u); err != nil {
+				t.Fatal(err)
+			}
+			w.w[ix.Users[1].Index], w.w[ix.Users[2].Index] = 1, 2
+			if !tc.noBias {
+				w.bs.b[ix.Users[1].Index], w.bs.b[ix.Users[2].Index] = 0.5, -1
+			}
+			sum, err := w.Describe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := w.Report()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := newBase(cfg)
+			if err := b.start([]Summary{sum}); err != nil {
+				t.Fatal(err)
+			}
+			p, err := b.evaluate([]Summary{rep}, func() ([]float64, []float64) { return h, u.FullBias })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(p.Objective-tc.want) > 1e-12 {
+				t.Errorf("F = %.15g, want %.15g", p.Objective, tc.want)
+			}
+		})
+	}
 }

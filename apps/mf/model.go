@@ -19,10 +19,12 @@ import (
 // and the state of its part of the model when it reports.
 type Summary struct {
 	// At join. Fingerprint is the worker's Index's; Users its user ids,
-	// by index; ItemIDs and BlockStart (worker 0 only) the Index's.
+	// by index; ItemIDs, ItemCount and BlockStart (worker 0 only) the
+	// Index's.
 	Fingerprint uint64  `msgpack:"f"`
 	Users       []int64 `msgpack:"u,omitempty"`
 	ItemIDs     []int64 `msgpack:"i,omitempty"`
+	ItemCount   []int32 `msgpack:"ic,omitempty"`
 	BlockStart  []int32 `msgpack:"b,omitempty"`
 	Items       int     `msgpack:"ni"`
 	// Train counts its training ratings and RatingSum sums them; Mean and

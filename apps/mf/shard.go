@@ -25,8 +25,8 @@ type shard struct {
 	train []entry   // its training ratings, block by block
 	cell  []int     // block b's ratings are train[cell[b]:cell[b+1]]
 	test  []entry   // its users' test ratings whose item is in train
-	regU  []float64 // λ/n_u for its users
-	regI  []float64 // λ/n_i for all items
+	regU  []float64 // a rating's share of its user's factor regularization (Config.share)
+	regI  []float64 // the same for all items
 	// mu is μ, the mean training rating (0 with NoBias), and bregU and
 	// bregI are λ_b/n_u for its users and λ_b/n_i for all items (nil with
 	// NoBias).
@@ -68,11 +68,11 @@ func loadShard(cfg Config, p int) (*shard, error) {
 	s.group()
 	s.regU = make([]float64, len(s.users))
 	for k, n := range ix.UserCount[p] {
-		s.regU[k] = cfg.Lambda / float64(n)
+		s.regU[k] = cfg.share(cfg.Lambda, n)
 	}
 	s.regI = make([]float64, len(ix.ItemIDs))
 	for k, n := range ix.ItemCount {
-		s.regI[k] = cfg.Lambda / float64(n)
+		s.regI[k] = cfg.share(cfg.Lambda, n)
 	}
 	if cfg.biased() {
 		s.mu = ix.Mean
@@ -165,6 +165,7 @@ func (s *shard) describe() Summary {
 	}
 	if s.p == 0 {
 		sum.ItemIDs = s.ix.ItemIDs
+		sum.ItemCount = s.ix.ItemCount
 		sum.BlockStart = s.ix.BlockStart
 	}
 	return sum
@@ -361,15 +362,39 @@ func (bs biases) items(lo, hi int) []float64 {
 
 // norms sets the regularized norms of a report: those of the shard's
 // users' factors w and biases, and those of the items [lo, hi) that it
-// answers for, of h (row by row) and bs.
+// answers for, of h (row by row) and bs; the factors' norms weighted by
+// the ratings counts unless Config.Unweighted.
 func (s *shard) norms(r *Summary, w, h []float64, bs biases, lo, hi int) {
 	k := s.cfg.Rank
-	r.WNorm = sumSq(w)
-	r.HNorm = sumSq(h[lo*k : hi*k])
+	r.WNorm = s.cfg.factorNorm(w, k, s.ix.UserCount[s.p])
+	r.HNorm = s.cfg.factorNorm(h[lo*k:hi*k], k, s.ix.ItemCount[lo:hi])
 	if bs.on() {
 		r.BNorm = sumSq(bs.b)
 		r.CNorm = sumSq(bs.c[lo:hi])
 	}
+}
+
+// share returns a rating's share of the regularization λ·n‖f‖² (or
+// λ‖f‖² with Unweighted) of a factor f with n ratings, so that the shares
+// of its ratings add up to it: λ, or λ/n.
+func (c Config) share(lambda float64, n int32) float64 {
+	if c.Unweighted {
+		return lambda / float64(n)
+	}
+	return lambda
+}
+
+// factorNorm returns Σ_j n_j‖f_j‖² over the rows f_j of rank k of f, n
+// their ratings counts, or with Unweighted Σ_j ‖f_j‖².
+func (c Config) factorNorm(f []float64, k int, n []int32) float64 {
+	if c.Unweighted {
+		return sumSq(f)
+	}
+	var s float64
+	for j, nj := range n {
+		s += float64(nj) * sumSq(f[j*k:(j+1)*k])
+	}
+	return s
 }
 
 // sumSq returns Σ v² over v.
