@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/protocol"
 )
 
 // A CommandLine is a program's command line: a whole job and the roles of
@@ -27,8 +28,7 @@ import (
 // --app APP, which defaults to the first app.
 //
 // Every command has --help. The exit status is 0 on success, 2 on bad
-// usage or bad input (an error marked with UsageError, or a
-// *libsvm.ParseError: a file and line), and 1 on any other failure.
+// usage or bad input (see ExitStatus), and 1 on any other failure.
 type CommandLine struct {
 	// Name is the program's name, in the usage and in errors.
 	Name string
@@ -140,14 +140,17 @@ func firstArg(args []string) string {
 }
 
 // ExitStatus returns the exit status of a command that ended with err: 0
-// for nil and flag.ErrHelp, 2 for bad usage or input (an error marked
-// with UsageError, or a *libsvm.ParseError in err's chain), 1 otherwise.
+// for nil and flag.ErrHelp; 2 for bad usage or input: an error marked with
+// UsageError, a *libsvm.ParseError (a file and line), or a role refused
+// because its manifest differs from the job's (protocol.ErrManifest: it was
+// given other settings or data than the job's, on the role and on the
+// coordinator alike); 1 otherwise.
 func ExitStatus(err error) int {
 	var pe *libsvm.ParseError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case isUsage(err), errors.As(err, &pe):
+	case isUsage(err), errors.As(err, &pe), errors.Is(err, protocol.ErrManifest):
 		return 2
 	}
 	return 1

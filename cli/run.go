@@ -132,9 +132,9 @@ func (s *session) manifest(j *Job) (protocol.Manifest, error) {
 		}
 	})
 	if j.Data != "" {
-		fp, err := fingerprint(j.Data)
+		fp, err := protocol.Fingerprint(j.Data)
 		if err != nil {
-			return m, UsageError(fmt.Errorf("the data file: %w", err))
+			return m, UsageError(err)
 		}
 		m.Data = fp
 	}
