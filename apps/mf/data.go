@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/strads-go/strads/libsvm"
@@ -291,3 +292,56 @@ func fastFloat(b []byte) (float64, bool) {
 	}
 	return v, true
 }
+
+// CheckTrain reads the training file at path as a job's workers do and
+// returns the first error they would: a *ParseError for a malformed line,
+// and for a (user, item) pair rated twice (see duplicateError). It holds 8
+// bytes per rating while it runs.
+func CheckTrain(path string) error {
+	ix, err := BuildIndex(path, 1, 1)
+	if err != nil {
+		return err
+	}
+	pairs := make([]uint64, 0, ix.Ratings)
+	err = ReadRatings(path, func(_ int, r Rating) error {
+		pairs = append(pairs, uint64(ix.Users[r.User].Index)<<32|uint64(uint32(ix.Items[r.Item])))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.Sort(pairs)
+	for k := 1; k < len(pairs); k++ {
+		if pairs[k] == pairs[k-1] {
+			u, i := pairs[k]>>32, uint32(pairs[k])
+			return duplicateError(path, ix.ShardUsers[0][u], ix.ItemIDs[i])
+		}
+	}
+	return nil
+}
+
+// duplicateError returns the *ParseError of a training file in which user
+// rated item more than once: it names the file and the pair's first two
+// lines. A model rates a pair once, and which of two ratings counts, or
+// whether both, is not for the reader to guess.
+func duplicateError(path string, user, item int64) error {
+	var lines []int
+	err := ReadRatings(path, func(line int, r Rating) error {
+		if r.User == user && r.Item == item {
+			if lines = append(lines, line); len(lines) == 2 {
+				return errFound
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return err
+	}
+	if len(lines) < 2 {
+		return fmt.Errorf("%s changed while it was read: user %d rated item %d twice, then once", path, user, item)
+	}
+	return &ParseError{File: path, Line: lines[1], Msg: fmt.Sprintf("user %d rates item %d again (first at line %d): each pair may be rated once", user, item, lines[0])}
+}
+
+// errFound stops a read early.
+var errFound = errors.New("found")

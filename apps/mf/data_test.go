@@ -135,3 +135,54 @@ func TestFastFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicates checks that a (user, item) pair rated twice in the
+// training file is an error naming the file and both lines, from
+// CheckTrain and from every algorithm's workers alike.
+func TestDuplicates(t *testing.T) {
+	cases := []struct {
+		name, text  string
+		line, first int // 0: no duplicate
+	}{
+		{"none", "1 10 4\n1 20 2\n2 10 3\n", 0, 0},
+		{"same rating", "1 10 4\n2 10 3\n5 7 1\n2 10 3\n", 4, 2},
+		{"other rating, far apart", "9 9 1\n1 10 4\n1 20 2\n2 10 3\n3 30 1\n1 20 5\n", 6, 3},
+		{"three times", "4 4 1\n4 4 2\n4 4 3\n", 2, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.text)
+			check := func(what string, err error) {
+				t.Helper()
+				if tc.line == 0 {
+					if err != nil {
+						t.Errorf("%s: %v", what, err)
+					}
+					return
+				}
+				var pe *ParseError
+				if !errors.As(err, &pe) || pe.File != path || pe.Line != tc.line || !strings.Contains(pe.Msg, fmt.Sprintf("first at line %d", tc.first)) {
+					t.Errorf("%s: error %v, want %s:%d naming line %d", what, err, path, tc.line, tc.first)
+				}
+			}
+			check("CheckTrain", CheckTrain(path))
+			for _, algo := range []struct{ algo, schedule string }{{SGD, Rotation}, {SGD, Unscheduled}, {CCD, Rotation}} {
+				for _, workers := range []int{1, 2} {
+					cfg := Config{Train: path, Rank: 1, Algo: algo.algo, Schedule: algo.schedule, LearningRate: 0.01, Inner: 1, Workers: workers, ReportEvery: 1}
+					failed := 0
+					for p := range workers {
+						_, err := loadShard(cfg, p)
+						if tc.line != 0 && err == nil {
+							continue // the pair's user is another worker's
+						}
+						failed++
+						check(fmt.Sprintf("%s/%s worker %d of %d", algo.algo, algo.schedule, p, workers), err)
+					}
+					if tc.line != 0 && failed != 1 {
+						t.Errorf("%s/%s, %d workers: %d failed, want the pair's user's worker alone", algo.algo, algo.schedule, workers, failed)
+					}
+				}
+			}
+		})
+	}
+}

@@ -39,6 +39,12 @@
 // ratings (a second pass) and its own users' factors W, which never leave
 // it but in reports. Outputs use the original ids again.
 //
+// A (user, item) pair may be rated once in the training file: a second
+// rating of a pair is an error, a *ParseError at its line that names the
+// first one too (the workers find it as they load, CheckTrain before a job
+// starts). Which of two ratings should count, or whether both, is not for
+// the reader to guess; a file of re-ratings must be reduced first.
+//
 // Test ratings whose user or item is not in the training data cannot be
 // predicted by the model: they are left out of the test RMSE, counted, and
 // announced once (Config.Warn); Model.Predict predicts them by the terms it

@@ -66,6 +66,9 @@ func loadShard(cfg Config, p int) (*shard, error) {
 		return nil, fmt.Errorf("%s changed while it was read: %d ratings of worker %d, then %d", cfg.Train, ix.ShardRatings[p], p, len(s.train))
 	}
 	s.group()
+	if u, i, ok := s.duplicate(); ok {
+		return nil, duplicateError(cfg.Train, s.users[u], ix.ItemIDs[i])
+	}
 	s.regU = make([]float64, len(s.users))
 	for k, n := range ix.UserCount[p] {
 		s.regU[k] = cfg.share(cfg.Lambda, n)
@@ -147,6 +150,22 @@ func (s *shard) group() {
 		rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
 		slices.SortStableFunc(c, func(x, y entry) int { return cmp.Compare(x.u, y.u) })
 	}
+}
+
+// duplicate returns a pair (user index, item index) that the shard's
+// training ratings hold twice, if any. Within a block a user's ratings are
+// consecutive (group), and an item is in one block only, so a stamp per
+// item of the last user that rated it finds every repeated pair in one
+// pass.
+func (s *shard) duplicate() (u, i int32, ok bool) {
+	stamp := make([]int32, len(s.ix.ItemIDs))
+	for _, e := range s.train {
+		if stamp[e.i] == e.u+1 {
+			return e.u, e.i, true
+		}
+		stamp[e.i] = e.u + 1
+	}
+	return 0, 0, false
 }
 
 // describe returns the summary of the shard that a worker sends when it
