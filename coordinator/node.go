@@ -249,7 +249,8 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			case bad != nil:
 				rep.Err, rep.Mismatch = bad.Error(), true
 				n.log.Warn("join refused", "err", bad)
-				n.fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", bad)))
+				// Answer first: the job's failure ends the coordinator.
+				defer n.fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", bad)))
 			case ok:
 				rep.Shard, rep.Shards = place, limit[role]
 				rep.Settings = n.opts.Manifest.Settings

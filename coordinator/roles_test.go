@@ -136,7 +136,9 @@ type outcome struct {
 }
 
 // runRoles runs the job's nodes until the coordinator returns, then
-// cancels the others (as job.Run does) and waits for them.
+// cancels the others (as job.Run does), after a grace period for the
+// messages on their way to them (an abort, a refused join), and waits for
+// them.
 func runRoles[P, R, U, S any](t *testing.T, ns *server.Server, job string, j roles[P, R, U, S]) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -157,7 +159,7 @@ func runRoles[P, R, U, S any](t *testing.T, ns *server.Server, job string, j rol
 	start := time.Now()
 	o.res, o.err = coordinator.Run(ctx, c, j.prog.NewCoordinator, j.coordinator)
 	o.took = time.Since(start)
-	cancelOthers()
+	time.AfterFunc(2*time.Second, cancelOthers)
 	wg.Wait()
 	return o
 }
