@@ -84,9 +84,16 @@ type Config struct {
 	// runtime's ReportEvery must be ReportEvery·RoundsPerIter.
 	ReportEvery int
 
-	// Progress, on the coordinator, receives a line per evaluation; Warn
-	// receives warnings (test ratings with unseen ids). Either may be nil.
-	Progress, Warn io.Writer
+	// Warn, on the coordinator, receives warnings (test ratings with
+	// unseen ids); it may be nil.
+	Warn io.Writer
+	// Progress, on the coordinator, if set, receives a line of its own
+	// per evaluation. Every evaluation's figures are also in the
+	// runtime's progress (schmp.Progress.Metrics: iter, train_rmse,
+	// test_rmse, ratings, ratings_per_s, ratings_per_core_s), which the
+	// runtime's progress line, metrics CSV and monitor show; this writer,
+	// like Model.WriteMetrics, stays for callers that do not use them.
+	Progress io.Writer
 	// Model, on the coordinator, if set, receives the trace of
 	// evaluations and, if Model.Factors, the factors.
 	Model *Model

@@ -594,3 +594,44 @@ func TestObjective(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeMetrics checks that the evaluations reach the runtime's
+// metrics CSV as app columns, with the values of the model's trace.
+func TestRuntimeMetrics(t *testing.T) {
+	cfg := config(t, "rotation", 2, 3)
+	path := filepath.Join(t.TempDir(), "metrics.csv")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := Run(ctx, cfg, job.Options{Job: "mfmetrics", Timeout: 20 * time.Second,
+		Coordinator: coordinator.Options{Depth: 1, Timeout: 20 * time.Second, Metrics: path}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	header := strings.Split(lines[0], ",")
+	cols := map[string]int{}
+	for k, name := range header {
+		cols[name] = k
+	}
+	for _, name := range []string{"objective", "iter", "train_rmse", "test_rmse", "ratings", "ratings_per_s", "ratings_per_core_s"} {
+		if _, ok := cols[name]; !ok {
+			t.Fatalf("header %q has no column %s", lines[0], name)
+		}
+	}
+	// A row per evaluation: the start and 3 iterations.
+	if len(lines) != 1+len(cfg.Model.Trace) || len(cfg.Model.Trace) != 4 {
+		t.Fatalf("%d rows for %d evaluations", len(lines)-1, len(cfg.Model.Trace))
+	}
+	for k, e := range cfg.Model.Trace {
+		row := strings.Split(lines[1+k], ",")
+		for name, want := range map[string]float64{"objective": e.Objective, "iter": e.Iter, "train_rmse": e.TrainRMSE, "test_rmse": e.TestRMSE} {
+			got, err := strconv.ParseFloat(row[cols[name]], 64)
+			if err != nil || got != want {
+				t.Errorf("evaluation %d: %s %q, want %v", k, name, row[cols[name]], want)
+			}
+		}
+	}
+}

@@ -89,6 +89,21 @@ type Eval struct {
 	Ratings, RatingsPerSec, RatingsPerCoreSec float64
 }
 
+// progress returns the evaluation as the runtime's progress: the objective
+// and, as app metrics (the runtime's metrics CSV columns and progress line),
+// iter, train_rmse, test_rmse, ratings, ratings_per_s and
+// ratings_per_core_s.
+func (e Eval) progress() schmp.Progress {
+	return schmp.Progress{Objective: e.Objective, Metrics: []schmp.Metric{
+		{Name: "iter", Value: e.Iter},
+		{Name: "train_rmse", Value: e.TrainRMSE},
+		{Name: "test_rmse", Value: e.TestRMSE},
+		{Name: "ratings", Value: e.Ratings},
+		{Name: "ratings_per_s", Value: e.RatingsPerSec},
+		{Name: "ratings_per_core_s", Value: e.RatingsPerCoreSec},
+	}}
+}
+
 // Model is the coordinator's record of a job: the ids, the evaluations and,
 // if Factors, the factors (and biases) of the last evaluation. Pass one in
 // Config.Model to read it after the job.
@@ -350,7 +365,9 @@ func newBase(cfg Config) base {
 		m = &Model{}
 	}
 	m.Rank, m.Biased = cfg.Rank, cfg.biased()
-	return base{cfg: cfg, m: m, last: schmp.Progress{Objective: math.NaN()}}
+	none := Eval{Objective: math.NaN(), TrainRMSE: math.NaN(), TestRMSE: math.NaN(), Iter: math.NaN(),
+		Ratings: math.NaN(), RatingsPerSec: math.NaN(), RatingsPerCoreSec: math.NaN()}
+	return base{cfg: cfg, m: m, last: none.progress()}
 }
 
 // start checks the workers' summaries (they must have read the same
@@ -468,7 +485,7 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 		fmt.Fprintf(w, "iter %-6.4g round %-6d elapsed %-9s train RMSE %.6f  test RMSE %.6f  objective %.9g  ratings/s %.3g (per core %.3g)\n",
 			e.Iter, e.Round, e.Time.Round(time.Millisecond), e.TrainRMSE, e.TestRMSE, e.Objective, e.RatingsPerSec, e.RatingsPerCoreSec)
 	}
-	b.last = schmp.Progress{Objective: e.Objective}
+	b.last = e.progress()
 	return b.last, nil
 }
 
