@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -32,6 +34,11 @@ type model struct {
 	trace     []Report
 	heldOut   *heldOut
 	wordCount func(fn func(w, t, n int32)) // every non-zero count of the table
+
+	priors  Priors    // as the workers have them from the next round on
+	lengths *Hist     // of the documents' lengths
+	learned int       // how many times the priors were learned
+	test    []testDoc // the held-out documents, once read
 }
 
 func newModel(cfg Config) (*model, error) {
@@ -42,7 +49,7 @@ func newModel(cfg Config) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &model{cfg: cfg, k: cfg.Topics, w: c.words}
+	m := &model{cfg: cfg, k: cfg.Topics, w: c.words, priors: symmetricPriors(cfg.Topics, cfg.Alpha, cfg.Beta)}
 	switch {
 	case c.text != nil:
 		m.vocab = c.text.words
@@ -65,10 +72,18 @@ func (m *model) start(shards []Summary) (*rows, error) {
 	m.nk = make(wire.Int32s, m.k)
 	m.perTok = make([]int64, m.w)
 	room := make([]int32, m.w)
+	lengths := newHistBuilder(1)
 	for p, s := range shards {
 		if s.Counts == nil {
 			return nil, fmt.Errorf("worker %d: no counts", p)
 		}
+		if s.Lengths == nil {
+			return nil, fmt.Errorf("worker %d: no document lengths", p)
+		}
+		if err := s.Lengths.check(1); err != nil {
+			return nil, fmt.Errorf("worker %d: document lengths: %w", p, err)
+		}
+		lengths.addHist(s.Lengths)
 		if err := s.Counts.check(-1, m.k, false); err != nil {
 			return nil, fmt.Errorf("worker %d: counts: %w", p, err)
 		}
@@ -84,6 +99,7 @@ func (m *model) start(shards []Summary) (*rows, error) {
 	if m.tokens == 0 {
 		return nil, fmt.Errorf("the corpus has no tokens")
 	}
+	m.lengths = lengths.hist()
 	table := &rows{}
 	table.build(&Sparse{Offsets: make(wire.Int32s, m.w+1)}, m.k, func(i int) int32 { return room[i] })
 	for p, s := range shards {
@@ -145,6 +161,50 @@ func (m *model) checkTable() error {
 	return nil
 }
 
+// learn learns the priors after round from the workers' histograms of
+// their document-topic counts (α) and the table (β), and returns them for
+// the workers.
+func (m *model) learn(round uint64, partials []Partial) (*Priors, error) {
+	docs := newHistBuilder(m.k)
+	for p, r := range partials {
+		if r.DocTopics == nil {
+			return nil, fmt.Errorf("round %d: worker %d sent no document-topic histogram", round, p)
+		}
+		if err := r.DocTopics.check(m.k); err != nil {
+			return nil, fmt.Errorf("round %d: worker %d: %w", round, p, err)
+		}
+		docs.addHist(r.DocTopics)
+	}
+	topics := docs.hist()
+	// The histograms count every token once: Σ_n n·f_k(n) = n_k.
+	for t := range m.k {
+		values, freqs := topics.Row(t)
+		var n int64
+		for i, v := range values {
+			n += int64(v) * int64(freqs[i])
+		}
+		if n != int64(m.nk[t]) {
+			return nil, fmt.Errorf("round %d: count invariant: the document-topic histograms count %d tokens of topic %d, n_k = %d", round, n, t, m.nk[t])
+		}
+	}
+	counts, totals := newHistBuilder(1), newHistBuilder(1)
+	m.wordCount(func(_, _, n int32) { counts.add(0, n, 1) })
+	for _, n := range m.nk {
+		if n > 0 {
+			totals.add(0, n, 1)
+		}
+	}
+	m.priors = Priors{
+		Alpha: optimizeAlpha(m.priors.Alpha, topics, m.lengths),
+		Beta:  optimizeBeta(m.priors.Beta, counts.hist(), totals.hist(), m.w),
+	}
+	if err := m.priors.check(m.k); err != nil {
+		return nil, fmt.Errorf("round %d: learning the priors: %w", round, err)
+	}
+	m.learned++
+	return &Priors{Alpha: slices.Clone(m.priors.Alpha), Beta: m.priors.Beta}, nil
+}
+
 // Objective implements schmp.Coordinator: the collapsed log-likelihood
 // log p(w, z) per token, after checking that the reports agree: every
 // worker has the same topic totals n_k, which the documents' counts and
@@ -191,19 +251,43 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 	if n != m.tokens {
 		return schmp.Progress{}, fmt.Errorf("count invariant: Σ n_k = %d, want N = %d", n, m.tokens)
 	}
-	ll := sum.DocLL + sum.WordLL + topicLL(nk, m.w, m.cfg.Beta)
+	ll := sum.DocLL + sum.WordLL + topicLL(nk, m.w, m.priors.Beta)
 	m.last, m.lastLL = sum, ll/float64(m.tokens)
 	r := Report{
-		Time: m.pulledAt.Sub(m.t0), Round: m.pulled, Iter: float64(m.pulled) / float64(m.cfg.RoundsPerIteration()),
+		Time: m.pulledAt.Sub(m.t0), Round: m.pulled, Iter: m.iter(),
 		LogLik: m.lastLL, Tokens: sum.Sampled, SampleNanos: sum.SampleNanos, NNZ: sum.WordNNZ,
+		Priors: Priors{Alpha: slices.Clone(m.priors.Alpha), Beta: m.priors.Beta}, Perplexity: math.NaN(),
+	}
+	if m.cfg.TestDocword != "" && (m.cfg.TestEvery == 0 || math.Mod(r.Iter, float64(m.cfg.TestEvery)) == 0) {
+		perp, _, err := m.perplexity()
+		if err != nil {
+			return schmp.Progress{}, err
+		}
+		r.Perplexity = perp
 	}
 	m.trace = append(m.trace, r)
 	if m.cfg.Progress != nil {
 		fmt.Fprintf(m.cfg.Progress, "iter %g  log-likelihood/token %.6f  tokens/s %.4g (sampling %.4g per core)  elapsed %s\n",
 			r.Iter, r.LogLik, r.TokensPerSecond(), r.SamplingRate(), r.Time.Round(time.Millisecond))
 	}
-	return schmp.Progress{Objective: m.lastLL, NNZ: sum.WordNNZ}, nil
+	return schmp.Progress{Objective: m.lastLL, NNZ: sum.WordNNZ, Metrics: r.metrics(m.cfg.TestDocword != "")}, nil
 }
+
+// iter returns the iterations that the rounds pulled make.
+func (m *model) iter() float64 {
+	return float64(m.pulled) / float64(m.cfg.RoundsPerIteration())
+}
+
+// Stage implements coordinator.Staged, for the progress line: the
+// iteration, "iter n/N". An LDA job has one stage.
+func (m *model) Stage() string { return fmt.Sprintf("iter %g/%d", m.iter(), m.cfg.Iters) }
+
+// FinalStage implements coordinator.Staged: the job's one stage is the
+// last.
+func (m *model) FinalStage() bool { return true }
+
+// EndStage implements coordinator.Staged: there is no other stage.
+func (m *model) EndStage(pipeline.Sample, string) error { return nil }
 
 // WriteModel implements schmp.Coordinator: the top words of every topic;
 // and the word-topic counts and document-topic proportions where asked.
@@ -312,6 +396,12 @@ func (c *Coordinator) Pull(round uint64, turn scheduler.Turn, partials []Partial
 			return Update{}, fb, fmt.Errorf("round %d: %w", round, err)
 		}
 	}
+	if c.cfg.optimizesAfter(round) {
+		var err error
+		if u.Priors, err = c.learn(round, partials); err != nil {
+			return Update{}, fb, err
+		}
+	}
 	return u, fb, nil
 }
 
@@ -393,7 +483,13 @@ func (c *UnscheduledCoordinator) Pull(round uint64, _ scheduler.Turn, partials [
 		}
 	}
 	fb := schmp.Feedback{Vars: wire.Int32s{0}, Delta: wire.Float64s{float64(moved)}}
-	return Table{NK: slices.Clone(c.nk), Counts: *c.table}, fb, nil
+	u := Table{NK: slices.Clone(c.nk), Counts: *c.table}
+	if c.cfg.optimizesAfter(round) {
+		if u.Priors, err = c.learn(round, partials); err != nil {
+			return Table{}, fb, err
+		}
+	}
+	return u, fb, nil
 }
 
 // eachCount calls fn with every non-zero count of the table.

@@ -19,7 +19,18 @@ type GenConfig struct {
 	Docs, Vocab, Topics, DocLen int
 	TestDocs                    int
 	Alpha, Beta                 float64
-	Seed                        uint64
+	// Alphas, if set, is an asymmetric document-topic prior, α_k for topic
+	// k (Topics values), instead of Alpha.
+	Alphas []float64
+	Seed   uint64
+}
+
+// alpha returns α_k.
+func (c *GenConfig) alpha(k int) float64 {
+	if c.Alphas != nil {
+		return c.Alphas[k]
+	}
+	return c.Alpha
 }
 
 // Validate returns an error naming the offending field by its flag.
@@ -35,10 +46,14 @@ func (c GenConfig) Validate() error {
 		return fmt.Errorf("--doc-len must be at least 1, got %d", c.DocLen)
 	case c.TestDocs < 0:
 		return fmt.Errorf("--test-docs must be >= 0, got %d", c.TestDocs)
-	case !(c.Alpha > 0) || math.IsInf(c.Alpha, 0):
+	case c.Alphas == nil && (!(c.Alpha > 0) || math.IsInf(c.Alpha, 0)):
 		return fmt.Errorf("--alpha must be a finite number > 0, got %v", c.Alpha)
+	case c.Alphas != nil && len(c.Alphas) != c.Topics:
+		return fmt.Errorf("lda: GenConfig.Alphas has %d values for %d topics", len(c.Alphas), c.Topics)
 	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
 		return fmt.Errorf("--beta must be a finite number > 0, got %v", c.Beta)
+	case slices.ContainsFunc(c.Alphas, func(a float64) bool { return !(a > 0) || math.IsInf(a, 0) }):
+		return fmt.Errorf("lda: GenConfig.Alphas must be finite numbers > 0, got %v", c.Alphas)
 	case float64(c.Topics)*float64(c.Vocab) > 1<<28:
 		return fmt.Errorf("--topics × --vocab must be at most %d (the generator holds the model densely), got %d", 1<<28, c.Topics*c.Vocab)
 	case float64(c.Docs+c.TestDocs)*float64(c.DocLen)*1.5 > maxTokens:
@@ -56,6 +71,10 @@ type GenModel struct {
 	Counts [][]int32
 	// Tokens is the number of training tokens.
 	Tokens int64
+	// DocTopics is the histogram of the true assignment's document-topic
+	// counts n_dk over the training documents (row k for topic k), and
+	// Lengths that of their lengths (one row): what learning α needs.
+	DocTopics, Lengths *Hist
 }
 
 // Streams of the generator's PCG: the topics, the training documents, the
@@ -71,7 +90,7 @@ func GenModelOnly(c GenConfig) *GenModel {
 	r := rand.New(rand.NewPCG(c.Seed, genStreamPhi))
 	m := &GenModel{Phi: make([][]float64, c.Topics), Counts: make([][]int32, c.Topics)}
 	for k := range m.Phi {
-		m.Phi[k] = dirichlet(r, c.Vocab, c.Beta)
+		m.Phi[k] = dirichlet(r, c.Vocab, func(int) float64 { return c.Beta })
 		m.Counts[k] = make([]int32, c.Vocab)
 	}
 	return m
@@ -107,8 +126,10 @@ func Generate(docword, vocab, phi, test *bufio.Writer, c GenConfig) (*GenModel, 
 		lo, hi := (c.DocLen+1)/2, max(3*c.DocLen/2, (c.DocLen+1)/2)
 		n := map[int32]int32{}
 		var ws []int32
+		ndk := make([]int32, c.Topics)
+		dh, lh := newHistBuilder(c.Topics), newHistBuilder(1)
 		for d := range docs {
-			buildAlias(theta, topics, dirichlet(r, c.Topics, c.Alpha), &sc)
+			buildAlias(theta, topics, dirichlet(r, c.Topics, c.alpha), &sc)
 			length := lo + r.IntN(hi-lo+1)
 			clear(n)
 			ws = ws[:0]
@@ -121,13 +142,26 @@ func Generate(docword, vocab, phi, test *bufio.Writer, c GenConfig) (*GenModel, 
 				n[w]++
 				if count {
 					m.Counts[k][w]++
+					ndk[k]++
 				}
+			}
+			if count {
+				lh.add(0, int32(length), 1)
+				for k, nk := range ndk {
+					if nk > 0 {
+						dh.add(k, nk, 1)
+					}
+				}
+				clear(ndk)
 			}
 			slices.Sort(ws)
 			for _, w := range ws {
 				entries = append(entries, [3]int32{int32(d + 1), w + 1, n[w]})
 			}
 			tokens += int64(length)
+		}
+		if count {
+			m.DocTopics, m.Lengths = dh.hist(), lh.hist()
 		}
 		return entries, tokens
 	}
@@ -179,13 +213,13 @@ func writeDocword(w *bufio.Writer, docs, words int, entries [][3]int32) {
 	}
 }
 
-// dirichlet draws from a symmetric Dirichlet(a) of dimension n, in log
-// space so that small a does not underflow: G ~ Gamma(a) as
-// Gamma(a+1)·U^(1/a).
-func dirichlet(r *rand.Rand, n int, a float64) []float64 {
+// dirichlet draws from a Dirichlet(a(0), …, a(n−1)), in log space so that
+// small a does not underflow: G ~ Gamma(a) as Gamma(a+1)·U^(1/a).
+func dirichlet(r *rand.Rand, n int, alpha func(i int) float64) []float64 {
 	logs := make([]float64, n)
 	top := math.Inf(-1)
 	for i := range logs {
+		a := alpha(i)
 		logs[i] = math.Log(gamma(r, a+1)) + math.Log(1-r.Float64())/a
 		top = max(top, logs[i])
 	}

@@ -70,7 +70,9 @@ func modelOf(c any) *model {
 // recount counts, from the workers' topic assignments alone, the
 // word-topic, document-topic and topic counts, and returns the collapsed
 // log-likelihood per token computed from them with math.Lgamma.
-func recount(bs []*base, k, words int, alpha, beta float64) (nwk map[[2]int32]int32, ndkSum, nk []int64, llPerToken float64) {
+func recount(bs []*base, k, words int, pr Priors) (nwk map[[2]int32]int32, ndkSum, nk []int64, llPerToken float64) {
+	alpha, beta := pr.Alpha, pr.Beta
+	asum, _, _ := alphaStats(alpha)
 	nwk = map[[2]int32]int32{}
 	ndkSum, nk = make([]int64, k), make([]int64, k)
 	var ll float64
@@ -86,10 +88,10 @@ func recount(bs []*base, k, words int, alpha, beta float64) (nwk map[[2]int32]in
 				n++
 			}
 			nd := float64(sh.start[d+1] - sh.start[d])
-			ll += lgamma(float64(k)*alpha) - lgamma(nd+float64(k)*alpha)
+			ll += lgamma(asum) - lgamma(nd+asum)
 			for t, c := range ndk {
 				ndkSum[t] += c
-				ll += lgamma(float64(c)+alpha) - lgamma(alpha)
+				ll += lgamma(float64(c)+alpha[t]) - lgamma(alpha[t])
 			}
 		}
 	}
@@ -106,7 +108,7 @@ func recount(bs []*base, k, words int, alpha, beta float64) (nwk map[[2]int32]in
 // against counts recomputed from the topic assignments.
 func checkCounts(t *testing.T, round int, ws []*base, m *model) float64 {
 	t.Helper()
-	nwk, ndk, nk, ll := recount(ws, m.k, m.w, m.cfg.Alpha, m.cfg.Beta)
+	nwk, ndk, nk, ll := recount(ws, m.k, m.w, m.priors)
 	var n int64
 	for _, c := range nk {
 		n += c
@@ -158,27 +160,44 @@ func checkCounts(t *testing.T, round int, ws []*base, m *model) float64 {
 // and checks after every sub-round that the word-topic table, the topic
 // totals and the documents' counts all agree with the topic assignments
 // (Σ_w n_wk = Σ_d n_dk = n_k, Σ_k n_k = N, no count negative), and that
-// the reported log-likelihood is the one recomputed from the assignments.
+// the reported log-likelihood is the one recomputed from the assignments
+// (with the priors as they stand). With learn set, the priors are learned
+// after iterations 1, 2 and 3 of 4, so that the counts, the reports and the
+// priors of the workers and the coordinator are checked across changes of
+// the priors.
 func TestInvariants(t *testing.T) {
 	f := genCorpus(t, GenConfig{Docs: 150, Vocab: 300, Topics: 6, DocLen: 40, Alpha: 0.2, Beta: 0.05, Seed: 1})
-	for _, unscheduled := range []bool{false, true} {
-		for _, workers := range []int{1, 2, 4} {
-			t.Run(fmt.Sprintf("unscheduled=%v/workers=%d", unscheduled, workers), func(t *testing.T) {
-				cfg := f.config(workers, 3)
-				cfg.Unscheduled = unscheduled
-				cfg.Check = true
-				rounds, every := cfg.Rounds()
-				if unscheduled {
-					testInvariants(t, Unscheduled(cfg), workers, int(rounds), every)
-				} else {
-					testInvariants(t, Program(cfg), workers, int(rounds), every)
-				}
-			})
+	for _, learn := range []bool{false, true} {
+		for _, unscheduled := range []bool{false, true} {
+			for _, workers := range []int{1, 2, 4} {
+				t.Run(fmt.Sprintf("learn=%v/unscheduled=%v/workers=%d", learn, unscheduled, workers), func(t *testing.T) {
+					testInvariantsOf(t, f, learn, unscheduled, workers)
+				})
+			}
 		}
 	}
 }
 
-func testInvariants[U any](t *testing.T, prog schmp.Program[scheduler.Turn, Partial, U, Summary], workers, rounds, every int) {
+func testInvariantsOf(t *testing.T, f *corpusFiles, learn, unscheduled bool, workers int) {
+	cfg := f.config(workers, 3)
+	if learn {
+		cfg.Iters, cfg.OptimizeEvery = 4, 1
+	}
+	cfg.Unscheduled = unscheduled
+	cfg.Check = true
+	rounds, every := cfg.Rounds()
+	var m *model
+	if unscheduled {
+		m = testInvariants(t, Unscheduled(cfg), workers, int(rounds), every)
+	} else {
+		m = testInvariants(t, Program(cfg), workers, int(rounds), every)
+	}
+	if want := map[bool]int{false: 0, true: 3}[learn]; m.learned != want {
+		t.Errorf("priors learned %d times, want %d", m.learned, want)
+	}
+}
+
+func testInvariants[U any](t *testing.T, prog schmp.Program[scheduler.Turn, Partial, U, Summary], workers, rounds, every int) *model {
 	var lls []float64
 	j, reports := run(t, prog, workers, rounds, every, func(j *local.Job[scheduler.Turn, Partial, U, Summary], round int) {
 		var ws []*base
@@ -210,4 +229,5 @@ func testInvariants[U any](t *testing.T, prog schmp.Program[scheduler.Turn, Part
 	if docs != m.docs {
 		t.Errorf("the last reports carry %d documents, want %d", docs, m.docs)
 	}
+	return m
 }

@@ -26,14 +26,29 @@ type Config struct {
 	Text, StopWords string
 	MinDocFreq      int
 	// TestDocword, if set, is a held-out docword file on the same
-	// vocabulary, whose perplexity the coordinator computes at the end
-	// by document completion (see HeldOut).
+	// vocabulary, whose perplexity the coordinator computes by document
+	// completion (see Model.Perplexity) at reports, every TestEvery
+	// iterations, and at the end.
 	TestDocword string
+	// TestEvery is the number of iterations between two held-out
+	// evaluations at reports (the metric test_perplexity; a report between
+	// two has none): 0 evaluates at every report.
+	TestEvery int
 	// Topics is K.
 	Topics int
-	// Alpha and Beta are the symmetric Dirichlet priors of the
-	// document-topic and topic-word distributions.
+	// Alpha and Beta are the Dirichlet priors of the document-topic and
+	// topic-word distributions: symmetric, α_k = Alpha for every topic k.
+	// With OptimizeEvery they are the starting values of the priors
+	// learned.
 	Alpha, Beta float64
+	// OptimizeEvery, if positive, learns the priors: an asymmetric α and
+	// a symmetric β, by Minka's fixed-point iteration on the histograms of
+	// the document-topic and word-topic counts (see the package
+	// documentation), after every iteration i ≥ OptimizeBurnIn that is a
+	// multiple of OptimizeEvery and not the last; 0 keeps Alpha and Beta.
+	// DefaultOptimizeEvery and DefaultOptimizeBurnIn are the defaults of
+	// the command line.
+	OptimizeEvery, OptimizeBurnIn int
 	// Seed seeds the initial topics and the samplers: a job is
 	// deterministic given its Config.
 	Seed uint64
@@ -55,6 +70,10 @@ type Config struct {
 	// word-topic counts and document-topic proportions (CSV), written with
 	// the model.
 	WordTopicOut, DocTopicOut string
+	// ModelOut, if set, is the path of the trained model (JSON, see
+	// Model), which LoadModel reads back to infer the topics of new
+	// documents; it is written with the model.
+	ModelOut string
 	// StopsEarly says that the job may stop at a round that the workers
 	// cannot foresee (a time limit, or a tolerance checked every round):
 	// then every report carries the document-topic counts, not only the
@@ -69,8 +88,25 @@ type Config struct {
 	// Progress, if set, receives a line from the coordinator at every
 	// report: iteration, log-likelihood per token, tokens per second,
 	// elapsed time.
+	//
+	// The runtime's progress line (coordinator.Options.Progress)
+	// supersedes it: it shows the app's metrics (schmp.Progress.Metrics)
+	// and the iteration, "iter n/N" (the coordinator's Stage). This line
+	// stays until the command uses that.
 	Progress io.Writer
 }
+
+// The defaults of the command line for learning the priors: every 10
+// iterations, from iteration 50 on. Before that the topics are still
+// forming: from random topics the assignments are nearly uniform over the
+// topics in every document, which a large α fits, and a large α would slow
+// the topics' separation down. By iteration 50 the log-likelihood has
+// made most of its rise (bench/lda); every 10 iterations is cheap (a
+// histogram pass) and lets α follow the topics as they settle.
+const (
+	DefaultOptimizeEvery  = 10
+	DefaultOptimizeBurnIn = 50
+)
 
 // Validate reports the first bad setting, named as its flag.
 func (c *Config) Validate() error {
@@ -91,6 +127,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--alpha must be a finite number > 0, got %v", c.Alpha)
 	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
 		return fmt.Errorf("--beta must be a finite number > 0, got %v", c.Beta)
+	case c.OptimizeEvery < 0 || c.OptimizeBurnIn < 0:
+		return fmt.Errorf("lda: Config.OptimizeEvery and Config.OptimizeBurnIn must be >= 0, got %d and %d", c.OptimizeEvery, c.OptimizeBurnIn)
+	case c.TestEvery < 0:
+		return fmt.Errorf("lda: Config.TestEvery must be >= 0, got %d", c.TestEvery)
 	case c.Iters < 1:
 		return fmt.Errorf("--iters must be at least 1, got %d", c.Iters)
 	case c.ReportEvery < 1:
@@ -119,6 +159,18 @@ func (c *Config) RoundsPerIteration() int {
 	return c.Workers
 }
 
+// optimizesAfter reports whether the priors are learned after round: the
+// last round of an iteration i ≥ OptimizeBurnIn that is a multiple of
+// OptimizeEvery, and not the last iteration.
+func (c *Config) optimizesAfter(round uint64) bool {
+	r := uint64(c.RoundsPerIteration())
+	if c.OptimizeEvery <= 0 || round == 0 || round%r != 0 {
+		return false
+	}
+	it := round / r
+	return it >= uint64(c.OptimizeBurnIn) && it%uint64(c.OptimizeEvery) == 0 && it < uint64(c.Iters)
+}
+
 // Rounds returns the coordinator's MaxRounds and ReportEvery for c.
 func (c *Config) Rounds() (maxRounds uint64, reportEvery int) {
 	r := c.RoundsPerIteration()
@@ -136,6 +188,10 @@ type Partial struct {
 	DeltaNK wire.Int32s `msgpack:"k"`
 	// Moved is the number of tokens whose topic changed.
 	Moved int64 `msgpack:"m"`
+	// DocTopics, after the last round of an iteration whose priors are
+	// learned, is the histogram of the worker's document-topic counts
+	// n_dk (row k for topic k).
+	DocTopics *Hist `msgpack:"h,omitempty"`
 }
 
 // Handoff is a block on its way to the worker that owns it next.
@@ -152,11 +208,13 @@ type Update struct {
 	Layout wire.Int32s `msgpack:"l,omitempty"`
 	NK     wire.Int32s `msgpack:"k"`
 	Blocks []Handoff   `msgpack:"b"`
+	// Priors, if set, are the priors learned, from the next round on.
+	Priors *Priors `msgpack:"p,omitempty"`
 }
 
 // ForShard implements schmp.Splitter: worker k receives its block alone.
 func (u Update) ForShard(k int) Update {
-	own := Update{Layout: u.Layout, NK: u.NK}
+	own := Update{Layout: u.Layout, NK: u.NK, Priors: u.Priors}
 	for _, h := range u.Blocks {
 		if h.Owner == k {
 			own.Blocks = append(own.Blocks, h)
@@ -170,6 +228,8 @@ func (u Update) ForShard(k int) Update {
 type Table struct {
 	NK     wire.Int32s `msgpack:"k"`
 	Counts Sparse      `msgpack:"c"`
+	// Priors, if set, are the priors learned, from the next round on.
+	Priors *Priors `msgpack:"p,omitempty"`
 }
 
 // Summary, the S of the program, describes a worker's shard when it joins
@@ -181,6 +241,9 @@ type Summary struct {
 	Tokens int64 `msgpack:"n,omitempty"`
 	// Counts is the shard's initial word-topic counts (rows named by word).
 	Counts *Sparse `msgpack:"c,omitempty"`
+	// Lengths is the histogram of the shard's document lengths (one row),
+	// which learning α needs.
+	Lengths *Hist `msgpack:"ln,omitempty"`
 	// NK is the topic totals: at join, the shard's; at reports, the whole
 	// corpus's as the worker has them.
 	NK wire.Int32s `msgpack:"k,omitempty"`

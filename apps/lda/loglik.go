@@ -42,30 +42,52 @@ func lgamma(x float64) float64 {
 // documents (docLL), the word part by each worker over the words it holds
 // (wordLL), and the topic part from the totals (topicLL).
 
-// docLL returns the document part of the log-likelihood over the shard,
-// and the shard's tokens by topic.
-func (sh *shard) docLL(alpha float64) (float64, wire.Int32s) {
-	lg := newLgammaShift(alpha)
-	kalpha := float64(sh.k) * alpha
-	lgk := lgamma(kalpha)
-	totals := make(wire.Int32s, sh.k)
+// docHist returns the histograms of the shard's document-topic counts
+// n_dk (row k for topic k) and of its document lengths N_d (one row), and
+// its tokens by topic.
+func (sh *shard) docHist() (topics, lengths *Hist, totals wire.Int32s) {
+	tb, lb := newHistBuilder(sh.k), newHistBuilder(1)
+	totals = make(wire.Int32s, sh.k)
 	ndk := make([]int32, sh.k)
-	var ll float64
 	for d := range sh.docs() {
 		z := sh.z[sh.start[d]:sh.start[d+1]]
 		for _, t := range z {
 			ndk[t]++
 			totals[t]++
 		}
-		ll += lgk - lgamma(float64(len(z))+kalpha)
+		lb.add(0, int32(len(z)), 1)
 		for _, t := range z {
 			if ndk[t] > 0 {
-				ll += lg.at(ndk[t])
+				tb.add(int(t), ndk[t], 1)
 				ndk[t] = 0
 			}
 		}
 	}
-	return ll, totals
+	return tb.hist(), lb.hist(), totals
+}
+
+// docLL returns the document part of the log-likelihood,
+// Σ_d [log Γ(A) − log Γ(N_d + A) + Σ_k (log Γ(n_dk + α_k) − log Γ(α_k))],
+// from the histograms of docHist.
+func docLL(alpha []float64, topics, lengths *Hist) float64 {
+	var sum float64
+	for _, a := range alpha {
+		sum += a
+	}
+	var ll float64
+	lgs := lgamma(sum)
+	values, freqs := lengths.Row(0)
+	for i, n := range values {
+		ll += float64(freqs[i]) * (lgs - lgamma(float64(n)+sum))
+	}
+	for k, a := range alpha {
+		lga := lgamma(a)
+		values, freqs := topics.Row(k)
+		for i, n := range values {
+			ll += float64(freqs[i]) * (lgamma(float64(n)+a) - lga)
+		}
+	}
+	return ll
 }
 
 // wordLL returns the word part of the log-likelihood over the rows of s

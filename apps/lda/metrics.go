@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // Report is the state of a job at a report: a row of the metrics.
@@ -23,6 +25,32 @@ type Report struct {
 	SampleNanos int64
 	// NNZ is the number of non-zero word-topic counts.
 	NNZ int
+	// Priors are the priors the report's log-likelihood is computed with.
+	Priors Priors
+	// Perplexity is the held-out perplexity (Config.TestDocword) of the
+	// model at the report, NaN if none was computed.
+	Perplexity float64
+}
+
+// metrics returns the report as the app's columns of the runtime's
+// metrics (schmp.Progress.Metrics): iter, tokens_per_s,
+// sample_tokens_per_s_core, alpha_sum, alpha_min, alpha_max, beta, and
+// with a test set, test_perplexity (empty where not computed).
+func (r Report) metrics(test bool) []schmp.Metric {
+	sum, lo, hi := alphaStats(r.Priors.Alpha)
+	ms := []schmp.Metric{
+		{Name: "iter", Value: r.Iter},
+		{Name: "tokens_per_s", Value: r.TokensPerSecond()},
+		{Name: "sample_tokens_per_s_core", Value: r.SamplingRate()},
+		{Name: "alpha_sum", Value: sum},
+		{Name: "alpha_min", Value: lo},
+		{Name: "alpha_max", Value: hi},
+		{Name: "beta", Value: r.Priors.Beta},
+	}
+	if test {
+		ms = append(ms, schmp.Metric{Name: "test_perplexity", Value: r.Perplexity})
+	}
+	return ms
 }
 
 // TokensPerSecond returns the tokens sampled per second of the whole job
@@ -46,13 +74,17 @@ func (r Report) SamplingRate() float64 {
 // Trace returns every report of the job so far.
 func (m *model) Trace() []Report { return m.trace }
 
-// MetricsHeader is the header of the metrics CSV.
+// MetricsHeader is the header of the metrics CSV of WriteMetrics.
+// The runtime's metrics CSV (coordinator.Options.Metrics) supersedes it,
+// with the app's columns of schmp.Progress.Metrics; this header and
+// WriteMetrics stay until the command uses that.
 const MetricsHeader = "time_s,round,iter,loglik,tokens,tokens_per_s,sample_tokens_per_s_core,nnz\n"
 
 // WriteMetrics writes the reports as CSV, a row per report (see
 // MetricsHeader): loglik is per token; tokens_per_s is the whole job's
 // rate since its first round; sample_tokens_per_s_core the sampler's rate
 // on one core.
+// The runtime's metrics CSV supersedes it (see MetricsHeader).
 func (m *model) WriteMetrics(w io.Writer) error {
 	if _, err := io.WriteString(w, MetricsHeader); err != nil {
 		return err

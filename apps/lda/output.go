@@ -75,18 +75,24 @@ func (m *model) TopWords(n int) [][]int32 {
 // φ_kw = (n_wk + β)/(n_k + Wβ), topic by topic (K×W, dense).
 func (m *model) Phi() [][]float64 {
 	phi := make([][]float64, m.k)
-	wbeta := float64(m.w) * m.cfg.Beta
+	beta := m.priors.Beta
+	wbeta := float64(m.w) * beta
 	for t := range phi {
 		phi[t] = make([]float64, m.w)
 		d := float64(m.nk[t]) + wbeta
 		for w := range phi[t] {
-			phi[t][w] = m.cfg.Beta / d
+			phi[t][w] = beta / d
 		}
 	}
 	m.wordCount(func(w, t, n int32) {
-		phi[t][w] = (float64(n) + m.cfg.Beta) / (float64(m.nk[t]) + wbeta)
+		phi[t][w] = (float64(n) + beta) / (float64(m.nk[t]) + wbeta)
 	})
 	return phi
+}
+
+// Priors returns the priors as they stand: α by topic, and β.
+func (m *model) Priors() (alpha []float64, beta float64) {
+	return slices.Clone(m.priors.Alpha), m.priors.Beta
 }
 
 // write writes the outputs: the word-topic and document-topic files, if
@@ -105,7 +111,7 @@ func (m *model) write(w io.Writer) error {
 	for _, out := range []struct {
 		path  string
 		write func(*bufio.Writer) error
-	}{{m.cfg.WordTopicOut, m.writeWordTopic}, {m.cfg.DocTopicOut, m.writeDocTopic}} {
+	}{{m.cfg.WordTopicOut, m.writeWordTopic}, {m.cfg.DocTopicOut, m.writeDocTopic}, {m.cfg.ModelOut, m.writeModelJSON}} {
 		if out.path == "" {
 			continue
 		}
@@ -133,13 +139,18 @@ func (m *model) write(w io.Writer) error {
 // top words with their probabilities φ_kw.
 func (m *model) writeTopWords(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	asum, alo, ahi := alphaStats(m.priors.Alpha)
 	fmt.Fprintf(bw, "# LDA: K = %d topics, W = %d words, N = %d tokens, alpha = %g, beta = %g, %d iterations; log-likelihood per token %.6f\n",
 		m.k, m.w, m.tokens, m.cfg.Alpha, m.cfg.Beta, m.cfg.Iters, m.lastLL)
+	if m.learned > 0 {
+		fmt.Fprintf(bw, "# priors learned %d times: sum of alpha %.6g (min %.4g, max %.4g), beta %.6g\n", m.learned, asum, alo, ahi, m.priors.Beta)
+	}
 	if h := m.heldOut; h != nil {
 		fmt.Fprintf(bw, "# held-out perplexity %.2f on %d tokens of %s (document completion)\n", h.perplexity, h.tokens, m.cfg.TestDocword)
 	}
-	fmt.Fprintf(bw, "# topic, share of the tokens, then the top %d words with p(word | topic)\n", m.cfg.TopWords)
-	wbeta := float64(m.w) * m.cfg.Beta
+	fmt.Fprintf(bw, "# topic, alpha, share of the tokens, then the top %d words with p(word | topic)\n", m.cfg.TopWords)
+	beta := m.priors.Beta
+	wbeta := float64(m.w) * beta
 	counts := map[[2]int32]int32{}
 	top := m.TopWords(m.cfg.TopWords)
 	for t, words := range top {
@@ -153,15 +164,18 @@ func (m *model) writeTopWords(w io.Writer) error {
 		}
 	})
 	for t, words := range top {
-		fmt.Fprintf(bw, "topic %d (%.2f%%):", t, 100*float64(m.nk[t])/float64(m.tokens))
+		fmt.Fprintf(bw, "topic %d (alpha %.4g, %.2f%%):", t, m.priors.Alpha[t], 100*float64(m.nk[t])/float64(m.tokens))
 		for _, wd := range words {
-			p := (float64(counts[[2]int32{int32(t), wd}]) + m.cfg.Beta) / (float64(m.nk[t]) + wbeta)
+			p := (float64(counts[[2]int32{int32(t), wd}]) + beta) / (float64(m.nk[t]) + wbeta)
 			fmt.Fprintf(bw, " %s %.4f", m.word(wd), p)
 		}
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
 }
+
+// writeModelJSON writes the model as JSON (see Model).
+func (m *model) writeModelJSON(w *bufio.Writer) error { return m.Model().Write(w) }
 
 // writeWordTopic writes the word-topic counts: CSV word_id,word,topic,count
 // of the non-zero counts, by word then topic; word ids are 1-based as in
@@ -187,15 +201,15 @@ func (m *model) writeWordTopic(w *bufio.Writer) error {
 
 // writeDocTopic writes the document-topic proportions of every non-empty
 // document: CSV doc_id,topic,count,theta for the topics with a non-zero
-// count, θ_dk = (n_dk + α)/(N_d + Kα); a topic not listed has
-// θ_dk = α/(N_d + Kα). Document ids are 1-based, topics 0-based.
+// count, θ_dk = (n_dk + α_k)/(N_d + Σ_k α_k); a topic not listed has
+// θ_dk = α_k/(N_d + Σ_k α_k). Document ids are 1-based, topics 0-based.
 func (m *model) writeDocTopic(w *bufio.Writer) error {
 	if len(m.docTopic) == 0 {
 		return fmt.Errorf("the last reports carried no document-topic counts")
 	}
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"doc_id", "topic", "count", "theta"})
-	kalpha := float64(m.k) * m.cfg.Alpha
+	kalpha, _, _ := alphaStats(m.priors.Alpha)
 	type entry struct{ t, n int32 }
 	var row []entry
 	for _, s := range m.docTopic {
@@ -209,7 +223,7 @@ func (m *model) writeDocTopic(w *bufio.Writer) error {
 			}
 			slices.SortFunc(row, func(a, b entry) int { return cmp.Compare(a.t, b.t) })
 			for _, e := range row {
-				theta := (float64(e.n) + m.cfg.Alpha) / (float64(nd) + kalpha)
+				theta := (float64(e.n) + m.priors.Alpha[e.t]) / (float64(nd) + kalpha)
 				cw.Write([]string{strconv.Itoa(int(d) + 1), strconv.Itoa(int(e.t)), strconv.Itoa(int(e.n)), strconv.FormatFloat(theta, 'g', 6, 64)})
 			}
 		}

@@ -229,3 +229,90 @@ func TestUnscheduled(t *testing.T) {
 		t.Errorf("unscheduled %.4f, rotation %.4f", uns, rot)
 	}
 }
+
+// TestRuntimeMetrics runs a job with the runtime's progress line and
+// metrics CSV and checks the app's columns there: the iteration, the
+// priors (learned after iterations 4 and 6 of 8: the rows from iteration 4
+// on, whose reports the workers computed with them, show α's sum moved
+// from K·α = 0.5), and
+// the held-out perplexity at every other report, which falls from the
+// random start and whose last value is the final one (HeldOut): the same
+// model and the same evaluation. The progress line shows "iter n/8".
+func TestRuntimeMetrics(t *testing.T) {
+	f := genCorpus(t, GenConfig{Docs: 300, Vocab: 200, Topics: 5, DocLen: 50, TestDocs: 60, Alpha: 0.1, Beta: 0.01, Seed: 4})
+	dir := t.TempDir()
+	cfg := f.config(2, 8)
+	cfg.TestDocword, cfg.TestEvery, cfg.ReportEvery = f.test, 2, 1
+	cfg.OptimizeEvery, cfg.OptimizeBurnIn = 2, 4
+	var progress strings.Builder
+	metrics := filepath.Join(dir, "metrics.csv")
+	res, m := runJobOpts(t, cfg, Program(cfg), coordinator.Options{Metrics: metrics, Progress: &progress, ProgressEvery: time.Nanosecond})
+	if !strings.Contains(progress.String(), "iter 8/8") || !strings.Contains(progress.String(), "test_perplexity") {
+		t.Errorf("the progress line lacks the iteration or the held-out perplexity:\n%s", progress.String())
+	}
+	data, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(data))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	for _, name := range []string{"iter", "tokens_per_s", "sample_tokens_per_s_core", "alpha_sum", "alpha_min", "alpha_max", "beta", "test_perplexity"} {
+		if _, ok := col[name]; !ok {
+			t.Fatalf("no column %s in %q", name, rows[0])
+		}
+	}
+	if len(rows) != 1+9 { // iterations 0 … 8
+		t.Fatalf("%d rows, want 10:\n%s", len(rows), data)
+	}
+	val := func(r int, name string) float64 {
+		s := rows[r][col[name]]
+		if s == "" {
+			return math.NaN()
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("row %d, %s: %v", r, name, err)
+		}
+		return v
+	}
+	var perps []float64
+	for r := 1; r < len(rows); r++ {
+		it, p := val(r, "iter"), val(r, "test_perplexity")
+		if math.IsNaN(p) != (int(it)%2 == 1) {
+			t.Errorf("iteration %g: test_perplexity %q, want one at even iterations only", it, rows[r][col["test_perplexity"]])
+		}
+		if !math.IsNaN(p) {
+			perps = append(perps, p)
+		}
+		sum := val(r, "alpha_sum")
+		if learned := it >= 4; learned != (math.Abs(sum-0.5) > 1e-12) {
+			t.Errorf("iteration %g: Σα = %v", it, sum)
+		}
+		if lo, hi := val(r, "alpha_min"), val(r, "alpha_max"); !(lo <= hi && hi < sum) {
+			t.Errorf("iteration %g: α from %v to %v, sum %v", it, lo, hi, sum)
+		}
+	}
+	final, _, _, err := m.HeldOut()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("held-out perplexity at iterations 0, 2, …: %.1f; final %.1f; %s", perps, final, res.Reason)
+	if last := perps[len(perps)-1]; last != final {
+		t.Errorf("the last report's held-out perplexity %v is not the final one %v", last, final)
+	}
+	if !(final < 0.7*perps[0]) {
+		t.Errorf("held-out perplexity %.1f at the start, %.1f at the end: no fall", perps[0], final)
+	}
+	alpha, beta := m.Priors()
+	sum, lo, hi := alphaStats(alpha)
+	last := len(rows) - 1
+	if val(last, "alpha_sum") != sum || val(last, "alpha_min") != lo || val(last, "alpha_max") != hi || val(last, "beta") != beta {
+		t.Errorf("the last row's priors %v are not the model's (Σα %v, %v–%v, β %v)", rows[last], sum, lo, hi, beta)
+	}
+}

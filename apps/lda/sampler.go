@@ -90,37 +90,67 @@ func draw(tab []aliasEntry, r uint64) int32 {
 // proposal MHSteps times per token. Its cost per token does not depend on
 // K.
 type sampler struct {
-	k                  int
-	alpha, beta, wbeta float64
-	kalpha             float64
-	mh                 int
-	nk                 []int32   // the topic totals as this worker has them
-	invDen             []float64 // 1/(n_k + Wβ) when the block was taken up
-	smooth             []aliasEntry
-	smoothMass         float64 // β·Σ_k invDen[k]
-	words              []aliasEntry
-	wordOff            []int32
-	wordMass           []float64 // Σ_k n_wk·invDen[k] over the word's topics
-	table              rows
-	ndk                []int32 // the counts of the current document
-	rng                rng
-	sc                 aliasScratch
-	weights            []float64
-	topicsK            []int32
-	props              []int32 // the word proposals of token i: props[i·mh:(i+1)·mh]
-	sampled, moved     int64
+	k              int
+	alpha          []float64 // α_k
+	beta, wbeta    float64
+	kalpha         float64      // A = Σ_k α_k
+	symmetric      bool         // every α_k is alpha0
+	alpha0         float64      // α_0, when symmetric
+	alphaTab       []aliasEntry // the distribution ∝ α_k, when not symmetric
+	mh             int
+	nk             []int32   // the topic totals as this worker has them
+	invDen         []float64 // 1/(n_k + Wβ) when the block was taken up
+	smooth         []aliasEntry
+	smoothMass     float64 // β·Σ_k invDen[k]
+	words          []aliasEntry
+	wordOff        []int32
+	wordMass       []float64 // Σ_k n_wk·invDen[k] over the word's topics
+	table          rows
+	ndk            []int32 // the counts of the current document
+	rng            rng
+	sc             aliasScratch
+	weights        []float64
+	topicsK        []int32
+	props          []int32 // the word proposals of token i: props[i·mh:(i+1)·mh]
+	sampled, moved int64
+	nwords         int // W
 }
 
-func newSampler(k, words int, alpha, beta float64, mh int, r rng) *sampler {
+func newSampler(k, words int, p Priors, mh int, r rng) *sampler {
 	s := &sampler{
-		k: k, alpha: alpha, beta: beta, wbeta: float64(words) * beta, kalpha: float64(k) * alpha,
-		mh: mh, nk: make([]int32, k), invDen: make([]float64, k), smooth: make([]aliasEntry, k),
+		k: k, nwords: words, mh: mh, nk: make([]int32, k), invDen: make([]float64, k), smooth: make([]aliasEntry, k),
 		ndk: make([]int32, k), rng: r, topicsK: make([]int32, k),
 	}
 	for t := range s.topicsK {
 		s.topicsK[t] = int32(t)
 	}
+	s.setPriors(p)
 	return s
+}
+
+// setPriors sets the priors α (by topic) and β, which p must hold for the
+// sampler's K topics (Priors.check).
+func (s *sampler) setPriors(p Priors) {
+	s.alpha = append(s.alpha[:0], p.Alpha...)
+	s.beta, s.wbeta = p.Beta, float64(s.nwords)*p.Beta
+	s.kalpha, s.symmetric, s.alpha0 = 0, true, s.alpha[0]
+	for _, a := range s.alpha {
+		s.kalpha += a
+		s.symmetric = s.symmetric && a == s.alpha0
+	}
+	if !s.symmetric {
+		s.alphaTab = resize(s.alphaTab, s.k)
+		buildAlias(s.alphaTab, s.topicsK, s.alpha, &s.sc)
+	}
+}
+
+// priorTopic returns a topic drawn from the distribution ∝ α_k, given a
+// uniform number u in [0, A).
+func (s *sampler) priorTopic(u float64) int32 {
+	if s.symmetric {
+		return int32(min(u/s.alpha0, float64(s.k-1)))
+	}
+	return draw(s.alphaTab, s.rng.next())
 }
 
 // takeUp prepares the sampling of a block: the working table from the
@@ -231,7 +261,7 @@ func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int, props []int3
 			t := int32(-1) // the token itself: its current topic
 			switch {
 			case u >= nd:
-				t = int32(min((u-nd)/alpha, float64(s.k-1)))
+				t = s.priorTopic(u - nd)
 			case int(u) != i:
 				t = z[int(u)]
 			}
@@ -262,14 +292,16 @@ func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int, props []int3
 			var num, den float64
 			if p.docPropose {
 				// A random token's topic (this one's included) or, with
-				// weight Kα, a uniform topic: the document terms cancel.
+				// weight A = Σ_k α_k, a topic drawn ∝ α_k: the proposal
+				// is ∝ n_dk + α_k without the token (picking the token
+				// itself proposes no move), so the document terms cancel.
 				num = (nwT + beta) * (nkCur + wbeta)
 				den = (nwCur + beta) * (nkT + wbeta)
 			} else {
 				// q(t) ∝ (n_wt+β)/(n_t+Wβ) as taken up: accept with
 				// p(t)q(cur) / (p(cur)q(t)), p(t) ∝ (n_dt+α)(n_wt+β)/(n_t+Wβ).
-				num = (ndT + alpha) * (nwT + beta) * (nkCur + wbeta) * (swCur + beta) * s.invDen[cur]
-				den = (ndCur + alpha) * (nwCur + beta) * (nkT + wbeta) * (swT + beta) * s.invDen[t]
+				num = (ndT + alpha[t]) * (nwT + beta) * (nkCur + wbeta) * (swCur + beta) * s.invDen[cur]
+				den = (ndCur + alpha[cur]) * (nwCur + beta) * (nkT + wbeta) * (swT + beta) * s.invDen[t]
 			}
 			if s.rng.unit()*den < num {
 				cur, nwCur, swCur, ndCur, nkCur = t, nwT, swT, ndT, nkT

@@ -21,6 +21,7 @@ type base struct {
 	s           *sampler
 	pushed      uint64 // the last round pushed
 	sampleNanos int64
+	priors      Priors // the priors as of the last update
 }
 
 func newBase(cfg Config, shard, shards int) (*base, error) {
@@ -41,14 +42,38 @@ func newBase(cfg Config, shard, shards int) (*base, error) {
 		return nil, err
 	}
 	w := &base{cfg: cfg, shard: shard, p: shards, words: c.words, sh: sh}
-	w.s = newSampler(cfg.Topics, c.words, cfg.Alpha, cfg.Beta, cfg.MHSteps, r)
+	w.priors = symmetricPriors(cfg.Topics, cfg.Alpha, cfg.Beta)
+	w.s = newSampler(cfg.Topics, c.words, w.priors, cfg.MHSteps, r)
 	return w, nil
 }
 
-// Describe implements schmp.Worker: the shard's initial counts.
+// Describe implements schmp.Worker: the shard's initial counts, and the
+// histogram of its document lengths.
 func (w *base) Describe() (Summary, error) {
 	counts, nk := w.sh.counts()
-	return Summary{Docs: w.sh.docs(), Tokens: w.sh.tokens, Counts: counts, NK: nk}, nil
+	_, lengths, _ := w.sh.docHist()
+	return Summary{Docs: w.sh.docs(), Tokens: w.sh.tokens, Counts: counts, NK: nk, Lengths: lengths}, nil
+}
+
+// setPriors takes the priors of an update, if it has any.
+func (w *base) setPriors(p *Priors) error {
+	if p == nil {
+		return nil
+	}
+	if err := p.check(w.cfg.Topics); err != nil {
+		return fmt.Errorf("priors: %w", err)
+	}
+	w.priors = Priors{Alpha: slices.Clone(p.Alpha), Beta: p.Beta}
+	w.s.setPriors(w.priors)
+	return nil
+}
+
+// learnFrom adds to p, if the priors are learned after round, the
+// histogram of the shard's document-topic counts.
+func (w *base) learnFrom(p *Partial, round uint64) {
+	if w.cfg.optimizesAfter(round) {
+		p.DocTopics, _, _ = w.sh.docHist()
+	}
 }
 
 // report returns the report of the worker's state, whose word part is
@@ -57,10 +82,10 @@ func (w *base) report(held *Sparse, keep func(row int) bool) (Summary, error) {
 	if held == nil {
 		return Summary{}, fmt.Errorf("worker %d holds no counts to report", w.shard)
 	}
-	docLL, docTotals := w.sh.docLL(w.cfg.Alpha)
-	wordLL, wordTotals, nnz := wordLL(held, w.cfg.Topics, w.cfg.Beta, keep)
+	topics, lengths, docTotals := w.sh.docHist()
+	wordLL, wordTotals, nnz := wordLL(held, w.cfg.Topics, w.priors.Beta, keep)
 	s := Summary{
-		NK: slices.Clone(w.s.nk), DocLL: docLL, DocTotals: docTotals,
+		NK: slices.Clone(w.s.nk), DocLL: docLL(w.priors.Alpha, topics, lengths), DocTotals: docTotals,
 		WordLL: wordLL, WordTotals: wordTotals, WordNNZ: nnz,
 		Sampled: w.s.sampled, SampleNanos: w.sampleNanos,
 	}
@@ -147,6 +172,9 @@ func (w *Worker) Apply(u Update) error {
 	if err := w.setTopics(u.NK); err != nil {
 		return err
 	}
+	if err := w.setPriors(u.Priors); err != nil {
+		return err
+	}
 	for _, h := range u.Blocks {
 		switch {
 		case h.Owner != w.shard:
@@ -181,6 +209,7 @@ func (w *Worker) Push(ctx context.Context, round uint64, turn scheduler.Turn) (P
 	}
 	p.Counts = *counts
 	w.held, w.heldID, w.pushed = nil, -1, round
+	w.learnFrom(&p, round)
 	return p, nil
 }
 
@@ -213,6 +242,9 @@ func (w *UnscheduledWorker) Apply(u Table) error {
 		return fmt.Errorf("table: %w", err)
 	}
 	w.table = &u.Counts
+	if err := w.setPriors(u.Priors); err != nil {
+		return err
+	}
 	return w.setTopics(u.NK)
 }
 
@@ -227,6 +259,7 @@ func (w *UnscheduledWorker) Push(ctx context.Context, round uint64, _ scheduler.
 	}
 	p.Counts = *w.s.table.changes()
 	w.pushed = round
+	w.learnFrom(&p, round)
 	return p, nil
 }
 
