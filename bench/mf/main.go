@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,6 +58,8 @@ type options struct {
 	target               float64
 	out                  string
 	tune, curves, tputOn bool
+	base                 bool
+	real                 string
 	replot               bool
 }
 
@@ -70,6 +73,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.gen.Ratings, "ratings", 5_600_000, "ratings, train and test")
 	fs.Float64Var(&o.gen.Noise, "noise", 0.1, "noise of a rating")
 	fs.Float64Var(&o.gen.Alpha, "alpha", 1, "item popularity exponent")
+	fs.Float64Var(&o.gen.Mean, "mean", 0, "global mean of the generated ratings")
+	fs.Float64Var(&o.gen.UserBias, "user-bias", 0, "standard deviation of the generated user biases")
+	fs.Float64Var(&o.gen.ItemBias, "item-bias", 0, "standard deviation of the generated item biases")
+	fs.StringVar(&o.real, "real", "", "baselines: also a real ratings `file`, split 90/10 at random (seed 1)")
 	fs.Float64Var(&o.gen.TestFraction, "test-fraction", 0.1, "fraction of the ratings in the test set")
 	fs.Uint64Var(&o.gen.Seed, "seed", 1, "seed of the data and of the jobs")
 	fs.StringVar(&o.data, "data", "", "use PREFIX.train.txt and PREFIX.test.txt instead of generating a set")
@@ -85,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.tpIters, "tp-iters", 4, "iterations of a throughput run")
 	fs.Float64Var(&o.target, "target", 1.2, "time to a test RMSE of target·noise")
 	fs.StringVar(&o.out, "out", "bench/mf/results", "output directory")
-	phases := fs.String("phases", "tune,curves,throughput", "the phases to run")
+	phases := fs.String("phases", "tune,curves,throughput", "the phases to run: tune, curves, throughput (the model of issue 5: no biases, λ unweighted) and baselines (issue 13)")
 	fs.BoolVar(&o.replot, "replot", false, "only draw the plots again from runs.csv and the metrics in --out (with the flags of the run that wrote them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -111,6 +118,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			o.curves = true
 		case "throughput":
 			o.tputOn = true
+		case "baselines":
+			o.base = true
 		default:
 			return nil, fmt.Errorf("--phases: no phase %q", p)
 		}
@@ -174,7 +183,7 @@ type run struct {
 // config returns the job configuration of v.
 func (o *options) config(v variant, iters, reportEvery int, train, test string) mf.Config {
 	c := mf.Config{
-		Train: train, Test: test, Rank: v.rank, Lambda: o.lambda, Algo: mf.SGD, Schedule: mf.Rotation,
+		Train: train, Test: test, Rank: v.rank, Lambda: o.lambda, NoBias: true, Unweighted: true, Algo: mf.SGD, Schedule: mf.Rotation,
 		LearningRate: v.lr, Decay: v.decay, Inner: 1, Seed: o.gen.Seed, Workers: v.workers,
 		Iters: iters, ReportEvery: reportEvery, Model: &mf.Model{},
 	}
@@ -235,6 +244,25 @@ func bench(ctx context.Context, o *options, log io.Writer) error {
 		return err
 	}
 	defer cleanup()
+	if o.base {
+		sets := []dataset{{name: "generated", train: train, test: test, oracle: o.gen.Noise,
+			source: fmt.Sprintf("mf.Generate: %d users, %d items, rank %d, %d ratings, mean %g, user bias sd %g, item bias sd %g, noise %g, popularity ∝ j^-%g, seed %d, %g%% test",
+				o.gen.Users, o.gen.Items, o.gen.Rank, o.gen.Ratings, o.gen.Mean, o.gen.UserBias, o.gen.ItemBias, o.gen.Noise, o.gen.Alpha, o.gen.Seed, 100*o.gen.TestFraction)}}
+		if o.real != "" {
+			rtrain, rtest, err := splitFile(o.real, filepath.Dir(train), 0.1, 1)
+			if err != nil {
+				return err
+			}
+			sets = append([]dataset{{name: filepath.Base(o.real), train: rtrain, test: rtest, oracle: math.NaN(),
+				source: o.real + ", each rating to the test set with probability 0.1 (seed 1)"}}, sets...)
+		}
+		if err := o.baselines(ctx, sets, log); err != nil {
+			return err
+		}
+		if !o.tune && !o.curves && !o.tputOn {
+			return nil
+		}
+	}
 
 	var runs []*run
 	best := map[string]variant{} // "algo rank" → the tuned variant
@@ -300,6 +328,30 @@ func bench(ctx context.Context, o *options, log io.Writer) error {
 		}
 	}
 	return o.write(runs, train, test)
+}
+
+// splitFile splits the ratings file at path into dir/real.train.txt and
+// dir/real.test.txt, each line to the test file with probability frac
+// (seeded).
+func splitFile(path, dir string, frac float64, seed uint64) (train, test string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x73706c6974))
+	var tr, te []byte
+	for line := range strings.Lines(string(b)) {
+		if rng.Float64() < frac {
+			te = append(te, line...)
+		} else {
+			tr = append(tr, line...)
+		}
+	}
+	train, test = filepath.Join(dir, "real.train.txt"), filepath.Join(dir, "real.test.txt")
+	if err := os.WriteFile(train, tr, 0o644); err != nil {
+		return "", "", err
+	}
+	return train, test, os.WriteFile(test, te, 0o644)
 }
 
 // dataset returns the paths of the training and test files: --data's, or a
