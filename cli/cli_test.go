@@ -67,7 +67,11 @@ func toyApp(name string) cli.App {
 			kind := fs.String("kind", "float", "the program's types: float or int")
 			data := fs.String("data", "", "a data `file`, fingerprinted")
 			fail := fs.Bool("fail", false, "fail to make the job, with an error that is not a usage error")
+			needData := fs.Bool("need-data", false, "workers need --data")
 			return func(env *cli.Env) (*cli.Job, error) {
+				if *needData && *data == "" && env.Role.Has(cli.Worker) {
+					return nil, cli.Usagef("--need-data: a worker needs --data")
+				}
 				var j *cli.Job
 				switch *kind {
 				case "float":
@@ -195,10 +199,11 @@ type result struct {
 
 // TestSettings runs a coordinator, a scheduler and workers of the toy over
 // a NATS server, each in its own goroutine as it would in its own
-// process: a role takes the job's settings that it was not given, one
+// process: a role takes the job's settings that it was not given, even
+// those that choose another program, and fails the job if it cannot; one
 // given another value of a setting, or other data, is refused (exit status
-// 2, on the role and the coordinator), and the runtime's per-role flags
-// are not settings.
+// 2, on the role and the coordinator); the runtime's per-role flags are
+// not settings.
 func TestSettings(t *testing.T) {
 	srv, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
@@ -230,7 +235,8 @@ func TestSettings(t *testing.T) {
 		{"per-role flags", nil, [][]string{{"--timeout", "20s", "--http", "", "--verbose=false", "--data", dataA}}, []string{"--progress", "0"}, []int{0, 0, 0}, "coordinator 1 workers [1]\n", ""},
 		{"the same data", nil, [][]string{{"--data", dataA}, {"--data", dataA}}, nil, []int{0, 0, 0, 0}, "coordinator 1 workers [1 1]\n", ""},
 		{"other data", nil, [][]string{{"--data", dataA}, {"--data", dataB}}, nil, []int{2, -1, -1, -1}, "", "data"},
-		{"another program", []string{"--kind", "int"}, [][]string{nil}, []string{"--kind", "int"}, []int{1, -1, 2}, "", "another program"},
+		{"another program", []string{"--kind", "int", "--scale", "3"}, [][]string{nil, nil}, nil, []int{0, 0, 0, 0}, "coordinator 3 workers [3 3]\n", ""},
+		{"a setting not taken", []string{"--need-data"}, [][]string{nil}, nil, []int{1, -1, 2}, "", "the job's settings --max-rounds=3 --need-data=true --workers=1: --need-data: a worker needs --data"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,11 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/scheduler"
-	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 	"github.com/strads-go/strads/worker"
 )
@@ -100,14 +102,75 @@ func (s *session) makeJob() (*Job, *coordinator.Options, error) {
 	return j, &opts, nil
 }
 
-// run runs the job j with the coordinator's options opts.
+// run runs the job j with the coordinator's options opts: a whole job, or
+// the role's node against the NATS server of --nats.
 func (s *session) run(ctx context.Context, j *Job, opts *coordinator.Options) (*coordinator.Result, error) {
 	m, err := s.manifest(j)
 	if err != nil {
 		return nil, err
 	}
 	opts.Manifest = m
-	return j.prog.run(ctx, &node{session: s, opts: *opts})
+	n := &node{session: s, opts: *opts}
+	if s.role != All {
+		nc, err := wire.Connect(s.rf.nats, "strads-"+string(s.role), 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		defer nc.Close()
+		if n.c, err = wire.NewConn(nc, s.rf.job); err != nil {
+			return nil, UsageError(err)
+		}
+		n.nc = nc
+	}
+	var stop func()
+	if n.mon, stop, err = s.rf.serve(s.stderr, s.log); err != nil {
+		return nil, err
+	}
+	defer stop()
+	if n.mon != nil && n.nc != nil {
+		if err := n.mon.AddConn(string(s.role), n.nc); err != nil {
+			return nil, err
+		}
+	}
+	if s.role == Worker || s.role == Scheduler {
+		if j, err = s.join(ctx, j, n); err != nil {
+			return nil, err
+		}
+	}
+	return j.prog.run(ctx, n)
+}
+
+// join joins the job ahead of the role's node, which then takes the place
+// it was given (a node that asks again with its ID gets its place back:
+// DESIGN §2), to take the job's settings that the role was not given
+// (settle). They may make another program than the role's own flags do (a
+// layout, an algorithm), and the node's messages are typed, so the program
+// must be known before the node starts: join returns it. A refusal is
+// join's error, as it would be the node's; a setting that the role cannot
+// take becomes the node's to report, as its Configure's error, so that the
+// coordinator learns of it and fails the job (DESIGN §6).
+func (s *session) join(ctx context.Context, j *Job, n *node) (*Job, error) {
+	n.id = nuid.Next()
+	host, pid := protocol.Self()
+	role := protocol.RoleWorker
+	if s.role == Scheduler {
+		role = protocol.RoleScheduler
+	}
+	jctx, cancel := context.WithTimeout(ctx, s.rf.joinTimeout)
+	defer cancel()
+	req := protocol.JoinRequest{ID: n.id, Role: role, Manifest: n.opts.Manifest, Host: host, PID: pid}
+	rep, err := protocol.Join(jctx, n.c, req, s.rf.timeout)
+	if err != nil {
+		return nil, err
+	}
+	next, err := s.settle(rep.Settings)
+	switch {
+	case err != nil:
+		n.configure = func(map[string]string) error { return err }
+	case next != nil:
+		j = next
+	}
+	return j, nil
 }
 
 // isSetting reports whether the flag name is a setting of the job: a flag
@@ -173,96 +236,50 @@ func (s *session) settle(settings map[string]string) (*Job, error) {
 	return j, nil
 }
 
-// node is a job about to run: the session that made it, and the
-// coordinator's options, with the role's manifest.
+// node is a job about to run: the session that made it, the
+// coordinator's options with the role's manifest, and, but for a whole
+// job, the role's connection.
 type node struct {
 	*session
 	opts coordinator.Options
+	mon  *monitor.Metrics // nil without --http
+	nc   *nats.Conn
+	c    *wire.Conn
+	// id is a worker's or a scheduler's, which it joined with ahead of its
+	// node; configure, if set, is its node's Configure.
+	id        string
+	configure func(map[string]string) error
 }
 
-// run implements runner: a whole job (job.Run) or one role of it against
-// the NATS server of --nats.
+// run implements runner: a whole job (job.Run), or the role's node.
 func (p program[P, R, U, S]) run(ctx context.Context, n *node) (*coordinator.Result, error) {
 	rf := n.rf
-	if n.role == All {
-		mon, stop, err := rf.serve(n.stderr, n.log)
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
+	switch n.role {
+	case All:
 		return job.Run(ctx, p.prog, job.Options{
 			Job:         rf.job,
 			NATS:        rf.nats,
 			Coordinator: n.opts,
 			Timeout:     rf.timeout,
 			Logger:      n.log,
-			Monitor:     mon,
+			Monitor:     n.mon,
 		})
-	}
-
-	nc, err := wire.Connect(rf.nats, "strads-"+string(n.role), 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	c, err := wire.NewConn(nc, rf.job)
-	if err != nil {
-		return nil, UsageError(err)
-	}
-	mon, stop, err := rf.serve(n.stderr, n.log)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	if mon != nil {
-		if err := mon.AddConn(string(n.role), nc); err != nil {
-			return nil, err
-		}
-	}
-	// A worker or a scheduler builds its part of the program once it has
-	// joined and taken the job's settings (configure), from the program
-	// those make.
-	prog := p.prog
-	switch n.role {
 	case Scheduler:
-		return nil, scheduler.Run(ctx, c, func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error) {
-			return prog.NewScheduler(ctx, part, parts)
-		}, scheduler.NodeOptions{
-			JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: n.log, Monitor: mon,
-			Manifest: n.opts.Manifest, Configure: p.configure(n, &prog),
+		return nil, scheduler.Run(ctx, n.c, p.prog.NewScheduler, scheduler.NodeOptions{
+			ID: n.id, JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: n.log, Monitor: n.mon,
+			Manifest: n.opts.Manifest, Configure: n.configure,
 		})
 	case Worker:
-		return nil, worker.Run(ctx, c, func(ctx context.Context, shard, shards int) (schmp.Worker[P, R, U, S], error) {
-			return prog.NewWorker(ctx, shard, shards)
-		}, worker.Options{
-			JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: n.log, Monitor: mon,
-			Manifest: n.opts.Manifest, Configure: p.configure(n, &prog),
+		return nil, worker.Run(ctx, n.c, p.prog.NewWorker, worker.Options{
+			ID: n.id, JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: n.log, Monitor: n.mon,
+			Manifest: n.opts.Manifest, Configure: n.configure,
 		})
 	case Coordinator:
 		opts := n.opts
-		opts.Logger, opts.Monitor = n.log, mon
-		return coordinator.Run(ctx, c, p.prog.NewCoordinator, opts)
+		opts.Logger, opts.Monitor = n.log, n.mon
+		return coordinator.Run(ctx, n.c, p.prog.NewCoordinator, opts)
 	}
 	return nil, fmt.Errorf("cli: no role %q", n.role)
-}
-
-// configure returns the Configure of a worker's or a scheduler's options:
-// it takes the job's settings that the role was not given and, if that
-// changes a flag, sets *prog to the program the flags now make. That must
-// be a program of the same types: the role's messages are typed already.
-func (p program[P, R, U, S]) configure(n *node, prog *schmp.Program[P, R, U, S]) func(map[string]string) error {
-	return func(settings map[string]string) error {
-		j, err := n.settle(settings)
-		if err != nil || j == nil {
-			return err
-		}
-		q, ok := j.prog.(program[P, R, U, S])
-		if !ok {
-			return UsageError(errors.New("the job's settings make another program of this role than its own flags do: give it the flags that choose the program (a layout, an algorithm, a schedule) as the coordinator has them"))
-		}
-		*prog = q.prog
-		return nil
-	}
 }
 
 // PrintResult prints the end of a successful job to w: the final objective

@@ -111,9 +111,10 @@ func (p *proc) wait() int {
 // TestWalkthrough follows the README's "Writing a model of your own" in a
 // fresh module outside the repository: its command, built with a replace
 // directive, runs a whole job and the same job as four processes (a
-// scheduler, a coordinator, two workers) over a NATS server; both write
-// the same model, bit for bit, and it satisfies the KKT conditions of
-// NNLS. A bad flag is a usage error (exit status 2).
+// scheduler, a coordinator, two workers, the last three given nothing but
+// the server and the job's name) over a NATS server; both write the same
+// model, bit for bit, and it satisfies the KKT conditions of NNLS. A bad
+// flag is a usage error (exit status 2).
 func TestWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program in a fresh module")
@@ -140,10 +141,12 @@ func TestWalkthrough(t *testing.T) {
 	defer srv.Stop()
 	roles := []string{"--nats", srv.ClientURL(), "--job", "walkthrough"}
 	split := filepath.Join(dir, "split.csv")
+	// The scheduler and the workers take the job's settings, --rows and
+	// the others, from the coordinator.
 	procs := []*proc{
-		start(t, bin, "worker 1", append(append([]string{"worker"}, roles...), app...)...),
-		start(t, bin, "worker 2", append(append([]string{"worker"}, roles...), app...)...),
-		start(t, bin, "scheduler", append(append([]string{"scheduler"}, roles...), app...)...),
+		start(t, bin, "worker 1", append([]string{"worker"}, roles...)...),
+		start(t, bin, "worker 2", append([]string{"worker"}, roles...)...),
+		start(t, bin, "scheduler", append([]string{"scheduler"}, roles...)...),
 		start(t, bin, "coordinator", append(append([]string{"coordinator", "--out", split}, roles...), run...)...),
 	}
 	for _, p := range procs {
