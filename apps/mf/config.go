@@ -12,6 +12,10 @@ const (
 	SGD = "sgd"
 	// CCD is CCD++, rank-one cyclic coordinate descent (Yu et al. 2012).
 	CCD = "ccd"
+	// ALS is alternating least squares: every round solves each user's
+	// row of W (and bias) exactly given H, then each item's row of H
+	// given W.
+	ALS = "als"
 )
 
 // Defaults that a command line may offer; a Config's zero values are not
@@ -64,7 +68,8 @@ type Config struct {
 	// ratings is shrunk toward 0 more than one with many. Unused with
 	// NoBias.
 	BiasLambda float64
-	// Algo is SGD or CCD; Schedule (SGD only) Rotation or Unscheduled.
+	// Algo is SGD, CCD or ALS; Schedule (SGD only) Rotation or
+	// Unscheduled.
 	Algo, Schedule string
 	// LearningRate and Decay set the SGD step size of iteration e (from
 	// 0): η_e = LearningRate/(1 + Decay·e^1.5).
@@ -104,7 +109,7 @@ func (c Config) RoundsPerIter() int {
 	switch {
 	case c.Algo == CCD:
 		return c.ccdSlots() * max(c.Inner, 1)
-	case c.Schedule == Unscheduled:
+	case c.Algo == ALS, c.Schedule == Unscheduled:
 		return 1
 	}
 	return max(c.Workers, 1)
@@ -140,12 +145,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--rank must be at most %d, got %d", 1<<12, c.Rank)
 	case !(c.Lambda >= 0) || !finite(c.Lambda):
 		return fmt.Errorf("--lambda must be a finite number >= 0, got %v", c.Lambda)
-	case c.Algo != SGD && c.Algo != CCD:
-		return fmt.Errorf("--algo must be %s or %s, got %q", SGD, CCD, c.Algo)
+	case c.Algo != SGD && c.Algo != CCD && c.Algo != ALS:
+		return fmt.Errorf("--algo must be %s, %s or %s, got %q", SGD, CCD, ALS, c.Algo)
 	case c.Schedule != Rotation && c.Schedule != Unscheduled:
 		return fmt.Errorf("--schedule must be %s or %s, got %q", Rotation, Unscheduled, c.Schedule)
 	case c.Algo != SGD && c.Schedule != Rotation:
 		return fmt.Errorf("--schedule=unscheduled is a baseline of --algo=sgd; %s has none", c.Algo)
+	case c.Algo == ALS && !(c.Lambda > 0):
+		return fmt.Errorf("Config.Lambda must be > 0 with ALS, so that every least-squares system is positive definite; got %v", c.Lambda)
 	case !c.NoBias && (!(c.BiasLambda >= 0) || !finite(c.BiasLambda)):
 		return fmt.Errorf("Config.BiasLambda must be a finite number >= 0, got %v", c.BiasLambda)
 	case c.Algo == SGD && (!(c.LearningRate > 0) || !finite(c.LearningRate)):

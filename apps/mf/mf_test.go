@@ -82,6 +82,8 @@ func config(t *testing.T, algo string, workers, iters int) Config {
 		c.Schedule, c.LearningRate = Unscheduled, 0.1
 	case "ccd":
 		c.Algo = CCD
+	case "als":
+		c.Algo = ALS
 	}
 	return c
 }
@@ -114,6 +116,7 @@ func TestConverges(t *testing.T) {
 		{"rotation", 3, 30},
 		{"unscheduled", 2, 30},
 		{"ccd", 2, 10},
+		{"als", 2, 10},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/workers=%d", tc.algo, tc.workers), func(t *testing.T) {
@@ -212,7 +215,7 @@ func TestDeterministic(t *testing.T) {
 	for _, tc := range []struct {
 		algo    string
 		workers int
-	}{{"rotation", 1}, {"rotation", 2}, {"unscheduled", 2}, {"ccd", 2}} {
+	}{{"rotation", 1}, {"rotation", 2}, {"unscheduled", 2}, {"ccd", 2}, {"als", 2}} {
 		t.Run(fmt.Sprintf("%s/workers=%d", tc.algo, tc.workers), func(t *testing.T) {
 			var got []string
 			var objs [][]float64
@@ -288,7 +291,7 @@ func TestRotationIsSequentialDSGD(t *testing.T) {
 // TestDepth checks that every algorithm refuses rounds in flight: their
 // rounds depend on each other's updates.
 func TestDepth(t *testing.T) {
-	for _, algo := range []string{"rotation", "unscheduled", "ccd"} {
+	for _, algo := range []string{"rotation", "unscheduled", "ccd", "als"} {
 		t.Run(algo, func(t *testing.T) {
 			if _, err := run(t, config(t, algo, 2, 2), 2, 0); err == nil {
 				t.Error("depth 2: no error")
@@ -475,7 +478,7 @@ func TestBiasesRecovered(t *testing.T) {
 	for _, tc := range []struct {
 		algo  string
 		iters int
-	}{{"rotation", 30}, {"unscheduled", 30}, {"ccd", 10}} {
+	}{{"rotation", 30}, {"unscheduled", 30}, {"ccd", 10}, {"als", 20}} {
 		t.Run(tc.algo, func(t *testing.T) {
 			cfg := config(t, tc.algo, 2, tc.iters)
 			cfg.Train, cfg.Test, cfg.Rank = train, test, gc.Rank
@@ -632,6 +635,63 @@ func TestRuntimeMetrics(t *testing.T) {
 			if err != nil || got != want {
 				t.Errorf("evaluation %d: %s %q, want %v", k, name, row[cols[name]], want)
 			}
+		}
+	}
+}
+
+// TestALSMonotone checks that ALS never raises the objective: each round
+// minimizes F exactly over W and the user biases, then over H and the
+// item biases. The objective is evaluated after every round, with and
+// without biases, in both regularizations, at 1 and 3 workers, and must
+// fall by more than half.
+func TestALSMonotone(t *testing.T) {
+	for _, tc := range []struct {
+		noBias, unweighted bool
+		workers            int
+	}{{false, false, 1}, {false, false, 3}, {true, false, 2}, {false, true, 2}} {
+		t.Run(fmt.Sprintf("nobias=%v/unweighted=%v/workers=%d", tc.noBias, tc.unweighted, tc.workers), func(t *testing.T) {
+			cfg := config(t, "als", tc.workers, 8)
+			cfg.NoBias, cfg.Unweighted = tc.noBias, tc.unweighted
+			if tc.unweighted {
+				cfg.Lambda = 1
+			}
+			m, err := run(t, cfg, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Trace) != 9 {
+				t.Fatalf("%d evaluations, want 9", len(m.Trace))
+			}
+			for k := 1; k < len(m.Trace); k++ {
+				prev, cur := m.Trace[k-1].Objective, m.Trace[k].Objective
+				if cur > prev*(1+1e-12) {
+					t.Errorf("round %d: objective rose from %.15g to %.15g", m.Trace[k].Round, prev, cur)
+				}
+			}
+			if first, last := m.Trace[0].Objective, m.Final().Objective; !(last < first/2) {
+				t.Errorf("objective %.6g → %.6g", first, last)
+			}
+		})
+	}
+}
+
+// TestProgramChecksAlgo checks that a program refuses a configuration of
+// another algorithm, naming the one to use.
+func TestProgramChecksAlgo(t *testing.T) {
+	cases := []struct {
+		algo string
+		make func(Config) error
+		want string
+	}{
+		{"rotation", func(c Config) error { _, err := CCDProgram(c).NewCoordinator(context.Background()); return err }, "mf.RotationProgram"},
+		{"ccd", func(c Config) error { _, err := ALSProgram(c).NewCoordinator(context.Background()); return err }, "mf.CCDProgram"},
+		{"als", func(c Config) error { _, err := RotationProgram(c).NewCoordinator(context.Background()); return err }, "mf.ALSProgram"},
+		{"unscheduled", func(c Config) error { _, err := UnscheduledProgram(c).NewCoordinator(context.Background()); return err }, ""},
+	}
+	for _, tc := range cases {
+		err := tc.make(config(t, tc.algo, 2, 1))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want one naming %q", tc.algo, err, tc.want)
 		}
 	}
 }

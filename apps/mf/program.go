@@ -16,7 +16,7 @@ import (
 // round r is sub-round r−1 (scheduler.Rotation), and H's blocks travel to
 // their next owners in RotationUpdate.
 func RotationProgram(cfg Config) schmp.Program[scheduler.Turn, RotationPartial, RotationUpdate, Summary] {
-	return program(cfg,
+	return program(cfg, "RotationProgram",
 		func(part, parts int) (schmp.Scheduler[scheduler.Turn], error) {
 			return scheduler.NewRotation(cfg.Workers, part, parts)
 		},
@@ -32,7 +32,7 @@ func RotationProgram(cfg Config) schmp.Program[scheduler.Turn, RotationPartial, 
 // iteration, in which every worker updates its own copy of all of H, and
 // the coordinator merges the copies.
 func UnscheduledProgram(cfg Config) schmp.Program[scheduler.Turn, DeltaPartial, FullUpdate, Summary] {
-	return program(cfg, steps(cfg),
+	return program(cfg, "UnscheduledProgram", steps(cfg),
 		func(p int) (schmp.Worker[scheduler.Turn, DeltaPartial, FullUpdate, Summary], error) {
 			return newUnscheduledWorker(cfg, p)
 		},
@@ -45,7 +45,7 @@ func UnscheduledProgram(cfg Config) schmp.Program[scheduler.Turn, DeltaPartial, 
 // (Rank+1) (mod Rank without biases) of W on the workers and of H on the
 // coordinator: with biases, slot 0 is the biases and slot k feature k−1.
 func CCDProgram(cfg Config) schmp.Program[scheduler.Turn, SumsPartial, FullUpdate, Summary] {
-	return program(cfg, steps(cfg),
+	return program(cfg, "CCDProgram", steps(cfg),
 		func(p int) (schmp.Worker[scheduler.Turn, SumsPartial, FullUpdate, Summary], error) {
 			return newCCDWorker(cfg, p)
 		},
@@ -54,9 +54,35 @@ func CCDProgram(cfg Config) schmp.Program[scheduler.Turn, SumsPartial, FullUpdat
 		})
 }
 
-// program bundles the constructors of an algorithm's roles, each checking
-// cfg first.
-func program[R, U any](cfg Config,
+// programFor returns the name of the function whose program runs cfg's
+// algorithm.
+func (c Config) programFor() string {
+	switch {
+	case c.Algo == ALS:
+		return "ALSProgram"
+	case c.Algo == CCD:
+		return "CCDProgram"
+	case c.Schedule == Unscheduled:
+		return "UnscheduledProgram"
+	}
+	return "RotationProgram"
+}
+
+// check returns cfg's first bad setting, or that the program of name
+// does not run cfg's algorithm.
+func (c Config) check(name string) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if want := c.programFor(); want != name {
+		return fmt.Errorf("mf.%s runs another algorithm than Config.Algo %q, Config.Schedule %q: use mf.%s", name, c.Algo, c.Schedule, want)
+	}
+	return nil
+}
+
+// program bundles the constructors of an algorithm's roles (the program
+// of the function name), each checking cfg first.
+func program[R, U any](cfg Config, name string,
 	newScheduler func(part, parts int) (schmp.Scheduler[scheduler.Turn], error),
 	newWorker func(p int) (schmp.Worker[scheduler.Turn, R, U, Summary], error),
 	newCoordinator func(base) schmp.Coordinator[scheduler.Turn, R, U, Summary],
@@ -64,13 +90,13 @@ func program[R, U any](cfg Config,
 	return schmp.Program[scheduler.Turn, R, U, Summary]{
 		Name: "mf",
 		NewScheduler: func(_ context.Context, part, parts int) (schmp.Scheduler[scheduler.Turn], error) {
-			if err := cfg.Validate(); err != nil {
+			if err := cfg.check(name); err != nil {
 				return nil, err
 			}
 			return newScheduler(part, parts)
 		},
 		NewWorker: func(_ context.Context, shard, shards int) (schmp.Worker[scheduler.Turn, R, U, Summary], error) {
-			switch err := cfg.Validate(); {
+			switch err := cfg.check(name); {
 			case err != nil:
 				return nil, err
 			case shards != cfg.Workers:
@@ -81,7 +107,7 @@ func program[R, U any](cfg Config,
 			return newWorker(shard)
 		},
 		NewCoordinator: func(context.Context) (schmp.Coordinator[scheduler.Turn, R, U, Summary], error) {
-			if err := cfg.Validate(); err != nil {
+			if err := cfg.check(name); err != nil {
 				return nil, err
 			}
 			return newCoordinator(newBase(cfg)), nil
@@ -135,6 +161,8 @@ func Run(ctx context.Context, cfg Config, opts job.Options) (*coordinator.Result
 		o.ReportEvery = cfg.ReportEvery * rpi
 	}
 	switch {
+	case cfg.Algo == ALS:
+		return job.Run(ctx, ALSProgram(cfg), opts)
 	case cfg.Algo == CCD:
 		return job.Run(ctx, CCDProgram(cfg), opts)
 	case cfg.Schedule == Unscheduled:
