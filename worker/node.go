@@ -180,7 +180,9 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			last = task.Round
 		}
 		p, err := step(ctx, w, place.Shard, &task)
-		if m := opts.Monitor; m != nil {
+		// A stop without a report needs no answer, and is no work.
+		answer := !task.Stop || task.Report || err != nil
+		if m := opts.Monitor; m != nil && answer {
 			l := monitor.Label(place.Shard)
 			m.WorkerTasks.WithLabelValues(l).Inc()
 			m.WorkerSeconds.WithLabelValues(l).Add(float64(p.Nanos) / 1e9)
@@ -188,8 +190,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 		if err != nil {
 			err = &protocol.NodeError{Node: self, Round: task.Round, Err: err}
 		}
-		// A stop without a report needs no answer.
-		if !task.Stop || task.Report || err != nil {
+		if answer {
 			if perr := wire.Publish(c, protocol.SubjectPartial, p); perr != nil && err == nil {
 				err = fmt.Errorf("worker shard %d: round %d: %w", place.Shard, task.Round, perr)
 			}
