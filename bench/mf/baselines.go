@@ -21,8 +21,8 @@ import (
 //   - the global mean μ of the training ratings;
 //   - the bias-only model μ + b_u + c_i, fitted exactly (alternating
 //     least squares to convergence) with λ_b = mf.DefaultBiasLambda;
-//   - strads mf with the command's default flags (SGD on the rotation) and
-//     with --algo ccd (and als where it exists), --workers workers;
+//   - strads mf with the command's default flags (SGD on the rotation), and
+//     with --algo ccd and --algo als (--base-algos), --workers workers;
 //   - a biased SVD peer, Funk's SGD as gorse's SVD and Surprise run it
 //     (funkSVD), with their default settings;
 //
@@ -223,15 +223,17 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 		b, c := fitBiases(tr, users, items, mu, mf.DefaultBiasLambda)
 		res[1].secs = []float64{time.Since(t0).Seconds()}
 		res[1].rmse = []float64{te.rmse(func(u, i int32) float64 { return mu + b[u] + c[i] })}
-		algos := []string{mf.SGD, mf.CCD}
-		names := map[string]string{mf.SGD: "strads mf, defaults (SGD, rotation)", mf.CCD: "strads mf --algo ccd"}
+		algos := o.baseAlgos
+		names := map[string]string{mf.SGD: "strads mf, defaults (SGD, rotation)", mf.CCD: "strads mf --algo ccd", mf.ALS: "strads mf --algo als"}
 		ours := map[string]*baseline{}
 		for _, a := range algos {
 			ours[a] = &baseline{method: names[a] + fmt.Sprintf(", %d workers", o.workers)}
 			res = append(res, ours[a])
 		}
 		peer := &baseline{method: "biased SVD peer (Funk SGD, gorse's and Surprise's defaults)"}
-		res = append(res, peer)
+		if o.peer {
+			res = append(res, peer)
+		}
 		for n := 1; n <= o.runs; n++ {
 			for _, a := range algos {
 				cfg := o.strads(a, ds, uint64(n))
@@ -244,6 +246,9 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 				ours[a].rmse = append(ours[a].rmse, f.TestRMSE)
 				ours[a].secs = append(ours[a].secs, f.Time.Seconds())
 				fmt.Fprintf(log, "%s %s run %d: test RMSE %.4f, %.2fs (job %.2fs)\n", ds.name, a, n, f.TestRMSE, f.Time.Seconds(), time.Since(t0).Seconds())
+			}
+			if !o.peer {
+				continue
 			}
 			t0 := time.Now()
 			predict := peerDefaults.fit(tr, users, items, uint64(n))

@@ -59,6 +59,8 @@ type options struct {
 	out                  string
 	tune, curves, tputOn bool
 	base                 bool
+	baseAlgos            []string
+	peer                 bool
 	real                 string
 	replot               bool
 }
@@ -76,6 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.gen.Mean, "mean", 0, "global mean of the generated ratings")
 	fs.Float64Var(&o.gen.UserBias, "user-bias", 0, "standard deviation of the generated user biases")
 	fs.Float64Var(&o.gen.ItemBias, "item-bias", 0, "standard deviation of the generated item biases")
+	baseAlgos := fs.String("base-algos", "sgd,ccd,als", "baselines: the algorithms of strads mf")
+	fs.BoolVar(&o.peer, "peer", true, "baselines: run the biased SVD peer")
 	fs.StringVar(&o.real, "real", "", "baselines: also a real ratings `file`, split 90/10 at random (seed 1)")
 	fs.Float64Var(&o.gen.TestFraction, "test-fraction", 0.1, "fraction of the ratings in the test set")
 	fs.Uint64Var(&o.gen.Seed, "seed", 1, "seed of the data and of the jobs")
@@ -97,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	o.baseAlgos = strings.Split(*baseAlgos, ",")
 	var err error
 	if o.lrs, err = floats(*lrs); err == nil {
 		o.decays, err = floats(*decays)
