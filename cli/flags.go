@@ -36,13 +36,16 @@ type runFlags struct {
 	http        string
 }
 
-// jobWide names the runtime's flags that are settings of the job (DESIGN
-// §2): the coordinator's by nature, and read by the roles of several apps
-// (a worker's shard count, a layout chosen by depth). The runtime's other
-// flags are the role's own: its server, its outputs, its deadlines.
-var jobWide = map[string]bool{
-	"workers": true, "schedulers": true, "depth": true, "max-rounds": true,
-	"tol": true, "target": true, "time-limit": true, "report-every": true,
+// perRole names the runtime's flags that are a role's own: its server,
+// its outputs, its deadlines, its logs; and --app, which picks the app of a
+// role command. The runtime's other flags (--workers, --schedulers,
+// --depth, --max-rounds, --tol, --target, --time-limit, --report-every)
+// are settings of the job (DESIGN §2), like an app's flags: the
+// coordinator's by nature, and read by the roles of several apps (a
+// worker's shard count, a layout that --depth chooses).
+var perRole = map[string]bool{
+	"out": true, "metrics": true, "progress": true, "timeout": true, "join-timeout": true,
+	"nats": true, "job": true, "verbose": true, "http": true, "app": true,
 }
 
 // addRunFlags adds the runtime's flags to fs; job is the default of --job.

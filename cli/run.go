@@ -23,13 +23,6 @@ import (
 	"github.com/strads-go/strads/worker"
 )
 
-// perRole names the runtime's flags that are a role's own, never settings
-// of the job (DESIGN §2), and --app, which picks the app of a role command.
-var perRole = map[string]bool{
-	"out": true, "metrics": true, "progress": true, "timeout": true, "join-timeout": true,
-	"nats": true, "job": true, "verbose": true, "http": true, "app": true,
-}
-
 // session is one command of an app: its flags, parsed, and how they make
 // the job.
 type session struct {
@@ -68,7 +61,7 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 	if err != nil {
 		return err
 	}
-	res, err := s.run(ctx, j, opts)
+	res, err := s.execute(ctx, j, opts)
 	if !role.Has(Coordinator) {
 		return err
 	}
@@ -102,9 +95,9 @@ func (s *session) makeJob() (*Job, *coordinator.Options, error) {
 	return j, &opts, nil
 }
 
-// run runs the job j with the coordinator's options opts: a whole job, or
+// execute runs the job j with the coordinator's options opts: a whole job, or
 // the role's node against the NATS server of --nats.
-func (s *session) run(ctx context.Context, j *Job, opts *coordinator.Options) (*coordinator.Result, error) {
+func (s *session) execute(ctx context.Context, j *Job, opts *coordinator.Options) (*coordinator.Result, error) {
 	m, err := s.manifest(j)
 	if err != nil {
 		return nil, err
@@ -173,13 +166,11 @@ func (s *session) join(ctx context.Context, j *Job, n *node) (*Job, error) {
 	return j, nil
 }
 
-// isSetting reports whether the flag name is a setting of the job: a flag
-// of the app not declared PerRole, or one of the runtime's job-wide flags.
+// isSetting reports whether the flag name is a setting of the job: any
+// flag of the command but the runtime's per-role ones and those the app
+// declares PerRole.
 func (s *session) isSetting(name string) bool {
-	if perRole[name] || slices.Contains(s.app.PerRole, name) {
-		return false
-	}
-	return jobWide[name] || s.fs.Lookup(name) != nil
+	return s.fs.Lookup(name) != nil && !perRole[name] && !slices.Contains(s.app.PerRole, name)
 }
 
 // manifest returns what this role believes about the job (DESIGN §2): its
