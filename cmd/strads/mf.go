@@ -38,7 +38,7 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	fs.StringVar(&f.cfg.Test, "test", "", "held-out ratings `file`: the metrics report its RMSE (ratings of users or items not in --train are left out, and counted)")
 	fs.IntVar(&f.cfg.Rank, "rank", 10, "rank K of the factors")
 	fs.Float64Var(&f.cfg.Lambda, "lambda", 0.05, "λ of Σ(r − w_u·h_i)² + λ(‖W‖² + ‖H‖²), not weighted by counts")
-	fs.StringVar(&f.cfg.Algo, "algo", mf.SGD, "algorithm: sgd (stochastic gradient descent) or ccd (CCD++, rank-one coordinate descent)")
+	fs.StringVar(&f.cfg.Algo, "algo", mf.SGD, "algorithm: sgd (stochastic gradient descent), ccd (CCD++, rank-one coordinate descent) or als (alternating least squares)")
 	fs.StringVar(&f.cfg.Schedule, "schedule", mf.Rotation, "sgd only: rotation (DSGD: item blocks rotate among the workers) or unscheduled (Hogwild-style baseline: every worker updates all of H, merged once per iteration)")
 	fs.Float64Var(&f.cfg.LearningRate, "lr", 0.05, "sgd: step size η₀; iteration e uses η₀/(1 + decay·e^1.5)")
 	fs.Float64Var(&f.cfg.Decay, "decay", 0.05, "sgd: decay of the step size")
@@ -229,6 +229,8 @@ func (j *mfJob) job(role cli.Role, stderr io.Writer) (*cli.Job, error) {
 	switch {
 	case j.cfg.Algo == mf.CCD:
 		job = cli.NewJob(mf.CCDProgram(j.cfg))
+	case j.cfg.Algo == mf.ALS:
+		job = cli.NewJob(mf.ALSProgram(j.cfg))
 	case j.cfg.Schedule == mf.Unscheduled:
 		job = cli.NewJob(mf.UnscheduledProgram(j.cfg))
 	default:

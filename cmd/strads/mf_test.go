@@ -32,7 +32,7 @@ func TestMFCommand(t *testing.T) {
 		t.Run(strings.Join(algo, " "), func(t *testing.T) {
 			dir := t.TempDir()
 			prefix, metrics, pred := filepath.Join(dir, "model"), filepath.Join(dir, "metrics.csv"), filepath.Join(dir, "pred.txt")
-			args := append([]string{"mf", "--train", train, "--test", test, "--rank", "3", "--lambda", "0.2",
+			args := append([]string{"mf", "--train", train, "--test", test, "--rank", "3", "--lambda", "0.01",
 				"--iters", "8", "--workers", "2", "--tol", "0", "--out", prefix, "--metrics", metrics,
 				"--predict", test, "--predict-out", pred}, algo...)
 			code, stdout, stderr := runCLI(t, args...)
@@ -152,7 +152,7 @@ func TestMFBadFlags(t *testing.T) {
 		{"negative rank", []string{"--rank", "-3"}, "--rank"},
 		{"negative lambda", []string{"--lambda", "-1"}, "--lambda"},
 		{"zero lr", []string{"--lr", "0"}, "--lr"},
-		{"unknown algo", []string{"--algo", "als"}, "--algo"},
+		{"unknown algo", []string{"--algo", "newton"}, "--algo"},
 		{"unknown schedule", []string{"--schedule", "random"}, "--schedule"},
 		{"ccd unscheduled", []string{"--algo", "ccd", "--schedule", "unscheduled"}, "unscheduled"},
 		{"depth 2", []string{"--depth", "2"}, "--depth"},
@@ -253,7 +253,7 @@ func TestMFStops(t *testing.T) {
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			prefix := filepath.Join(t.TempDir(), "model")
-			args := append([]string{"mf", "--train", train, "--test", test, "--rank", "3", "--lambda", "0.2", "--progress", "0", "--out", prefix}, tc.args...)
+			args := append([]string{"mf", "--train", train, "--test", test, "--rank", "3", "--lambda", "0.01", "--progress", "0", "--out", prefix}, tc.args...)
 			code, stdout, stderr := runCLI(t, args...)
 			if code != 0 || !strings.Contains(stdout, tc.reason) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want %s", code, stdout, stderr, tc.reason)
