@@ -80,10 +80,16 @@ var roleNames = map[string]Role{"scheduler": Scheduler, "coordinator": Coordinat
 
 // Run runs the command line args (without the program's name) and returns
 // the exit status. Errors go to stderr, on one line that starts with the
-// program's name and the command.
+// program's name and the command. It panics if cl has no apps, or an app
+// lacks a Name or Flags: a programming error.
 func (cl *CommandLine) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(cl.Apps) == 0 {
 		panic("cli: a CommandLine without apps")
+	}
+	for _, a := range cl.Apps {
+		if a.Name == "" || a.Flags == nil {
+			panic(fmt.Sprintf("cli: app %q: an App needs a Name and Flags", a.Name))
+		}
 	}
 	single := len(cl.Apps) == 1
 	cmd := cl.Name
