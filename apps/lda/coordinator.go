@@ -35,10 +35,11 @@ type model struct {
 	heldOut   *heldOut
 	wordCount func(fn func(w, t, n int32)) // every non-zero count of the table
 
-	priors  Priors    // as the workers have them from the next round on
-	lengths *Hist     // of the documents' lengths
-	learned int       // how many times the priors were learned
-	test    []testDoc // the held-out documents, once read
+	priors   Priors        // as the workers have them from the next round on
+	lengths  *Hist         // of the documents' lengths
+	learned  int           // how many times the priors were learned
+	test     []testDoc     // the held-out documents, once read
+	testTime time.Duration // spent on held-out perplexity at reports
 }
 
 func newModel(cfg Config) (*model, error) {
@@ -259,12 +260,15 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 		Priors: Priors{Alpha: slices.Clone(m.priors.Alpha), Beta: m.priors.Beta}, Perplexity: math.NaN(),
 	}
 	if m.cfg.TestDocword != "" && (m.cfg.TestEvery == 0 || math.Mod(r.Iter, float64(m.cfg.TestEvery)) == 0) {
+		t0 := time.Now()
 		perp, _, err := m.perplexity()
 		if err != nil {
 			return schmp.Progress{}, err
 		}
 		r.Perplexity = perp
+		m.testTime += time.Since(t0)
 	}
+	r.TestTime = m.testTime
 	m.trace = append(m.trace, r)
 	if m.cfg.Progress != nil {
 		fmt.Fprintf(m.cfg.Progress, "iter %g  log-likelihood/token %.6f  tokens/s %.4g (sampling %.4g per core)  elapsed %s\n",

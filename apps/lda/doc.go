@@ -44,9 +44,11 @@
 //     proposal is the counts as they were when taken up; the acceptance
 //     ratio uses those (kept beside the current counts), so that the chain
 //     is exact however far the counts have moved since;
-//   - the document proposal q_d(k) ∝ n_dk + α, drawn in O(1) by picking a
-//     random token of the document and taking its topic (with weight Kα, a
-//     uniform topic instead); its document terms cancel in the acceptance.
+//   - the document proposal q_d(k) ∝ n_dk + α_k, drawn in O(1) by picking a
+//     random token of the document and taking its topic (with weight
+//     A = Σ_k α_k, a topic drawn ∝ α_k instead: uniform for a symmetric α,
+//     from an alias table otherwise); its document terms cancel in the
+//     acceptance.
 //
 // Documents are sampled one after the other, each document's tokens of the
 // block together; a document's counts n_dk live in a dense scratch array
@@ -63,17 +65,34 @@
 // (TestMatchesExactGibbs); it mixes more slowly per iteration than the
 // latter, as Metropolis–Hastings samplers do.
 //
+// # Learned priors
+//
+// With Config.OptimizeEvery, the document-topic prior becomes an
+// asymmetric α (α_k by topic) and β is learned too, as MALLET does
+// (Wallach, Mimno & McCallum 2009): after every OptimizeEvery-th
+// iteration from OptimizeBurnIn on, each worker adds to the partial of
+// the iteration's last sub-round the histogram of its documents'
+// counts n_dk, topic by topic (its document lengths' histogram went with
+// its shard summary); the coordinator adds them up, takes the histogram
+// of n_wk from the blocks it routes, solves for α and β by Minka's
+// fixed-point iteration (prior.go), and sends them with the next update.
+// Every role then uses them from the next round on: the sampler, the
+// reports, the outputs.
+//
 // # Reports
 //
 // Every Config.ReportEvery iterations the workers report the collapsed
-// joint log-likelihood
+// joint log-likelihood, with A = Σ_k α_k,
 //
-//	log p(w, z) = Σ_d [log Γ(Kα) − log Γ(N_d + Kα) + Σ_k (log Γ(n_dk + α) − log Γ(α))]
+//	log p(w, z) = Σ_d [log Γ(A) − log Γ(N_d + A) + Σ_k (log Γ(n_dk + α_k) − log Γ(α_k))]
 //	            + Σ_k [log Γ(Wβ) − log Γ(n_k + Wβ) + Σ_w (log Γ(n_wk + β) − log Γ(β))]
 //
 // in parts: each its documents' part, and the word part of the block it
 // holds; the coordinator adds the topic part and divides by N (the
-// objective, per token, which the job maximizes). With every report the
+// objective, per token, which the job maximizes). The progress (the
+// schmp.Progress's Metrics) has the iteration, the rates, α's sum, least
+// and greatest value, β and, with a test set, the held-out perplexity; the
+// coordinator's Stage is "iter n/N". With every report the
 // coordinator also checks the count invariants: all workers have the same
 // n_k, and Σ_d n_dk = Σ_w n_wk = n_k topic by topic, Σ_k n_k = N, no count
 // negative; Config.Check checks the table after every round too. A plan
@@ -85,17 +104,25 @@
 //
 // The model (WriteModel) is the top words of every topic with
 // p(word | topic) = (n_wk + β)/(n_k + Wβ); besides it, the word-topic counts
-// (CSV word_id,word,topic,count) and the document-topic proportions (CSV
-// doc_id,topic,count,theta with θ_dk = (n_dk + α)/(N_d + Kα), non-zero
-// counts only) are written, each atomically. Word and document ids are
+// (CSV word_id,word,topic,count), the document-topic proportions (CSV
+// doc_id,topic,count,theta with θ_dk = (n_dk + α_k)/(N_d + A), non-zero
+// counts only) and the trained model as JSON (Config.ModelOut; see Model)
+// are written, all committed together. Word and document ids are
 // 1-based as in the docword file, topics 0-based. The document-topic
 // counts come from the workers with their last report: a worker sends
 // them when the report may be the last (the stop after the last round, a
 // round that is not a regular report, or every report when the job may
 // stop early: Config.StopsEarly).
 //
-// Held-out perplexity (Config.TestDocword) is computed at the end by
-// document completion: see HeldOut.
+// Held-out perplexity (Config.TestDocword) is computed by document
+// completion (Model.Perplexity) at reports and at the end (HeldOut).
+//
+// # Inference
+//
+// LoadModel reads a trained model back, and Model.Infer folds new
+// documents (ReadDocword, ReadText) into it: with φ fixed, collapsed
+// Gibbs sampling of their topic assignments alone gives their topic
+// proportions (WriteProportions).
 //
 // # The baseline
 //

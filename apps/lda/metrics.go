@@ -28,8 +28,11 @@ type Report struct {
 	// Priors are the priors the report's log-likelihood is computed with.
 	Priors Priors
 	// Perplexity is the held-out perplexity (Config.TestDocword) of the
-	// model at the report, NaN if none was computed.
+	// model at the report, NaN if none was computed; TestTime is the time
+	// the coordinator spent computing it at this report and the earlier
+	// ones, which the later reports' Time includes.
 	Perplexity float64
+	TestTime   time.Duration
 }
 
 // metrics returns the report as the app's columns of the runtime's

@@ -10,10 +10,14 @@
 //     on --compare-workers workers: log-likelihood per token against time;
 //   - staleness: the rotation on each number of workers of --staleness-workers,
 //     --seeds seeds each: log-likelihood per token against iterations, the
-//     effect of topic totals that are up to one sub-round stale.
+//     effect of topic totals that are up to one sub-round stale;
+//   - peers (not by default: it needs --corpus, a real corpus made by
+//     scripts/corpus.py): strads with fixed and with learned priors against
+//     scikit-learn's and gensim's LDA (scripts/peers.py), held-out perplexity
+//     of every system's topics by the same evaluator, and fit time.
 //
 // It writes a summary (summary.md), every run's metrics
-// (lda-<experiment>-<variant>-seed<s>.csv), runs.csv and the plots
+// (lda-<experiment>-<variant>-seed<s>.csv), runs.csv, peers.csv and the plots
 // loglik-time.png/.svg (compare) and loglik-iter.png/.svg (staleness) to
 // --out. See bench/README.md.
 //
@@ -64,6 +68,17 @@ type options struct {
 	staleIters  int
 	staleP      []int
 	seeds       int
+
+	corpus        string // peers
+	peerTopics    []int
+	peerIters     int
+	peerWorkers   int
+	peerRuns      int
+	peerTestEvery int
+	peers         []string
+	sklearnPasses int
+	gensimPasses  int
+	python        string
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -91,6 +106,16 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.staleIters, "staleness-iters", 30, "staleness: iterations of a run")
 	staleP := fs.String("staleness-workers", "1,2,4", "staleness: comma-separated numbers of workers")
 	fs.IntVar(&o.seeds, "seeds", 2, "compare and staleness: runs (seeds 1, 2, …) of every variant")
+	fs.StringVar(&o.corpus, "corpus", "", "peers: `dir`ectory of train.docword.txt, test.docword.txt and vocab.txt (scripts/corpus.py)")
+	peerTopics := fs.String("peer-topics", "20", "peers: comma-separated K")
+	fs.IntVar(&o.peerIters, "peer-iters", 200, "peers: strads iterations")
+	fs.IntVar(&o.peerWorkers, "peer-workers", 2, "peers: strads workers")
+	fs.IntVar(&o.peerTestEvery, "peer-test-every", 10, "peers: strads' iterations between two held-out evaluations during the run (not timed)")
+	fs.IntVar(&o.peerRuns, "peer-runs", 3, "peers: runs (seeds 1, 2, …) of every system at every K")
+	peers := fs.String("peers", strings.Join(peerSystems, ","), "peers: comma-separated systems")
+	fs.IntVar(&o.sklearnPasses, "sklearn-passes", 10, "peers: scikit-learn's epochs (max_iter; its default 10)")
+	fs.IntVar(&o.gensimPasses, "gensim-passes", 5, "peers: gensim's passes (its default 1)")
+	fs.StringVar(&o.python, "python", "/usr/bin/python3", "peers: the Python with scikit-learn and gensim")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -102,11 +127,26 @@ func parseFlags(args []string) (*options, error) {
 	}
 	o.experiments = strings.Split(*exps, ",")
 	for _, e := range o.experiments {
-		if !slices.Contains([]string{"throughput", "compare", "staleness"}, e) {
+		if !slices.Contains([]string{"throughput", "compare", "staleness", "peers"}, e) {
 			return nil, fmt.Errorf("--experiments: no experiment %q", e)
 		}
 	}
+	if slices.Contains(o.experiments, "peers") && o.corpus == "" {
+		return nil, fmt.Errorf("--experiments peers needs --corpus DIR")
+	}
+	o.peers = strings.Split(*peers, ",")
+	for _, p := range o.peers {
+		if !slices.Contains(peerSystems, p) {
+			return nil, fmt.Errorf("--peers: no system %q (want %s)", p, strings.Join(peerSystems, ", "))
+		}
+	}
 	var err error
+	if o.peerTopics, err = parseInts("--peer-topics", *peerTopics); err != nil {
+		return nil, err
+	}
+	if o.peerIters < 1 || o.peerWorkers < 1 || o.peerRuns < 1 || o.peerTestEvery < 1 || o.sklearnPasses < 1 || o.gensimPasses < 1 {
+		return nil, fmt.Errorf("--peer-iters, --peer-workers, --peer-runs, --peer-test-every, --sklearn-passes and --gensim-passes must be ≥ 1")
+	}
 	if o.topics, err = parseInts("--topics", *topics); err != nil {
 		return nil, err
 	}
@@ -174,16 +214,26 @@ func mainErr(args []string) error {
 	}
 	defer os.RemoveAll(tmp)
 	docword := filepath.Join(tmp, "docword.txt")
-	t0 := time.Now()
-	tokens, err := generate(docword, o.gen)
-	if err != nil {
-		return err
+	var tokens int64
+	if slices.ContainsFunc(o.experiments, func(e string) bool { return e != "peers" }) {
+		t0 := time.Now()
+		if tokens, err = generate(docword, o.gen); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "corpus: %d documents, %d words, %d tokens from %d topics (generated in %.1fs)\n",
+			o.gen.Docs, o.gen.Vocab, tokens, o.gen.Topics, time.Since(t0).Seconds())
 	}
-	fmt.Fprintf(os.Stderr, "corpus: %d documents, %d words, %d tokens from %d topics (generated in %.1fs)\n",
-		o.gen.Docs, o.gen.Vocab, tokens, o.gen.Topics, time.Since(t0).Seconds())
 
 	var runs []*run
+	var peerCorp *peerCorpus
+	var peerRuns []*peerRun
 	for _, exp := range o.experiments {
+		if exp == "peers" {
+			if peerCorp, peerRuns, err = o.runPeers(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		for _, r := range o.plan(exp) {
 			if err := o.runJob(ctx, r, docword, tokens); err != nil {
 				return fmt.Errorf("%s: %w", r.name(), err)
@@ -195,6 +245,17 @@ func mainErr(args []string) error {
 		}
 	}
 	summary := o.summary(args, tokens, runs)
+	if peerCorp != nil {
+		var b strings.Builder
+		o.peerSummary(&b, peerCorp, peerRuns)
+		summary += b.String()
+		if err := writePeersCSV(filepath.Join(o.out, "peers.csv"), peerRuns); err != nil {
+			return err
+		}
+		if err := writeCurves(filepath.Join(o.out, "peers-curves.csv"), peerRuns); err != nil {
+			return err
+		}
+	}
 	fmt.Print(summary)
 	if err := os.WriteFile(filepath.Join(o.out, "summary.md"), []byte(summary), 0o644); err != nil {
 		return err
@@ -358,6 +419,10 @@ func (r *run) at(it float64) float64 {
 func (o *options) summary(args []string, tokens int64, runs []*run) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# LDA benchmark\n\nCommand: `go run ./bench/lda %s`\n\n", strings.Join(args, " "))
+	if len(runs) == 0 {
+		fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s.\n\n", runtime.NumCPU(), machine.CPUModel(), runtime.Version())
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Corpus: lda.Generate, %d documents, %d words, %d tokens, from %d topics (α = %g, β = %g), seed %d. "+
 		"Fitted with α = %g, β = %g, %d Metropolis–Hastings cycles per token. Machine: %d CPUs (%s), %s.\n\n",
 		o.gen.Docs, o.gen.Vocab, tokens, o.gen.Topics, o.gen.Alpha, o.gen.Beta, o.gen.Seed, o.alpha, o.beta, o.mh,
