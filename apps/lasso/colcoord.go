@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
@@ -140,7 +141,7 @@ func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
 	if c.regPath == nil {
 		return nil
 	}
-	c.regPath.End(s, stop, NewSparseModel(c.cfg.Intercept, c.Intercept(), c.beta))
+	c.regPath.End(s, stop, c.Model())
 	c.lambda = c.regPath.Lambda()
 	return nil
 }
@@ -313,5 +314,10 @@ func (c *ColCoordinator) Intercept() float64 {
 
 // WriteModel implements schmp.Coordinator, as for the row layout.
 func (c *ColCoordinator) WriteModel(w io.Writer) error {
-	return writeModel(w, c.cfg.Intercept, c.Intercept(), c.beta)
+	return c.Model().Write(w)
+}
+
+// Model returns the coordinator's model.
+func (c *ColCoordinator) Model() *linear.Model {
+	return linear.New(linear.Lasso, c.lambda, c.cfg.Intercept, c.Intercept(), c.beta)
 }

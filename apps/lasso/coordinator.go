@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/schmp"
 )
@@ -210,24 +211,14 @@ func (c *Coordinator) Intercept() float64 {
 	return b0
 }
 
-// WriteModel implements schmp.Coordinator: a CSV "index,value" of the
-// non-zero coefficients with 1-based indices as in LIBSVM, preceded by the
-// intercept as index 0 when the job fits one.
+// WriteModel implements schmp.Coordinator: the model file of package
+// apps/linear, the non-zero coefficients with 1-based indices as in LIBSVM
+// and the intercept as index 0 when the job fits one.
 func (c *Coordinator) WriteModel(w io.Writer) error {
-	return writeModel(w, c.cfg.Intercept, c.Intercept(), c.beta)
+	return c.Model().Write(w)
 }
 
-// writeModel writes the model file of either layout (see SparseModel.Write).
-func writeModel(w io.Writer, intercept bool, b0 float64, beta []float64) error {
-	buf := []byte("index,value\n")
-	if intercept {
-		buf = appendCoef(buf, 0, b0)
-	}
-	for j, b := range beta {
-		if b != 0 {
-			buf = appendCoef(buf, j+1, b)
-		}
-	}
-	_, err := w.Write(buf)
-	return err
+// Model returns the coordinator's model.
+func (c *Coordinator) Model() *linear.Model {
+	return linear.New(linear.Lasso, c.lambda, c.cfg.Intercept, c.Intercept(), c.beta)
 }

@@ -1,7 +1,6 @@
 package lasso
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
@@ -196,34 +196,21 @@ func (pr *problem) checkKKT(t *testing.T, beta []float64, lambda float64, interc
 	}
 }
 
-// readModel parses a model CSV written by WriteModel.
+// readModel reads a model file written by WriteModel, of p features.
 func readModel(t *testing.T, path string, p int) (beta []float64, intercept float64) {
 	t.Helper()
-	f, err := os.Open(path)
+	m, err := linear.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	if m.App != linear.Lasso || m.Features != p {
+		t.Fatalf("%s: a model of app %q with %d features, want lasso with %d", path, m.App, m.Features, p)
+	}
 	beta = make([]float64, p)
-	sc := bufio.NewScanner(f)
-	sc.Scan()
-	if sc.Text() != "index,value" {
-		t.Fatalf("model header %q", sc.Text())
+	for k, j := range m.Index {
+		beta[j] = m.Value[k]
 	}
-	for sc.Scan() {
-		idx, val, ok := strings.Cut(sc.Text(), ",")
-		j, err1 := strconv.Atoi(idx)
-		v, err2 := strconv.ParseFloat(val, 64)
-		if !ok || err1 != nil || err2 != nil || j < 0 || j > p {
-			t.Fatalf("model line %q", sc.Text())
-		}
-		if j == 0 {
-			intercept = v
-		} else {
-			beta[j-1] = v
-		}
-	}
-	return beta, intercept
+	return beta, m.Intercept
 }
 
 func schedule(policy scheduler.Policy, workers int) scheduler.Config {

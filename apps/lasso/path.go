@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/coordinator"
 )
@@ -45,7 +46,7 @@ type PathPoint struct {
 	// the job's reason (coordinator.Result.Reason).
 	Stop string
 	// Model is the model the report describes.
-	Model SparseModel
+	Model *linear.Model
 }
 
 // PathLambdas returns k ≥ 2 penalties from lambdaMax down to last
@@ -99,7 +100,7 @@ func (p *Path) Stage() string {
 // End records the model m and the report s that ends the penalty being
 // solved, with stop "converged" or the job's reason for stopping, and
 // moves to the next penalty if the stage converged and is not the last.
-func (p *Path) End(s coordinator.Sample, stop string, m SparseModel) {
+func (p *Path) End(s coordinator.Sample, stop string, m *linear.Model) {
 	p.points = append(p.points, PathPoint{
 		Step: p.stage + 1, Lambda: p.Lambda(), Sample: s,
 		Rounds: s.Round - min(p.from, s.Round), Stop: stop, Model: m,
@@ -201,59 +202,4 @@ func (p *Path) WriteFiles(prefix string) error {
 		return fail(err)
 	}
 	return nil
-}
-
-// SparseModel is a model as its file lists it: the intercept, if the model
-// has one, and the non-zero coefficients.
-type SparseModel struct {
-	HasIntercept bool
-	Intercept    float64
-	Index        []int32 // 0-based, ascending
-	Value        []float64
-}
-
-// NewSparseModel returns the model of coefficients beta (copied) and
-// intercept b0 (kept only if intercept).
-func NewSparseModel(intercept bool, b0 float64, beta []float64) SparseModel {
-	m := SparseModel{HasIntercept: intercept}
-	if intercept {
-		m.Intercept = b0
-	}
-	for j, v := range beta {
-		if v != 0 {
-			m.Index = append(m.Index, int32(j))
-			m.Value = append(m.Value, v)
-		}
-	}
-	return m
-}
-
-// NNZ returns the number of non-zero coefficients.
-func (m SparseModel) NNZ() int { return len(m.Index) }
-
-// Write writes the model file: a CSV "index,value" of the non-zero
-// coefficients with 1-based indices as in LIBSVM, preceded by the
-// intercept as index 0 when the model has one (the format of the Lasso's
-// and logistic regression's --out).
-func (m SparseModel) Write(w io.Writer) error {
-	if len(m.Index) != len(m.Value) {
-		return fmt.Errorf("sparse model with %d indices and %d values", len(m.Index), len(m.Value))
-	}
-	buf := []byte("index,value\n")
-	if m.HasIntercept {
-		buf = appendCoef(buf, 0, m.Intercept)
-	}
-	for k, j := range m.Index {
-		buf = appendCoef(buf, int(j)+1, m.Value[k])
-	}
-	_, err := w.Write(buf)
-	return err
-}
-
-// appendCoef appends the model file's line "index,value".
-func appendCoef(buf []byte, index int, v float64) []byte {
-	buf = strconv.AppendInt(buf, int64(index), 10)
-	buf = append(buf, ',')
-	buf = strconv.AppendFloat(buf, v, 'g', 17, 64)
-	return append(buf, '\n')
 }

@@ -271,23 +271,8 @@ func TestNewPathErrors(t *testing.T) {
 	}
 }
 
-// TestSparseModel checks that a path's model file is the format of the
-// job's model file, and the names of a path's files.
-func TestSparseModel(t *testing.T) {
-	beta := []float64{0, 1.5, 0, -2e-300, 0, 1.0 / 3}
-	for _, intercept := range []bool{false, true} {
-		var want, got bytes.Buffer
-		if err := writeModel(&want, intercept, 0.25, beta); err != nil {
-			t.Fatal(err)
-		}
-		m := NewSparseModel(intercept, 0.25, beta)
-		if err := m.Write(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() || m.NNZ() != 3 {
-			t.Errorf("intercept %v: sparse model file %q (nnz %d), want %q (nnz 3)", intercept, got.String(), m.NNZ(), want.String())
-		}
-	}
+// TestModelFile checks the names of a path's model files.
+func TestModelFile(t *testing.T) {
 	for _, tc := range []struct {
 		step, k int
 		want    string

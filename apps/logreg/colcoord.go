@@ -113,6 +113,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if err := checkClasses(c.cfg.Data, s0.Pos, s0.Neg+s0.Zero); err != nil {
 		return ColUpdate{}, err
 	}
+	c.setLabels(s0.Zero)
 	if s0.Features == 0 {
 		return ColUpdate{}, fmt.Errorf("%s: no features", c.cfg.Data)
 	}
@@ -188,7 +189,7 @@ func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
 	if c.regPath == nil {
 		return nil
 	}
-	c.regPath.End(s, stop, lasso.NewSparseModel(c.cfg.Intercept, c.b, c.w))
+	c.regPath.End(s, stop, c.Model())
 	c.lambda = c.regPath.Lambda()
 	return nil
 }

@@ -95,6 +95,7 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 	if err := checkClasses(c.cfg.Data, pos, neg+zero); err != nil {
 		return Update{}, err
 	}
+	c.setLabels(zero)
 	if m == 0 {
 		return Update{}, fmt.Errorf("%s: no features", c.cfg.Data)
 	}

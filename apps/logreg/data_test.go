@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/libsvm"
@@ -206,6 +207,37 @@ func TestPredictions(t *testing.T) {
 		want := 1 / (1 + math.Exp(-z[i]))
 		if err != nil || math.Abs(v-want) > 1e-12 || lab != map[bool]string{true: "1", false: "0"}[pr.y[i] > 0] {
 			t.Fatalf("prediction %d: %q, want label %v and probability %v", i+1, l, pr.y[i], want)
+		}
+	}
+
+	// The model file, read back, predicts the same probabilities, and the
+	// labels as the training data writes them (0/1).
+	var file bytes.Buffer
+	if err := coord.WriteModel(&file); err != nil {
+		t.Fatal(err)
+	}
+	m, err := linear.Read(&file, "model.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Labels != linear.Labels01 {
+		t.Errorf("model labels %q, want %q", m.Labels, linear.Labels01)
+	}
+	buf.Reset()
+	if err := m.WritePredictions(&buf, pr.path); err != nil {
+		t.Fatal(err)
+	}
+	again := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(again) != len(lines) {
+		t.Fatalf("%d predictions from the model file, want %d", len(again)-1, len(lines)-1)
+	}
+	for i, l := range again[1:] {
+		lab, p, _ := strings.Cut(l, ",")
+		_, want, _ := strings.Cut(lines[i+1], ",")
+		v, err := strconv.ParseFloat(p, 64)
+		w, _ := strconv.ParseFloat(want, 64)
+		if err != nil || math.Abs(v-w) > 1e-12 || lab != map[bool]string{true: "1", false: "0"}[w >= 0.5] {
+			t.Fatalf("prediction %d from the model file: %q, want probability %s", i+1, l, want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package logreg
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,12 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/libsvm"
@@ -219,32 +217,21 @@ func (pr *problem) checkKKT(t *testing.T, w []float64, b, lambda float64, interc
 	}
 }
 
-// readModel parses a model CSV written by WriteModel.
+// readModel reads a model file written by WriteModel, of p features.
 func readModel(t *testing.T, path string, p int) (w []float64, b float64) {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	m, err := linear.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m.App != linear.Logreg || m.Features != p {
+		t.Fatalf("%s: a model of app %q with %d features, want logreg with %d", path, m.App, m.Features, p)
+	}
 	w = make([]float64, p)
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	if !sc.Scan() || sc.Text() != "index,value" {
-		t.Fatalf("model header %q", sc.Text())
+	for k, j := range m.Index {
+		w[j] = m.Value[k]
 	}
-	for sc.Scan() {
-		idx, val, ok := strings.Cut(sc.Text(), ",")
-		j, err1 := strconv.Atoi(idx)
-		v, err2 := strconv.ParseFloat(val, 64)
-		if !ok || err1 != nil || err2 != nil || j < 0 || j > p {
-			t.Fatalf("model line %q", sc.Text())
-		}
-		if j == 0 {
-			b = v
-		} else {
-			w[j-1] = v
-		}
-	}
-	return w, b
+	return w, m.Intercept
 }
 
 func schedule(policy scheduler.Policy, workers int) scheduler.Config {

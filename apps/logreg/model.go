@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/sparse"
@@ -20,6 +21,7 @@ type model struct {
 	lambdaMax float64
 	w         []float64
 	b         float64
+	labels    string // how the training data writes its classes: linear.Labels01 or LabelsPM
 	test      *testSet
 	records   []Record
 }
@@ -132,28 +134,27 @@ func (m *model) testAccuracy() float64 {
 	return float64(correct) / float64(len(z))
 }
 
-// WriteModel implements schmp.Coordinator: a CSV "index,value" of the
-// non-zero weights with 1-based indices as in LIBSVM, preceded by the
-// intercept as index 0 when the job fits one.
+// WriteModel implements schmp.Coordinator: the model file of package
+// apps/linear, the non-zero weights with 1-based indices as in LIBSVM and
+// the intercept as index 0 when the job fits one.
 func (m *model) WriteModel(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	bw.WriteString("index,value\n")
-	line := func(j int, v float64) {
-		var buf [48]byte
-		b := strconv.AppendInt(buf[:0], int64(j), 10)
-		b = append(b, ',')
-		b = strconv.AppendFloat(b, v, 'g', 17, 64)
-		bw.Write(append(b, '\n'))
+	return m.Model().Write(w)
+}
+
+// Model returns the coordinator's model.
+func (m *model) Model() *linear.Model {
+	lm := linear.New(linear.Logreg, m.lambda, m.cfg.Intercept, m.b, m.w)
+	lm.Labels = m.labels
+	return lm
+}
+
+// setLabels records how the training data writes its classes, from the
+// count of its labels written 0.
+func (m *model) setLabels(zero int) {
+	m.labels = linear.LabelsPM
+	if zero > 0 {
+		m.labels = linear.Labels01
 	}
-	if m.cfg.Intercept {
-		line(0, m.b)
-	}
-	for j, v := range m.w {
-		if v != 0 {
-			line(j+1, v)
-		}
-	}
-	return bw.Flush()
 }
 
 // Probability returns P(y = +1 | x) = σ(x·w + b) for a row with 0-based

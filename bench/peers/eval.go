@@ -174,9 +174,9 @@ func (k *kahan) add(x float64) {
 
 func (k *kahan) sum() float64 { return k.s + k.c }
 
-// readModelCSV reads a model written as CSV "index,value" (a header line,
-// then 1-based feature indices; index 0 is the intercept): strads' --out,
-// and what the peer scripts write. p is the number of features; an index
+// readModelCSV reads a model written as CSV "index,value" (after comment
+// lines and a header line, 1-based feature indices; index 0 is the
+// intercept): strads' --out (apps/linear), and what the peer scripts write. p is the number of features; an index
 // above it is an error.
 func readModelCSV(path string, p int) (model, error) {
 	f, err := os.Open(path)
@@ -191,8 +191,8 @@ func readModelCSV(path string, p int) (model, error) {
 	for sc.Scan() {
 		line++
 		s := strings.TrimSpace(sc.Text())
-		if line == 1 && s == "index,value" {
-			continue
+		if strings.HasPrefix(s, "#") || s == "index,value" {
+			continue // strads' header (apps/linear), or the CSV's
 		}
 		a, b, ok := strings.Cut(s, ",")
 		if !ok {

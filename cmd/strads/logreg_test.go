@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/apps/linear"
 )
 
 // genLogregData writes a small generated classification data set and
@@ -55,9 +57,8 @@ func testLogregCommand(t *testing.T, data, test, layout, want string) {
 			t.Errorf("output %q: want %q", stdout, want)
 		}
 	}
-	model := readLines(t, out)
-	if model[0] != "index,value" || !strings.HasPrefix(model[1], "0,") || len(model) < 3 {
-		t.Errorf("model %q: want a header, the intercept (index 0) and weights", model)
+	if m, err := linear.ReadFile(out); err != nil || m.App != linear.Logreg || !m.HasIntercept || m.NNZ() == 0 {
+		t.Errorf("model %s (%v): want a logistic regression model with an intercept and weights", out, err)
 	}
 	rows := readLines(t, metrics)
 	if !strings.HasPrefix(rows[0], "time_s,round,objective,nnz,updates,gap,") || !strings.HasSuffix(rows[0], ",train_accuracy,test_accuracy") || len(rows) < 3 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/schmp"
@@ -195,9 +196,8 @@ func TestLassoCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(model)), "\n")
-	if lines[0] != "index,value" || !strings.HasPrefix(lines[1], "0,") || len(lines) < 3 {
-		t.Errorf("model %q: want a header, the intercept (index 0) and coefficients", model)
+	if lm, err := linear.ReadFile(out); err != nil || lm.App != linear.Lasso || !lm.HasIntercept || lm.NNZ() == 0 {
+		t.Errorf("model %q (%v): want a Lasso model with an intercept and coefficients", model, err)
 	}
 	m, err := os.ReadFile(metrics)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/apps/linear"
 )
 
 // finalObjective returns the objective of a job's final line on stdout.
@@ -91,8 +93,8 @@ func TestLambdaPath(t *testing.T) {
 						t.Errorf("row %q: want a test error last", r)
 					}
 				}
-				if m := readLines(t, fmt.Sprintf("%s.lambda-%d.csv", prefix, i+1)); m[0] != "index,value" {
-					t.Errorf("model of step %d: %q", i+1, m)
+				if m, err := linear.ReadFile(fmt.Sprintf("%s.lambda-%d.csv", prefix, i+1)); err != nil || abs(m.Lambda-lambda) > 1e-12*lambda {
+					t.Errorf("model of step %d: %v, λ %v, want %v", i+1, err, m.Lambda, lambda)
 				}
 			}
 			if ratio, err := strconv.ParseFloat(strings.Split(rows[k], ",")[2], 64); err != nil || abs(ratio-0.05) > 1e-12 {
