@@ -81,5 +81,5 @@ func setLinearDefaults(fs *flag.FlagSet) {
 	cli.SetDefault(fs, "workers", "1", workersUsage)
 	fs.Lookup("tol").Usage = "stop when the objective is certified within tol of the optimum, relatively (Lasso: duality gap ≤ tol·objective); 0: off"
 	fs.Lookup("report-every").Usage = "compute the objective every `n` rounds (costs one pass over the data; the column layout of lasso and logreg: 1 unless given)"
-	fs.Lookup("out").Usage = "write the model to `file` (Lasso: index,value CSV of non-zero coefficients, 1-based; 0 = intercept); with --lambda-path, the prefix of the path's files"
+	fs.Lookup("out").Usage = "write the model to `file`: an index,value CSV of the non-zero coefficients (1-based; 0 = the intercept) after a header of # lines (app, features, λ, intercept, version); with --lambda-path, the prefix of the path's files"
 }
