@@ -4,6 +4,7 @@
 //	strads scheduler|coordinator|worker --app APP --nats URL --job NAME [flags]
 //	                                                  one role of a job, for many machines
 //	strads gen APP [flags] -o FILE                    a synthetic data set
+//	strads predict --model FILE --data FILE           predictions of a Lasso or logreg model
 //	strads server [--port 4222]                       a NATS server for the roles
 //
 // Run any of them with --help for their flags. The exit status is 0 on
@@ -29,6 +30,7 @@ var commandLine = &cli.CommandLine{
 	Apps:    []cli.App{lassoApp(), ldaApp(), logregApp(), mfApp()},
 	Commands: []cli.Command{
 		{Name: "gen", Synopsis: "APP [flags] -o FILE", Summary: "write a synthetic data set", Run: runGen},
+		{Name: "predict", Synopsis: "--model FILE --data FILE [--out FILE]", Summary: "apply a Lasso or logreg model to data", Run: runPredict},
 		{Name: "server", Synopsis: "[--port 4222]", Summary: "run a NATS server for the roles", Run: runServer},
 	},
 }
