@@ -22,7 +22,7 @@ func (f Fingerprint) String() string {
 }
 
 // ErrDifferentData reports roles of one job that read different data.
-var ErrDifferentData = errors.New("the workers read different data: every role of a job must read the same --data")
+var ErrDifferentData = errors.New("the workers read different data: every role of a job must read the same data file")
 
 // FingerprintFile returns the fingerprint of the file at path. It reads the
 // whole file, at several GB/s.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // Policy selects how candidates are drawn.
@@ -76,27 +78,27 @@ type Config struct {
 	Seed uint64
 }
 
-// Validate reports the first invalid field, named like its command-line flag.
+// Validate reports the first invalid field, as a *schmp.FieldError.
 func (c Config) Validate() error {
 	switch {
 	case c.Vars < 1:
-		return fmt.Errorf("--vars must be >= 1, got %d", c.Vars)
+		return schmp.Fieldf("Vars", "must be >= 1, got %d", c.Vars)
 	case c.Policy < Priority || c.Policy > Cyclic:
-		return fmt.Errorf("unknown --schedule %v (want priority, random or cyclic)", c.Policy)
+		return schmp.Fieldf("Policy", "must be priority, random or cyclic, got %v", c.Policy)
 	case c.Policy == Priority && !(c.Gamma > 0 && !math.IsInf(c.Gamma, 1)):
-		return fmt.Errorf("--gamma must be a finite number > 0, got %v", c.Gamma)
+		return schmp.Fieldf("Gamma", "must be a finite number > 0, got %v", c.Gamma)
 	case !(c.Eta >= 0 && !math.IsInf(c.Eta, 1)):
-		return fmt.Errorf("--eta must be a finite number >= 0, got %v", c.Eta)
+		return schmp.Fieldf("Eta", "must be a finite number >= 0, got %v", c.Eta)
 	case c.Block < 1:
-		return fmt.Errorf("--block must be >= 1, got %d", c.Block)
+		return schmp.Fieldf("Block", "must be >= 1, got %d", c.Block)
 	case c.Candidates < c.Block:
-		return fmt.Errorf("--candidates (%d) must be >= --block (%d)", c.Candidates, c.Block)
+		return schmp.Fieldf("Candidates", "must be >= {Block} (%d), got %d", c.Block, c.Candidates)
 	case c.Warmup < 0:
-		return fmt.Errorf("--warmup must be >= 0, got %d", c.Warmup)
+		return schmp.Fieldf("Warmup", "must be >= 0, got %d", c.Warmup)
 	case !(c.Rho > 0):
-		return fmt.Errorf("--rho must be > 0, got %v", c.Rho)
+		return schmp.Fieldf("Rho", "must be > 0, got %v", c.Rho)
 	case c.Workers < 1:
-		return fmt.Errorf("--workers must be >= 1, got %d", c.Workers)
+		return schmp.Fieldf("Workers", "must be >= 1, got %d", c.Workers)
 	}
 	return nil
 }
@@ -223,10 +225,10 @@ func NewDynamic(c Config, cols Columns) (*Dynamic, error) {
 		rng:   rand.New(rand.NewPCG(c.Seed, seedStream)),
 	}
 	if cols == nil && d.check {
-		return nil, fmt.Errorf("--rho %v needs the columns for the dependency check", c.Rho)
+		return nil, schmp.Fieldf("Rho", "%v needs the columns for the dependency check", c.Rho)
 	}
 	if sc, ok := cols.(*SparseColumns); ok && sc.m.Cols < c.Vars {
-		return nil, fmt.Errorf("--vars %d exceeds the %d columns of the data", c.Vars, sc.m.Cols)
+		return nil, schmp.Fieldf("Vars", "%d exceeds the %d columns of the data", c.Vars, sc.m.Cols)
 	}
 	if sm, ok := cols.(SetMaker); ok && d.check {
 		d.flightSet, d.roundSet = sm.NewSet(), sm.NewSet()

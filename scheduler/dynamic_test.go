@@ -108,20 +108,20 @@ func TestConfigValidate(t *testing.T) {
 		{"more candidates than vars", func(c *Config) { c.Vars = 3 }, ""},
 		{"gamma unused by cyclic", func(c *Config) { c.Policy, c.Gamma = Cyclic, 0 }, ""},
 		{"gamma unused by random", func(c *Config) { c.Policy, c.Gamma = Random, 0 }, ""},
-		{"no vars", func(c *Config) { c.Vars = 0 }, "--vars must be >= 1, got 0"},
-		{"bad policy", func(c *Config) { c.Policy = 3 }, "unknown --schedule Policy(3) (want priority, random or cyclic)"},
-		{"gamma 0", func(c *Config) { c.Gamma = 0 }, "--gamma must be a finite number > 0, got 0"},
-		{"gamma negative", func(c *Config) { c.Gamma = -1 }, "--gamma must be a finite number > 0, got -1"},
-		{"gamma NaN", func(c *Config) { c.Gamma = math.NaN() }, "--gamma must be a finite number > 0, got NaN"},
-		{"gamma infinite", func(c *Config) { c.Gamma = math.Inf(1) }, "--gamma must be a finite number > 0, got +Inf"},
-		{"eta negative", func(c *Config) { c.Eta = -0.5 }, "--eta must be a finite number >= 0, got -0.5"},
-		{"eta NaN", func(c *Config) { c.Eta = math.NaN() }, "--eta must be a finite number >= 0, got NaN"},
-		{"block 0", func(c *Config) { c.Block = 0 }, "--block must be >= 1, got 0"},
-		{"candidates < block", func(c *Config) { c.Candidates = 3 }, "--candidates (3) must be >= --block (4)"},
-		{"warmup negative", func(c *Config) { c.Warmup = -1 }, "--warmup must be >= 0, got -1"},
-		{"rho 0", func(c *Config) { c.Rho = 0 }, "--rho must be > 0, got 0"},
-		{"rho NaN", func(c *Config) { c.Rho = math.NaN() }, "--rho must be > 0, got NaN"},
-		{"workers 0", func(c *Config) { c.Workers = 0 }, "--workers must be >= 1, got 0"},
+		{"no vars", func(c *Config) { c.Vars = 0 }, "Vars must be >= 1, got 0"},
+		{"bad policy", func(c *Config) { c.Policy = 3 }, "Policy must be priority, random or cyclic, got Policy(3)"},
+		{"gamma 0", func(c *Config) { c.Gamma = 0 }, "Gamma must be a finite number > 0, got 0"},
+		{"gamma negative", func(c *Config) { c.Gamma = -1 }, "Gamma must be a finite number > 0, got -1"},
+		{"gamma NaN", func(c *Config) { c.Gamma = math.NaN() }, "Gamma must be a finite number > 0, got NaN"},
+		{"gamma infinite", func(c *Config) { c.Gamma = math.Inf(1) }, "Gamma must be a finite number > 0, got +Inf"},
+		{"eta negative", func(c *Config) { c.Eta = -0.5 }, "Eta must be a finite number >= 0, got -0.5"},
+		{"eta NaN", func(c *Config) { c.Eta = math.NaN() }, "Eta must be a finite number >= 0, got NaN"},
+		{"block 0", func(c *Config) { c.Block = 0 }, "Block must be >= 1, got 0"},
+		{"candidates < block", func(c *Config) { c.Candidates = 3 }, "Candidates must be >= Block (4), got 3"},
+		{"warmup negative", func(c *Config) { c.Warmup = -1 }, "Warmup must be >= 0, got -1"},
+		{"rho 0", func(c *Config) { c.Rho = 0 }, "Rho must be > 0, got 0"},
+		{"rho NaN", func(c *Config) { c.Rho = math.NaN() }, "Rho must be > 0, got NaN"},
+		{"workers 0", func(c *Config) { c.Workers = 0 }, "Workers must be >= 1, got 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,7 +140,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestNewDynamicErrors(t *testing.T) {
 	c := validConfig()
-	if _, err := NewDynamic(c, nil); err == nil || !strings.Contains(err.Error(), "--rho") {
+	if _, err := NewDynamic(c, nil); err == nil || !strings.Contains(err.Error(), "Rho") {
 		t.Errorf("nil columns with the check on: error %v", err)
 	}
 	c.Rho = 1
@@ -148,7 +148,7 @@ func TestNewDynamicErrors(t *testing.T) {
 		t.Errorf("nil columns with the check off: %v", err)
 	}
 	small := NewSparseColumns(denseCSC(2, [][]float64{{1, 0}, {0, 1}}), false)
-	if _, err := NewDynamic(c, small); err == nil || !strings.Contains(err.Error(), "--vars") {
+	if _, err := NewDynamic(c, small); err == nil || !strings.Contains(err.Error(), "Vars") {
 		t.Errorf("more vars than columns: error %v", err)
 	}
 	c.Block = 0

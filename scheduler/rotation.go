@@ -27,7 +27,7 @@ type Rotation struct {
 func NewRotation(workers, part, parts int) (Rotation, error) {
 	switch {
 	case workers < 1:
-		return Rotation{}, fmt.Errorf("--workers must be at least 1, got %d", workers)
+		return Rotation{}, fmt.Errorf("a rotation needs at least 1 worker, got %d", workers)
 	case parts != 1 || part != 0:
 		return Rotation{}, fmt.Errorf("the rotation takes one scheduler, got %d", parts)
 	}

@@ -32,7 +32,7 @@ func NewCoordinator(cfg Config) *Coordinator { return &Coordinator{cfg: cfg} }
 // column layout only.
 func (c *Coordinator) Start(shards []Summary) (Update, error) {
 	if c.cfg.Path > 0 {
-		return Update{}, errors.New("a regularization path (--lambda-path) runs in the column layout only")
+		return Update{}, errors.New("a regularization path (Config.Path) runs in the column layout only")
 	}
 	if c.cfg.Test != "" {
 		var err error

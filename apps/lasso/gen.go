@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // Streams of the PCG generators seeded with GenConfig.Seed. Separate streams
@@ -41,27 +43,27 @@ type GenConfig struct {
 	Seed              uint64  // seed of all random choices
 }
 
-// Validate returns an error naming the offending field, by its command-line
-// flag (for example "--density must be in (0,1], got 0"), if c does not
-// describe a valid problem.
+// Validate returns a *schmp.FieldError naming the offending field (for
+// example "Density must be in (0,1], got 0"), if c does not describe a
+// valid problem.
 func (c GenConfig) Validate() error {
 	switch {
 	case c.Samples < 1:
-		return fmt.Errorf("--samples must be at least 1, got %d", c.Samples)
+		return schmp.Fieldf("Samples", "must be at least 1, got %d", c.Samples)
 	case c.Features < 1:
-		return fmt.Errorf("--features must be at least 1, got %d", c.Features)
+		return schmp.Fieldf("Features", "must be at least 1, got %d", c.Features)
 	case c.Features > math.MaxInt32:
-		return fmt.Errorf("--features must be at most %d, got %d", math.MaxInt32, c.Features)
+		return schmp.Fieldf("Features", "must be at most %d, got %d", math.MaxInt32, c.Features)
 	case !(c.Density > 0 && c.Density <= 1):
-		return fmt.Errorf("--density must be in (0,1], got %v", c.Density)
+		return schmp.Fieldf("Density", "must be in (0,1], got %v", c.Density)
 	case c.CorrGroups < 0 || c.CorrGroups > c.Features:
-		return fmt.Errorf("--corr-groups must be in [0,%d] (at most --features), got %d", c.Features, c.CorrGroups)
+		return schmp.Fieldf("CorrGroups", "must be in [0,%d] (at most {Features}), got %d", c.Features, c.CorrGroups)
 	case !(c.Corr >= 0 && c.Corr < 1):
-		return fmt.Errorf("--corr must be in [0,1), got %v", c.Corr)
+		return schmp.Fieldf("Corr", "must be in [0,1), got %v", c.Corr)
 	case c.TrueNNZ < 0 || c.TrueNNZ > c.Features:
-		return fmt.Errorf("--true-nnz must be in [0,%d] (at most --features), got %d", c.Features, c.TrueNNZ)
+		return schmp.Fieldf("TrueNNZ", "must be in [0,%d] (at most {Features}), got %d", c.Features, c.TrueNNZ)
 	case !(c.Noise >= 0 && c.Noise <= math.MaxFloat64):
-		return fmt.Errorf("--noise must be finite and >= 0, got %v", c.Noise)
+		return schmp.Fieldf("Noise", "must be finite and >= 0, got %v", c.Noise)
 	}
 	return nil
 }

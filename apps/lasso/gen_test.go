@@ -225,19 +225,19 @@ func TestGenConfigValidate(t *testing.T) {
 		{"valid edges", func(c *GenConfig) {
 			c.Density, c.Corr, c.TrueNNZ, c.CorrGroups, c.Noise = 1, 0, c.Features, c.Features, 0
 		}, ""},
-		{"samples < 1", func(c *GenConfig) { c.Samples = 0 }, "--samples must be at least 1, got 0"},
-		{"features < 1", func(c *GenConfig) { c.Features = -2 }, "--features must be at least 1, got -2"},
-		{"density 0", func(c *GenConfig) { c.Density = 0 }, "--density must be in (0,1], got 0"},
-		{"density > 1", func(c *GenConfig) { c.Density = 1.5 }, "--density must be in (0,1], got 1.5"},
-		{"density NaN", func(c *GenConfig) { c.Density = math.NaN() }, "--density must be in (0,1], got NaN"},
-		{"corr 1", func(c *GenConfig) { c.Corr = 1 }, "--corr must be in [0,1), got 1"},
-		{"corr < 0", func(c *GenConfig) { c.Corr = -0.1 }, "--corr must be in [0,1), got -0.1"},
-		{"true nnz > features", func(c *GenConfig) { c.TrueNNZ = c.Features + 1 }, "--true-nnz must be in [0,120]"},
-		{"true nnz < 0", func(c *GenConfig) { c.TrueNNZ = -1 }, "--true-nnz must be in [0,120]"},
-		{"groups > features", func(c *GenConfig) { c.CorrGroups = c.Features + 1 }, "--corr-groups must be in [0,120]"},
-		{"groups < 0", func(c *GenConfig) { c.CorrGroups = -1 }, "--corr-groups"},
-		{"noise < 0", func(c *GenConfig) { c.Noise = -1 }, "--noise must be finite and >= 0, got -1"},
-		{"noise inf", func(c *GenConfig) { c.Noise = math.Inf(1) }, "--noise"},
+		{"samples < 1", func(c *GenConfig) { c.Samples = 0 }, "Samples must be at least 1, got 0"},
+		{"features < 1", func(c *GenConfig) { c.Features = -2 }, "Features must be at least 1, got -2"},
+		{"density 0", func(c *GenConfig) { c.Density = 0 }, "Density must be in (0,1], got 0"},
+		{"density > 1", func(c *GenConfig) { c.Density = 1.5 }, "Density must be in (0,1], got 1.5"},
+		{"density NaN", func(c *GenConfig) { c.Density = math.NaN() }, "Density must be in (0,1], got NaN"},
+		{"corr 1", func(c *GenConfig) { c.Corr = 1 }, "Corr must be in [0,1), got 1"},
+		{"corr < 0", func(c *GenConfig) { c.Corr = -0.1 }, "Corr must be in [0,1), got -0.1"},
+		{"true nnz > features", func(c *GenConfig) { c.TrueNNZ = c.Features + 1 }, "TrueNNZ must be in [0,120]"},
+		{"true nnz < 0", func(c *GenConfig) { c.TrueNNZ = -1 }, "TrueNNZ must be in [0,120]"},
+		{"groups > features", func(c *GenConfig) { c.CorrGroups = c.Features + 1 }, "CorrGroups must be in [0,120]"},
+		{"groups < 0", func(c *GenConfig) { c.CorrGroups = -1 }, "CorrGroups"},
+		{"noise < 0", func(c *GenConfig) { c.Noise = -1 }, "Noise must be finite and >= 0, got -1"},
+		{"noise inf", func(c *GenConfig) { c.Noise = math.Inf(1) }, "Noise"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package lasso
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -84,7 +83,7 @@ func ParseLayout(s string) (l Layout, auto bool, err error) {
 	case "auto", "":
 		return LayoutColumns, true, nil
 	}
-	return 0, false, fmt.Errorf("unknown --layout %q (want auto, rows or cols)", s)
+	return 0, false, fmt.Errorf("unknown layout %q (want auto, rows or cols)", s)
 }
 
 // DefaultInnerTol is the default Config.InnerTol: a worker stops sweeping
@@ -110,23 +109,23 @@ func (c *Config) roundWork() int64 {
 	return columnar.DefaultRoundWork
 }
 
-// Validate reports the first bad setting, named as its flag.
+// Validate reports the first bad field, as a *schmp.FieldError.
 func (c *Config) Validate() error {
 	switch {
 	case c.Data == "":
-		return fmt.Errorf("--data is required")
+		return schmp.Fieldf("Data", "is required")
 	case c.Lambda < 0 || math.IsNaN(c.Lambda) || math.IsInf(c.Lambda, 0):
-		return fmt.Errorf("--lambda must be a finite number >= 0, got %v", c.Lambda)
+		return schmp.Fieldf("Lambda", "must be a finite number >= 0, got %v", c.Lambda)
 	case c.LambdaRatio < 0 || math.IsNaN(c.LambdaRatio) || math.IsInf(c.LambdaRatio, 0):
-		return fmt.Errorf("--lambda-ratio must be a finite number >= 0, got %v", c.LambdaRatio)
+		return schmp.Fieldf("LambdaRatio", "must be a finite number >= 0, got %v", c.LambdaRatio)
 	case c.Path < 0 || c.Path == 1:
-		return fmt.Errorf("--lambda-path must be 0 (off) or at least 2, got %d", c.Path)
+		return schmp.Fieldf("Path", "must be 0 (off) or at least 2, got %d", c.Path)
 	case c.Path > 0 && c.Lambda == 0 && c.LambdaRatio == 0:
-		return errors.New("--lambda-path needs the path's last λ: give --lambda-ratio R < 1 (or --lambda L)")
+		return schmp.Fieldf("Path", "needs the path's last λ: give {LambdaRatio} R < 1 (or {Lambda} L)")
 	case c.Path > 0 && c.LambdaRatio >= 1:
-		return fmt.Errorf("--lambda-path goes from λ_max down to --lambda-ratio·λ_max: --lambda-ratio must be below 1, got %v", c.LambdaRatio)
+		return schmp.Fieldf("LambdaRatio", "must be below 1 with {Path} (the path goes from λ_max down to {LambdaRatio}·λ_max), got %v", c.LambdaRatio)
 	}
-	return columnar.ValidateConfig(c.Schedule)
+	return schmp.InField("Schedule", columnar.ValidateConfig(c.Schedule))
 }
 
 // Plan is the set of coordinates updated in a round.

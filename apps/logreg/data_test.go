@@ -106,12 +106,12 @@ func TestConfigValidate(t *testing.T) {
 		{"lambda", Config{Data: "d", Lambda: 0.1, Schedule: sched}, ""},
 		{"ratio", Config{Data: "d", LambdaRatio: 0.1, Schedule: sched}, ""},
 		{"C", Config{Data: "d", C: 10, Schedule: sched}, ""},
-		{"no data", Config{Lambda: 0.1, Schedule: sched}, "--data"},
-		{"no penalty", Config{Data: "d", Schedule: sched}, "one of --lambda, --lambda-ratio or --C"},
+		{"no data", Config{Lambda: 0.1, Schedule: sched}, "Data"},
+		{"no penalty", Config{Data: "d", Schedule: sched}, "one of Lambda, LambdaRatio or C"},
 		{"two penalties", Config{Data: "d", Lambda: 0.1, C: 1, Schedule: sched}, "only one"},
-		{"negative C", Config{Data: "d", C: -1, Schedule: sched}, "--C"},
-		{"NaN lambda", Config{Data: "d", Lambda: math.NaN(), Schedule: sched}, "--lambda"},
-		{"bad schedule", Config{Data: "d", Lambda: 0.1, Schedule: scheduler.Config{}}, "--"},
+		{"negative C", Config{Data: "d", C: -1, Schedule: sched}, "C"},
+		{"NaN lambda", Config{Data: "d", Lambda: math.NaN(), Schedule: sched}, "Lambda"},
+		{"bad schedule", Config{Data: "d", Lambda: 0.1, Schedule: scheduler.Config{}}, "Schedule."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -316,7 +316,7 @@ func TestGenerate(t *testing.T) {
 	}
 	bad := base
 	bad.Bias = math.Inf(1)
-	if _, err := Generate(&bytes.Buffer{}, bad); err == nil || !strings.Contains(err.Error(), "--bias") {
-		t.Errorf("infinite bias: %v, want an error naming --bias", err)
+	if _, err := Generate(&bytes.Buffer{}, bad); err == nil || !strings.Contains(err.Error(), "Bias") {
+		t.Errorf("infinite bias: %v, want an error naming Bias", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/strads-go/strads/apps/lasso"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // genStreamLabels is the PCG stream of the label draws; GenConfig.Seed is
@@ -28,14 +30,14 @@ type GenConfig struct {
 	ZeroOne bool
 }
 
-// Validate returns an error naming the offending field by its command-line
-// flag, if c does not describe a valid problem.
+// Validate returns a *schmp.FieldError naming the offending field, if c
+// does not describe a valid problem.
 func (c GenConfig) Validate() error {
 	if err := c.GenConfig.Validate(); err != nil {
 		return err
 	}
 	if math.IsNaN(c.Bias) || math.IsInf(c.Bias, 0) {
-		return fmt.Errorf("--bias must be finite, got %v", c.Bias)
+		return schmp.Fieldf("Bias", "must be finite, got %v", c.Bias)
 	}
 	return nil
 }

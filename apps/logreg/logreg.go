@@ -57,18 +57,18 @@ type Config struct {
 	mergeWhole bool
 }
 
-// Validate reports the first bad setting, named as its flag.
+// Validate reports the first bad field, as a *schmp.FieldError.
 func (c *Config) Validate() error {
 	if c.Data == "" {
-		return errors.New("--data is required")
+		return schmp.Fieldf("Data", "is required")
 	}
 	set := 0
 	for _, p := range []struct {
-		flag string
-		v    float64
-	}{{"--lambda", c.Lambda}, {"--lambda-ratio", c.LambdaRatio}, {"--C", c.C}} {
+		field string
+		v     float64
+	}{{"Lambda", c.Lambda}, {"LambdaRatio", c.LambdaRatio}, {"C", c.C}} {
 		if p.v < 0 || math.IsNaN(p.v) || math.IsInf(p.v, 0) {
-			return fmt.Errorf("%s must be a finite number > 0, got %v", p.flag, p.v)
+			return schmp.Fieldf(p.field, "must be a finite number > 0, got %v", p.v)
 		}
 		if p.v > 0 {
 			set++
@@ -76,21 +76,21 @@ func (c *Config) Validate() error {
 	}
 	switch set {
 	case 0:
-		return errors.New("the penalty is required: give one of --lambda, --lambda-ratio or --C, > 0")
+		return schmp.Fieldf("", "the penalty is required: give one of {Lambda}, {LambdaRatio} or {C}, > 0")
 	case 2, 3:
-		return errors.New("give only one of --lambda, --lambda-ratio and --C")
+		return schmp.Fieldf("", "give only one of {Lambda}, {LambdaRatio} and {C}")
 	}
 	switch {
 	case c.Path < 0 || c.Path == 1:
-		return fmt.Errorf("--lambda-path must be 0 (off) or at least 2, got %d", c.Path)
+		return schmp.Fieldf("Path", "must be 0 (off) or at least 2, got %d", c.Path)
 	case c.Path > 0 && c.LambdaRatio >= 1:
-		return fmt.Errorf("--lambda-path goes from λ_max down to --lambda-ratio·λ_max: --lambda-ratio must be below 1, got %v", c.LambdaRatio)
+		return schmp.Fieldf("LambdaRatio", "must be below 1 with {Path} (the path goes from λ_max down to {LambdaRatio}·λ_max), got %v", c.LambdaRatio)
 	case c.RoundWork < 0:
-		return fmt.Errorf("--round-work must be >= 0, got %d", c.RoundWork)
+		return schmp.Fieldf("RoundWork", "must be >= 0, got %d", c.RoundWork)
 	case !(c.InnerTol >= 0 && c.InnerTol < 1):
-		return fmt.Errorf("the inner tolerance must be in [0, 1), got %v", c.InnerTol)
+		return schmp.Fieldf("InnerTol", "must be in [0, 1), got %v", c.InnerTol)
 	}
-	return columnar.ValidateConfig(c.Schedule)
+	return schmp.InField("Schedule", columnar.ValidateConfig(c.Schedule))
 }
 
 // Plan is the set of coordinates updated in a round. Logistic regression
@@ -171,7 +171,7 @@ func Program(cfg Config) schmp.Program[Plan, Partial, Update, Summary] {
 		},
 		NewCoordinator: func(ctx context.Context) (schmp.Coordinator[Plan, Partial, Update, Summary], error) {
 			if cfg.Path > 0 {
-				return nil, errors.New("a regularization path (--lambda-path) runs in the column layout only")
+				return nil, errors.New("a regularization path (Config.Path) runs in the column layout only")
 			}
 			return NewCoordinator(cfg)
 		},
