@@ -12,9 +12,11 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/schmp"
 )
 
 // A CommandLine is a program's command line: a whole job and the roles of
@@ -314,4 +316,50 @@ func Usagef(format string, args ...any) error {
 func isUsage(err error) bool {
 	var ue usageError
 	return errors.As(err, &ue)
+}
+
+// FlagError returns err as a usage error in which a *schmp.FieldError (a
+// library's complaint about a field of its configuration, anywhere in
+// err's chain) names the flags of fs that set the fields instead of the Go
+// fields: the flag of a field is names[path] or names[name] if given (path
+// "Schedule.Policy", name "Policy"), else the flag spelled as the name or
+// as it in kebab case ("LambdaRatio": --lambda-ratio). A field without a
+// flag keeps its Go name.
+func FlagError(fs *flag.FlagSet, names map[string]string, err error) error {
+	var fe *schmp.FieldError
+	if !errors.As(err, &fe) {
+		return UsageError(err)
+	}
+	msg := fe.Render(func(path string) string {
+		name := path[strings.LastIndexByte(path, '.')+1:]
+		for _, f := range []string{names[path], names[name], name, kebab(name)} {
+			if f != "" && fs.Lookup(f) != nil {
+				return "--" + f
+			}
+		}
+		return path
+	})
+	// Keep what the chain says around the field error.
+	if outer := err.Error(); outer != fe.Error() {
+		msg = strings.Replace(outer, fe.Error(), msg, 1)
+	}
+	return UsageError(errors.New(msg))
+}
+
+// kebab returns a Go name in kebab case: "LambdaRatio" → "lambda-ratio",
+// "TrueNNZ" → "true-nnz", "NNZCount" → "nnz-count".
+func kebab(name string) string {
+	var b strings.Builder
+	rs := []rune(name)
+	for i, r := range rs {
+		if unicode.IsUpper(r) && i > 0 {
+			prevLower := unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])
+			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if prevLower || (unicode.IsUpper(rs[i-1]) && nextLower) {
+				b.WriteByte('-')
+			}
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 
 // runFlags are the runtime's flags, which every app's commands have.
 type runFlags struct {
+	fs          *flag.FlagSet
 	workers     int
 	schedulers  int
 	depth       int
@@ -50,7 +51,7 @@ var perRole = map[string]bool{
 
 // addRunFlags adds the runtime's flags to fs; job is the default of --job.
 func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
-	f := &runFlags{}
+	f := &runFlags{fs: fs}
 	fs.IntVar(&f.workers, "workers", 2, "number of workers")
 	fs.IntVar(&f.schedulers, "schedulers", 1, "number of scheduler nodes; each plans a contiguous range of the variables, and they take rounds in turn")
 	fs.IntVar(&f.depth, "depth", 1, "most rounds in flight at once: the scheduler plans ahead from feedback up to depth-1 rounds old (1: strict rounds)")
@@ -92,7 +93,7 @@ func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 		o.Progress, o.ProgressEvery = w, f.progress
 	}
 	if err := o.Validate(); err != nil {
-		return o, UsageError(err)
+		return o, FlagError(f.fs, nil, err)
 	}
 	if f.timeout <= 0 || f.joinTimeout <= 0 {
 		return o, Usagef("--timeout and --join-timeout must be > 0")

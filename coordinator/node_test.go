@@ -369,22 +369,23 @@ func TestValidate(t *testing.T) {
 		opts coordinator.Options
 		want string
 	}{
-		{coordinator.Options{Workers: 0, ReportEvery: 1}, "--workers"},
-		{coordinator.Options{Workers: 1, ReportEvery: 0}, "--report-every"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, Tol: -1}, "--tol"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, Tol: math.NaN()}, "--tol"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, TimeLimit: -time.Second}, "--time-limit"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, Depth: -1}, "--depth"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, Depth: coordinator.MaxDepth + 1}, "--depth"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, Schedulers: -2}, "--schedulers"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: -1e-9}, "RiseTol"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: math.NaN()}, "RiseTol"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: math.Inf(1)}, "RiseTol"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, Target: math.NaN(), HasTarget: true}, "--target"},
-		{coordinator.Options{Workers: 1, ReportEvery: 1, Target: math.Inf(-1), HasTarget: true}, "--target"},
+		{coordinator.Options{Workers: 0, ReportEvery: 1}, "Workers "},
+		{coordinator.Options{Workers: 1, ReportEvery: 0}, "ReportEvery "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Tol: -1}, "Tol "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Tol: math.NaN()}, "Tol "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, TimeLimit: -time.Second}, "TimeLimit "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Depth: -1}, "Depth "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Depth: coordinator.MaxDepth + 1}, "Depth "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Schedulers: -2}, "Schedulers "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: -1e-9}, "RiseTol "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: math.NaN()}, "RiseTol "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, RiseTol: math.Inf(1)}, "RiseTol "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Target: math.NaN(), HasTarget: true}, "Target "},
+		{coordinator.Options{Workers: 1, ReportEvery: 1, Target: math.Inf(-1), HasTarget: true}, "Target "},
 	}
 	for _, tc := range cases {
-		if err := tc.opts.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		// The error names the Go field, first.
+		if err := tc.opts.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.opts, err, tc.want)
 		}
 	}

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/schmp"
 )
 
 // Options configures a coordinator node.
@@ -90,26 +90,25 @@ type Options struct {
 	Manifest protocol.Manifest
 }
 
-// Validate reports the first bad option, named as its command-line flag
-// (RiseTol, which has none, by its name).
+// Validate reports the first bad option, as a *schmp.FieldError.
 func (o *Options) Validate() error {
 	switch {
 	case o.Workers < 1:
-		return fmt.Errorf("--workers must be at least 1, got %d", o.Workers)
+		return schmp.Fieldf("Workers", "must be at least 1, got %d", o.Workers)
 	case o.Schedulers < 0:
-		return fmt.Errorf("--schedulers must be at least 1, got %d", o.Schedulers)
+		return schmp.Fieldf("Schedulers", "must be at least 1, got %d", o.Schedulers)
 	case o.Depth < 0 || o.Depth > MaxDepth:
-		return fmt.Errorf("--depth must be in [1, %d], got %d", MaxDepth, o.Depth)
+		return schmp.Fieldf("Depth", "must be in [1, %d], got %d", MaxDepth, o.Depth)
 	case o.Tol < 0 || math.IsNaN(o.Tol):
-		return fmt.Errorf("--tol must be >= 0, got %v", o.Tol)
+		return schmp.Fieldf("Tol", "must be >= 0, got %v", o.Tol)
 	case o.RiseTol < 0 || math.IsNaN(o.RiseTol) || math.IsInf(o.RiseTol, 0):
-		return fmt.Errorf("RiseTol must be finite and >= 0, got %v", o.RiseTol)
+		return schmp.Fieldf("RiseTol", "must be finite and >= 0, got %v", o.RiseTol)
 	case o.HasTarget && (math.IsNaN(o.Target) || math.IsInf(o.Target, 0)):
-		return fmt.Errorf("--target must be finite, got %v", o.Target)
+		return schmp.Fieldf("Target", "must be finite, got %v", o.Target)
 	case o.TimeLimit < 0:
-		return fmt.Errorf("--time-limit must be >= 0, got %v", o.TimeLimit)
+		return schmp.Fieldf("TimeLimit", "must be >= 0, got %v", o.TimeLimit)
 	case o.ReportEvery < 1:
-		return fmt.Errorf("--report-every must be at least 1, got %d", o.ReportEvery)
+		return schmp.Fieldf("ReportEvery", "must be at least 1, got %d", o.ReportEvery)
 	}
 	return nil
 }

@@ -45,12 +45,17 @@ func (f *scheduleFlags) config(workers int) (scheduler.Config, error) {
 
 // lassoFlags are the flags of the Lasso app, shared by all its roles.
 type lassoFlags struct {
+	fs    *flag.FlagSet
 	cfg   lasso.Config
 	sched *scheduleFlags
 }
 
+// linearFlagNames are the flags of the Lasso's and logistic regression's
+// config fields not named after them (see cli.FlagError).
+var linearFlagNames = map[string]string{"Path": "lambda-path", "Policy": "schedule"}
+
 func addLassoFlags(fs *flag.FlagSet) *lassoFlags {
-	f := &lassoFlags{}
+	f := &lassoFlags{fs: fs}
 	fs.StringVar(&f.cfg.Data, "data", "", "LIBSVM `file` of samples (label idx:val ...); every role reads its own copy")
 	fs.Float64Var(&f.cfg.Lambda, "lambda", 0, "L1 penalty λ of (1/2n)‖y − Xβ‖² + λ‖β‖₁")
 	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖X̃ᵀỹ‖∞/n, the smallest λ with β = 0 (X and y centered with --intercept; overrides --lambda when > 0)")
@@ -69,7 +74,7 @@ func (f *lassoFlags) config(workers int) (lasso.Config, error) {
 		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, cli.UsageError(err)
+		return cfg, cli.FlagError(f.fs, linearFlagNames, err)
 	}
 	return cfg, nil
 }

@@ -49,7 +49,7 @@ func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 func (f *layoutFlags) resolve(opts *coordinator.Options, regPath bool) (lasso.Layout, error) {
 	l, auto, err := lasso.ParseLayout(f.layout)
 	if err != nil {
-		return l, cli.UsageError(err)
+		return l, cli.Usagef("--layout: %v", err)
 	}
 	if f.roundWork < 0 {
 		return l, cli.Usagef("--round-work must be >= 0, got %d", f.roundWork)
@@ -240,7 +240,7 @@ func genLasso(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("-o FILE is required")
 	}
 	if err := c.Validate(); err != nil {
-		return cli.UsageError(err)
+		return cli.FlagError(fs, nil, err)
 	}
 	if err := atomicfile.Write(*out, func(w *bufio.Writer) error {
 		_, err := lasso.Generate(w, c)

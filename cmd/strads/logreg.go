@@ -34,13 +34,14 @@ func logregApp() cli.App {
 // logregFlags are the flags of the logistic regression app, shared by all
 // its roles.
 type logregFlags struct {
+	fs      *flag.FlagSet
 	cfg     logreg.Config
 	sched   *scheduleFlags
 	predict string
 }
 
 func addLogregFlags(fs *flag.FlagSet) *logregFlags {
-	f := &logregFlags{}
+	f := &logregFlags{fs: fs}
 	fs.StringVar(&f.cfg.Data, "data", "", "LIBSVM `file` of training samples, labels 0/1 or -1/+1; every role reads its own copy")
 	fs.StringVar(&f.cfg.Test, "test", "", "LIBSVM `file` of test samples: the metrics report their accuracy")
 	fs.Float64Var(&f.cfg.Lambda, "lambda", 0, "L1 penalty λ of (1/n)Σ log(1 + exp(−y_i·(x_i·w + b))) + λ‖w‖₁")
@@ -62,7 +63,7 @@ func (f *logregFlags) config(workers int) (logreg.Config, error) {
 		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, cli.UsageError(err)
+		return cfg, cli.FlagError(f.fs, linearFlagNames, err)
 	}
 	if f.predict != "" {
 		if st, err := os.Stat(filepath.Dir(f.predict)); err != nil || !st.IsDir() {
@@ -280,7 +281,7 @@ func genLogreg(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("-o FILE is required")
 	}
 	if err := c.Validate(); err != nil {
-		return cli.UsageError(err)
+		return cli.FlagError(fs, nil, err)
 	}
 	var w []float64
 	if err := atomicfile.Write(*out, func(bw *bufio.Writer) error {
