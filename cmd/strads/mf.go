@@ -37,7 +37,10 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	fs.StringVar(&f.cfg.Train, "train", "", "training ratings `file`, lines \"user item rating\" (white space, comma or :: separated); workers read it")
 	fs.StringVar(&f.cfg.Test, "test", "", "held-out ratings `file`: the metrics report its RMSE (ratings of users or items not in --train are left out, and counted)")
 	fs.IntVar(&f.cfg.Rank, "rank", 10, "rank K of the factors")
-	fs.Float64Var(&f.cfg.Lambda, "lambda", 0.05, "λ of Σ(r − w_u·h_i)² + λ(‖W‖² + ‖H‖²), not weighted by counts")
+	fs.Float64Var(&f.cfg.Lambda, "lambda", mf.DefaultLambda, "λ of the factors' regularization λ(Σ_u n_u‖w_u‖² + Σ_i n_i‖h_i‖²), weighted by ratings counts (ALS-WR, Spark); with --unweighted λ(‖W‖² + ‖H‖²); als needs λ > 0")
+	fs.Float64Var(&f.cfg.BiasLambda, "bias-lambda", mf.DefaultBiasLambda, "λ_b of the biases' regularization λ_b(Σ b_u² + Σ c_i²), never weighted by counts: a bias is shrunk as if it had λ_b more ratings of residual 0")
+	fs.BoolVar(&f.cfg.Unweighted, "unweighted", false, "regularize the factors by λ(‖W‖² + ‖H‖²), not weighted by ratings counts")
+	fs.BoolVar(&f.cfg.NoBias, "no-bias", false, "fit w_u·h_i alone: no global mean and no user or item biases")
 	fs.StringVar(&f.cfg.Algo, "algo", mf.SGD, "algorithm: sgd (stochastic gradient descent), ccd (CCD++, rank-one coordinate descent) or als (alternating least squares)")
 	fs.StringVar(&f.cfg.Schedule, "schedule", mf.Rotation, "sgd only: rotation (DSGD: item blocks rotate among the workers) or unscheduled (Hogwild-style baseline: every worker updates all of H, merged once per iteration)")
 	fs.Float64Var(&f.cfg.LearningRate, "lr", 0.05, "sgd: step size η₀; iteration e uses η₀/(1 + decay·e^1.5)")
@@ -45,7 +48,7 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	fs.IntVar(&f.cfg.Inner, "inner", 1, "ccd: inner iterations per feature")
 	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the initial factors and of the SGD order")
 	fs.IntVar(&f.cfg.Iters, "iters", 20, "stop after `n` iterations (passes over the ratings; 0: no limit)")
-	fs.StringVar(&f.predict, "predict", "", "predict the ratings of the (user, item) pairs of `file` (lines \"user item\") into --predict-out; unseen ids get the mean training rating")
+	fs.StringVar(&f.predict, "predict", "", "predict the ratings of the (user, item) pairs of `file` (lines \"user item\") into --predict-out; a pair with an unseen id gets μ plus the bias of the id that is known (the mean training rating with --no-bias)")
 	fs.StringVar(&f.predictOut, "predict-out", "", "`file` where --predict writes lines \"user item prediction\"")
 	return f
 }
@@ -56,7 +59,7 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 type mfJob struct {
 	cfg                mf.Config
 	model              *mf.Model
-	out, metrics       string
+	out                string
 	predict, predicted string
 	files              []*atomicfile.File
 }
@@ -69,9 +72,8 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	f := addMFFlags(fs)
 	cli.SetDefault(fs, "report-every", "1", "evaluate every `n` iterations (one pass over the ratings)")
 	cli.SetDefault(fs, "tol", "1e-4", "stop when the objective changes by less than tol, relatively, between two evaluations (0: off)")
-	cli.SetDefault(fs, "out", "", "write the factors to `PREFIX`.W.txt and PREFIX.H.txt, lines \"id v1 … vK\" in ascending id order")
-	cli.SetDefault(fs, "metrics", "", "write a CSV to `file`, a row per evaluation: time_s,round,iter,objective,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s")
-	cli.SetDefault(fs, "progress", "1s", "print a line per evaluation on stderr (0: never)")
+	cli.SetDefault(fs, "out", "", "write the factors to `PREFIX`.W.txt and PREFIX.H.txt, lines \"id v1 … vK\" in ascending id order, and with biases μ and the biases to PREFIX.bias.txt (lines \"mean μ\", \"user ID b\", \"item ID c\")")
+	cli.SetDefault(fs, "metrics", "", "write a metrics CSV to `file`, a row per evaluation: the runtime's columns (time_s,round,objective,…), then iter,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s")
 	cli.SetDefault(fs, "depth", "1", "rounds in flight: mf needs 1 (every round needs the previous one's update)")
 	cli.SetDefault(fs, "max-rounds", "0", "stop after `n` runtime rounds (an iteration is --workers rounds on the rotation, 1 unscheduled, rank·inner with ccd; --iters is simpler; 0: no limit)")
 	return func(env *cli.Env) (*cli.Job, error) {
@@ -89,7 +91,7 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		case (f.predict == "") != (f.predictOut == ""):
 			return nil, cli.Usagef("--predict FILE and --predict-out FILE go together")
 		}
-		j := &mfJob{cfg: cfg, out: opts.Out, metrics: opts.Metrics, predict: f.predict, predicted: f.predictOut}
+		j := &mfJob{cfg: cfg, out: opts.Out, predict: f.predict, predicted: f.predictOut}
 		if j.predicted != "" {
 			if st, err := os.Stat(filepath.Dir(j.predicted)); err != nil || !st.IsDir() {
 				return nil, cli.Usagef("--predict-out %s: directory %s does not exist", j.predicted, filepath.Dir(j.predicted))
@@ -109,13 +111,11 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 				opts.MaxRounds = min(opts.MaxRounds, maxRounds)
 			}
 		}
-		progress := opts.Progress != nil
-		opts.Progress, opts.Out, opts.Metrics = nil, "", ""
+		// The runtime prints the progress and writes the metrics (mf's
+		// figures are its app metrics); mf writes its model's files itself.
+		opts.Out = ""
 		j.model = &mf.Model{Factors: j.out != "" || j.predict != ""}
 		j.cfg.Model, j.cfg.Warn = j.model, env.Stderr
-		if progress {
-			j.cfg.Progress = env.Stderr
-		}
 		return j.job(env.Role, env.Stderr)
 	}
 }
@@ -134,7 +134,11 @@ func (j *mfJob) check(role cli.Role) error {
 		}
 	}
 	for _, path := range files {
-		if err := mf.ReadRatings(path, func(int, mf.Rating) error { return nil }); err != nil {
+		read := func(path string) error { return mf.ReadRatings(path, func(int, mf.Rating) error { return nil }) }
+		if path == j.cfg.Train {
+			read = mf.CheckTrain // a pair rated twice is an error too
+		}
+		if err := read(path); err != nil {
 			return mfInputError(err)
 		}
 	}
@@ -173,9 +177,9 @@ func (j *mfJob) outputs() []string {
 	var paths []string
 	if j.out != "" {
 		paths = append(paths, j.out+".W.txt", j.out+".H.txt")
-	}
-	if j.metrics != "" {
-		paths = append(paths, j.metrics)
+		if !j.cfg.NoBias {
+			paths = append(paths, j.out+".bias.txt")
+		}
 	}
 	if j.predicted != "" {
 		paths = append(paths, j.predicted)
@@ -194,15 +198,15 @@ func (j *mfJob) commit(stderr io.Writer) error {
 	var writes []func(io.Writer) error
 	if j.out != "" {
 		writes = append(writes, j.model.WriteW, j.model.WriteH)
-	}
-	if j.metrics != "" {
-		writes = append(writes, j.model.WriteMetrics)
+		if !j.cfg.NoBias {
+			writes = append(writes, j.model.WriteBiases)
+		}
 	}
 	if j.predicted != "" {
 		writes = append(writes, func(w io.Writer) error {
 			unseen, err := j.model.Predict(j.predict, w)
 			if unseen > 0 {
-				fmt.Fprintf(stderr, "mf: %d pairs of %s have a user or item not in --train: predicted by the mean training rating %.6g\n", unseen, j.predict, j.model.Mean)
+				fmt.Fprintf(stderr, "mf: %d pairs of %s have a user or item not in --train: predicted by μ = %.6g plus the bias of the id that is known\n", unseen, j.predict, j.model.Mean)
 			}
 			return err
 		})
@@ -279,6 +283,9 @@ func genMF(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.Rank, "rank", 10, "rank of the true factors")
 	fs.IntVar(&c.Ratings, "ratings", 500000, "number of ratings, train and test together")
 	fs.Float64Var(&c.Noise, "noise", 0.1, "standard deviation of the Gaussian noise on a rating (the true ratings w·h have variance 1)")
+	fs.Float64Var(&c.Mean, "mean", 0, "global mean of the ratings")
+	fs.Float64Var(&c.UserBias, "user-bias", 0, "standard deviation of the Gaussian user biases")
+	fs.Float64Var(&c.ItemBias, "item-bias", 0, "standard deviation of the Gaussian item biases")
 	fs.Float64Var(&c.Alpha, "alpha", 1, "item popularity: the j-th most popular item is drawn with probability ∝ j^-alpha")
 	fs.Float64Var(&c.TestFraction, "test-fraction", 0.1, "fraction of the ratings in the test set")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same flags give the same files")

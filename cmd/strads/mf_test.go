@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,21 +35,27 @@ func TestMFCommand(t *testing.T) {
 			prefix, metrics, pred := filepath.Join(dir, "model"), filepath.Join(dir, "metrics.csv"), filepath.Join(dir, "pred.txt")
 			args := append([]string{"mf", "--train", train, "--test", test, "--rank", "3", "--lambda", "0.01",
 				"--iters", "8", "--workers", "2", "--tol", "0", "--out", prefix, "--metrics", metrics,
-				"--predict", test, "--predict-out", pred}, algo...)
+				"--predict", test, "--predict-out", pred, "--progress", "1ms"}, algo...)
 			code, stdout, stderr := runCLI(t, args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			if !strings.Contains(stdout, "test RMSE") || !strings.Contains(stderr, "iter 8 ") {
+			if !strings.Contains(stdout, "test RMSE") || !strings.Contains(stderr, "iter 8  train_rmse") {
 				t.Errorf("no result line or progress: stdout %q, stderr %q", stdout, stderr)
 			}
+			// The runtime's metrics CSV, mf's figures as its app metrics.
 			rows := readLines(t, metrics)
-			if len(rows) != 10 || !strings.HasPrefix(rows[0], "time_s,round,iter,objective,train_rmse,test_rmse,ratings") {
-				t.Errorf("metrics: %d lines, header %q; want 10 (a header and 9 evaluations)", len(rows), rows[0])
+			header := strings.Split(rows[0], ",")
+			col := slices.Index(header, "test_rmse")
+			if len(rows) != 10 || header[0] != "time_s" || col < 0 || !strings.Contains(rows[0], ",iter,train_rmse,test_rmse,ratings,") {
+				t.Fatalf("metrics: %d lines, header %q; want 10 (a header and 9 evaluations) with mf's columns", len(rows), rows[0])
 			}
 			last := strings.Split(rows[len(rows)-1], ",")
-			if rmse, err := strconv.ParseFloat(last[5], 64); err != nil || rmse > 0.3 {
-				t.Errorf("final test RMSE %q", last[5])
+			if rmse, err := strconv.ParseFloat(last[col], 64); err != nil || rmse > 0.3 {
+				t.Errorf("final test RMSE %q", last[col])
+			}
+			if bias := readLines(t, prefix+".bias.txt"); !strings.HasPrefix(bias[0], "mean ") || len(bias) < 100 {
+				t.Errorf("%s.bias.txt: %d lines, first %q; want the mean, then the biases", prefix, len(bias), bias[0])
 			}
 			for _, f := range []string{prefix + ".W.txt", prefix + ".H.txt"} {
 				lines := readLines(t, f)
