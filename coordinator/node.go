@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/coordinator/pipeline"
@@ -62,8 +63,17 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 		return nil, err
 	}
 	opts.fill()
-	n := &node[P, R, U, S]{c: c, opts: opts, log: opts.Logger.With("role", "coordinator"),
-		nodes: map[string][]protocol.Node{protocol.RoleWorker: make([]protocol.Node, opts.Workers), protocol.RoleScheduler: make([]protocol.Node, opts.Schedulers)}}
+	n := &node[P, R, U, S]{c: c, opts: opts, log: opts.Logger.With("role", "coordinator"), runID: nuid.Next(),
+		nodes:   map[string][]protocol.Node{protocol.RoleWorker: make([]protocol.Node, opts.Workers), protocol.RoleScheduler: make([]protocol.Node, opts.Schedulers)},
+		ids:     map[string][]string{protocol.RoleWorker: make([]string, opts.Workers), protocol.RoleScheduler: make([]string, opts.Schedulers)},
+		plans:   protocol.NewLedger(),
+		sent:    map[taskKey]bool{},
+		dropped: map[string]int{},
+	}
+	for range opts.Workers {
+		n.partials = append(n.partials, [2]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger()})
+	}
+	n.res.Run = n.runID
 	res, err := n.run(ctx, newCoordinator)
 	if err != nil {
 		n.abort(err)
@@ -76,7 +86,10 @@ type node[P, R, U, S any] struct {
 	c    *wire.Conn
 	opts Options
 	log  *slog.Logger
-	app  schmp.Coordinator[P, R, U, S]
+	// runID is the run id, which every message of the job carries (DESIGN
+	// §2): the join replies hand it out.
+	runID string
+	app   schmp.Coordinator[P, R, U, S]
 	// staged is app when it runs in stages (Staged), nil otherwise.
 	staged Staged
 	core   *pipeline.Core[P, R, U, S]
@@ -86,6 +99,14 @@ type node[P, R, U, S any] struct {
 	// and PID empty before), for the errors that name it.
 	mu    sync.Mutex
 	nodes map[string][]protocol.Node
+	// ids holds, by role and place, the ID of the node that joined there
+	// ("" before): a ready must come from it.
+	ids map[string][]string
+	// started is set once every node is ready: joins are refused from
+	// then on, without failing the job.
+	started bool
+	// dropped counts the messages dropped unused, by reason (DESIGN §6).
+	dropped map[string]int
 	// data is the data fingerprint that the nodes must agree on, and
 	// dataFrom whose it is (Options.Manifest.Data, or the first node's
 	// to send one).
@@ -93,7 +114,20 @@ type node[P, R, U, S any] struct {
 	// fail fails the job with its cause (a refused join).
 	fail context.CancelCauseFunc
 
-	box     *wire.Mailbox // plans and partials
+	box *wire.Mailbox // plans and partials
+	// plans and partials remember the plans and partials taken, by round
+	// (partials by shard, then [0] of rounds and [1] of checks), to tell a
+	// replay from a forgery (DESIGN §6).
+	plans    *protocol.Ledger
+	partials [][2]*protocol.Ledger
+	// sent holds the tasks whose partials are awaited, and whether they
+	// asked for a report; checkRound is the round of the last check task.
+	sent       map[taskKey]bool
+	checkRound uint64
+	// incomplete is the last chunked message dropped, which may explain a
+	// deadline missed.
+	incomplete error
+
 	metrics *atomicfile.File
 	// metricNames are the app's metrics, fixed by the first report; nil
 	// before it.
@@ -109,6 +143,13 @@ type node[P, R, U, S any] struct {
 	timing    map[uint64]*roundTimes // rounds sent, not yet pulled
 	waited    time.Duration          // time spent waiting for messages
 	nats0     nats.Statistics
+}
+
+// taskKey names a task: its round, and whether it is the check task of
+// that round (DESIGN §3).
+type taskKey struct {
+	round uint64
+	check bool
 }
 
 // roundTimes is the timing of a round sent and not yet pulled.
@@ -153,8 +194,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	// the refusal.
 	ctx, n.fail = context.WithCancelCause(ctx)
 	defer n.fail(nil)
-	var err error
-	readies, err := wire.Subscribe[protocol.Ready[S]](n.c, protocol.SubjectReady)
+	readies, err := wire.NewMailbox(n.c, protocol.SubjectReady)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +244,37 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	if err := n.finish(); err != nil {
 		return nil, err
 	}
+	n.mu.Lock()
+	n.res.Dropped = n.dropped
+	n.mu.Unlock()
 	return &n.res, nil
+}
+
+// drop counts and logs a message dropped unused for reason (DESIGN §6):
+// msg, on its subject, from the sender from ("" if unknown).
+func (n *node[P, R, U, S]) drop(msg *nats.Msg, from, reason string, err error) {
+	n.mu.Lock()
+	n.dropped[reason]++
+	n.mu.Unlock()
+	n.opts.Monitor.Drop("coordinator", reason)
+	subject, reply := "", ""
+	if msg != nil {
+		subject, reply = msg.Subject, msg.Reply
+	}
+	if reason == protocol.DropIncomplete {
+		// It may be the job's own message lost: a deadline missed then
+		// says so.
+		n.log.Warn("message dropped", "reason", reason, "err", err)
+		return
+	}
+	n.log.Debug("message dropped", "subject", subject, "reply", reply, "from", from, "reason", reason, "err", err)
+}
+
+// invalid returns the error of the job when a message on msg's subject
+// from the node from is invalid or conflicts with one taken (err): the
+// error names them (DESIGN §6).
+func (n *node[P, R, U, S]) invalid(msg *nats.Msg, what string, from protocol.Node, err error) error {
+	return fmt.Errorf("coordinator: %s on %s from %s: %w", what, msg.Subject, from, err)
 }
 
 // admit answers join requests: each new worker ID gets the next shard, each
@@ -223,29 +293,41 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectJoin), func(msg *nats.Msg) {
 		var req protocol.JoinRequest
 		var rep protocol.JoinReply
-		if err := wire.Unmarshal(msg.Data, &req); err != nil {
-			rep.Err = err.Error()
+		err := protocol.Open(msg.Data, &req, protocol.TypeJoin, "")
+		if err == nil {
+			err = req.Validate()
+		}
+		if err != nil {
+			// Answered all the same: a node of another protocol version
+			// learns why it is refused.
+			rep.Err = fmt.Sprintf("not a join request of protocol version %d: %v", protocol.Version, err)
+			n.drop(msg, "", cmpOr(protocol.Reason(err), protocol.DropGarbage), err)
 		} else {
 			role := cmpOr(req.Role, protocol.RoleWorker)
 			n.mu.Lock()
-			have, known := places[role]
+			started := n.started
+			have := places[role]
 			place, ok := have[req.ID]
-			free := known && !ok && len(have) < limit[role]
+			free := !ok && len(have) < limit[role]
 			var bad error
-			if ok || free {
+			if !started && (ok || free) {
 				bad = n.checkManifest(protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}, req.Manifest)
 			}
-			if free && bad == nil {
+			if !started && free && bad == nil {
 				place, ok = len(have), true
 				have[req.ID] = place
 			}
-			if ok && bad == nil {
+			if !started && ok && bad == nil {
 				n.nodes[role][place] = protocol.Node{Role: role, Place: place, Host: req.Host, PID: req.PID}
+				n.ids[role][place] = req.ID
 			}
 			n.mu.Unlock()
 			switch {
-			case !known:
-				rep.Err = fmt.Sprintf("no role %q", role)
+			case started:
+				// A replay, or a node of another job of this name: the job
+				// runs, and goes on.
+				rep.Err = "the job is running"
+				n.drop(msg, protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}.String(), protocol.DropUnexpected, errors.New(rep.Err))
 			case bad != nil:
 				rep.Err, rep.Mismatch = bad.Error(), true
 				n.log.Warn("join refused", "err", bad)
@@ -254,9 +336,13 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			case ok:
 				rep.Shard, rep.Shards = place, limit[role]
 				rep.Settings = n.opts.Manifest.Settings
+				rep.Run = n.runID
 			default:
 				rep.Err = fmt.Sprintf("the job already has its %d %ss", limit[role], role)
 			}
+		}
+		if msg.Reply == "" {
+			return
 		}
 		if err := wire.Reply(n.c, msg, rep); err != nil {
 			n.log.Warn("join reply", "err", err)
@@ -312,8 +398,10 @@ func cmpOr(s, def string) string {
 }
 
 // awaitReady waits until every worker and every scheduler part is ready,
-// and returns the workers' shard summaries.
-func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Inbox[protocol.Ready[S]]) ([]S, error) {
+// and returns the workers' shard summaries. A ready counts only from the
+// node that joined at its place, with the job's run id; others are
+// dropped (DESIGN §6).
+func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox) ([]S, error) {
 	w, p := n.opts.Workers, n.opts.Schedulers
 	summaries := make([]S, w)
 	ready := map[string][]bool{protocol.RoleWorker: make([]bool, w), protocol.RoleScheduler: make([]bool, p)}
@@ -321,40 +409,38 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Inbox[p
 	jctx, cancel := context.WithTimeout(ctx, n.opts.JoinTimeout)
 	defer cancel()
 	for count < w+p {
-		r, msg, err := readies.Next(jctx)
+		msg, err := readies.Next(jctx)
+		if errors.Is(err, wire.ErrIncomplete) {
+			n.drop(nil, "", protocol.DropIncomplete, err)
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				var parts, loading []string
-				for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
-					m := missing(ready[role])
-					if len(m) > 0 {
-						parts = append(parts, fmt.Sprintf("%d of %d %ss ready (missing %v)", len(ready[role])-len(m), len(ready[role]), role, m))
-					}
-					for _, k := range m {
-						if who := n.who(role, k); who.Host != "" || who.PID != 0 {
-							loading = append(loading, who.String())
-						}
-					}
-				}
-				msg := fmt.Sprintf("coordinator: after %s only %s", n.opts.JoinTimeout, strings.Join(parts, ", "))
-				if len(loading) > 0 {
-					msg += "; joined but not ready: " + strings.Join(loading, ", ")
-				}
-				return nil, protocol.Timeout(errors.New(msg))
+				return nil, n.notReady(ready)
 			}
 			return nil, fmt.Errorf("coordinator: %w", err)
 		}
+		var r protocol.Ready[S]
+		if err := protocol.Open(msg.Data, &r, protocol.TypeReady, n.runID); err != nil {
+			n.drop(msg, "", protocol.Reason(err), err)
+			continue
+		}
 		role := cmpOr(r.Role, protocol.RoleWorker)
-		got, known := ready[role]
+		got := ready[role]
+		from := n.who(role, r.Shard)
+		if err := r.Validate(len(got)); err != nil {
+			return nil, n.invalid(msg, "a ready", from, err)
+		}
+		n.mu.Lock()
+		joined := n.ids[role][r.Shard] == r.ID
+		n.mu.Unlock()
 		var ack protocol.Ack
 		switch {
-		case !known:
-			ack.Err = fmt.Sprintf("no role %q", role)
-		case r.Shard < 0 || r.Shard >= len(got):
-			ack.Err = fmt.Sprintf("no %s %d in a job of %d", role, r.Shard, len(got))
+		case !joined:
+			ack.Err = fmt.Sprintf("%s is not the node that joined there", from)
 		case r.Err != "":
 			ack.Err = "noted"
 		}
@@ -363,10 +449,14 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Inbox[p
 				n.log.Warn("ready reply", "err", err)
 			}
 		}
-		if r.Err != "" {
+		switch {
+		case !joined:
+			n.drop(msg, from.String(), protocol.DropUnexpected, errors.New(ack.Err))
+			continue
+		case r.Err != "":
 			return nil, n.failed(role, r.Shard, 0, r.Err)
-		}
-		if ack.Err != "" || got[r.Shard] {
+		case got[r.Shard]:
+			n.drop(msg, from.String(), protocol.DropDuplicate, errors.New("ready already"))
 			continue
 		}
 		got[r.Shard] = true
@@ -376,7 +466,32 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Inbox[p
 		count++
 		n.log.Info("ready", "node", role, "place", r.Shard, "id", r.ID)
 	}
+	n.mu.Lock()
+	n.started = true
+	n.mu.Unlock()
 	return summaries, nil
+}
+
+// notReady returns the error of a job whose nodes were not all ready in
+// time: it lists the places missing, and the nodes that joined them.
+func (n *node[P, R, U, S]) notReady(ready map[string][]bool) error {
+	var parts, loading []string
+	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
+		m := missing(ready[role])
+		if len(m) > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d %ss ready (missing %v)", len(ready[role])-len(m), len(ready[role]), role, m))
+		}
+		for _, k := range m {
+			if who := n.who(role, k); who.Host != "" || who.PID != 0 {
+				loading = append(loading, who.String())
+			}
+		}
+	}
+	msg := fmt.Sprintf("coordinator: after %s only %s", n.opts.JoinTimeout, strings.Join(parts, ", "))
+	if len(loading) > 0 {
+		msg += "; joined but not ready: " + strings.Join(loading, ", ")
+	}
+	return protocol.Timeout(errors.New(msg))
 }
 
 func missing(ok []bool) []int {
@@ -445,6 +560,11 @@ func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
 	if err == nil {
 		return msg, nil
 	}
+	if errors.Is(err, wire.ErrIncomplete) {
+		n.incomplete = err
+		n.drop(nil, "", protocol.DropIncomplete, err)
+		return nil, nil
+	}
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -452,18 +572,22 @@ func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if err := n.core.Step(pipeline.Event[P, R, S]{Kind: pipeline.Tick, Time: time.Now()}); err != nil {
+		if n.incomplete != nil {
+			return nil, fmt.Errorf("coordinator: %w (a message was dropped before: %v)", err, n.incomplete)
+		}
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	return nil, nil
 }
 
-// step steps the core with e. A refused event is logged and dropped: it
-// reports whether e was taken in.
-func (n *node[P, R, U, S]) step(e pipeline.Event[P, R, S]) (bool, error) {
+// step steps the core with e, which msg brought from the node from. A
+// refused event is dropped (DropUnexpected): it reports whether e was taken
+// in.
+func (n *node[P, R, U, S]) step(msg *nats.Msg, from protocol.Node, e pipeline.Event[P, R, S]) (bool, error) {
 	err := n.core.Step(e)
 	switch {
 	case errors.Is(err, pipeline.ErrRefused):
-		n.log.Warn("unexpected message", "err", err)
+		n.drop(msg, from.String(), protocol.DropUnexpected, err)
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("coordinator: %w", err)
@@ -471,18 +595,35 @@ func (n *node[P, R, U, S]) step(e pipeline.Event[P, R, S]) (bool, error) {
 	return true, nil
 }
 
-// onPlan decodes a plan and steps the core with it.
+// onPlan opens a plan, checks it, and steps the core with it. A plan of
+// another run, a replay, or one not asked for is dropped; an invalid plan,
+// or one that differs from the plan taken for its round, fails the job
+// (DESIGN §6).
 func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	now := time.Now()
 	var rep protocol.PlanReply[P]
-	if err := wire.Unmarshal(msg.Data, &rep); err != nil {
-		return fmt.Errorf("coordinator: %w", err)
+	if err := protocol.Open(msg.Data, &rep, protocol.TypePlanReply, n.runID); err != nil {
+		n.drop(msg, "", protocol.Reason(err), err)
+		return nil
+	}
+	from := n.who(protocol.RoleScheduler, rep.Part)
+	if err := rep.Validate(n.opts.Schedulers); err != nil {
+		return n.invalid(msg, "a plan", from, err)
+	}
+	h := n.plans.Hash(msg.Data)
+	switch taken, err := n.plans.Check(rep.Round, h); {
+	case err != nil:
+		return n.invalid(msg, "a plan", from, err)
+	case taken:
+		n.drop(msg, from.String(), protocol.DropDuplicate, fmt.Errorf("round %d: a plan taken already", rep.Round))
+		return nil
 	}
 	if rep.Err != "" {
 		return n.failed(protocol.RoleScheduler, rep.Part, rep.Round, rep.Err)
 	}
-	ok, err := n.step(pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Time: now, Round: rep.Round, From: rep.Part, Plan: rep.Plan, Info: rep.Info})
+	ok, err := n.step(msg, from, pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Time: now, Round: rep.Round, From: rep.Part, Plan: rep.Plan, Info: rep.Info})
 	if ok {
+		n.plans.Take(rep.Round, h)
 		n.stats.planned(rep.Part, rep.Nanos)
 		if m := n.opts.Monitor; m != nil {
 			m.PhaseSeconds.WithLabelValues("plan").Add(float64(rep.Nanos) / 1e9)
@@ -491,23 +632,54 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	return err
 }
 
-// onPartial decodes a worker's partial and steps the core with it.
+// onPartial opens a worker's partial, checks it, and steps the core with
+// it. A partial of another run, a replay, or one of a task not awaited is
+// dropped; an invalid partial, one without the report its task asked for,
+// or one that differs from the partial taken for its round from its
+// shard, fails the job (DESIGN §6).
 func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 	now := time.Now()
 	var p protocol.Partial[R, S]
-	if err := wire.Unmarshal(msg.Data, &p); err != nil {
-		return fmt.Errorf("coordinator: %w", err)
+	if err := protocol.Open(msg.Data, &p, protocol.TypePartial, n.runID); err != nil {
+		n.drop(msg, "", protocol.Reason(err), err)
+		return nil
+	}
+	from := n.who(protocol.RoleWorker, p.Shard)
+	if err := p.Validate(n.opts.Workers); err != nil {
+		return n.invalid(msg, "a partial", from, err)
+	}
+	kind := 0
+	if p.Check {
+		kind = 1
+	}
+	ledger := n.partials[p.Shard][kind]
+	h := ledger.Hash(msg.Data)
+	switch taken, err := ledger.Check(p.Round, h); {
+	case err != nil:
+		return n.invalid(msg, "a partial", from, err)
+	case taken:
+		n.drop(msg, from.String(), protocol.DropDuplicate, fmt.Errorf("round %d: a partial taken already", p.Round))
+		return nil
 	}
 	if p.Err != "" {
 		return n.failed(protocol.RoleWorker, p.Shard, p.Round, p.Err)
 	}
-	ok, err := n.step(pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Time: now, Round: p.Round, From: p.Shard,
+	report, awaited := n.sent[taskKey{p.Round, p.Check}]
+	switch {
+	case !awaited:
+		n.drop(msg, from.String(), protocol.DropUnexpected, fmt.Errorf("round %d (check %t): no such task awaits its partials", p.Round, p.Check))
+		return nil
+	case report && !p.HasReport:
+		return n.invalid(msg, "a partial", from, fmt.Errorf("round %d: %w: no report, which the task asked for", p.Round, protocol.ErrInvalid))
+	}
+	ok, err := n.step(msg, from, pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Time: now, Round: p.Round, From: p.Shard,
 		Partial: p.Partial, Report: p.Report, HasReport: p.HasReport})
 	if ok {
+		ledger.Take(p.Round, h)
 		n.stats.work(p.Shard, p.Nanos)
 		// The round's pull, if this partial completed it, is accounted
 		// for when its action is performed, after this.
-		if rt := n.timing[p.Round]; rt != nil {
+		if rt := n.timing[p.Round]; rt != nil && !p.Check {
 			if rt.first.IsZero() {
 				rt.first = now
 			}
@@ -522,7 +694,14 @@ func (n *node[P, R, U, S]) perform() error {
 	for _, a := range n.core.Ready() {
 		switch a.Kind {
 		case pipeline.AskPlan:
-			if err := wire.PublishRequest(n.c, protocol.SubjectPlan(a.Part), protocol.SubjectPlanned, a.Request); err != nil {
+			req := a.Request
+			req.Header = protocol.Header{Type: protocol.TypePlanRequest, Run: n.runID}
+			// The feedback is the app's Pull's: a scheduler would refuse
+			// it, and blame itself, if it were not finite.
+			if err := req.Validate(a.Part, n.opts.Schedulers); err != nil {
+				return fmt.Errorf("coordinator: the feedback of the app's Pull: %w", err)
+			}
+			if err := wire.PublishRequest(n.c, protocol.SubjectPlan(a.Part), protocol.SubjectPlanned, req); err != nil {
 				return fmt.Errorf("coordinator: round %d: %w", a.Round, err)
 			}
 		case pipeline.SendTask:
@@ -530,10 +709,14 @@ func (n *node[P, R, U, S]) perform() error {
 				return err
 			}
 		case pipeline.RecordReport:
+			if a.Final {
+				delete(n.sent, taskKey{n.checkRound, true})
+			}
 			if err := n.record(a.Sample); err != nil {
 				return err
 			}
 		case pipeline.RoundPulled:
+			delete(n.sent, taskKey{a.Round, false})
 			n.pulled(a.Round, a.Info)
 		case pipeline.StopDecided:
 			n.log.Info("stopping", "reason", a.Reason, "round", a.Round, "last", a.Last)
@@ -546,9 +729,17 @@ func (n *node[P, R, U, S]) perform() error {
 	return nil
 }
 
-// send publishes a task, timing it.
+// send publishes a task, timing it, and notes whose partials are
+// awaited.
 func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
 	t0 := time.Now()
+	task.Header = protocol.Header{Type: protocol.TypeTask, Run: n.runID}
+	if !task.Stop || task.Report {
+		n.sent[taskKey{task.Round, task.Check}] = task.Report
+	}
+	if task.Check {
+		n.checkRound = task.Round
+	}
 	if err := n.publishTask(task); err != nil {
 		if task.Stop {
 			return fmt.Errorf("coordinator: stop: %w", err)
@@ -701,7 +892,8 @@ func (n *node[P, R, U, S]) finish() error {
 	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
 	n.res.MaxInFlight, n.res.MaxVarsInFlight = st.MaxInFlight, st.MaxVarsInFlight
 	for p := range n.opts.Schedulers {
-		if err := wire.Publish(n.c, protocol.SubjectPlan(p), protocol.PlanRequest{Round: st.Rounds + 1, Stop: true}); err != nil {
+		stop := protocol.PlanRequest{Header: protocol.Header{Type: protocol.TypePlanRequest, Run: n.runID}, Round: st.Rounds + 1, Stop: true}
+		if err := wire.Publish(n.c, protocol.SubjectPlan(p), stop); err != nil {
 			n.log.Warn("stop scheduler", "part", p, "err", err)
 		}
 	}
@@ -729,11 +921,13 @@ func (n *node[P, R, U, S]) finish() error {
 // abort tells every other node that the job failed.
 func (n *node[P, R, U, S]) abort(cause error) {
 	msg := cause.Error()
-	if err := wire.Publish(n.c, protocol.SubjectTask, protocol.Task[P, U]{Stop: true, Abort: msg}); err != nil {
+	task := protocol.Task[P, U]{Header: protocol.Header{Type: protocol.TypeTask, Run: n.runID}, Stop: true, Abort: msg}
+	if err := wire.Publish(n.c, protocol.SubjectTask, task); err != nil {
 		n.log.Warn("abort workers", "err", err)
 	}
 	for p := range max(n.opts.Schedulers, 1) {
-		if err := wire.Publish(n.c, protocol.SubjectPlan(p), protocol.PlanRequest{Stop: true, Abort: msg}); err != nil {
+		req := protocol.PlanRequest{Header: protocol.Header{Type: protocol.TypePlanRequest, Run: n.runID}, Stop: true, Abort: msg}
+		if err := wire.Publish(n.c, protocol.SubjectPlan(p), req); err != nil {
 			n.log.Warn("abort scheduler", "part", p, "err", err)
 		}
 	}

@@ -58,6 +58,13 @@ type Result struct {
 	// MaxVarsInFlight the most variables; no variable was ever in two
 	// rounds in flight (the coordinator refuses such a plan).
 	MaxInFlight, MaxVarsInFlight int
+	// Run is the run id that the coordinator issued, which every message
+	// of the job carried (DESIGN §2).
+	Run string
+	// Dropped counts the messages that the coordinator dropped unused, by
+	// reason (protocol.DropGarbage, DropForeign, DropDuplicate,
+	// DropUnexpected, DropIncomplete; DESIGN §6).
+	Dropped map[string]int
 }
 
 // Timing tells where the time of a run went. The sums over rounds divided

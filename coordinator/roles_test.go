@@ -32,6 +32,8 @@ type counting struct {
 	failShard int    // this worker shard…
 	failPush  uint64 // …fails its Push of this round (0: never)…
 	failApply uint64 // …or its Apply of the update of this round (0: never)
+	// gate, if set, is called by every worker before it pushes a round.
+	gate func(round uint64)
 }
 
 type countingRole struct {
@@ -55,6 +57,9 @@ func (r *countingRole) Apply(u uint64) error {
 	return nil
 }
 func (r *countingRole) Push(_ context.Context, round uint64, _ uint64) (uint64, error) {
+	if r.c.gate != nil {
+		r.c.gate(round)
+	}
 	if r.shard == r.c.failShard && round == r.c.failPush {
 		return 0, errors.New("boom")
 	}

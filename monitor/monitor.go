@@ -50,6 +50,10 @@ type Metrics struct {
 	Candidates  *prometheus.CounterVec
 	Selected    *prometheus.CounterVec
 
+	// Every role, by role and reason: messages dropped without being
+	// applied (protocol.DropGarbage, DropForeign, …; DESIGN §6).
+	Dropped *prometheus.CounterVec
+
 	reg *prometheus.Registry
 }
 
@@ -91,10 +95,22 @@ func New() *Metrics {
 		PlanSeconds:   v("scheduler_plan_seconds_total", "Time spent planning, feedback included.", "part"),
 		Candidates:    v("scheduler_candidates_total", "Candidates examined.", "part"),
 		Selected:      v("scheduler_selected_total", "Variables selected.", "part"),
-		reg:           reg,
+		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "strads", Name: "dropped_messages_total",
+			Help: "Messages dropped unused, by role and reason: garbage (does not decode, or of another type), foreign (another run id), duplicate (a replay), unexpected (nobody awaits it), incomplete (chunks missing)."},
+			[]string{"role", "reason"}),
+		reg: reg,
 	}
+	reg.MustRegister(m.Dropped)
 	reg.MustRegister(m.RoundSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Drop counts a message that a node of role dropped, for reason; m may be
+// nil.
+func (m *Metrics) Drop(role, reason string) {
+	if m != nil {
+		m.Dropped.WithLabelValues(role, reason).Inc()
+	}
 }
 
 // Label returns the label value of shard or part i.

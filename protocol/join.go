@@ -11,7 +11,8 @@ import (
 )
 
 // Join asks the coordinator of c's job for a place as req.Role until it
-// answers or ctx is done; each try waits at most try for the answer. A
+// answers or ctx is done (req's Header is set here); the reply carries the
+// job's run id, which the node's later messages carry (DESIGN §2); each try waits at most try for the answer. A
 // refusal because the role's manifest differs from the job's is an error
 // whose text is the coordinator's (which names the role and the field) and
 // that matches ErrManifest; an error with no answer matches ErrTimeout.
@@ -20,6 +21,7 @@ func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration)
 	if role == "" {
 		role = RoleWorker
 	}
+	req.Header = Header{Type: TypeJoin}
 	for {
 		rctx, cancel := context.WithTimeout(ctx, min(try, 5*time.Second))
 		rep, err := wire.Request[JoinRequest, JoinReply](rctx, c, SubjectJoin, req)

@@ -20,6 +20,13 @@
 // the updates pulled since the previous task, which are those of round
 // t−depth once the pipeline is full, and workers apply them in order before
 // they push round t.
+//
+// Every message but the join reply opens with a Header: its Type, and the
+// run id that the coordinator issued at its start and handed out in the
+// join replies (a join request, sent before the node knows it, has none).
+// A node opens a message with Open, which drops a message of another type
+// or run; Validate methods check what the runtime can know of a message
+// before it is used (DESIGN §2, §6).
 package protocol
 
 import (
@@ -35,7 +42,37 @@ const (
 	SubjectPlanned = "planned"
 	SubjectTask    = "task"
 	SubjectPartial = "partial"
+	// SubjectCoordinator is where a coordinator answers Presence probes,
+	// so that a second coordinator of the job's name finds the first and
+	// refuses to start (DESIGN §2).
+	SubjectCoordinator = "coordinator"
 )
+
+// The message types (Header.Type).
+const (
+	TypeJoin        = "join"
+	TypeReady       = "ready"
+	TypePlanRequest = "plan-request"
+	TypePlanReply   = "plan"
+	TypeTask        = "task"
+	TypePartial     = "partial"
+	TypePresence    = "presence"
+)
+
+// Header opens every message of a job but the join reply (DESIGN §2).
+type Header struct {
+	// Type is the message's type (TypeTask, …): a message of another type
+	// than its subject's is dropped, however well it decodes.
+	Type string `msgpack:"type"`
+	// Run is the run id of the job: a random id (a nuid) that the
+	// coordinator picks at its start and gives every node in its join
+	// reply. A message of another run is dropped. Join requests and
+	// presence probes, sent before the node knows it, have none.
+	Run string `msgpack:"run,omitempty"`
+}
+
+// header returns h, so that Open can check the header of any message.
+func (h *Header) header() *Header { return h }
 
 // SubjectTaskShard returns the subject of the tasks of worker shard k
 // alone: a round whose updates implement schmp.Splitter goes to each
@@ -54,6 +91,7 @@ const (
 
 // JoinRequest asks the coordinator for a place in the job.
 type JoinRequest struct {
+	Header
 	// ID identifies the process; asking again with the same ID returns the
 	// same place.
 	ID string `msgpack:"id"`
@@ -75,6 +113,8 @@ type JoinReply struct {
 	// Settings are the job's settings (the coordinator's
 	// Manifest.Settings): a role applies those it was not given.
 	Settings map[string]string `msgpack:"settings,omitempty"`
+	// Run is the job's run id, which every later message carries.
+	Run string `msgpack:"run,omitempty"`
 	// Err says why the join was refused; "" when it was not.
 	Err string `msgpack:"err,omitempty"`
 	// Mismatch is set, with Err, when the role was refused because its
@@ -85,6 +125,7 @@ type JoinReply struct {
 // Ready tells the coordinator that a node has loaded its data: a worker its
 // shard (described by Summary), a scheduler its part of the variables.
 type Ready[S any] struct {
+	Header
 	ID      string `msgpack:"id"`
 	Role    string `msgpack:"role,omitempty"`
 	Shard   int    `msgpack:"shard"`
@@ -101,6 +142,7 @@ type Ack struct {
 // its rounds pulled since it was last asked. With Stop set it ends the
 // scheduler instead: cleanly, or with the error in Abort.
 type PlanRequest struct {
+	Header
 	Round    uint64           `msgpack:"round"`
 	Feedback []schmp.Feedback `msgpack:"fb"`
 	Stop     bool             `msgpack:"stop,omitempty"`
@@ -109,6 +151,7 @@ type PlanRequest struct {
 
 // PlanReply carries the plan of a round.
 type PlanReply[P any] struct {
+	Header
 	Round uint64         `msgpack:"round"`
 	Part  int            `msgpack:"part"`
 	Plan  P              `msgpack:"plan"`
@@ -126,6 +169,7 @@ type PlanReply[P any] struct {
 // updates, report and answer if Report, and leave. A Task with Abort set
 // ends the worker with that error.
 type Task[P, U any] struct {
+	Header
 	Round   uint64 `msgpack:"round"`
 	Updates []U    `msgpack:"updates"`
 	Plan    P      `msgpack:"plan"`
@@ -137,11 +181,15 @@ type Task[P, U any] struct {
 
 // Partial is a worker's answer to a Task.
 type Partial[R, S any] struct {
-	Round     uint64 `msgpack:"round"`
-	Shard     int    `msgpack:"shard"`
-	Partial   R      `msgpack:"partial"`
-	Report    S      `msgpack:"report"`
-	HasReport bool   `msgpack:"has_report,omitempty"`
+	Header
+	Round uint64 `msgpack:"round"`
+	// Check is set in the answer to a check task, which has the Round of
+	// the task that follows it (DESIGN §3).
+	Check     bool `msgpack:"check,omitempty"`
+	Shard     int  `msgpack:"shard"`
+	Partial   R    `msgpack:"partial"`
+	Report    S    `msgpack:"report"`
+	HasReport bool `msgpack:"has_report,omitempty"`
 	// Nanos is the time the worker spent computing: applying the updates,
 	// reporting and pushing.
 	Nanos int64  `msgpack:"ns"`

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/monitor"
@@ -94,7 +95,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	log = log.With("part", part)
 	log.Info("joined", "parts", place.Shards)
 
-	ready := protocol.Ready[struct{}]{ID: opts.ID, Role: protocol.RoleScheduler, Shard: part}
+	ready := protocol.Ready[struct{}]{Header: protocol.Header{Type: protocol.TypeReady, Run: place.Run}, ID: opts.ID, Role: protocol.RoleScheduler, Shard: part}
 	if opts.Configure != nil {
 		if err = opts.Configure(place.Settings); err != nil {
 			err = fmt.Errorf("configure: %w", err)
@@ -114,7 +115,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		return err
 	}
 	// Subscribe before announcing: the first request follows at once.
-	reqs, err := wire.Subscribe[protocol.PlanRequest](c, protocol.SubjectPlan(part))
+	reqs, err := wire.NewMailbox(c, protocol.SubjectPlan(part))
 	if err != nil {
 		return err
 	}
@@ -124,21 +125,49 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	}
 	log.Info("ready")
 
-	wait := opts.JoinTimeout + opts.Timeout
+	drop := func(msg *nats.Msg, reason string, err error) {
+		opts.Monitor.Drop(protocol.RoleScheduler, reason)
+		subject := ""
+		if msg != nil {
+			subject = msg.Subject
+		}
+		log.Debug("message dropped", "subject", subject, "reason", reason, "err", err)
+	}
+	planned := c.Subject(protocol.SubjectPlanned)
+	// The requests planned, by round, to tell a replay from a forgery; the
+	// part plans every round of its own in turn (DESIGN §3, §6).
+	ledger := protocol.NewLedger()
+	next := uint64(part + 1) // the round to plan next
+	deadline := time.Now().Add(opts.JoinTimeout + opts.Timeout)
 	for {
-		rctx, cancel := context.WithTimeout(ctx, wait)
-		req, msg, err := reqs.Next(rctx)
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		msg, err := reqs.Next(rctx)
 		cancel()
+		if errors.Is(err, wire.ErrIncomplete) {
+			drop(nil, protocol.DropIncomplete, err)
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
+				wait := 2 * opts.Timeout
+				if next == uint64(part+1) {
+					wait = opts.JoinTimeout + opts.Timeout
+				}
 				return protocol.Timeout(fmt.Errorf("scheduler %d: no plan request from the coordinator for %s", part, wait))
 			}
 			return fmt.Errorf("scheduler %d: %w", part, err)
 		}
-		wait = 2 * opts.Timeout
+		var req protocol.PlanRequest
+		if err := protocol.Open(msg.Data, &req, protocol.TypePlanRequest, place.Run); err != nil {
+			drop(msg, protocol.Reason(err), err)
+			continue
+		}
+		if err := req.Validate(part, place.Shards); err != nil {
+			return fmt.Errorf("scheduler %d: a plan request on %s: %w", part, msg.Subject, err)
+		}
 		if req.Stop {
 			if req.Abort != "" {
 				return protocol.Aborted(fmt.Errorf("scheduler %d: job aborted: %s", part, req.Abort))
@@ -146,8 +175,35 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			log.Info("stopped", "round", req.Round)
 			return nil
 		}
+		h := ledger.Hash(msg.Data)
+		taken, err := ledger.Check(req.Round, h)
+		switch {
+		case err != nil:
+			// The coordinator learns of it from the reply, unless the
+			// forged request came second.
+			err = fmt.Errorf("a plan request on %s: %w", msg.Subject, err)
+			rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: req.Round, Part: part, Err: err.Error()}
+			if rerr := wire.Publish(c, protocol.SubjectPlanned, rep); rerr != nil {
+				log.Warn("report failure", "err", rerr)
+			}
+			if ferr := c.NATS().FlushTimeout(opts.Timeout); ferr != nil {
+				log.Warn("flush", "err", ferr)
+			}
+			return &protocol.NodeError{Node: self, Round: req.Round, Err: err}
+		case taken:
+			drop(msg, protocol.DropDuplicate, fmt.Errorf("round %d: a request planned already", req.Round))
+			continue
+		case req.Round != next || msg.Reply != planned:
+			// Not the coordinator's: it asks for the part's rounds in
+			// turn, with its answers due on planned.
+			drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d (reply %q): the next round is %d", req.Round, msg.Reply, next))
+			continue
+		}
+		ledger.Take(req.Round, h)
+		next += uint64(place.Shards)
+		deadline = time.Now().Add(2 * opts.Timeout)
 		t0 := time.Now()
-		rep := protocol.PlanReply[P]{Round: req.Round, Part: part}
+		rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: req.Round, Part: part}
 		rep.Plan, rep.Info, err = s.Schedule(req.Round, req.Feedback)
 		rep.Nanos = time.Since(t0).Nanoseconds()
 		if m := opts.Monitor; m != nil {

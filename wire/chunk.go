@@ -27,8 +27,8 @@ const (
 )
 
 // MaxMessageSize is the largest message that wire sends or reassembles:
-// 1 GiB. It is also what the partial messages held by one receiver may add
-// up to.
+// 1 GiB. It is also what the chunks of partial messages held by one
+// receiver may add up to.
 const MaxMessageSize = 1 << 30
 
 // ErrIncomplete is returned (wrapped) by Next and Request when a message that
@@ -49,8 +49,12 @@ const (
 // chunkLimits bound what chunked messages may cost a Conn's receivers.
 type chunkLimits struct {
 	// maxMessage is the largest whole message sent or accepted, and what the
-	// partial messages of one receiver may declare in all.
+	// chunks of the partial messages of one receiver may add up to.
 	maxMessage int64
+	// maxPayload is the server's max_payload, which no chunk exceeds: a
+	// message of count chunks announces at most count·maxPayload bytes.
+	// 0: not known (no bound).
+	maxPayload int64
 	// maxPartial is the number of partial messages one receiver may hold.
 	maxPartial int
 	// stale is how long a partial message may go without a new chunk while
@@ -122,7 +126,8 @@ func chunkMsgs(subject, reply string, data []byte, size int) []*nats.Msg {
 // partial is a message of which some chunks have arrived.
 type partial struct {
 	subject, reply string
-	data           []byte // capacity: the whole size
+	size           int64  // the size of the whole message, as announced
+	data           []byte // the chunks so far; it grows as they arrive
 	next, count    int    // the index of the next chunk, and how many
 	last           time.Time
 }
@@ -139,7 +144,7 @@ type assembler struct {
 
 	mu       sync.Mutex
 	parts    map[string]*partial
-	bytes    int64     // the sizes of parts, in all
+	bytes    int64     // the bytes of parts received, in all
 	drained  time.Time // the last time caughtUp held while parts were held
 	errs     []error   // dropped messages not yet reported
 	orphaned int       // chunks of messages whose first chunk never came
@@ -218,24 +223,29 @@ func (a *assembler) addChunk(msg *nats.Msg, id string, now time.Time) *nats.Msg 
 			return nil
 		}
 		size, err := strconv.ParseInt(msg.Header.Get(HeaderChunkSize), 10, 64)
+		// The announced size is bounded by what count chunks can carry,
+		// and memory by what arrives: a chunk that announces a large
+		// message reserves nothing (DESIGN §2).
 		switch {
-		case err != nil || size < 0:
+		case err != nil || size < 1:
 			a.fail(msg.Subject, id, fmt.Sprintf("bad %s %q", HeaderChunkSize, msg.Header.Get(HeaderChunkSize)))
 			return nil
 		case size > a.limits.maxMessage:
 			a.fail(msg.Subject, id, fmt.Sprintf("%d bytes exceed the largest message of %d bytes", size, a.limits.maxMessage))
 			return nil
-		case a.bytes+size > a.limits.maxMessage || len(a.parts) >= a.limits.maxPartial:
-			a.fail(msg.Subject, id, fmt.Sprintf("%d bytes do not fit: %d partial messages hold %d bytes already (at most %d, %d bytes)",
-				size, len(a.parts), a.bytes, a.limits.maxPartial, a.limits.maxMessage))
+		case int64(count) > size || a.limits.maxPayload > 0 && size > int64(count)*a.limits.maxPayload:
+			a.fail(msg.Subject, id, fmt.Sprintf("%d bytes cannot come in %d chunks of 1 to %d bytes", size, count, a.limits.maxPayload))
+			return nil
+		case len(a.parts) >= a.limits.maxPartial:
+			a.fail(msg.Subject, id, fmt.Sprintf("%d bytes do not fit: %d partial messages are held already (at most %d)",
+				size, len(a.parts), a.limits.maxPartial))
 			return nil
 		}
-		p = &partial{subject: msg.Subject, reply: msg.Reply, data: make([]byte, 0, size), count: count}
+		p = &partial{subject: msg.Subject, reply: msg.Reply, size: size, count: count}
 		if a.parts == nil {
 			a.parts = make(map[string]*partial)
 		}
 		a.parts[id] = p
-		a.bytes += size
 	} else if p == nil {
 		// Its first chunk came before we subscribed, or its message was
 		// dropped and reported already.
@@ -251,20 +261,37 @@ func (a *assembler) addChunk(msg *nats.Msg, id string, now time.Time) *nats.Msg 
 		a.drop(id, p)
 		a.fail(p.subject, id, fmt.Sprintf("chunk %d came on %s (reply %q), chunk 0 on %s (reply %q)", index, msg.Subject, msg.Reply, p.subject, p.reply))
 		return nil
-	case len(msg.Data) > cap(p.data)-len(p.data):
+	case len(msg.Data) == 0:
 		a.drop(id, p)
-		a.fail(p.subject, id, fmt.Sprintf("chunk %d/%d overflows the %d bytes announced", index, count, cap(p.data)))
+		a.fail(p.subject, id, fmt.Sprintf("chunk %d/%d is empty", index, count))
+		return nil
+	case int64(len(p.data)+len(msg.Data)) > p.size:
+		a.drop(id, p)
+		a.fail(p.subject, id, fmt.Sprintf("chunk %d/%d overflows the %d bytes announced", index, count, p.size))
+		return nil
+	case a.bytes+int64(len(msg.Data)) > a.limits.maxMessage:
+		a.drop(id, p)
+		a.fail(p.subject, id, fmt.Sprintf("chunk %d/%d does not fit: %d partial messages hold %d bytes already (at most %d)",
+			index, count, len(a.parts)+1, a.bytes, a.limits.maxMessage))
 		return nil
 	}
+	if need := len(p.data) + len(msg.Data); need > cap(p.data) {
+		// Grow by doubling, up to the size announced: at most twice what
+		// arrived is allocated, and each byte is copied about twice.
+		grown := make([]byte, len(p.data), min(p.size, max(2*int64(cap(p.data)), int64(need))))
+		copy(grown, p.data)
+		p.data = grown
+	}
 	p.data = append(p.data, msg.Data...)
+	a.bytes += int64(len(msg.Data))
 	p.next++
 	p.last = now
 	if p.next < p.count {
 		return nil
 	}
 	a.drop(id, p)
-	if len(p.data) != cap(p.data) {
-		a.fail(p.subject, id, fmt.Sprintf("%d of the %d bytes announced came", len(p.data), cap(p.data)))
+	if int64(len(p.data)) != p.size {
+		a.fail(p.subject, id, fmt.Sprintf("%d of the %d bytes announced came", len(p.data), p.size))
 		return nil
 	}
 	return &nats.Msg{Subject: p.subject, Reply: p.reply, Data: p.data, Sub: msg.Sub}
@@ -295,7 +322,7 @@ func (a *assembler) dropStale() {
 
 func (a *assembler) drop(id string, p *partial) {
 	delete(a.parts, id)
-	a.bytes -= int64(cap(p.data))
+	a.bytes -= int64(len(p.data))
 }
 
 func (a *assembler) fail(subject, id, why string) {

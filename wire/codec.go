@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -55,7 +56,10 @@ func encodeWords[T float64 | int32](enc *msgpack.Encoder, v []T) error {
 }
 
 // decodeWords reads a bin written by encodeWords into *p, reusing its
-// backing array when it is large enough.
+// backing array when it is large enough. A bin larger than its backing
+// array is read in steps of at most wordStep bytes, the slice growing as
+// the bytes arrive: a bin header that announces more than the message holds
+// costs no more memory than the message (DESIGN §2).
 func decodeWords[T float64 | int32](dec *msgpack.Decoder, p *[]T) error {
 	n, err := dec.DecodeBytesLen()
 	if err != nil {
@@ -73,10 +77,28 @@ func decodeWords[T float64 | int32](dec *msgpack.Decoder, p *[]T) error {
 	v := *p
 	if v != nil && cap(v) >= n/size {
 		v = v[:n/size]
-	} else {
-		v = make([]T, n/size)
+		*p = v
+		return readWords(dec, v)
+	}
+	v = make([]T, 0, min(n, wordStep)/size)
+	for len(v) < n/size {
+		k := min(n/size-len(v), wordStep/size)
+		v = slices.Grow(v, k)[:len(v)+k]
+		if err := readWords(dec, v[len(v)-k:]); err != nil {
+			return err
+		}
 	}
 	*p = v
+	return nil
+}
+
+// wordStep is the most bytes of a bin that decodeWords allocates ahead of
+// their arrival.
+const wordStep = 1 << 20
+
+// readWords reads len(v) little-endian words into v.
+func readWords[T float64 | int32](dec *msgpack.Decoder, v []T) error {
+	n := len(v) * int(unsafe.Sizeof(v[0]))
 	if littleEndian {
 		return dec.ReadFull(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), n))
 	}
@@ -84,7 +106,7 @@ func decodeWords[T float64 | int32](dec *msgpack.Decoder, p *[]T) error {
 	if err := dec.ReadFull(b); err != nil {
 		return err
 	}
-	_, err = binary.Decode(b, binary.LittleEndian, v)
+	_, err := binary.Decode(b, binary.LittleEndian, v)
 	return err
 }
 

@@ -15,6 +15,7 @@ import (
 // under strads.<job>.
 type Conn struct {
 	nc     *nats.Conn
+	job    string
 	prefix string
 	limits chunkLimits
 }
@@ -35,8 +36,13 @@ func NewConn(nc *nats.Conn, job string) (*Conn, error) {
 	if err := CheckJob(job); err != nil {
 		return nil, err
 	}
-	return &Conn{nc: nc, prefix: "strads." + job + ".", limits: defaultChunkLimits}, nil
+	limits := defaultChunkLimits
+	limits.maxPayload = nc.MaxPayload()
+	return &Conn{nc: nc, job: job, prefix: "strads." + job + ".", limits: limits}, nil
 }
+
+// Job returns the name of the job that c is scoped to.
+func (c *Conn) Job() string { return c.job }
 
 // NATS returns the underlying connection.
 func (c *Conn) NATS() *nats.Conn { return c.nc }

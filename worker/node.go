@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/monitor"
@@ -121,7 +122,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	if err == nil {
 		summary, err = w.Describe()
 	}
-	ready := protocol.Ready[S]{ID: opts.ID, Role: protocol.RoleWorker, Shard: place.Shard, Summary: summary}
+	ready := protocol.Ready[S]{Header: protocol.Header{Type: protocol.TypeReady, Run: place.Run}, ID: opts.ID, Role: protocol.RoleWorker, Shard: place.Shard, Summary: summary}
 	if err != nil {
 		// The coordinator names the worker itself: send the cause.
 		ready.Err = err.Error()
@@ -136,50 +137,91 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	log.Info("ready")
 
 	// The first task comes once every worker is ready: allow the join time.
-	wait := opts.JoinTimeout + opts.Timeout
-	var last uint64                           // the round of the last task run
-	early := map[uint64]protocol.Task[P, U]{} // tasks that came before their turn
+	deadline := time.Now().Add(opts.JoinTimeout + opts.Timeout)
+	drop := func(msg *nats.Msg, reason string, err error) {
+		opts.Monitor.Drop(protocol.RoleWorker, reason)
+		subject := ""
+		if msg != nil {
+			subject = msg.Subject
+		}
+		log.Debug("message dropped", "subject", subject, "reason", reason, "err", err)
+	}
+	var last uint64 // the round of the last task run
+	// The tasks run, by round: [0] of rounds, [1] of checks (DESIGN §6).
+	ran := [2]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger()}
+	early := map[taskKey]heldTask[P, U]{} // tasks that came before their turn
 	for {
-		task, ok := early[last+1]
-		if ok {
-			delete(early, last+1)
+		var task protocol.Task[P, U]
+		var h uint64
+		if e, ok := early[taskKey{last + 1, true}]; ok {
+			delete(early, taskKey{last + 1, true})
+			task, h = e.task, e.hash
+		} else if e, ok := early[taskKey{last + 1, false}]; ok {
+			delete(early, taskKey{last + 1, false})
+			task, h = e.task, e.hash
 		} else {
-			tctx, cancel := context.WithTimeout(ctx, wait)
+			tctx, cancel := context.WithDeadline(ctx, deadline)
 			msg, err := tasks.Next(tctx)
 			cancel()
-			if err == nil {
-				task = protocol.Task[P, U]{}
-				err = wire.Unmarshal(msg.Data, &task)
+			if errors.Is(err, wire.ErrIncomplete) {
+				drop(nil, protocol.DropIncomplete, err)
+				continue
 			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				if errors.Is(err, context.DeadlineExceeded) {
-					return protocol.Timeout(fmt.Errorf("worker shard %d: no task from the coordinator for %s", place.Shard, wait))
+					return protocol.Timeout(fmt.Errorf("worker shard %d: no task from the coordinator for %s", place.Shard, wait(opts, last)))
 				}
 				return fmt.Errorf("worker shard %d: %w", place.Shard, err)
 			}
-			wait = 2 * opts.Timeout
+			if err := protocol.Open(msg.Data, &task, protocol.TypeTask, place.Run); err != nil {
+				drop(msg, protocol.Reason(err), err)
+				continue
+			}
+			if err := task.Validate(); err != nil {
+				return fmt.Errorf("worker shard %d: a task on %s: %w", place.Shard, msg.Subject, err)
+			}
 			if task.Abort != "" {
 				return protocol.Aborted(fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort))
 			}
-			if task.Round > last+1 && len(early) < maxEarly {
+			key := taskKey{task.Round, task.Check}
+			ledger := ran[key.kind()]
+			h = ledger.Hash(msg.Data)
+			taken, err := ledger.Check(task.Round, h)
+			if e, ok := early[key]; ok && !taken {
+				taken = true
+				if e.hash != h {
+					err = fmt.Errorf("round %d: %w", task.Round, protocol.ErrConflict)
+				}
+			}
+			switch {
+			case err != nil:
+				return fmt.Errorf("worker shard %d: a task on %s: %w", place.Shard, msg.Subject, err)
+			case taken:
+				drop(msg, protocol.DropDuplicate, fmt.Errorf("round %d: a task taken already", task.Round))
+				continue
+			case task.Round <= last || task.Round > last+maxEarly:
+				// No coordinator sends it: a task of a round run (its
+				// check, say) or far ahead.
+				drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d: after round %d", task.Round, last))
+				continue
+			case task.Round > last+1:
 				// Broadcast and own tasks travel on two subjects: put
 				// them back in round order.
-				early[task.Round] = task
+				early[key] = heldTask[P, U]{task, h}
 				continue
 			}
-			if task.Round != last+1 {
-				// Updates must be applied in round order, each once.
-				return fmt.Errorf("worker shard %d: task of round %d after round %d", place.Shard, task.Round, last)
-			}
 		}
+		deadline = time.Now().Add(wait(opts, task.Round))
+		ran[taskKey{task.Round, task.Check}.kind()].Take(task.Round, h)
 		if !task.Check {
 			// A check is followed by a task of the same round (DESIGN §3).
 			last = task.Round
 		}
 		p, err := step(ctx, w, place.Shard, &task)
+		p.Header = protocol.Header{Type: protocol.TypePartial, Run: place.Run}
 		// A stop without a report needs no answer, and is no work.
 		answer := !task.Stop || task.Report || err != nil
 		if m := opts.Monitor; m != nil && answer {
@@ -210,6 +252,39 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	}
 }
 
+// wait returns how long a worker waits for the task after round: the
+// first comes once every worker is ready (the join time and a timeout),
+// the others within twice the coordinator's timeout, so that a coordinator
+// waiting out a slow worker is not taken for gone.
+func wait(opts Options, round uint64) time.Duration {
+	if round == 0 {
+		return opts.JoinTimeout + opts.Timeout
+	}
+	return 2 * opts.Timeout
+}
+
+// taskKey names a task: its round, and whether it is the check of that
+// round (DESIGN §3).
+type taskKey struct {
+	round uint64
+	check bool
+}
+
+// kind returns the index of the key's ledger: 0 for a round, 1 for a
+// check.
+func (k taskKey) kind() int {
+	if k.check {
+		return 1
+	}
+	return 0
+}
+
+// heldTask is a task that came before its turn, and the hash of its bytes.
+type heldTask[P, U any] struct {
+	task protocol.Task[P, U]
+	hash uint64
+}
+
 // flush waits, up to timeout, until the server has every message published
 // on c, so that the last partial of a worker that returns (and of a
 // process that may exit at once) is not lost in the connection's buffer.
@@ -219,15 +294,16 @@ func flush(c *wire.Conn, timeout time.Duration, log *slog.Logger) {
 	}
 }
 
-// maxEarly bounds the tasks a worker holds back until their turn: more
-// than the coordinator ever has in flight.
+// maxEarly bounds how far ahead a task that a worker holds back until its
+// turn may be: more rounds than the coordinator ever has in flight. A task
+// further ahead is dropped.
 const maxEarly = 2 * 64
 
 // step runs one task on w and returns the partial to send. On error the
 // partial carries the error's text.
 func step[P, R, U, S any](ctx context.Context, w schmp.Worker[P, R, U, S], shard int, task *protocol.Task[P, U]) (protocol.Partial[R, S], error) {
 	t0 := time.Now()
-	p := protocol.Partial[R, S]{Round: task.Round, Shard: shard}
+	p := protocol.Partial[R, S]{Round: task.Round, Shard: shard, Check: task.Check}
 	var err error
 	for _, u := range task.Updates {
 		if err = w.Apply(u); err != nil {

@@ -1,0 +1,236 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/strads-go/strads/wire"
+)
+
+// Why a node drops a message it received, never applying it (DESIGN §6):
+// the reason label of the monitor's strads_dropped_messages_total.
+const (
+	// DropGarbage: the message does not decode, or it is of another type
+	// than its subject's.
+	DropGarbage = "garbage"
+	// DropForeign: the message carries another run id than the job's: a
+	// replay from another run of the job's name, or a process that never
+	// joined.
+	DropForeign = "foreign"
+	// DropDuplicate: the message has the same bytes as one taken before
+	// (the same round from the same sender): a replay.
+	DropDuplicate = "duplicate"
+	// DropUnexpected: a message of the run that nobody awaits: a plan not
+	// asked for, a partial of a round not in flight, a task far ahead, a
+	// ready of a node already ready, a join once the job runs.
+	DropUnexpected = "unexpected"
+	// DropIncomplete: a message split into chunks that could not be put
+	// together again (wire.ErrIncomplete).
+	DropIncomplete = "incomplete"
+)
+
+// The errors of Open, and of the messages' Validate methods.
+var (
+	// ErrGarbage: a message that does not decode, or of another type than
+	// the subject's; it is dropped (DropGarbage).
+	ErrGarbage = errors.New("not a message of its subject")
+	// ErrForeign: a message of another run; it is dropped (DropForeign).
+	ErrForeign = errors.New("a message of another run")
+	// ErrInvalid: a message of the run that the runtime cannot use (a
+	// shard out of range, a variable listed twice, feedback that is not
+	// finite): it fails the job, with an error that names its sender and
+	// its subject.
+	ErrInvalid = errors.New("invalid message")
+	// ErrConflict: two different messages where the job sends one (two
+	// partials of one round from one worker, two plans of one round, two
+	// tasks of one round): somebody forges the job's messages, and the
+	// job fails rather than go on with one of them (DESIGN §6).
+	ErrConflict = errors.New("two different messages where the job sends one")
+)
+
+// message is any message with a Header.
+type message interface{ header() *Header }
+
+// Open decodes data, a message received on a job's subject, into m, and
+// checks its header: it must be a message of type typ, of the run run.
+// Errors match ErrGarbage (it does not decode, or is of another type) or
+// ErrForeign (another run): the message is to be dropped, and Reason names
+// why.
+func Open(data []byte, m message, typ, run string) error {
+	if err := wire.Unmarshal(data, m); err != nil {
+		return fmt.Errorf("%w: %w", ErrGarbage, err)
+	}
+	switch h := m.header(); {
+	case h.Type != typ:
+		return fmt.Errorf("%w: a message of type %.32q, not %q", ErrGarbage, h.Type, typ)
+	case h.Run != run:
+		return fmt.Errorf("%w: run %.32q", ErrForeign, h.Run)
+	}
+	return nil
+}
+
+// Reason returns the drop reason of err, an error of Open (DropGarbage or
+// DropForeign), or of a wire receiver (DropIncomplete), or "" for any
+// other error.
+func Reason(err error) string {
+	switch {
+	case errors.Is(err, ErrGarbage):
+		return DropGarbage
+	case errors.Is(err, ErrForeign):
+		return DropForeign
+	case errors.Is(err, wire.ErrIncomplete):
+		return DropIncomplete
+	}
+	return ""
+}
+
+// invalid returns an error matching ErrInvalid with the text of
+// fmt.Sprintf(format, args...).
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// PlanPart returns the scheduler part, of parts, that plans round: round t
+// comes from part (t−1) mod parts, in strict turn (DESIGN §3). It is the
+// rule of the coordinator's pipeline (pipeline.Part).
+func PlanPart(round uint64, parts int) int {
+	return int((round - 1) % uint64(max(parts, 1)))
+}
+
+// maxID bounds the length of a node's ID.
+const maxID = 256
+
+// Validate checks a join request: an ID of 1 to 256 bytes, and a known
+// Role.
+func (r *JoinRequest) Validate() error {
+	switch {
+	case r.ID == "" || len(r.ID) > maxID:
+		return invalid("a join request with an ID of %d bytes (want 1 to %d)", len(r.ID), maxID)
+	case r.Role != "" && r.Role != RoleWorker && r.Role != RoleScheduler:
+		return invalid("a join request for role %.32q", r.Role)
+	}
+	return nil
+}
+
+// Validate checks a ready of a job of places places of its role: a known
+// role, a place in range, an ID.
+func (r *Ready[S]) Validate(places int) error {
+	switch {
+	case r.Role != "" && r.Role != RoleWorker && r.Role != RoleScheduler:
+		return invalid("a ready of role %.32q", r.Role)
+	case r.Shard < 0 || r.Shard >= places:
+		return invalid("a ready of %s %d in a job of %d", cmpOr(r.Role, RoleWorker), r.Shard, places)
+	case r.ID == "" || len(r.ID) > maxID:
+		return invalid("a ready with an ID of %d bytes", len(r.ID))
+	}
+	return nil
+}
+
+// Validate checks a plan request that scheduler part of parts received: a
+// Stop is valid as it is; otherwise the round is one of the part's (PlanPart),
+// and the feedback is of earlier rounds of the part, in increasing order,
+// each naming as many variables as changes, none negative or twice, and
+// every change finite (NaN would poison a scheduler's priorities).
+func (r *PlanRequest) Validate(part, parts int) error {
+	if r.Stop {
+		return nil
+	}
+	if r.Round == 0 || PlanPart(r.Round, parts) != part {
+		return invalid("a plan request of round %d, which scheduler %d of %d does not plan", r.Round, part, parts)
+	}
+	var prev uint64
+	for _, fb := range r.Feedback {
+		switch {
+		case fb.Round <= prev || fb.Round >= r.Round || PlanPart(fb.Round, parts) != part:
+			return invalid("round %d: feedback of round %d (after round %d), which is not an earlier round of scheduler %d", r.Round, fb.Round, prev, part)
+		case len(fb.Vars) != len(fb.Delta):
+			return invalid("round %d: feedback of round %d names %d variables and %d changes", r.Round, fb.Round, len(fb.Vars), len(fb.Delta))
+		}
+		if err := checkVars(fb.Vars); err != nil {
+			return invalid("round %d: feedback of round %d: %v", r.Round, fb.Round, err)
+		}
+		for k, d := range fb.Delta {
+			if math.IsNaN(d) || math.IsInf(d, 0) {
+				return invalid("round %d: feedback of round %d: variable %d moved by %v", r.Round, fb.Round, fb.Vars[k], d)
+			}
+		}
+		prev = fb.Round
+	}
+	return nil
+}
+
+// Validate checks a plan of a job of parts scheduler parts: a part in
+// range, a round, a time, and a PlanInfo whose variables are not negative
+// and listed once, with counts not negative. Whether the plan was asked
+// for is the pipeline's to say.
+func (r *PlanReply[P]) Validate(parts int) error {
+	switch {
+	case r.Part < 0 || r.Part >= parts:
+		return invalid("a plan from scheduler %d in a job of %d", r.Part, parts)
+	case r.Round == 0:
+		return invalid("a plan of round 0")
+	case r.Nanos < 0 || r.Info.Candidates < 0 || r.Info.Selected < 0:
+		return invalid("round %d: a plan with negative counts (%d ns, %d candidates, %d selected)", r.Round, r.Nanos, r.Info.Candidates, r.Info.Selected)
+	}
+	if err := checkVars(r.Info.Vars); err != nil {
+		return invalid("round %d: the plan's variables: %v", r.Round, err)
+	}
+	return nil
+}
+
+// Validate checks a task: an abort is valid as it is; otherwise it has a
+// round, and is not both a check and a stop.
+func (t *Task[P, U]) Validate() error {
+	switch {
+	case t.Abort != "":
+		return nil
+	case t.Round == 0:
+		return invalid("a task of round 0")
+	case t.Check && t.Stop:
+		return invalid("round %d: a task that is both a check and a stop", t.Round)
+	}
+	return nil
+}
+
+// Validate checks a partial of a job of shards workers: a shard in range,
+// a round, a time.
+func (p *Partial[R, S]) Validate(shards int) error {
+	switch {
+	case p.Shard < 0 || p.Shard >= shards:
+		return invalid("a partial from worker shard %d in a job of %d", p.Shard, shards)
+	case p.Round == 0:
+		return invalid("a partial of round 0")
+	case p.Nanos < 0:
+		return invalid("round %d: a partial with a time of %d ns", p.Round, p.Nanos)
+	}
+	return nil
+}
+
+// checkVars returns an error if vars holds a negative index or one twice.
+func checkVars(vars []int32) error {
+	for _, j := range vars {
+		if j < 0 {
+			return fmt.Errorf("variable %d", j)
+		}
+	}
+	if len(vars) < 2 {
+		return nil
+	}
+	s := slices.Clone(vars)
+	slices.Sort(s)
+	for k := 1; k < len(s); k++ {
+		if s[k] == s[k-1] {
+			return fmt.Errorf("variable %d listed twice", s[k])
+		}
+	}
+	return nil
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
