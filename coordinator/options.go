@@ -88,6 +88,12 @@ type Options struct {
 	// every role it accepts the Settings. A Version of 0 means
 	// protocol.Version.
 	Manifest protocol.Manifest
+	// Claimed, if set, is called once the coordinator holds the job's
+	// name, having found no other coordinator of it (DESIGN §2), and
+	// before it admits any node: a caller that starts the job's nodes
+	// itself (job.Run) starts them then, so that they cannot join another
+	// job of the name.
+	Claimed func()
 }
 
 // Validate reports the first bad option, as a *schmp.FieldError.

@@ -100,12 +100,55 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		}()
 		return nil
 	}
+	// The coordinator first: the roles start once it holds the job's name
+	// (DESIGN §2), so that none joins another job of the name, and a
+	// coordinator refused for its name fails the job with that reason.
+	nc, err := connect("coordinator")
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	c, err := wire.NewConn(nc, opts.Job)
+	if err == nil && opts.Monitor != nil {
+		err = opts.Monitor.AddConn("coordinator", nc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	copts := opts.Coordinator
+	if opts.Monitor != nil {
+		copts.Monitor = opts.Monitor
+	}
+	claimed := make(chan struct{})
+	copts.Claimed = func() {
+		close(claimed)
+		if opts.Coordinator.Claimed != nil {
+			opts.Coordinator.Claimed()
+		}
+	}
+	var res *coordinator.Result
+	var cerr error
+	coordDone := make(chan struct{})
+	go func() {
+		defer close(coordDone)
+		res, cerr = coordinator.Run(ctx, c, prog.NewCoordinator, copts)
+		if cerr != nil {
+			cancel()
+		}
+	}()
+	select {
+	case <-claimed:
+	case <-coordDone:
+		return nil, cerr
+	}
+
 	join := opts.Coordinator.JoinTimeout
 	for i := range schedulers {
 		if err := start(fmt.Sprintf("scheduler-%d", i), func(c *wire.Conn) error {
 			return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
 		}); err != nil {
 			cancel()
+			<-coordDone
 			wg.Wait()
 			return nil, err
 		}
@@ -115,35 +158,12 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 			return worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
 		}); err != nil {
 			cancel()
+			<-coordDone
 			wg.Wait()
 			return nil, err
 		}
 	}
-
-	nc, err := connect("coordinator")
-	if err != nil {
-		cancel()
-		wg.Wait()
-		return nil, err
-	}
-	defer nc.Close()
-	c, err := wire.NewConn(nc, opts.Job)
-	if err == nil && opts.Monitor != nil {
-		err = opts.Monitor.AddConn("coordinator", nc)
-	}
-	if err != nil {
-		cancel()
-		wg.Wait()
-		return nil, err
-	}
-	copts := opts.Coordinator
-	if opts.Monitor != nil {
-		copts.Monitor = opts.Monitor
-	}
-	res, cerr := coordinator.Run(ctx, c, prog.NewCoordinator, copts)
-	if cerr != nil {
-		cancel()
-	}
+	<-coordDone
 	wg.Wait()
 	close(errs)
 	var roleErrs []error // the other nodes' own errors, not cancellations, in the order they failed

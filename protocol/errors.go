@@ -21,6 +21,9 @@ var (
 	// coordinator refused it at join (the role's error, and the
 	// coordinator's, which fails the job).
 	ErrManifest = errors.New("the role's manifest differs from the job's")
+	// ErrNameTaken: a coordinator found another coordinator running a job
+	// of its name, and refused to start (DESIGN §2).
+	ErrNameTaken = errors.New("the job's name is taken")
 )
 
 // Timeout returns err marked as a timeout: its text is err's, and
