@@ -318,8 +318,13 @@ func TestPipeline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Rounds != 40 || res.MaxInFlight != tc.depth {
-				t.Errorf("%d rounds, at most %d in flight; want 40, %d", res.Rounds, res.MaxInFlight, tc.depth)
+			// How full the pipeline gets over a network depends on when
+			// plans and partials arrive (a busy machine answers rounds
+			// before later plans arrive); that it fills to the depth when
+			// plans come first is the core's rule, which
+			// pipeline.TestRules and local's tests check deterministically.
+			if res.Rounds != 40 || res.MaxInFlight < 1 || res.MaxInFlight > tc.depth {
+				t.Errorf("%d rounds, at most %d in flight; want 40, between 1 and %d", res.Rounds, res.MaxInFlight, tc.depth)
 			}
 			if len(res.Timing.Workers) != 2 || len(res.Timing.Schedulers) != tc.schedulers || res.Timing.Msgs == 0 {
 				t.Errorf("timing %+v", res.Timing)
