@@ -214,3 +214,23 @@ func TestJobIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestPanicFailsTheJob checks that an app's method that panics fails the
+// job at once, as an error does, with an error that names the node, the
+// round and the method (protocol.Guard), and that the worker returns it.
+func TestPanicFailsTheJob(t *testing.T) {
+	ns := startServer(t)
+	opts := worker.Options{Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second}
+	o := runRoles(t, ns, "panics", roles[uint64, uint64, uint64, uint64]{
+		prog:        counting{failShard: 1, panicPush: 3}.program(),
+		coordinator: coordinator.Options{Workers: 2, MaxRounds: 6, ReportEvery: 1, Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second},
+		workers:     times(2, opts),
+		schedulers:  times(1, scheduler.NodeOptions{Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second}),
+	})
+	const want = `^worker shard 1 \(host .*, pid [0-9]+\): round 3: Push panicked: runtime error: index out of range \[3\] with length 0 \(coordinator_test.\(\*countingRole\).Push, roles_test.go:[0-9]+\)$`
+	// The nodes take their shards in the order they join.
+	panicked := errors.Is(o.workers[0], protocol.ErrPanic) || errors.Is(o.workers[1], protocol.ErrPanic)
+	if !errors.Is(o.err, coordinator.ErrAborted) || !panicked || !regexpMatch(want, o.err.Error()) || o.took > failFast {
+		t.Errorf("job: %v after %v; workers: %v; want an abort at once matching %s", o.err, o.took, o.workers, want)
+	}
+}

@@ -168,9 +168,9 @@ type timedApp[P, R, U, S any] struct {
 	n *node[P, R, U, S]
 }
 
-func (a timedApp[P, R, U, S]) Pull(round uint64, plan P, partials []R) (U, schmp.Feedback, error) {
+func (a timedApp[P, R, U, S]) Pull(round uint64, plan P, partials []R) (u U, fb schmp.Feedback, err error) {
 	t0 := time.Now()
-	u, fb, err := a.Coordinator.Pull(round, plan, partials)
+	err = protocol.Guard("Pull", func() (err error) { u, fb, err = a.Coordinator.Pull(round, plan, partials); return err })
 	end := time.Now()
 	if rt := a.n.timing[round]; rt != nil {
 		rt.pull, rt.pulled = end.Sub(t0), end
@@ -178,9 +178,9 @@ func (a timedApp[P, R, U, S]) Pull(round uint64, plan P, partials []R) (U, schmp
 	return u, fb, err
 }
 
-func (a timedApp[P, R, U, S]) Objective(reports []S) (schmp.Progress, error) {
+func (a timedApp[P, R, U, S]) Objective(reports []S) (prog schmp.Progress, err error) {
 	t0 := time.Now()
-	prog, err := a.Coordinator.Objective(reports)
+	err = protocol.Guard("Objective", func() (err error) { prog, err = a.Coordinator.Objective(reports); return err })
 	d := time.Since(t0)
 	a.n.stats.objective += d
 	if m := a.n.opts.Monitor; m != nil {
@@ -217,7 +217,10 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	}
 	defer joins.Unsubscribe()
 
-	if n.app, err = newCoordinator(ctx); err != nil {
+	// The app's methods are called through protocol.Guard (Pull and
+	// Objective through timedApp): a panic fails the job as an error does
+	// (DESIGN §6).
+	if err = protocol.Guard("NewCoordinator", func() (err error) { n.app, err = newCoordinator(ctx); return err }); err != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
@@ -241,8 +244,8 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	if err != nil {
 		return nil, err
 	}
-	u, err := n.app.Start(summaries)
-	if err != nil {
+	var u U
+	if err := protocol.Guard("Start", func() (err error) { u, err = n.app.Start(summaries); return err }); err != nil {
 		return nil, fmt.Errorf("coordinator: start: %w", err)
 	}
 	n.log.Info("workers and schedulers ready; starting", "workers", n.opts.Workers, "schedulers", n.opts.Schedulers, "depth", n.opts.Depth)
@@ -914,7 +917,9 @@ func (n *node[P, R, U, S]) finish() error {
 			n.res.Reason, n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond), n.stage())
 	}
 	if n.opts.Out != "" {
-		if err := atomicfile.Write(n.opts.Out, func(w *bufio.Writer) error { return n.app.WriteModel(w) }); err != nil {
+		if err := atomicfile.Write(n.opts.Out, func(w *bufio.Writer) error {
+			return protocol.Guard("WriteModel", func() error { return n.app.WriteModel(w) })
+		}); err != nil {
 			return fmt.Errorf("coordinator: %w", err)
 		}
 	}

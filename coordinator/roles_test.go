@@ -32,6 +32,7 @@ type counting struct {
 	failShard int    // this worker shard…
 	failPush  uint64 // …fails its Push of this round (0: never)…
 	failApply uint64 // …or its Apply of the update of this round (0: never)
+	panicPush uint64 // …or panics in its Push of this round (0: never)
 	// gate, if set, is called by every worker before it pushes a round.
 	gate func(round uint64)
 }
@@ -62,6 +63,10 @@ func (r *countingRole) Push(_ context.Context, round uint64, _ uint64) (uint64, 
 	}
 	if r.shard == r.c.failShard && round == r.c.failPush {
 		return 0, errors.New("boom")
+	}
+	if r.shard == r.c.failShard && round == r.c.panicPush {
+		var s []uint64
+		return s[round], nil
 	}
 	return 1, nil
 }

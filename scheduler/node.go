@@ -103,7 +103,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	}
 	var s schmp.Scheduler[P]
 	if err == nil {
-		s, err = newScheduler(ctx, part, place.Shards)
+		err = protocol.Guard("NewScheduler", func() (err error) { s, err = newScheduler(ctx, part, place.Shards); return err })
 	}
 	if err != nil {
 		// The coordinator names the scheduler itself: send the cause.
@@ -204,7 +204,12 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		deadline = time.Now().Add(2 * opts.Timeout)
 		t0 := time.Now()
 		rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: req.Round, Part: part}
-		rep.Plan, rep.Info, err = s.Schedule(req.Round, req.Feedback)
+		// Through protocol.Guard: a panic fails the node as an error does
+		// (DESIGN §6).
+		err = protocol.Guard("Schedule", func() (err error) {
+			rep.Plan, rep.Info, err = s.Schedule(req.Round, req.Feedback)
+			return err
+		})
 		rep.Nanos = time.Since(t0).Nanoseconds()
 		if m := opts.Monitor; m != nil {
 			l := monitor.Label(part)

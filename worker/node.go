@@ -116,11 +116,11 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	}
 	var w schmp.Worker[P, R, U, S]
 	if err == nil {
-		w, err = newWorker(ctx, place.Shard, place.Shards)
+		err = protocol.Guard("NewWorker", func() (err error) { w, err = newWorker(ctx, place.Shard, place.Shards); return err })
 	}
 	var summary S
 	if err == nil {
-		summary, err = w.Describe()
+		err = protocol.Guard("Describe", func() (err error) { summary, err = w.Describe(); return err })
 	}
 	ready := protocol.Ready[S]{Header: protocol.Header{Type: protocol.TypeReady, Run: place.Run}, ID: opts.ID, Role: protocol.RoleWorker, Shard: place.Shard, Summary: summary}
 	if err != nil {
@@ -304,18 +304,20 @@ const maxEarly = 2 * 64
 func step[P, R, U, S any](ctx context.Context, w schmp.Worker[P, R, U, S], shard int, task *protocol.Task[P, U]) (protocol.Partial[R, S], error) {
 	t0 := time.Now()
 	p := protocol.Partial[R, S]{Round: task.Round, Shard: shard, Check: task.Check}
+	// The app's methods are called through protocol.Guard: a panic fails
+	// the worker, and the job, as an error does (DESIGN §6).
 	var err error
 	for _, u := range task.Updates {
-		if err = w.Apply(u); err != nil {
+		if err = protocol.Guard("Apply", func() error { return w.Apply(u) }); err != nil {
 			break
 		}
 	}
 	if err == nil && task.Report {
-		p.Report, err = w.Report()
+		err = protocol.Guard("Report", func() (err error) { p.Report, err = w.Report(); return err })
 		p.HasReport = err == nil
 	}
 	if err == nil && !task.Stop && !task.Check {
-		p.Partial, err = w.Push(ctx, task.Round, task.Plan)
+		err = protocol.Guard("Push", func() (err error) { p.Partial, err = w.Push(ctx, task.Round, task.Plan); return err })
 	}
 	if err != nil {
 		p.Err = err.Error()

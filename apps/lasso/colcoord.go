@@ -156,6 +156,13 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 	if len(partials) != c.workers || len(p.Blocks) != c.workers {
 		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials and %d blocks for %d workers", len(partials), len(p.Blocks), c.workers)
 	}
+	for _, b := range p.Blocks {
+		for _, j := range b {
+			if j < 0 || int(j) >= len(c.beta) {
+				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("plan of column %d of %d", j, len(c.beta))
+			}
+		}
+	}
 	fb := p.Feedback()
 	var moved []int // workers with a change
 	for k, part := range partials {

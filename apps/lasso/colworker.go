@@ -112,6 +112,10 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 	if len(u.Vars) != len(u.Value) {
 		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))
 	}
+	// Checked before any is applied: updates come over the network.
+	if !(u.Alpha >= 0 && u.Alpha <= 1) || !finite(u.Lambda) || !allFinite(u.Value) || !allFinite(u.Dir) {
+		return fmt.Errorf("update with a step %v, λ %v, and values or a direction that are not finite", u.Alpha, u.Lambda)
+	}
 	if u.Dir != nil {
 		if len(u.Dir) != len(w.q) {
 			return fmt.Errorf("update with a direction over %d rows, want %d", len(u.Dir), len(w.q))

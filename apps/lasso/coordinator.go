@@ -47,6 +47,12 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 		if s.Data != shards[0].Data {
 			return Update{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", libsvm.ErrDifferentData, k, s.Data, shards[0].Data)
 		}
+		// The summaries come over the network (DESIGN §6).
+		if s.Rows < 0 || s.Features < 0 || len(s.ColSum) != s.Features || len(s.ColSq) != s.Features || len(s.XtY) != s.Features ||
+			!finite(s.SumY) || !allFinite(s.ColSum) || !allFinite(s.ColSq) || !allFinite(s.XtY) {
+			return Update{}, fmt.Errorf("worker shard %d described %d rows and %d features with %d, %d and %d column sums, or sums that are not finite",
+				k, s.Rows, s.Features, len(s.ColSum), len(s.ColSq), len(s.XtY))
+		}
 		m = max(m, s.Features)
 		rows += s.Rows
 		sumY += s.SumY
@@ -94,7 +100,7 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 	if c.cfg.LambdaRatio > 0 {
 		c.lambda = c.cfg.LambdaRatio * lambdaMax
 	}
-	return Update{Center: &Center{MeanY: c.meanY, MeanX: c.meanX}}, nil
+	return Update{Center: &Center{MeanY: c.meanY, MeanX: c.meanX, Features: m}}, nil
 }
 
 // Lambda returns the penalty in use (known after Start).
@@ -108,12 +114,20 @@ func (c *Coordinator) Pull(_ uint64, p Plan, partials []Partial) (Update, schmp.
 		if len(part.Dot) != len(p.Vars) {
 			return Update{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent %d sums for %d variables", w, len(part.Dot), len(p.Vars))
 		}
+		if !finite(part.SumR) || !allFinite(part.Dot) {
+			return Update{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent sums that are not finite", w)
+		}
 		sumR += part.SumR
+	}
+	for _, j := range p.Vars {
+		if j < 0 || int(j) >= len(c.beta) {
+			return Update{}, schmp.Feedback{}, fmt.Errorf("plan of variable %d of %d", j, len(c.beta))
+		}
 	}
 	fb := schmp.Feedback{Vars: p.Vars, Delta: make([]float64, len(p.Vars))}
 	var u Update
 	for k, j := range p.Vars {
-		if int(j) >= len(c.beta) || c.curv[j] == 0 {
+		if c.curv[j] == 0 {
 			continue
 		}
 		var g float64

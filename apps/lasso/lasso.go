@@ -151,10 +151,12 @@ type Update struct {
 }
 
 // Center is the centering that workers apply to their rows and responses
-// (zero means when the job fits no intercept).
+// (zero means when the job fits no intercept), and the number of features,
+// which bounds the variables of later updates.
 type Center struct {
-	MeanY float64       `msgpack:"y"`
-	MeanX wire.Float64s `msgpack:"x"`
+	MeanY    float64       `msgpack:"y"`
+	MeanX    wire.Float64s `msgpack:"x"`
+	Features int           `msgpack:"m"`
 }
 
 // Summary describes a worker's shard when it joins (Rows … XtY), and its

@@ -22,6 +22,9 @@ type Worker struct {
 	s      float64   // x̄ᵀβ
 	beta   []float64 // β, as the updates so far make it
 	data   libsvm.Fingerprint
+	// features is the number of features of the job, which Start's update
+	// (its Center) tells: it bounds every variable.
+	features int
 }
 
 // NewWorker reads shard of shards (a contiguous range of rows) of cfg.Data.
@@ -75,20 +78,28 @@ func (w *Worker) Describe() (Summary, error) {
 	return s, nil
 }
 
-// Apply implements schmp.Worker.
+// Apply implements schmp.Worker. An update that names a variable out of
+// range, or a change that is not finite, is an error: updates come over
+// the network (DESIGN §6).
 func (w *Worker) Apply(u Update) error {
-	if u.Center != nil {
-		w.meanY = u.Center.MeanY
-		w.meanX = u.Center.MeanX
+	if c := u.Center; c != nil {
+		if c.Features < 0 || len(c.MeanX) != 0 && len(c.MeanX) != c.Features || !finite(c.MeanY) || !allFinite(c.MeanX) {
+			return fmt.Errorf("a centering over %d features with %d means", c.Features, len(c.MeanX))
+		}
+		w.meanY = c.MeanY
+		w.meanX = c.MeanX
+		w.features = c.Features
 	}
 	if len(u.Vars) != len(u.Delta) || len(u.Vars) != len(u.Value) {
 		return fmt.Errorf("update with %d variables, %d deltas and %d values", len(u.Vars), len(u.Delta), len(u.Value))
 	}
 	for k, j := range u.Vars {
-		d := u.Delta[k]
-		if j < 0 {
-			return fmt.Errorf("update of variable %d", j)
+		if j < 0 || int(j) >= w.features || !finite(u.Delta[k]) || !finite(u.Value[k]) {
+			return fmt.Errorf("update of variable %d of %d by %v to %v", j, w.features, u.Delta[k], u.Value[k])
 		}
+	}
+	for k, j := range u.Vars {
+		d := u.Delta[k]
 		if int(j) >= len(w.beta) {
 			w.beta = append(w.beta, make([]float64, int(j)+1-len(w.beta))...)
 		}
@@ -108,12 +119,28 @@ func (w *Worker) Apply(u Update) error {
 	return nil
 }
 
+// finite reports whether x is neither NaN nor infinite.
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// allFinite reports whether every element of xs is finite.
+func allFinite(xs []float64) bool {
+	for _, x := range xs {
+		if !finite(x) {
+			return false
+		}
+	}
+	return true
+}
+
 // Push implements schmp.Worker: x_jᵀr over the shard's rows for every j in
 // the plan, where r = q − ȳ + s.
 func (w *Worker) Push(_ context.Context, _ uint64, p Plan) (Partial, error) {
 	shift := w.s - w.meanY
 	dot := make([]float64, len(p.Vars))
 	for k, j := range p.Vars {
+		if j < 0 || int(j) >= w.features {
+			return Partial{}, fmt.Errorf("plan of variable %d of %d", j, w.features)
+		}
 		if int(j) >= w.x.Cols {
 			continue
 		}

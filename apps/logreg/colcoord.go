@@ -240,6 +240,13 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 	if len(partials) != c.workers || len(p.Blocks) != c.workers {
 		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials and %d blocks for %d workers", len(partials), len(p.Blocks), c.workers)
 	}
+	for _, b := range p.Blocks {
+		for _, j := range b {
+			if j < 0 || int(j) >= len(c.w) {
+				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("plan of column %d of %d", j, len(c.w))
+			}
+		}
+	}
 	fb := p.Feedback()
 	var moved []int // workers with a change
 	fresh := true

@@ -153,6 +153,10 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 	if len(u.Vars) != len(u.Value) {
 		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))
 	}
+	// Checked before any is applied: updates come over the network.
+	if !(u.Alpha >= 0 && u.Alpha <= 1) || !allFinite([]float64{u.Lambda, u.Bias}) || !allFinite(u.Value) || !allFinite(u.Dir) {
+		return fmt.Errorf("update with a step %v, λ %v, intercept %v, and values or a direction that are not finite", u.Alpha, u.Lambda, u.Bias)
+	}
 	if u.Lambda != 0 && u.Lambda != w.lambda {
 		// The next λ of a path: the inner tolerance starts afresh, since
 		// its tightening was the previous λ's.

@@ -79,7 +79,12 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 // column statistics and λ, and returns the initial intercept.
 func (c *Coordinator) Start(shards []Summary) (Update, error) {
 	rows, m, pos, neg, zero := 0, 0, 0, 0, 0
-	for _, s := range shards {
+	for w, s := range shards {
+		// The summaries come over the network (DESIGN §6).
+		if s.Rows < 0 || s.Pos < 0 || s.Neg < 0 || s.Zero < 0 || s.Features < 0 || s.Features > len(s.ColSq) {
+			return Update{}, fmt.Errorf("worker shard %d described %d rows (%d, %d, %d by label) and %d features with %d column sums",
+				w, s.Rows, s.Pos, s.Neg, s.Zero, s.Features, len(s.ColSq))
+		}
 		rows += s.Rows
 		m = max(m, s.Features, len(s.ColSq))
 		pos += s.Pos
@@ -132,7 +137,7 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 		lambdaMax = max(lambdaMax, math.Abs(colPos[j]-center*colSum[j])/c.n)
 	}
 	c.setLambda(lambdaMax)
-	return Update{Bias: c.b}, nil
+	return Update{Bias: c.b, Features: m}, nil
 }
 
 // Safeguard returns what the joint-step safeguard saw so far.
@@ -157,6 +162,13 @@ func (c *Coordinator) Pull(round uint64, p Plan, partials []Partial) (Update, sc
 			return Update{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent %d gradients and %d curvatures for %d variables", w, len(part.Grad), len(part.Curv), len(p.Vars))
 		case len(part.Rounds) != len(first.Rounds) || len(part.LossChange) != len(first.Rounds) || part.AsOf != first.AsOf:
 			return Update{}, schmp.Feedback{}, fmt.Errorf("worker shard %d applied other updates than shard 0", w)
+		case !allFinite(part.Grad) || !allFinite(part.Curv) || !allFinite(part.LossChange) || !allFinite([]float64{part.SumR, part.SumD}):
+			return Update{}, schmp.Feedback{}, fmt.Errorf("worker shard %d sent sums that are not finite", w)
+		}
+	}
+	for _, j := range p.Vars {
+		if j < 0 || int(j) >= len(c.w) {
+			return Update{}, schmp.Feedback{}, fmt.Errorf("plan of variable %d of %d", j, len(c.w))
 		}
 	}
 	for k, s := range first.Rounds {
@@ -314,4 +326,14 @@ func (c *Coordinator) Objective(reports []Summary) (schmp.Progress, error) {
 	dual := t * (sPos*hPos + sNeg*hNeg) / c.n
 	metrics := c.record(float64(correct) / c.n)
 	return schmp.Progress{Objective: f, NNZ: nnz, Gap: max(f-dual, 0), HasGap: true, Metrics: metrics}, nil
+}
+
+// allFinite reports whether no element of xs is NaN or infinite.
+func allFinite(xs []float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }

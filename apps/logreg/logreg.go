@@ -122,6 +122,9 @@ type Update struct {
 	Vars  wire.Int32s   `msgpack:"v"`
 	Delta wire.Float64s `msgpack:"d"`
 	Bias  float64       `msgpack:"b"`
+	// Features, in Start's update only, is the number of features of the
+	// job, which bounds the variables of later updates.
+	Features int `msgpack:"m,omitempty"`
 }
 
 // Summary describes a worker's shard when it joins (Rows … ColNNZ), and its

@@ -23,6 +23,9 @@ type Worker struct {
 
 	w []float64 // w, as the updates so far make it
 	b float64
+	// features is the number of features of the job, which Start's update
+	// tells: it bounds every variable (DESIGN §6).
+	features int
 
 	// Rows whose margin an update changed, for recomputing them once, and
 	// their margins before it.
@@ -140,6 +143,18 @@ func (w *Worker) Apply(u Update) error {
 	if math.IsNaN(u.Bias) || math.IsInf(u.Bias, 0) {
 		return fmt.Errorf("update of the intercept by %v", u.Bias)
 	}
+	if u.Features < 0 {
+		return fmt.Errorf("update of %d features", u.Features)
+	}
+	if u.Features > 0 {
+		w.features = u.Features
+	}
+	// Checked before any is applied: updates come over the network.
+	for k, j := range u.Vars {
+		if d := u.Delta[k]; j < 0 || int(j) >= w.features || math.IsNaN(d) || math.IsInf(d, 0) {
+			return fmt.Errorf("update of variable %d of %d by %v", j, w.features, d)
+		}
+	}
 	all := u.Bias != 0 // every row moves
 	if all {
 		for _, st := range w.rows {
@@ -205,7 +220,10 @@ func (w *Worker) Push(_ context.Context, _ uint64, p Plan) (Partial, error) {
 	}
 	w.rounds, w.change = nil, nil
 	for k, j := range p.Vars {
-		if j < 0 || int(j) >= w.x.Cols {
+		if j < 0 || int(j) >= w.features {
+			return Partial{}, fmt.Errorf("plan of variable %d of %d", j, w.features)
+		}
+		if int(j) >= w.x.Cols {
 			continue
 		}
 		rows, vals := w.x.Col(int(j))

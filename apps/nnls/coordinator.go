@@ -3,6 +3,7 @@ package nnls
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/strads-go/strads/schmp"
@@ -31,10 +32,17 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 		if len(s.ColSq) != len(c.a) {
 			return Update{}, fmt.Errorf("nnls: worker shard %d has %d columns, want %d", w, len(s.ColSq), len(c.a))
 		}
+		// The summaries come over the network.
+		if s.Rows < 0 || !nonNegative(s.ColSq) {
+			return Update{}, fmt.Errorf("nnls: worker shard %d describes %d rows, or column norms that are not finite and ≥ 0", w, s.Rows)
+		}
 		c.n += float64(s.Rows)
 		for j, v := range s.ColSq {
 			c.a[j] += v
 		}
+	}
+	if c.n == 0 {
+		return Update{}, fmt.Errorf("nnls: no rows")
 	}
 	for j := range c.a {
 		c.a[j] /= c.n
@@ -49,6 +57,11 @@ func (c *Coordinator) Pull(_ uint64, p Plan, partials []Partial) (Update, schmp.
 	for w, part := range partials {
 		if len(part.Dot) != len(p.Vars) {
 			return Update{}, schmp.Feedback{}, fmt.Errorf("nnls: worker shard %d sent %d sums for %d variables", w, len(part.Dot), len(p.Vars))
+		}
+		for _, v := range part.Dot {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return Update{}, schmp.Feedback{}, fmt.Errorf("nnls: worker shard %d sent a sum of %v", w, v)
+			}
 		}
 	}
 	u := Update{Vars: p.Vars, Delta: make(wire.Float64s, len(p.Vars))}
@@ -101,4 +114,14 @@ func (c *Coordinator) WriteModel(w io.Writer) error {
 	}
 	_, err := w.Write(buf)
 	return err
+}
+
+// nonNegative reports whether every element of xs is finite and ≥ 0.
+func nonNegative(xs []float64) bool {
+	for _, x := range xs {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package nnls
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/floats"
 
@@ -53,10 +54,13 @@ func (w *Worker) Apply(u Update) error {
 	if len(u.Vars) != len(u.Delta) {
 		return fmt.Errorf("nnls: update with %d variables and %d deltas", len(u.Vars), len(u.Delta))
 	}
+	// Checked before any is applied: updates come over the network.
 	for k, j := range u.Vars {
-		if j < 0 || int(j) >= len(w.x) {
-			return fmt.Errorf("nnls: update of variable %d out of %d", j, len(w.x))
+		if d := u.Delta[k]; j < 0 || int(j) >= len(w.x) || math.IsNaN(d) || math.IsInf(d, 0) {
+			return fmt.Errorf("nnls: update of variable %d out of %d by %v", j, len(w.x), d)
 		}
+	}
+	for k, j := range u.Vars {
 		floats.AddScaled(w.r, -u.Delta[k], w.x[j])
 	}
 	return nil
