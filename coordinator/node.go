@@ -199,9 +199,6 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, err
 	}
 	defer present.Unsubscribe()
-	if n.opts.Claimed != nil {
-		n.opts.Claimed()
-	}
 	readies, err := wire.NewMailbox(n.c, protocol.SubjectReady)
 	if err != nil {
 		return nil, err
@@ -216,6 +213,13 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, err
 	}
 	defer joins.Unsubscribe()
+	if n.opts.Claimed != nil {
+		// The server has the subscription to joins once this returns.
+		if err := n.c.NATS().Flush(); err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
+		}
+		n.opts.Claimed()
+	}
 
 	// The app's methods are called through protocol.Guard (Pull and
 	// Objective through timedApp): a panic fails the job as an error does
@@ -777,8 +781,9 @@ func (n *node[P, R, U, S]) publishTask(task protocol.Task[P, U]) error {
 		return wire.Publish(n.c, protocol.SubjectTask, task)
 	}
 	all := task.Updates
+	task.Split = true
 	for k := range n.opts.Workers {
-		task.Updates = pipeline.ForShard(all, k)
+		task.Updates, task.Shard = pipeline.ForShard(all, k), k
 		if err := wire.Publish(n.c, protocol.SubjectTaskShard(k), task); err != nil {
 			return err
 		}

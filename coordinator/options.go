@@ -90,9 +90,8 @@ type Options struct {
 	Manifest protocol.Manifest
 	// Claimed, if set, is called once the coordinator holds the job's
 	// name, having found no other coordinator of it (DESIGN §2), and
-	// before it admits any node: a caller that starts the job's nodes
-	// itself (job.Run) starts them then, so that they cannot join another
-	// job of the name.
+	// answers joins: a caller that starts the job's nodes itself (job.Run)
+	// starts them then, so that they cannot join another job of the name.
 	Claimed func()
 }
 

@@ -175,8 +175,13 @@ type Task[P, U any] struct {
 	Plan    P      `msgpack:"plan"`
 	Report  bool   `msgpack:"report,omitempty"`
 	Check   bool   `msgpack:"check,omitempty"`
-	Stop    bool   `msgpack:"stop,omitempty"`
-	Abort   string `msgpack:"abort,omitempty"`
+	// Split is set on a task sent to one worker alone (on task.<k>), and
+	// Shard is that worker's shard: a worker drops a split task for
+	// another (a replay on the wrong subject).
+	Split bool   `msgpack:"split,omitempty"`
+	Shard int    `msgpack:"shard,omitempty"`
+	Stop  bool   `msgpack:"stop,omitempty"`
+	Abort string `msgpack:"abort,omitempty"`
 }
 
 // Partial is a worker's answer to a Task.

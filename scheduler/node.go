@@ -165,9 +165,6 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			drop(msg, protocol.Reason(err), err)
 			continue
 		}
-		if err := req.Validate(part, place.Shards); err != nil {
-			return fmt.Errorf("scheduler %d: a plan request on %s: %w", part, msg.Subject, err)
-		}
 		if req.Stop {
 			if req.Abort != "" {
 				return protocol.Aborted(fmt.Errorf("scheduler %d: job aborted: %s", part, req.Abort))
@@ -194,10 +191,14 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			drop(msg, protocol.DropDuplicate, fmt.Errorf("round %d: a request planned already", req.Round))
 			continue
 		case req.Round != next || msg.Reply != planned:
-			// Not the coordinator's: it asks for the part's rounds in
-			// turn, with its answers due on planned.
+			// Not the coordinator's (a replay of another part's, say): it
+			// asks for the part's rounds in turn, with its answers due on
+			// planned.
 			drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d (reply %q): the next round is %d", req.Round, msg.Reply, next))
 			continue
+		}
+		if err := req.Validate(part, place.Shards); err != nil {
+			return fmt.Errorf("scheduler %d: a plan request on %s: %w", part, msg.Subject, err)
 		}
 		ledger.Take(req.Round, h)
 		next += uint64(place.Shards)

@@ -186,6 +186,10 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			if task.Abort != "" {
 				return protocol.Aborted(fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort))
 			}
+			if task.Split && task.Shard != place.Shard {
+				drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d: a task of worker shard %d", task.Round, task.Shard))
+				continue
+			}
 			key := taskKey{task.Round, task.Check}
 			ledger := ran[key.kind()]
 			h = ledger.Hash(msg.Data)
