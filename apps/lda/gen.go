@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // GenConfig describes a synthetic corpus drawn from a known LDA model:
@@ -49,11 +51,11 @@ func (c GenConfig) Validate() error {
 	case c.Alphas == nil && (!(c.Alpha > 0) || math.IsInf(c.Alpha, 0)):
 		return fmt.Errorf("--alpha must be a finite number > 0, got %v", c.Alpha)
 	case c.Alphas != nil && len(c.Alphas) != c.Topics:
-		return fmt.Errorf("lda: GenConfig.Alphas has %d values for %d topics", len(c.Alphas), c.Topics)
+		return schmp.Fieldf("Alphas", "has %d values for {Topics} = %d topics", len(c.Alphas), c.Topics)
 	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
 		return fmt.Errorf("--beta must be a finite number > 0, got %v", c.Beta)
 	case slices.ContainsFunc(c.Alphas, func(a float64) bool { return !(a > 0) || math.IsInf(a, 0) }):
-		return fmt.Errorf("lda: GenConfig.Alphas must be finite numbers > 0, got %v", c.Alphas)
+		return schmp.Fieldf("Alphas", "must be finite numbers > 0, got %v", c.Alphas)
 	case float64(c.Topics)*float64(c.Vocab) > 1<<28:
 		return fmt.Errorf("--topics × --vocab must be at most %d (the generator holds the model densely), got %d", 1<<28, c.Topics*c.Vocab)
 	case float64(c.Docs+c.TestDocs)*float64(c.DocLen)*1.5 > maxTokens:

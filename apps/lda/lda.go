@@ -108,7 +108,10 @@ const (
 	DefaultOptimizeBurnIn = 50
 )
 
-// Validate reports the first bad setting, named as its flag.
+// Validate reports the first bad setting. The settings that the command
+// line had before issue 14 are named as its flags (the command's tests
+// read them); the others are a *schmp.FieldError naming the Go field,
+// which cli.FlagError renders as the flag.
 func (c *Config) Validate() error {
 	switch {
 	case c.Docword == "" && c.Text == "":
@@ -127,10 +130,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--alpha must be a finite number > 0, got %v", c.Alpha)
 	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
 		return fmt.Errorf("--beta must be a finite number > 0, got %v", c.Beta)
-	case c.OptimizeEvery < 0 || c.OptimizeBurnIn < 0:
-		return fmt.Errorf("lda: Config.OptimizeEvery and Config.OptimizeBurnIn must be >= 0, got %d and %d", c.OptimizeEvery, c.OptimizeBurnIn)
+	case c.OptimizeEvery < 0:
+		return schmp.Fieldf("OptimizeEvery", "must be >= 0 (0: fixed priors), got %d", c.OptimizeEvery)
+	case c.OptimizeBurnIn < 0:
+		return schmp.Fieldf("OptimizeBurnIn", "must be >= 0, got %d", c.OptimizeBurnIn)
 	case c.TestEvery < 0:
-		return fmt.Errorf("lda: Config.TestEvery must be >= 0, got %d", c.TestEvery)
+		return schmp.Fieldf("TestEvery", "must be >= 0 (0: every report), got %d", c.TestEvery)
 	case c.Iters < 1:
 		return fmt.Errorf("--iters must be at least 1, got %d", c.Iters)
 	case c.ReportEvery < 1:

@@ -1,10 +1,14 @@
 package lda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // TestDigamma checks ψ against known values and the recurrence, and
@@ -192,5 +196,34 @@ func TestLearnedPriors(t *testing.T) {
 				t.Errorf("β = %.4f, true 0.02", beta)
 			}
 		})
+	}
+}
+
+// TestConfigFieldErrors checks that bad settings of the priors and the
+// held-out evaluation are refused naming their Go fields.
+func TestConfigFieldErrors(t *testing.T) {
+	base := Config{Docword: "d", Topics: 5, Alpha: 0.1, Beta: 0.01, Iters: 1, ReportEvery: 1, Workers: 1, MHSteps: 2}
+	for _, tc := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.OptimizeEvery = -1 }, "OptimizeEvery must be >= 0"},
+		{func(c *Config) { c.OptimizeBurnIn = -2 }, "OptimizeBurnIn must be >= 0"},
+		{func(c *Config) { c.TestEvery = -1 }, "TestEvery must be >= 0"},
+	} {
+		c := base
+		tc.set(&c)
+		err := c.Validate()
+		var fe *schmp.FieldError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want a field error with %q", err, tc.want)
+		}
+	}
+	if err := base.Validate(); err != nil {
+		t.Errorf("a good config: %v", err)
+	}
+	g := GenConfig{Docs: 1, Vocab: 1, Topics: 2, DocLen: 1, Alphas: []float64{0.1}, Beta: 0.1}
+	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "Alphas has 1 values for Topics = 2 topics") {
+		t.Errorf("GenConfig with 1 α for 2 topics: %v", err)
 	}
 }
