@@ -26,9 +26,13 @@ func ldaApp() cli.App {
 		Summary:  "topic model (LDA, collapsed Gibbs sampling)",
 		Synopsis: "--docword FILE [--vocab FILE] | --text FILE  [--topics K --iters T --workers N --alpha A --beta B --seed S] [flags]",
 		Flags:    ldaCommand,
-		PerRole:  []string{"docword", "vocab", "text", "stop-words", "test-docword", "word-topic", "doc-topic"},
+		PerRole:  []string{"docword", "vocab", "text", "stop-words", "test-docword", "word-topic", "doc-topic", "model"},
 	}
 }
+
+// ldaFlagNames are the flags of lda.Config's fields not named after them
+// (see cli.FlagError).
+var ldaFlagNames = map[string]string{"MinDocFreq": "min-df", "MHSteps": "mh-steps", "ModelOut": "model", "TestDocword": "test-docword", "WordTopicOut": "word-topic", "DocTopicOut": "doc-topic"}
 
 // ldaFlags are the flags of the LDA app, shared by all its roles.
 type ldaFlags struct {
@@ -44,17 +48,21 @@ func addLDAFlags(fs *flag.FlagSet) *ldaFlags {
 	fs.StringVar(&c.Text, "text", "", "instead of --docword: raw text `file`, one document a line, lower-cased and split on non-letters")
 	fs.StringVar(&c.StopWords, "stop-words", "", "with --text: `file` of words to drop (separated by blanks or newlines)")
 	fs.IntVar(&c.MinDocFreq, "min-df", 1, "with --text: drop words found in fewer than `n` documents")
-	fs.StringVar(&c.TestDocword, "test-docword", "", "held-out docword `file` on the same vocabulary: its perplexity by document completion is printed at the end")
+	fs.StringVar(&c.TestDocword, "test-docword", "", "held-out docword `file` on the same vocabulary: its perplexity by document completion (test_perplexity) at the reports of every --test-every iterations, and printed at the end")
+	fs.IntVar(&c.TestEvery, "test-every", 10, "with --test-docword: held-out perplexity at the reports of every `n`-th iteration; 0: every report")
+	fs.IntVar(&c.OptimizeEvery, "optimize-every", lda.DefaultOptimizeEvery, "learn an asymmetric α and a symmetric β every `n` iterations from --optimize-burn-in on (Minka's fixed point, as MALLET); 0 keeps --alpha and --beta fixed")
+	fs.IntVar(&c.OptimizeBurnIn, "optimize-burn-in", lda.DefaultOptimizeBurnIn, "the first iteration after which the priors are learned")
 	fs.IntVar(&c.Topics, "topics", 100, "number of topics K")
 	fs.IntVar(&c.Iters, "iters", 100, "iterations: every token is sampled once per iteration (P rounds of the rotation)")
-	fs.Float64Var(&c.Alpha, "alpha", 0.1, "symmetric Dirichlet prior α of the document-topic proportions")
-	fs.Float64Var(&c.Beta, "beta", 0.01, "symmetric Dirichlet prior β of the topic-word distributions")
+	fs.Float64Var(&c.Alpha, "alpha", 0.1, "symmetric Dirichlet prior α of the document-topic proportions; the starting value when learned (--optimize-every)")
+	fs.Float64Var(&c.Beta, "beta", 0.01, "symmetric Dirichlet prior β of the topic-word distributions; the starting value when learned (--optimize-every)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the initial topics and of the samplers: the same flags give the same model")
 	fs.IntVar(&c.MHSteps, "mh-steps", 2, "Metropolis-Hastings cycles per token (a word proposal and a document proposal each)")
 	fs.StringVar(&f.schedule, "schedule", "rotation", "rotation (word blocks rotate among the workers) or unscheduled (data-parallel baseline: every worker samples against its own copy of the whole table, merged once per iteration)")
 	fs.IntVar(&c.TopWords, "top-words", 10, "words per topic in --out")
 	fs.StringVar(&c.WordTopicOut, "word-topic", "", "write the word-topic counts to `file` (CSV word_id,word,topic,count); needs --out")
 	fs.StringVar(&c.DocTopicOut, "doc-topic", "", "write the document-topic proportions to `file` (CSV doc_id,topic,count,theta of the non-zero counts; θ = (n_dk+α)/(N_d+Kα)); needs --out")
+	fs.StringVar(&c.ModelOut, "model", "", "write the trained model to `file` as JSON (counts, α, β, vocabulary), for inference on new documents; needs --out")
 	fs.BoolVar(&c.Check, "check", false, "check the count invariants after every round, not only at reports")
 	return f
 }
@@ -62,14 +70,12 @@ func addLDAFlags(fs *flag.FlagSet) *ldaFlags {
 // ldaJob is an LDA job as the command runs it.
 type ldaJob struct {
 	cfg     lda.Config
-	metrics string
 	results ldaResults // the coordinator's, once built
 }
 
 // ldaResults is what the command reads from the coordinator.
 type ldaResults interface {
 	Trace() []lda.Report
-	WriteMetrics(w io.Writer) error
 	HeldOut() (perplexity float64, tokens int64, ok bool, err error)
 }
 
@@ -81,8 +87,7 @@ func ldaCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	cli.SetDefault(fs, "report-every", "1", "report the log-likelihood every `n` iterations (one pass over the tokens' topics)")
 	cli.SetDefault(fs, "tol", "0", "stop when the log-likelihood per token changes by less than tol, relatively, between two reports (0: off)")
 	cli.SetDefault(fs, "out", "", "write the topics to `file`: every topic's share of the tokens and its --top-words words with p(word | topic)")
-	cli.SetDefault(fs, "metrics", "", "write a CSV to `file`, a row per report: "+lda.MetricsHeader[:len(lda.MetricsHeader)-1])
-	cli.SetDefault(fs, "progress", "1s", "print a line per report on stderr: iteration, log-likelihood per token, tokens/s, elapsed (0: never)")
+	cli.SetDefault(fs, "metrics", "", "write a metrics CSV to `file`, a row per report: the runtime's columns (time_s,round,objective,…), then iter,tokens_per_s,sample_tokens_per_s_core,alpha_sum,alpha_min,alpha_max,beta and, with --test-docword, test_perplexity")
 	cli.SetDefault(fs, "depth", "1", "rounds in flight: lda needs 1 (every round of the rotation holds every block)")
 	cli.SetDefault(fs, "max-rounds", "0", "not for lda: use --iters")
 	return func(env *cli.Env) (*cli.Job, error) {
@@ -97,7 +102,7 @@ func ldaCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 			return nil, cli.Usagef("--schedule %q: want rotation or unscheduled", f.schedule)
 		}
 		if err := cfg.Validate(); err != nil {
-			return nil, cli.UsageError(err)
+			return nil, cli.FlagError(fs, ldaFlagNames, err)
 		}
 		switch {
 		case opts.Depth != 1:
@@ -106,10 +111,10 @@ func ldaCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 			return nil, cli.Usagef("--schedulers %d: lda takes one scheduler", opts.Schedulers)
 		case opts.MaxRounds != 0:
 			return nil, cli.Usagef("--max-rounds: lda counts iterations: use --iters")
-		case opts.Out == "" && (cfg.WordTopicOut != "" || cfg.DocTopicOut != ""):
-			return nil, cli.Usagef("--word-topic and --doc-topic are written with the topics: give --out too")
+		case opts.Out == "" && (cfg.WordTopicOut != "" || cfg.DocTopicOut != "" || cfg.ModelOut != ""):
+			return nil, cli.Usagef("--word-topic, --doc-topic and --model are written with the topics: give --out too")
 		}
-		for _, p := range []struct{ flag, path string }{{"--word-topic", cfg.WordTopicOut}, {"--doc-topic", cfg.DocTopicOut}} {
+		for _, p := range []struct{ flag, path string }{{"--word-topic", cfg.WordTopicOut}, {"--doc-topic", cfg.DocTopicOut}, {"--model", cfg.ModelOut}} {
 			if p.path == "" {
 				continue
 			}
@@ -126,13 +131,9 @@ func ldaCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		// A stop the workers cannot foresee: every report then carries the
 		// document-topic counts, so that the last one does.
 		cfg.StopsEarly = opts.TimeLimit > 0 || (opts.Tol > 0 && opts.ReportEvery == 1)
-		if opts.Progress != nil && env.Role.Has(cli.Coordinator) {
-			cfg.Progress = env.Stderr
-		}
-		// The app prints its own progress line per report and writes its own
-		// metrics (with tokens per second).
-		j := &ldaJob{cfg: cfg, metrics: opts.Metrics}
-		opts.Progress, opts.Metrics = nil, ""
+		// The runtime prints the progress and writes the metrics, with
+		// lda's figures as its app metrics.
+		j := &ldaJob{cfg: cfg}
 		return j.job(env.Role)
 	}
 }
@@ -159,8 +160,7 @@ func capture[U any](prog schmp.Program[scheduler.Turn, lda.Partial, U, lda.Summa
 	return prog
 }
 
-// job returns the job as role runs it: the coordinator writes the
-// metrics once it is done.
+// job returns the job as role runs it.
 func (j *ldaJob) job(role cli.Role) (*cli.Job, error) {
 	var job *cli.Job
 	if j.cfg.Unscheduled {
@@ -173,24 +173,6 @@ func (j *ldaJob) job(role cli.Role) (*cli.Job, error) {
 		job.Data = j.cfg.Text
 	}
 	job.Print = j.print
-	if j.metrics == "" || !role.Has(cli.Coordinator) {
-		return job, nil
-	}
-	// Open now, so that a bad path fails before the job runs.
-	metrics, err := atomicfile.Create(j.metrics)
-	if err != nil {
-		return nil, cli.UsageError(err)
-	}
-	job.Done = func(err error) error {
-		defer metrics.Abort()
-		if err != nil {
-			return err
-		}
-		if err := j.results.WriteMetrics(metrics); err != nil {
-			return fmt.Errorf("write %s: %w", metrics.Path(), err)
-		}
-		return metrics.Commit()
-	}
 	return job, nil
 }
 
