@@ -44,6 +44,39 @@ func TestDecodeWordsBounded(t *testing.T) {
 	}
 }
 
+// TestArraysBounded checks that an array or a map announcing more
+// elements than the message holds fails before msgpack allocates them, and
+// that messages whose lengths fit decode.
+func TestArraysBounded(t *testing.T) {
+	type deep struct {
+		X []struct{ A, B, C []float64 } `msgpack:"x"`
+		M map[string]int                 `msgpack:"m"`
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		ok   bool
+	}{
+		{"2^31 structs announced", []byte{0x81, 0xa1, 'x', 0xdd, 0x7f, 0xff, 0xff, 0xff, 0xc0}, false},
+		{"2^20 structs announced", []byte{0x81, 0xa1, 'x', 0xdd, 0x00, 0x10, 0, 0, 0xc0}, false},
+		{"a map of 2^31 entries", []byte{0x81, 0xa1, 'm', 0xdf, 0x7f, 0xff, 0xff, 0xff, 0xa1, 'a', 1}, false},
+		{"a string of 2^31 bytes", []byte{0x81, 0xdb, 0x7f, 0xff, 0xff, 0xff, 'x'}, false},
+		{"an ext past the end", []byte{0x81, 0xa1, 'x', 0xc7, 0x05, 0x01, 1}, false},
+		{"the unused code", []byte{0x81, 0xa1, 'x', 0xc1}, false},
+		{"two nils", []byte{0x81, 0xa1, 'x', 0x92, 0xc0, 0xc0}, true},
+		{"a map", []byte{0x81, 0xa1, 'm', 0x81, 0xa1, 'a', 0xcd, 0x01, 0x00}, true},
+	} {
+		var got deep
+		var err error
+		if n := allocated(func() { err = Unmarshal(tc.data, &got) }); n > 1<<20 {
+			t.Errorf("%s: %d bytes allocated", tc.name, n)
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
 // TestAssemblerBounds checks that a chunk's announced size is bounded by
 // what its chunks can carry, and that a partial message costs what arrived,
 // not what it announced.
@@ -66,7 +99,7 @@ func TestAssemblerBounds(t *testing.T) {
 		{"1 GiB in 127 chunks", chunk("a", "0/127", "1073741824", 1), "cannot come in 127 chunks"},
 		{"over the largest", chunk("a", "0/1000", "1073741825", 1), "exceed the largest message"},
 		{"more chunks than bytes", chunk("a", "0/20", "10", 1), "cannot come in 20 chunks"},
-		{"empty", chunk("a", "0/2", "10", 0), "is empty"},
+		{"empty", chunk("a", "0/2", "10", 0), "has 0 bytes"},
 		{"zero size", chunk("a", "0/2", "0", 1), "bad Strads-Chunk-Size"},
 		{"1 GiB in 128 chunks", chunk("a", "0/128", "1073741824", 1), ""},
 	} {

@@ -261,9 +261,9 @@ func (a *assembler) addChunk(msg *nats.Msg, id string, now time.Time) *nats.Msg 
 		a.drop(id, p)
 		a.fail(p.subject, id, fmt.Sprintf("chunk %d came on %s (reply %q), chunk 0 on %s (reply %q)", index, msg.Subject, msg.Reply, p.subject, p.reply))
 		return nil
-	case len(msg.Data) == 0:
+	case len(msg.Data) == 0 || a.limits.maxPayload > 0 && int64(len(msg.Data)) > a.limits.maxPayload:
 		a.drop(id, p)
-		a.fail(p.subject, id, fmt.Sprintf("chunk %d/%d is empty", index, count))
+		a.fail(p.subject, id, fmt.Sprintf("chunk %d/%d has %d bytes (1 to %d)", index, count, len(msg.Data), a.limits.maxPayload))
 		return nil
 	case int64(len(p.data)+len(msg.Data)) > p.size:
 		a.drop(id, p)

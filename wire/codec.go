@@ -119,8 +119,13 @@ func Marshal(v any) ([]byte, error) {
 	return b, nil
 }
 
-// Unmarshal decodes msgpack data into v.
+// Unmarshal decodes msgpack data into v. It first checks that every
+// length the data announce fits in them (checkSizes), so that a message
+// costs memory in proportion to its size, whatever it announces.
 func Unmarshal(data []byte, v any) error {
+	if err := checkSizes(data); err != nil {
+		return fmt.Errorf("wire: decode %T: %w", v, err)
+	}
 	if err := msgpack.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("wire: decode %T: %w", v, err)
 	}

@@ -76,7 +76,7 @@ func FuzzAssembler(f *testing.F) {
 			}
 		}
 
-		if len(data) == 0 || size == 0 {
+		if len(data) == 0 || size == 0 || len(data)/int(size) > 1024 {
 			return
 		}
 		b := newAssembler(limits, pendingEmpty)
