@@ -50,7 +50,7 @@ func TestDecodeWordsBounded(t *testing.T) {
 func TestArraysBounded(t *testing.T) {
 	type deep struct {
 		X []struct{ A, B, C []float64 } `msgpack:"x"`
-		M map[string]int                 `msgpack:"m"`
+		M map[string]int                `msgpack:"m"`
 	}
 	for _, tc := range []struct {
 		name string
