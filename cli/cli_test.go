@@ -180,6 +180,7 @@ func TestExitStatus(t *testing.T) {
 		{protocol.Mismatch(bad), 2},
 		{&protocol.NodeError{Node: protocol.Node{Role: "worker", Place: 1}, Err: protocol.Mismatch(bad)}, 2},
 		{protocol.Timeout(bad), 1},
+		{fmt.Errorf("coordinator: job \"x\": %w", protocol.ErrNameTaken), 2},
 	}
 	for _, tc := range cases {
 		if got := cli.ExitStatus(tc.err); got != tc.want {

@@ -152,13 +152,14 @@ func firstArg(args []string) string {
 // UsageError, a *libsvm.ParseError (a file and line), or a role refused
 // because its manifest differs from the job's (protocol.ErrManifest: it was
 // given other settings or data than the job's, on the role and on the
-// coordinator alike); 1 otherwise.
+// coordinator alike), or a job name another running job holds
+// (protocol.ErrNameTaken); 1 otherwise.
 func ExitStatus(err error) int {
 	var pe *libsvm.ParseError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case isUsage(err), errors.As(err, &pe), errors.Is(err, protocol.ErrManifest):
+	case isUsage(err), errors.As(err, &pe), errors.Is(err, protocol.ErrManifest), errors.Is(err, protocol.ErrNameTaken):
 		return 2
 	}
 	return 1
