@@ -116,15 +116,12 @@ func addOuter(g, rhs, y []float64, t float64) {
 // and the user biases, and a copy of H and the item biases.
 type alsWorker struct {
 	*shard
-	w, h    []float64
-	bs      biases
-	round   uint64
-	started bool
-	factors bool
-	byUser  []int   // the ratings of user u are train[byUser[u]:byUser[u+1]]
-	items   []int32 // the items its users rated, ascending
-	slot    []int32 // slot[i]: item i's place in items
-	sol     *solver
+	fullH
+	w      []float64
+	byUser []int   // the ratings of user u are train[byUser[u]:byUser[u+1]]
+	items  []int32 // the items its users rated, ascending
+	slot   []int32 // slot[i]: item i's place in items
+	sol    *solver
 }
 
 func newALSWorker(cfg Config, p int) (*alsWorker, error) {
@@ -132,7 +129,7 @@ func newALSWorker(cfg Config, p int) (*alsWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &alsWorker{shard: s, w: s.initUsers(cfg.Rank), h: make([]float64, len(s.ix.ItemIDs)*cfg.Rank), bs: s.initBiases(), sol: newSolver(cfg.dim())}
+	w := &alsWorker{shard: s, fullH: s.newFullH(cfg.Rank), w: s.initUsers(cfg.Rank), sol: newSolver(cfg.dim())}
 	w.byUser = make([]int, len(s.users)+1)
 	rated := make([]bool, len(s.ix.ItemIDs))
 	for _, e := range s.train {
@@ -159,21 +156,7 @@ func newALSWorker(cfg Config, p int) (*alsWorker, error) {
 func (w *alsWorker) Describe() (Summary, error) { return w.describe(), nil }
 
 // Apply implements schmp.Worker: all of H and the item biases.
-func (w *alsWorker) Apply(u FullUpdate) error {
-	if u.Round == 0 {
-		w.factors = u.Factors
-	}
-	if len(u.H) != len(w.h) {
-		return fmt.Errorf("update of round %d: H has %d values, want %d", u.Round, len(u.H), len(w.h))
-	}
-	if err := w.bs.setItems(u.Round, u.C, 0, len(w.ix.ItemIDs)); err != nil {
-		return err
-	}
-	copy(w.h, u.H)
-	w.round = u.Round
-	w.started = true
-	return nil
-}
+func (w *alsWorker) Apply(u FullUpdate) error { return w.apply(u, len(w.ix.ItemIDs)) }
 
 // Push implements schmp.Worker: it solves its users' rows, then sums its
 // share of the items' normal equations.

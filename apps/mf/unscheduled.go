@@ -49,11 +49,8 @@ type DeltaPartial struct {
 // as every other worker does at the same time, and sends the change.
 type unscheduledWorker struct {
 	*shard
-	w, h    []float64
-	bs      biases
-	round   uint64
-	started bool // the first update is in
-	factors bool
+	fullH
+	w       []float64
 	items   []int32 // the items of its ratings, ascending
 	counts  []int32 // its ratings of each
 	before  []float64
@@ -65,7 +62,7 @@ func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &unscheduledWorker{shard: s, w: s.initUsers(cfg.Rank), h: make([]float64, len(s.ix.ItemIDs)*cfg.Rank), bs: s.initBiases()}
+	w := &unscheduledWorker{shard: s, fullH: s.newFullH(cfg.Rank), w: s.initUsers(cfg.Rank)}
 	n := make([]int32, len(s.ix.ItemIDs))
 	for _, e := range s.train {
 		n[e.i]++
@@ -87,19 +84,38 @@ func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
 func (w *unscheduledWorker) Describe() (Summary, error) { return w.describe(), nil }
 
 // Apply implements schmp.Worker: H is the merged one.
-func (w *unscheduledWorker) Apply(u FullUpdate) error {
+func (w *unscheduledWorker) Apply(u FullUpdate) error { return w.apply(u, len(w.ix.ItemIDs)) }
+
+// fullH is the state of a worker that every update gives all of H and of
+// the item biases (the unscheduled SGD, ALS).
+type fullH struct {
+	h       []float64
+	bs      biases
+	round   uint64
+	started bool // the first update is in
+	factors bool
+}
+
+// newFullH returns the state for the items of shard s at rank k, before
+// the first update.
+func (s *shard) newFullH(k int) fullH {
+	return fullH{h: make([]float64, len(s.ix.ItemIDs)*k), bs: s.initBiases()}
+}
+
+// apply takes update u of all of H and of the biases of items items.
+func (f *fullH) apply(u FullUpdate, items int) error {
 	if u.Round == 0 {
-		w.factors = u.Factors
+		f.factors = u.Factors
 	}
-	if len(u.H) != len(w.h) {
-		return fmt.Errorf("update of round %d: H has %d values, want %d", u.Round, len(u.H), len(w.h))
+	if len(u.H) != len(f.h) {
+		return fmt.Errorf("update of round %d: H has %d values, want %d", u.Round, len(u.H), len(f.h))
 	}
-	if err := w.bs.setItems(u.Round, u.C, 0, len(w.ix.ItemIDs)); err != nil {
+	if err := f.bs.setItems(u.Round, u.C, 0, items); err != nil {
 		return err
 	}
-	copy(w.h, u.H)
-	w.round = u.Round
-	w.started = true
+	copy(f.h, u.H)
+	f.round = u.Round
+	f.started = true
 	return nil
 }
 
