@@ -153,15 +153,11 @@ func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
 // α ∈ [0, 1] that minimizes the objective along it (an exact line search)
 // and each worker's change alone.
 func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUpdate, schmp.Feedback, error) {
-	if len(partials) != c.workers || len(p.Blocks) != c.workers {
-		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials and %d blocks for %d workers", len(partials), len(p.Blocks), c.workers)
+	if len(partials) != c.workers {
+		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials for %d workers", len(partials), c.workers)
 	}
-	for _, b := range p.Blocks {
-		for _, j := range b {
-			if j < 0 || int(j) >= len(c.beta) {
-				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("plan of column %d of %d", j, len(c.beta))
-			}
-		}
+	if err := p.Check(c.workers, len(c.beta)); err != nil {
+		return ColUpdate{}, schmp.Feedback{}, err
 	}
 	fb := p.Feedback()
 	var moved []int // workers with a change

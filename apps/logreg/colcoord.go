@@ -237,15 +237,11 @@ func (c *ColCoordinator) single(k int, part ColPartial) change {
 // one of its earlier changes is dropped: its values of the worker's columns
 // and its change of the margins start from a model that is gone.
 func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (ColUpdate, schmp.Feedback, error) {
-	if len(partials) != c.workers || len(p.Blocks) != c.workers {
-		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials and %d blocks for %d workers", len(partials), len(p.Blocks), c.workers)
+	if len(partials) != c.workers {
+		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials for %d workers", len(partials), c.workers)
 	}
-	for _, b := range p.Blocks {
-		for _, j := range b {
-			if j < 0 || int(j) >= len(c.w) {
-				return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("plan of column %d of %d", j, len(c.w))
-			}
-		}
+	if err := p.Check(c.workers, len(c.w)); err != nil {
+		return ColUpdate{}, schmp.Feedback{}, err
 	}
 	fb := p.Feedback()
 	var moved []int // workers with a change

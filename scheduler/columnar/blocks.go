@@ -38,6 +38,22 @@ func (p BlockPlan) Feedback() schmp.Feedback {
 	return fb
 }
 
+// Check checks plan p of the column layout of total columns against
+// workers workers: a block for each, of columns in [0, total).
+func (p BlockPlan) Check(workers, total int) error {
+	if len(p.Blocks) != workers {
+		return fmt.Errorf("plan of %d blocks for %d workers", len(p.Blocks), workers)
+	}
+	for _, b := range p.Blocks {
+		for _, j := range b {
+			if j < 0 || int(j) >= total {
+				return fmt.Errorf("plan of column %d of %d", j, total)
+			}
+		}
+	}
+	return nil
+}
+
 // CheckChange checks the change that worker shard k of workers sends in the
 // column layout of total columns and rows rows: a value for every column it
 // names, each a column the worker owns (OwnedRange) and each finite, and a
