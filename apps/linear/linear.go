@@ -304,6 +304,12 @@ func clip(s string) string {
 // logistic regression. A non-zero value of a feature the model does not
 // know (at or beyond Features) is an error.
 func (m *Model) Predict(idx []int32, val []float64) (float64, error) {
+	return m.predict(nil, idx, val)
+}
+
+// predict is Predict with the coefficients as a dense vector of Features
+// entries, or nil to look them up in Index.
+func (m *Model) predict(dense []float64, idx []int32, val []float64) (float64, error) {
 	z := m.Intercept
 	for k, j := range idx {
 		if val[k] == 0 {
@@ -312,18 +318,20 @@ func (m *Model) Predict(idx []int32, val []float64) (float64, error) {
 		if j < 0 || int(j) >= m.Features {
 			return math.NaN(), fmt.Errorf("feature %d: the model knows %d features", int64(j)+1, m.Features)
 		}
-		if i, ok := slices.BinarySearch(m.Index, j); ok {
+		if dense != nil {
+			z += dense[j] * val[k]
+		} else if i, ok := slices.BinarySearch(m.Index, j); ok {
 			z += m.Value[i] * val[k]
 		}
 	}
 	if m.App == Logreg {
-		return sigmoid(z), nil
+		return Sigmoid(z), nil
 	}
 	return z, nil
 }
 
-// sigmoid returns 1/(1 + e^−z) without overflow.
-func sigmoid(z float64) float64 {
+// Sigmoid returns σ(z) = 1/(1 + e^−z) without overflow.
+func Sigmoid(z float64) float64 {
 	if z >= 0 {
 		return 1 / (1 + math.Exp(-z))
 	}
@@ -357,9 +365,13 @@ func (m *Model) WritePredictions(w io.Writer, path string) error {
 	} else {
 		bw.WriteString("prediction\n")
 	}
+	dense := make([]float64, m.Features)
+	for k, j := range m.Index {
+		dense[j] = m.Value[k]
+	}
 	var buf []byte
 	err := libsvm.Read(path, func(line int, row libsvm.Row) error {
-		p, err := m.Predict(row.Index, row.Value)
+		p, err := m.predict(dense, row.Index, row.Value)
 		if err != nil {
 			return &libsvm.ParseError{File: path, Line: line, Msg: err.Error()}
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/apps/linear"
 
 	"github.com/strads-go/strads/schmp"
 )
@@ -108,7 +109,7 @@ func (lw *labelWriter) rewrite(line []byte) error {
 	if err != nil {
 		return fmt.Errorf("generated margin %q: %w", line[:end], err)
 	}
-	pos := lw.rng.Float64() < sigmoid(margin+lw.cfg.Bias)
+	pos := lw.rng.Float64() < linear.Sigmoid(margin+lw.cfg.Bias)
 	switch {
 	case pos && lw.cfg.ZeroOne:
 		lw.buf = append(lw.buf[:0], '1')

@@ -166,7 +166,7 @@ func (m *model) Probability(idx []int32, val []float64) float64 {
 			z += m.w[j] * val[k]
 		}
 	}
-	return sigmoid(z)
+	return linear.Sigmoid(z)
 }
 
 // WritePredictions writes a CSV "label,probability" with, for every row of

@@ -55,15 +55,6 @@ func entropy(q float64) float64 {
 	return -q*math.Log(q) - (1-q)*math.Log1p(-q)
 }
 
-// sigmoid returns 1/(1 + exp(−z)).
-func sigmoid(z float64) float64 {
-	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
-	}
-	e := math.Exp(z)
-	return e / (1 + e)
-}
-
 // proxStep returns the d that minimizes g·d + ½·m·d² + l·|w + d| (m > 0).
 func proxStep(w, g, m, l float64) float64 {
 	z := m*w - g // the soft-thresholding of z by l, over m, is w + d
