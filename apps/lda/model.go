@@ -2,14 +2,17 @@ package lda
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // Model is a trained LDA model, as inference for new documents needs it:
@@ -226,7 +229,7 @@ func LoadModel(path string) (*Model, error) {
 	dec := json.NewDecoder(bufio.NewReader(f))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
-		return nil, fmt.Errorf("lda: %s: %w", path, err)
+		return nil, jsonError(path, err)
 	}
 	if j.Format != modelFormat || j.Version != modelVersion {
 		return nil, fmt.Errorf("lda: %s: format %q version %d, want %q version %d", path, j.Format, j.Version, modelFormat, modelVersion)
@@ -249,6 +252,30 @@ func LoadModel(path string) (*Model, error) {
 	return m, nil
 }
 
+// jsonError returns err, an error decoding the JSON file path, as a
+// *ParseError at its line if it has an offset (a syntax error, or a value
+// of the wrong type), or else wrapped with the path.
+func jsonError(path string, err error) error {
+	var off int64
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return &ParseError{File: path, Line: 1, Msg: "not a strads-lda model: the JSON ends early"}
+	default:
+		return fmt.Errorf("lda: %s: %w", path, err)
+	}
+	b, rerr := os.ReadFile(path)
+	if rerr != nil || off > int64(len(b)) {
+		return fmt.Errorf("lda: %s: byte %d: %w", path, off, err)
+	}
+	return parseErrorf(path, 1+bytes.Count(b[:off], []byte{'\n'}), "%v (byte %d)", err, off)
+}
+
 // InferOptions configure the fold-in of documents into a model.
 type InferOptions struct {
 	// Sweeps is the number of Gibbs sweeps over a document's tokens; the
@@ -257,6 +284,9 @@ type InferOptions struct {
 	// Seed seeds the sampler. Document i (0-based) is sampled from its own
 	// stream of Seed, so that its result does not depend on the others.
 	Seed uint64
+	// Threads is the number of documents folded in at once, each by its
+	// own goroutine; 0 means 1. The result does not depend on it.
+	Threads int
 }
 
 // defaultSweeps is InferOptions.Sweeps' default.
@@ -270,20 +300,41 @@ const defaultSweeps = 40
 // those before it; then o.Sweeps sweeps resample every token, and
 // θ_dk = (n̄_dk + α_k)/(N_d + Σ_k α_k), where n̄_dk is the mean count over
 // the last half of the sweeps. An empty document gets the prior mean
-// α_k/Σ_k α_k.
+// α_k/Σ_k α_k. Word ids out of range are an error, before any sampling.
 func (m *Model) Infer(docs [][]int32, o InferOptions) ([][]float64, error) {
-	f, err := m.folder(o)
-	if err != nil {
-		return nil, err
+	if o.Threads < 0 {
+		return nil, fmt.Errorf("lda: InferOptions.Threads must be >= 0, got %d", o.Threads)
 	}
-	out := make([][]float64, len(docs))
 	for i, d := range docs {
 		if err := m.checkDoc(i, d); err != nil {
 			return nil, err
 		}
-		out[i] = make([]float64, m.Topics)
-		f.theta(d, uint64(i), out[i])
 	}
+	threads := min(max(o.Threads, 1), max(len(docs), 1))
+	folders := make([]*folder, threads)
+	for t := range folders {
+		f, err := m.folder(o)
+		if err != nil {
+			return nil, err
+		}
+		folders[t] = f
+	}
+	out := make([][]float64, len(docs))
+	flat := make([]float64, len(docs)*m.Topics)
+	for i := range out {
+		out[i] = flat[i*m.Topics : (i+1)*m.Topics : (i+1)*m.Topics]
+	}
+	// Thread t takes documents t, t+threads, …: long and short documents
+	// mix in every thread.
+	var wg sync.WaitGroup
+	for t, f := range folders {
+		wg.Go(func() {
+			for i := t; i < len(docs); i += threads {
+				f.theta(docs[i], uint64(i), out[i])
+			}
+		})
+	}
+	wg.Wait()
 	return out, nil
 }
 
@@ -489,24 +540,38 @@ func ReadText(path string, vocab []string) ([][]int32, error) {
 	return docs, err
 }
 
-// WriteProportions writes topic proportions (as Infer returns them) as CSV
-// doc_id,topic,theta: every topic of every document, document ids 1-based
-// (line numbers, or the docword file's ids), topics 0-based.
+// WriteProportions writes topic proportions (as Infer returns them) as
+// CSV, a line per document: the header doc_id,theta_0,…,theta_{K−1}, then
+// the document's id (1-based, in order: the docword file's ids, or line
+// numbers of a text file) and its K proportions θ_dk, topics 0-based, to
+// 6 significant digits. All rows must have the same length.
 func WriteProportions(w io.Writer, theta [][]float64) error {
 	bw := bufio.NewWriter(w)
-	bw.WriteString("doc_id,topic,theta\n")
-	var b []byte
+	k := 0
+	if len(theta) > 0 {
+		k = len(theta[0])
+	}
+	b := []byte("doc_id")
+	for t := range k {
+		b = append(b, ",theta_"...)
+		b = strconv.AppendInt(b, int64(t), 10)
+	}
+	b = append(b, '\n')
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
 	for d, row := range theta {
-		for k, v := range row {
-			b = strconv.AppendInt(b[:0], int64(d)+1, 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(k), 10)
+		if len(row) != k {
+			return fmt.Errorf("lda: document %d has %d proportions, document 1 has %d", d+1, len(row), k)
+		}
+		b = strconv.AppendInt(b[:0], int64(d)+1, 10)
+		for _, v := range row {
 			b = append(b, ',')
 			b = strconv.AppendFloat(b, v, 'g', 6, 64)
-			b = append(b, '\n')
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
+		}
+		b = append(b, '\n')
+		if _, err := bw.Write(b); err != nil {
+			return err
 		}
 	}
 	return bw.Flush()

@@ -157,3 +157,31 @@ func TestLoadModelErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteProportions checks the CSV of proportions: a header, then a
+// line per document, and that rows of different lengths are refused.
+func TestWriteProportions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		theta [][]float64
+		want  string
+	}{
+		{"two documents", [][]float64{{0.25, 0.75}, {1.0 / 3, 2.0 / 3}}, "doc_id,theta_0,theta_1\n1,0.25,0.75\n2,0.333333,0.666667\n"},
+		{"none", nil, "doc_id\n"},
+		{"ragged", [][]float64{{0.5, 0.5}, {1}}, "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			err := WriteProportions(&b, tc.theta)
+			if tc.want == "error" {
+				if err == nil {
+					t.Errorf("no error for rows of different lengths")
+				}
+				return
+			}
+			if err != nil || b.String() != tc.want {
+				t.Errorf("wrote %q, %v; want %q", b.String(), err, tc.want)
+			}
+		})
+	}
+}
