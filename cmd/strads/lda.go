@@ -23,8 +23,8 @@ import (
 func ldaApp() cli.App {
 	return cli.App{
 		Name:     "lda",
-		Summary:  "topic model (LDA, collapsed Gibbs sampling)",
-		Synopsis: "--docword FILE [--vocab FILE] | --text FILE  [--topics K --iters T --workers N --alpha A --beta B --seed S] [flags]",
+		Summary:  "topic model (LDA, collapsed Gibbs sampling); strads lda infer: topics of new documents",
+		Synopsis: "--docword FILE [--vocab FILE] | --text FILE  [--topics K --iters T --workers N --alpha A --beta B --seed S] [flags]\n       " + ldaInferSynopsis,
 		Flags:    ldaCommand,
 		PerRole:  []string{"docword", "vocab", "text", "stop-words", "test-docword", "word-topic", "doc-topic", "model"},
 	}

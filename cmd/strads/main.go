@@ -3,6 +3,7 @@
 //	strads APP [flags]                                a whole job, on one machine (APP: lasso, …)
 //	strads scheduler|coordinator|worker --app APP --nats URL --job NAME [flags]
 //	                                                  one role of a job, for many machines
+//	strads lda infer --model FILE --docword FILE      topic proportions of new documents
 //	strads gen APP [flags] -o FILE                    a synthetic data set
 //	strads predict --model FILE --data FILE           predictions of a Lasso or logreg model
 //	strads server [--port 4222]                       a NATS server for the roles
@@ -20,6 +21,9 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/strads-go/strads/cli"
 )
@@ -37,9 +41,19 @@ var commandLine = &cli.CommandLine{
 	},
 }
 
-func main() { commandLine.Main() }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
-// run runs the command line args and returns the exit status.
+// run runs the command line args and returns the exit status: "lda NAME"
+// of a command under lda (ldaCommands, "strads lda infer"), else
+// commandLine's.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if isLDACommand(args) {
+		return ldaCommands.Run(ctx, args[1:], stdout, stderr)
+	}
 	return commandLine.Run(ctx, args, stdout, stderr)
 }
