@@ -135,7 +135,8 @@ func TestCommandLine(t *testing.T) {
 		{"argument", single, []string{"--scale", "2", "extra"}, 2, "", "toy: unexpected argument \"extra\"\n"},
 		{"unknown command", single, []string{"frob"}, 2, "", "toy: unknown command \"frob\"\n"},
 		{"role without nats", single, []string{"worker"}, 2, "", "toy worker: --nats URL is required"},
-		{"bad job name", single, []string{"--job", "a.b"}, 2, "", "--job \"a.b\""},
+		{"bad job name", single, []string{"--job", "a.b"}, 2, "", "--job: job name \"a.b\""},
+		{"bad metrics address", single, []string{"--http", "256.0.0.1:x"}, 2, "", "--http: serve metrics on 256.0.0.1:x"},
 		{"bad runtime flag", single, []string{"--workers", "0"}, 2, "", "toy: --workers must be at least 1, got 0\n"},
 
 		{"usage", multi, nil, 2, "", "prog runs toys.\n\nUsage:\n  prog toy "},

@@ -119,7 +119,7 @@ func (f *runFlags) serve(w io.Writer, log *slog.Logger) (*monitor.Metrics, func(
 	m := monitor.New()
 	srv, err := monitor.Serve(f.http, m, log)
 	if err != nil {
-		return nil, nil, UsageError(err)
+		return nil, nil, UsageError(fmt.Errorf("--http: %w", err))
 	}
 	fmt.Fprintf(w, "serving metrics on http://%s/metrics and profiles on http://%s/debug/pprof/\n", srv.Addr(), srv.Addr())
 	return m, func() { srv.Close() }, nil

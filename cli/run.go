@@ -18,7 +18,7 @@ import (
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
-	"github.com/strads-go/strads/scheduler"
+	schednode "github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/wire"
 	"github.com/strads-go/strads/worker"
 )
@@ -54,7 +54,7 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 		return Usagef("--nats URL is required: a role joins a job through a NATS server")
 	}
 	if err := wire.CheckJob(s.rf.job); err != nil {
-		return UsageError(err)
+		return UsageError(fmt.Errorf("--job: %w", err))
 	}
 	s.log = s.rf.logger(stderr)
 	j, opts, err := s.makeJob()
@@ -256,7 +256,7 @@ func (p program[P, R, U, S]) run(ctx context.Context, n *node) (*coordinator.Res
 			Monitor:     n.mon,
 		})
 	case Scheduler:
-		return nil, scheduler.Run(ctx, n.c, p.prog.NewScheduler, scheduler.NodeOptions{
+		return nil, schednode.Run(ctx, n.c, p.prog.NewScheduler, schednode.Options{
 			ID: n.id, JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: n.log, Monitor: n.mon,
 			Manifest: n.opts.Manifest, Configure: n.configure,
 		})

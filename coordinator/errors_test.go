@@ -14,7 +14,7 @@ import (
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/protocol"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/wire"
 	"github.com/strads-go/strads/worker"
 )
@@ -87,7 +87,7 @@ func TestNodeFailureTravels(t *testing.T) {
 				coordinator: coordinator.Options{Workers: 2, Depth: tc.depth, ReportEvery: 1, MaxRounds: 50,
 					JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second},
 				workers:    times(2, nodeOpts),
-				schedulers: []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
+				schedulers: []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
 			})
 			who := protocol.Node{Role: tc.role, Place: tc.place, Host: host, PID: pid}
 			want := fmt.Sprintf("%s: round %d: %s", who, tc.round, tc.reason)
@@ -129,7 +129,7 @@ func TestAborted(t *testing.T) {
 		prog:        counting{failPlan: 3}.program(),
 		coordinator: coordinator.Options{Workers: 2, ReportEvery: 1, MaxRounds: 50, JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second},
 		workers:     times(2, worker.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}),
-		schedulers:  []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
+		schedulers:  []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
 	})
 	if o.err == nil {
 		t.Fatal("the job did not fail")
@@ -154,7 +154,7 @@ func TestTimeouts(t *testing.T) {
 		prog:        counting{}.program(),
 		coordinator: coordinator.Options{Workers: 2, ReportEvery: 1, MaxRounds: 5, JoinTimeout: 300 * time.Millisecond},
 		workers:     times(1, worker.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}),
-		schedulers:  []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
+		schedulers:  []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
 	})
 	if !errors.Is(o.err, coordinator.ErrTimeout) || !strings.Contains(o.err.Error(), "1 of 2 workers ready (missing [1])") {
 		t.Errorf("error %v, want a timeout naming the missing worker", o.err)
@@ -187,7 +187,7 @@ func TestWorkerExits(t *testing.T) {
 	o := runRoles(t, ns, "exiting", roles[uint64, uint64, uint64, uint64]{
 		prog:        counting{}.program(),
 		coordinator: coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 50, JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second},
-		schedulers:  []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
+		schedulers:  []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
 	})
 	err := <-exited
 	host, _ := os.Hostname()

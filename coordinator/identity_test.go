@@ -16,7 +16,7 @@ import (
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/wire"
 	"github.com/strads-go/strads/worker"
 )
@@ -178,7 +178,7 @@ func TestJobIdentity(t *testing.T) {
 			var wopts worker.Options
 			wopts.Timeout, wopts.JoinTimeout = timeouts(20 * time.Second)
 			wopts.Monitor = m
-			sopts := scheduler.NodeOptions{Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second, Monitor: m}
+			sopts := node.Options{Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second, Monitor: m}
 			o := runRoles(t, ns, job, roles[uint64, uint64, uint64, uint64]{
 				prog:        counting{gate: g.wait}.program(),
 				coordinator: coordinator.Options{Workers: 2, MaxRounds: 6, ReportEvery: 1, Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second, Monitor: m},
@@ -225,7 +225,7 @@ func TestPanicFailsTheJob(t *testing.T) {
 		prog:        counting{failShard: 1, panicPush: 3}.program(),
 		coordinator: coordinator.Options{Workers: 2, MaxRounds: 6, ReportEvery: 1, Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second},
 		workers:     times(2, opts),
-		schedulers:  times(1, scheduler.NodeOptions{Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second}),
+		schedulers:  times(1, node.Options{Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second}),
 	})
 	const want = `^worker shard 1 \(host .*, pid [0-9]+\): round 3: Push panicked: runtime error: index out of range \[3\] with length 0 \(coordinator_test.\(\*countingRole\).Push, roles_test.go:[0-9]+\)$`
 	// The nodes take their shards in the order they join.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/protocol"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/worker"
 )
 
@@ -63,7 +63,7 @@ func TestManifestRefused(t *testing.T) {
 				coordinator: coordinator.Options{Workers: 2, ReportEvery: 1, MaxRounds: 5, Manifest: tc.job,
 					JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second},
 				workers:    []worker.Options{opts(good), opts(tc.worker)},
-				schedulers: []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Manifest: tc.scheduler}},
+				schedulers: []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Manifest: tc.scheduler}},
 			})
 			if tc.want == "" {
 				if o.err != nil || o.res.Rounds != 5 {
@@ -101,7 +101,7 @@ func TestDataAgreed(t *testing.T) {
 			prog:        counting{}.program(),
 			coordinator: coordinator.Options{Workers: 3, ReportEvery: 1, MaxRounds: 3, JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second},
 			workers:     ws,
-			schedulers:  []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
+			schedulers:  []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
 		})
 		agree := data[0] == data[1]
 		switch {
@@ -129,7 +129,7 @@ func TestAnotherApp(t *testing.T) {
 	o := runRoles(t, ns, "other", roles[uint64, uint64, uint64, uint64]{
 		prog:        counting{}.program(),
 		coordinator: coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 3, JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Manifest: protocol.Manifest{App: "counting"}},
-		schedulers:  []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Manifest: protocol.Manifest{App: "counting"}}},
+		schedulers:  []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Manifest: protocol.Manifest{App: "counting"}}},
 	})
 	wg.Wait()
 	if !errors.Is(o.err, coordinator.ErrManifest) || !strings.HasSuffix(o.err.Error(), `: app is "halving", the job's is "counting"`) {
@@ -160,7 +160,7 @@ func TestConfigure(t *testing.T) {
 			JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second},
 		workers: times(2, worker.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Configure: configure,
 			Manifest: protocol.Manifest{Settings: map[string]string{"rho": "0.5"}}}),
-		schedulers: []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Configure: configure}},
+		schedulers: []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second, Configure: configure}},
 	})
 	if o.err != nil {
 		t.Fatal(o.err)
@@ -180,7 +180,7 @@ func TestConfigure(t *testing.T) {
 		coordinator: coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 3, JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second},
 		workers: []worker.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second,
 			Configure: func(map[string]string) error { return errors.New("no lambda") }}},
-		schedulers: []scheduler.NodeOptions{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
+		schedulers: []node.Options{{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second}},
 	})
 	want := fmt.Sprintf("worker shard 0 (host %s, pid %d): configure: no lambda", host, pid)
 	if o.err == nil || o.err.Error() != want || o.workers[0] == nil || o.workers[0].Error() != want {

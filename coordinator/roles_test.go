@@ -14,14 +14,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 	"github.com/strads-go/strads/worker"
 )
 
 // This file runs the roles of a job each on its own connection to a real
-// nats-server, with coordinator.Run, worker.Run and scheduler.Run called
+// nats-server, with coordinator.Run, worker.Run and node.Run (the scheduler) called
 // directly (job.Run would cancel every node as soon as one fails, which
 // hides whether the coordinator learnt of the failure over the network).
 
@@ -131,8 +131,8 @@ func connect(t *testing.T, ns *server.Server, job string) *wire.Conn {
 type roles[P, R, U, S any] struct {
 	prog        schmp.Program[P, R, U, S]
 	coordinator coordinator.Options
-	workers     []worker.Options        // one per worker node started
-	schedulers  []scheduler.NodeOptions // one per scheduler node started
+	workers     []worker.Options // one per worker node started
+	schedulers  []node.Options   // one per scheduler node started
 }
 
 // outcome is how the nodes of a job ended: the coordinator's result and
@@ -163,7 +163,7 @@ func runRoles[P, R, U, S any](t *testing.T, ns *server.Server, job string, j rol
 	}
 	for i, opts := range j.schedulers {
 		c := connect(t, ns, job)
-		wg.Go(func() { o.schedulers[i] = scheduler.Run(others, c, j.prog.NewScheduler, opts) })
+		wg.Go(func() { o.schedulers[i] = node.Run(others, c, j.prog.NewScheduler, opts) })
 	}
 	c := connect(t, ns, job)
 	start := time.Now()

@@ -18,7 +18,7 @@ import (
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
-	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 	"github.com/strads-go/strads/worker"
@@ -145,7 +145,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	join := opts.Coordinator.JoinTimeout
 	for i := range schedulers {
 		if err := start(fmt.Sprintf("scheduler-%d", i), func(c *wire.Conn) error {
-			return scheduler.Run(ctx, c, prog.NewScheduler, scheduler.NodeOptions{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
+			return node.Run(ctx, c, prog.NewScheduler, node.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
 		}); err != nil {
 			cancel()
 			<-coordDone

@@ -1,6 +1,9 @@
 // Package scheduler decides which model variables are updated together in
 // each round: priority sampling, dependency checks, random/cyclic plans (the
-// dynamic engine), and the scheduler node that serves plans over NATS.
+// dynamic engine), and the rotation of blocks. It neither speaks NATS nor
+// reads files: the node that serves plans over NATS is package
+// scheduler/node, the engine over a LIBSVM file's columns package
+// scheduler/columnar.
 //
 // The dynamic engine ([Dynamic]) draws candidate variables by a [Policy],
 // keeps only those that are nearly independent of the ones already accepted

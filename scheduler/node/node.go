@@ -1,4 +1,4 @@
-package scheduler
+package node
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// NodeOptions configures a scheduler node.
-type NodeOptions struct {
+// Options configures a scheduler node.
+type Options struct {
 	// ID names this scheduler process in the job; empty picks a unique one.
 	ID string
 	// JoinTimeout bounds how long the node tries to join and then waits
@@ -63,7 +63,7 @@ var (
 // Its own failures (Configure, building the scheduler, a plan) are a *protocol.NodeError naming its part, host, pid and round; the
 // coordinator learns of them at once and fails the job with an error of the
 // same text (DESIGN §6).
-func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts NodeOptions) error {
+func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts Options) error {
 	if opts.ID == "" {
 		opts.ID = nuid.Next()
 	}
