@@ -95,7 +95,7 @@ func run(t *testing.T, cfg Config, depth, reportEvery int) (*Model, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := Run(ctx, cfg, job.Options{
+	_, err := runJob(ctx, cfg, job.Options{
 		Job:         "mf",
 		Timeout:     20 * time.Second,
 		Coordinator: coordinator.Options{Depth: depth, ReportEvery: reportEvery, Timeout: 20 * time.Second},
@@ -605,7 +605,7 @@ func TestRuntimeMetrics(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.csv")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := Run(ctx, cfg, job.Options{Job: "mfmetrics", Timeout: 20 * time.Second,
+	if _, err := runJob(ctx, cfg, job.Options{Job: "mfmetrics", Timeout: 20 * time.Second,
 		Coordinator: coordinator.Options{Depth: 1, Timeout: 20 * time.Second, Metrics: path}}); err != nil {
 		t.Fatal(err)
 	}

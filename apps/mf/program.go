@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -141,32 +140,18 @@ func (s stepper) Schedule(round uint64, _ []schmp.Feedback) (scheduler.Turn, sch
 	return scheduler.Turn{SubRound: round - 1}, schmp.PlanInfo{Vars: wire.Int32s{v}, Candidates: 1, Selected: 1}, nil
 }
 
-// Run runs the job of cfg in this process (job.Run: an embedded NATS server
-// unless opts.NATS is set) with the program of cfg's algorithm. Where opts
-// leaves them 0, the runtime's MaxRounds is cfg.Iters iterations and its
-// ReportEvery cfg.ReportEvery iterations, and Workers is cfg.Workers.
-func Run(ctx context.Context, cfg Config, opts job.Options) (*coordinator.Result, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	rpi := cfg.RoundsPerIter()
-	o := &opts.Coordinator
+// SetDefaults fills what the runtime needs from cfg where o leaves it 0:
+// Workers is cfg.Workers, MaxRounds cfg.Iters iterations and ReportEvery
+// cfg.ReportEvery iterations (an iteration is RoundsPerIter rounds).
+func (c Config) SetDefaults(o *coordinator.Options) {
+	rpi := c.RoundsPerIter()
 	if o.Workers == 0 {
-		o.Workers = cfg.Workers
+		o.Workers = c.Workers
 	}
 	if o.MaxRounds == 0 {
-		o.MaxRounds = uint64(cfg.Iters * rpi)
+		o.MaxRounds = uint64(c.Iters * rpi)
 	}
 	if o.ReportEvery == 0 {
-		o.ReportEvery = cfg.ReportEvery * rpi
+		o.ReportEvery = c.ReportEvery * rpi
 	}
-	switch {
-	case cfg.Algo == ALS:
-		return job.Run(ctx, ALSProgram(cfg), opts)
-	case cfg.Algo == CCD:
-		return job.Run(ctx, CCDProgram(cfg), opts)
-	case cfg.Schedule == Unscheduled:
-		return job.Run(ctx, UnscheduledProgram(cfg), opts)
-	}
-	return job.Run(ctx, RotationProgram(cfg), opts)
 }

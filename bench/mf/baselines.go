@@ -238,7 +238,7 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 			for _, a := range algos {
 				cfg := o.strads(a, ds, uint64(n))
 				t0 := time.Now()
-				if _, err := mf.Run(ctx, cfg, job.Options{Job: "mfbase", Timeout: 5 * time.Minute,
+				if _, err := runJob(ctx, cfg, job.Options{Job: "mfbase", Timeout: 5 * time.Minute,
 					Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute}}); err != nil {
 					return fmt.Errorf("%s %s run %d: %w", ds.name, a, n, err)
 				}

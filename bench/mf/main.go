@@ -1,7 +1,7 @@
 // Command mf benchmarks matrix factorization (apps/mf): DSGD on the
 // rotation engine against the unscheduled (Hogwild-style) SGD baseline and
 // CCD++. It generates a ratings set with mf.Generate, then runs whole jobs
-// in this process (mf.Run: an embedded NATS server, the scheduler, the
+// in this process (runJob: an embedded NATS server, the scheduler, the
 // coordinator and the workers, each on its own connection) in three
 // phases:
 //
@@ -205,7 +205,7 @@ func (o *options) config(v variant, iters, reportEvery int, train, test string) 
 func (o *options) do(ctx context.Context, phase string, v variant, n, iters, reportEvery int, train, test string, log io.Writer) (*run, error) {
 	cfg := o.config(v, iters, reportEvery, train, test)
 	t0 := time.Now()
-	res, err := mf.Run(ctx, cfg, job.Options{Job: "mfbench", Timeout: 5 * time.Minute,
+	res, err := runJob(ctx, cfg, job.Options{Job: "mfbench", Timeout: 5 * time.Minute,
 		Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute}})
 	if err != nil {
 		return nil, fmt.Errorf("%s %v run %d: %w", phase, v, n, err)

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+
+	"github.com/strads-go/strads/apps/mf"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
+)
+
+// runJob runs the job of cfg in this process (job.Run: an embedded NATS server
+// unless opts.NATS is set) with the program of cfg's algorithm and the
+// runtime defaults of cfg.SetDefaults.
+func runJob(ctx context.Context, cfg mf.Config, opts job.Options) (*coordinator.Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.SetDefaults(&opts.Coordinator)
+	switch {
+	case cfg.Algo == mf.ALS:
+		return job.Run(ctx, mf.ALSProgram(cfg), opts)
+	case cfg.Algo == mf.CCD:
+		return job.Run(ctx, mf.CCDProgram(cfg), opts)
+	case cfg.Schedule == mf.Unscheduled:
+		return job.Run(ctx, mf.UnscheduledProgram(cfg), opts)
+	}
+	return job.Run(ctx, mf.RotationProgram(cfg), opts)
+}
