@@ -161,7 +161,7 @@ type Server struct {
 func Serve(addr string, m *Metrics, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--http %s: %w", addr, err)
+		return nil, fmt.Errorf("serve metrics on %s: %w", addr, err)
 	}
 	s := &Server{
 		srv:  &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second},

@@ -99,7 +99,7 @@ func TestServe(t *testing.T) {
 }
 
 func TestServeBadAddress(t *testing.T) {
-	if _, err := monitor.Serve("256.0.0.1:x", monitor.New(), nil); err == nil || !strings.Contains(err.Error(), "--http") {
-		t.Errorf("error %v, want one naming --http", err)
+	if _, err := monitor.Serve("256.0.0.1:x", monitor.New(), nil); err == nil || !strings.Contains(err.Error(), "256.0.0.1:x") {
+		t.Errorf("error %v, want one naming the address", err)
 	}
 }

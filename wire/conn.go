@@ -26,7 +26,7 @@ var jobName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // '-' and '_' (it becomes one token of a NATS subject).
 func CheckJob(job string) error {
 	if !jobName.MatchString(job) {
-		return fmt.Errorf("--job %q: want letters, digits, '-' or '_'", job)
+		return fmt.Errorf("job name %q: want letters, digits, '-' or '_'", job)
 	}
 	return nil
 }
