@@ -315,19 +315,20 @@ func (o *options) runJob(ctx context.Context, r *run, docword string, tokens int
 		ReportEvery: o.reportEvery, Workers: r.workers, Unscheduled: r.unscheduled, MHSteps: o.mh, TopWords: 10, Tokens: tokens,
 	}
 	maxRounds, every := cfg.Rounds()
+	// The runtime writes the metrics: the columns of strads lda --metrics.
 	opts := job.Options{
 		Job: "bench-lda", Timeout: 5 * time.Minute,
-		Coordinator: coordinator.Options{Workers: r.workers, MaxRounds: maxRounds, ReportEvery: every, Timeout: 5 * time.Minute},
+		Coordinator: coordinator.Options{Workers: r.workers, MaxRounds: maxRounds, ReportEvery: every, Timeout: 5 * time.Minute,
+			Metrics: filepath.Join(o.out, r.name()+".csv")},
 	}
 	var trace func() []lda.Report
-	var write func(*bufio.Writer) error
 	var err error
 	if r.unscheduled {
 		prog := lda.Unscheduled(cfg)
 		prog.NewCoordinator = func(context.Context) (schmp.Coordinator[scheduler.Turn, lda.Partial, lda.Table, lda.Summary], error) {
 			c, err := lda.NewUnscheduledCoordinator(cfg)
 			if err == nil {
-				trace, write = c.Trace, func(w *bufio.Writer) error { return c.WriteMetrics(w) }
+				trace = c.Trace
 			}
 			return c, err
 		}
@@ -337,7 +338,7 @@ func (o *options) runJob(ctx context.Context, r *run, docword string, tokens int
 		prog.NewCoordinator = func(context.Context) (schmp.Coordinator[scheduler.Turn, lda.Partial, lda.Update, lda.Summary], error) {
 			c, err := lda.NewCoordinator(cfg)
 			if err == nil {
-				trace, write = c.Trace, func(w *bufio.Writer) error { return c.WriteMetrics(w) }
+				trace = c.Trace
 			}
 			return c, err
 		}
@@ -347,20 +348,7 @@ func (o *options) runJob(ctx context.Context, r *run, docword string, tokens int
 		return err
 	}
 	r.trace = trace()
-	f, err := os.Create(filepath.Join(o.out, r.name()+".csv"))
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	if err := write(w); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
 // generate writes the corpus and returns its tokens.
