@@ -270,10 +270,6 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 	}
 	r.TestTime = m.testTime
 	m.trace = append(m.trace, r)
-	if m.cfg.Progress != nil {
-		fmt.Fprintf(m.cfg.Progress, "iter %g  log-likelihood/token %.6f  tokens/s %.4g (sampling %.4g per core)  elapsed %s\n",
-			r.Iter, r.LogLik, r.TokensPerSecond(), r.SamplingRate(), r.Time.Round(time.Millisecond))
-	}
 	return schmp.Progress{Objective: m.lastLL, NNZ: sum.WordNNZ, Metrics: r.metrics(m.cfg.TestDocword != "")}, nil
 }
 

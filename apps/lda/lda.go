@@ -3,7 +3,6 @@ package lda
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 
 	"github.com/strads-go/strads/scheduler"
@@ -85,15 +84,6 @@ type Config struct {
 	// Tokens is N if known (the command line counts them when it checks
 	// the input); 0 makes the scheduler count them.
 	Tokens int64
-	// Progress, if set, receives a line from the coordinator at every
-	// report: iteration, log-likelihood per token, tokens per second,
-	// elapsed time.
-	//
-	// The runtime's progress line (coordinator.Options.Progress)
-	// supersedes it: it shows the app's metrics (schmp.Progress.Metrics)
-	// and the iteration, "iter n/N" (the coordinator's Stage). This line
-	// stays until the command uses that.
-	Progress io.Writer
 }
 
 // The defaults of the command line for learning the priors: every 10

@@ -1,8 +1,6 @@
 package lda
 
 import (
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/strads-go/strads/schmp"
@@ -76,27 +74,3 @@ func (r Report) SamplingRate() float64 {
 
 // Trace returns every report of the job so far.
 func (m *model) Trace() []Report { return m.trace }
-
-// MetricsHeader is the header of the metrics CSV of WriteMetrics.
-// The runtime's metrics CSV (coordinator.Options.Metrics) supersedes it,
-// with the app's columns of schmp.Progress.Metrics; this header and
-// WriteMetrics stay until the command uses that.
-const MetricsHeader = "time_s,round,iter,loglik,tokens,tokens_per_s,sample_tokens_per_s_core,nnz\n"
-
-// WriteMetrics writes the reports as CSV, a row per report (see
-// MetricsHeader): loglik is per token; tokens_per_s is the whole job's
-// rate since its first round; sample_tokens_per_s_core the sampler's rate
-// on one core.
-// The runtime's metrics CSV supersedes it (see MetricsHeader).
-func (m *model) WriteMetrics(w io.Writer) error {
-	if _, err := io.WriteString(w, MetricsHeader); err != nil {
-		return err
-	}
-	for _, r := range m.trace {
-		if _, err := fmt.Fprintf(w, "%.6f,%d,%g,%.9g,%d,%.6g,%.6g,%d\n", r.Time.Seconds(), r.Round, r.Iter, r.LogLik,
-			r.Tokens, r.TokensPerSecond(), r.SamplingRate(), r.NNZ); err != nil {
-			return err
-		}
-	}
-	return nil
-}
