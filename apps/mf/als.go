@@ -213,7 +213,8 @@ func (w *alsWorker) Report() (Summary, error) {
 		return Summary{}, errNotStarted
 	}
 	k := w.cfg.Rank
-	s := Summary{Round: w.round, Exact: true, SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k)}
+	s := Summary{Round: w.round, Exact: true, SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
+		ValSSE: sse(w.val, w.w, w.h, w.bs, k)}
 	hi := 0
 	if w.p == 0 {
 		hi = len(w.ix.ItemIDs)

@@ -85,6 +85,16 @@ func newCCDWorker(cfg Config, p int) (*ccdWorker, error) {
 	return w, nil
 }
 
+// heldSSE returns Σ(r − r̂)² over held-out ratings rs (test or validation).
+func (w *ccdWorker) heldSSE(rs []entry) float64 {
+	var s float64
+	for _, e := range rs {
+		d := e.r - w.bs.at(e) - w.predictFactors(int(e.u), e.i)
+		s += d * d
+	}
+	return s
+}
+
 // columns returns the n×k matrix of rows (row by row) column by column.
 func columns(rows []float64, n, k int) [][]float64 {
 	cols := make([][]float64, k)
@@ -259,12 +269,7 @@ func (w *ccdWorker) Report() (Summary, error) {
 			e2 += d * d
 		}
 	}
-	var t2 float64
-	for _, e := range w.test {
-		d := e.r - w.bs.at(e) - w.predictFactors(int(e.u), e.i)
-		t2 += d * d
-	}
-	s := Summary{Round: w.round, Exact: true, SSE: e2, TestSSE: t2}
+	s := Summary{Round: w.round, Exact: true, SSE: e2, TestSSE: w.heldSSE(w.test), ValSSE: w.heldSSE(w.val)}
 	s.WNorm = w.cfg.factorNorm(rows(w.w), w.cfg.Rank, w.ix.UserCount[w.p])
 	if w.p == 0 {
 		s.HNorm = w.cfg.factorNorm(rows(w.h), w.cfg.Rank, w.ix.ItemCount)

@@ -80,6 +80,23 @@ type Config struct {
 	Seed uint64
 	// Workers is the number of workers P.
 	Workers int
+	// Holdout, if > 0, is the fraction of the training file's ratings held
+	// out as a validation set: rating (u, i) is held out when
+	// HeldOut(Seed, u, i, Holdout), a hash of the seed and the pair alone,
+	// so that every role that reads the file agrees on the split without
+	// exchanging anything. The model is fitted to the others (μ, the
+	// counts, the Index are theirs); each worker evaluates its users'
+	// held-out ratings (those of a user and item in the rest, like the test
+	// ratings) and the coordinator reports their RMSE (val_rmse) and keeps
+	// the factors of the evaluation with the lowest one (Model.Best).
+	// After Patience evaluations in a row without a new lowest validation
+	// RMSE, the coordinator reports that evaluation again at every report
+	// that follows, so that the runtime's relative-change test (its Tol,
+	// which must be > 0) ends the job at the next report.
+	Holdout float64
+	// Patience is the number of evaluations in a row without a new lowest
+	// validation RMSE after which a job with Holdout stops (at least 1).
+	Patience int
 	// Iters is the number of iterations the job runs (0: no limit). An
 	// iteration is a pass over all ratings: P rounds with Rotation, one
 	// round Unscheduled, Rank·Inner rounds with CCD (RoundsPerIter); the
@@ -167,8 +184,39 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--iters must be >= 0, got %d", c.Iters)
 	case c.ReportEvery < 1:
 		return fmt.Errorf("--report-every must be at least 1, got %d", c.ReportEvery)
+	case !(c.Holdout >= 0 && c.Holdout < 1):
+		return fmt.Errorf("--validate must be a fraction in [0, 1), got %v", c.Holdout)
+	case c.Holdout > 0 && c.Patience < 1:
+		return fmt.Errorf("--patience must be at least 1, got %d", c.Patience)
 	}
 	return nil
+}
+
+// HeldOut reports whether the rating of item by user is held out for
+// validation at fraction f with seed: a hash of (seed, user, item), mapped
+// to [0, 1), is below f. It depends on nothing else (not on the file's
+// order, the workers or the algorithm), so every role that reads a
+// training file holds out the same ratings, and about a fraction f of any
+// large set of pairs.
+func HeldOut(seed uint64, user, item int64, f float64) bool {
+	if f <= 0 {
+		return false
+	}
+	x := splitmix(seed ^ splitmix(holdoutStream^splitmix(uint64(user))^splitmix(splitmix(uint64(item)))))
+	return float64(x>>11)/(1<<53) < f
+}
+
+// holdoutStream separates HeldOut's hash from the initial factors'.
+const holdoutStream = 0x686f6c64 // "hold"
+
+// trainFilter returns the filter of the ratings that the model is fitted
+// to: nil (all) without Holdout.
+func (c Config) trainFilter() func(Rating) bool {
+	if c.Holdout <= 0 {
+		return nil
+	}
+	seed, f := c.Seed, c.Holdout
+	return func(r Rating) bool { return !HeldOut(seed, r.User, r.Item, f) }
 }
 
 // stepSize returns the SGD step size of iteration e.

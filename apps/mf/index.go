@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -56,11 +57,19 @@ type Place struct {
 // BuildIndex reads the training file at path once and computes its Index
 // for shards workers and blocks item blocks.
 func BuildIndex(path string, shards, blocks int) (*Index, error) {
+	return buildIndex(path, shards, blocks, nil)
+}
+
+// buildIndex is BuildIndex of the ratings that keep accepts (all if nil).
+func buildIndex(path string, shards, blocks int, keep func(Rating) bool) (*Index, error) {
 	users := map[int64]int32{}
 	items := map[int64]int32{}
 	var sum, sumSq float64
 	n := 0
 	err := ReadRatings(path, func(_ int, r Rating) error {
+		if keep != nil && !keep(r) {
+			return nil
+		}
 		users[r.User]++
 		items[r.Item]++
 		sum += r.Value
@@ -70,6 +79,9 @@ func BuildIndex(path string, shards, blocks int) (*Index, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%s: no training ratings are left once the validation ratings are held out", path)
 	}
 	ix := &Index{Shards: shards, Blocks: blocks, Ratings: n, Mean: sum / float64(n)}
 	ix.Std = math.Sqrt(max(sumSq/float64(n)-ix.Mean*ix.Mean, 0))

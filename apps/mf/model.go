@@ -37,6 +37,10 @@ type Summary struct {
 	// those it cannot (see shard.unseen).
 	Test   int `msgpack:"nt"`
 	Unseen int `msgpack:"nu"`
+	// Val and ValUnseen count the same of its users' validation ratings
+	// (Config.Holdout).
+	Val       int `msgpack:"nv,omitempty"`
+	ValUnseen int `msgpack:"nvu,omitempty"`
 
 	// At a report. Round is the number of rounds whose updates the state
 	// reflects. Exact says the worker could evaluate that state; if not
@@ -51,10 +55,12 @@ type Summary struct {
 	// the same items.
 	SSE     float64 `msgpack:"e"`
 	TestSSE float64 `msgpack:"te"`
-	WNorm   float64 `msgpack:"wn"`
-	HNorm   float64 `msgpack:"hn"`
-	BNorm   float64 `msgpack:"bn,omitempty"`
-	CNorm   float64 `msgpack:"cn,omitempty"`
+	// ValSSE is Σ(r − r̂)² over its validation ratings.
+	ValSSE float64 `msgpack:"ve,omitempty"`
+	WNorm  float64 `msgpack:"wn"`
+	HNorm  float64 `msgpack:"hn"`
+	BNorm  float64 `msgpack:"bn,omitempty"`
+	CNorm  float64 `msgpack:"cn,omitempty"`
 	// W holds its users' factors, row by row, and B their biases, when
 	// the coordinator asked for the factors.
 	W wire.Float64s `msgpack:"w,omitempty"`
@@ -82,8 +88,9 @@ type Eval struct {
 	Iter  float64
 	// Objective is F (see the package doc); TrainRMSE and TestRMSE
 	// are the root mean squared errors over the training ratings and the
-	// predictable test ratings (NaN without any).
-	Objective, TrainRMSE, TestRMSE float64
+	// predictable test ratings (NaN without any), ValRMSE over the
+	// predictable validation ratings (Config.Holdout; NaN without).
+	Objective, TrainRMSE, TestRMSE, ValRMSE float64
 	// Ratings is the work done so far (see Stats.Work); RatingsPerSec
 	// divides it by Time, RatingsPerCoreSec by the workers' compute time.
 	Ratings, RatingsPerSec, RatingsPerCoreSec float64
@@ -91,17 +98,22 @@ type Eval struct {
 
 // progress returns the evaluation as the runtime's progress: the objective
 // and, as app metrics (the runtime's metrics CSV columns and progress line),
-// iter, train_rmse, test_rmse, ratings, ratings_per_s and
-// ratings_per_core_s.
-func (e Eval) progress() schmp.Progress {
-	return schmp.Progress{Objective: e.Objective, Metrics: []schmp.Metric{
+// iter, train_rmse, test_rmse, with validation (val) val_rmse, then ratings,
+// ratings_per_s and ratings_per_core_s.
+func (e Eval) progress(val bool) schmp.Progress {
+	ms := []schmp.Metric{
 		{Name: "iter", Value: e.Iter},
 		{Name: "train_rmse", Value: e.TrainRMSE},
 		{Name: "test_rmse", Value: e.TestRMSE},
-		{Name: "ratings", Value: e.Ratings},
-		{Name: "ratings_per_s", Value: e.RatingsPerSec},
-		{Name: "ratings_per_core_s", Value: e.RatingsPerCoreSec},
-	}}
+	}
+	if val {
+		ms = append(ms, schmp.Metric{Name: "val_rmse", Value: e.ValRMSE})
+	}
+	ms = append(ms,
+		schmp.Metric{Name: "ratings", Value: e.Ratings},
+		schmp.Metric{Name: "ratings_per_s", Value: e.RatingsPerSec},
+		schmp.Metric{Name: "ratings_per_core_s", Value: e.RatingsPerCoreSec})
+	return schmp.Progress{Objective: e.Objective, Metrics: ms}
 }
 
 // Model is the coordinator's record of a job: the ids, the evaluations and,
@@ -133,14 +145,33 @@ type Model struct {
 	// ratings, and Unseen the test ratings with a user or item not in
 	// training.
 	Train, Test, Unseen int
+	// Val and ValUnseen count the same of the validation ratings
+	// (Config.Holdout).
+	Val, ValUnseen int
 	// Trace holds every evaluation, in order.
 	Trace []Eval
+	// BestAt, with Config.Holdout, is the index in Trace of the evaluation
+	// with the lowest validation RMSE (the first of equals), whose factors
+	// W, H, B and C are; −1 before any. Stopped says that the job stopped
+	// because the validation RMSE had not improved for Config.Patience
+	// evaluations.
+	BestAt  int
+	Stopped bool
+}
+
+// Best returns the evaluation whose factors the model holds: with
+// validation the one with the lowest validation RMSE, else the last.
+func (m *Model) Best() Eval {
+	if m.BestAt >= 0 && m.BestAt < len(m.Trace) {
+		return m.Trace[m.BestAt]
+	}
+	return m.Final()
 }
 
 // Final returns the last evaluation.
 func (m *Model) Final() Eval {
 	if len(m.Trace) == 0 {
-		return Eval{Objective: math.NaN(), TrainRMSE: math.NaN(), TestRMSE: math.NaN()}
+		return Eval{Objective: math.NaN(), TrainRMSE: math.NaN(), TestRMSE: math.NaN(), ValRMSE: math.NaN()}
 	}
 	return m.Trace[len(m.Trace)-1]
 }
@@ -365,9 +396,10 @@ func newBase(cfg Config) base {
 		m = &Model{}
 	}
 	m.Rank, m.Biased = cfg.Rank, cfg.biased()
-	none := Eval{Objective: math.NaN(), TrainRMSE: math.NaN(), TestRMSE: math.NaN(), Iter: math.NaN(),
+	m.BestAt, m.Stopped = -1, false
+	none := Eval{Objective: math.NaN(), TrainRMSE: math.NaN(), TestRMSE: math.NaN(), ValRMSE: math.NaN(), Iter: math.NaN(),
 		Ratings: math.NaN(), RatingsPerSec: math.NaN(), RatingsPerCoreSec: math.NaN()}
-	return base{cfg: cfg, m: m, last: none.progress()}
+	return base{cfg: cfg, m: m, last: none.progress(cfg.Holdout > 0)}
 }
 
 // start checks the workers' summaries (they must have read the same
@@ -382,7 +414,7 @@ func (b *base) start(sums []Summary) error {
 	}
 	m := b.m
 	m.Users = make([][]int64, len(sums))
-	m.Train, m.Test, m.Unseen = 0, 0, 0
+	m.Train, m.Test, m.Unseen, m.Val, m.ValUnseen = 0, 0, 0, 0, 0
 	for p, s := range sums {
 		if s.Fingerprint != s0.Fingerprint {
 			return fmt.Errorf("workers 0 and %d read different training data (fingerprints %x and %x): every worker must read the same --train file", p, s0.Fingerprint, s.Fingerprint)
@@ -391,6 +423,8 @@ func (b *base) start(sums []Summary) error {
 		m.Train += s.Train
 		m.Test += s.Test
 		m.Unseen += s.Unseen
+		m.Val += s.Val
+		m.ValUnseen += s.ValUnseen
 	}
 	m.ItemIDs = s0.ItemIDs
 	// μ is the Index's mean, the workers' to the last bit; the mean of the
@@ -404,6 +438,13 @@ func (b *base) start(sums []Summary) error {
 		}
 		fmt.Fprintf(b.cfg.Warn, "mf: %d of %d test ratings have a user or item that is not in --train: left out of the test RMSE (predictions for them are %s)\n",
 			m.Unseen, m.Unseen+m.Test, how)
+	}
+	if m.ValUnseen > 0 && b.cfg.Warn != nil {
+		fmt.Fprintf(b.cfg.Warn, "mf: %d of %d validation ratings have a user or item that is in no other training rating: left out of the validation RMSE\n",
+			m.ValUnseen, m.ValUnseen+m.Val)
+	}
+	if b.cfg.Holdout > 0 && m.Val == 0 {
+		return fmt.Errorf("--validate %g holds out no rating that the model can predict: use a larger fraction", b.cfg.Holdout)
 	}
 	b.t0 = time.Now()
 	return nil
@@ -422,9 +463,12 @@ func (b *base) account(s Stats) {
 // repeats the last evaluation.
 func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Progress, error) {
 	var e Eval
-	var wn, hn, bn, testSSE float64
+	var wn, hn, bn, testSSE, valSSE float64
 	for p, r := range reports {
-		if !r.Exact {
+		if !r.Exact || b.m.Stopped {
+			// Once stopped, every report repeats the last evaluation: the
+			// runtime's relative-change test sees no change and ends the
+			// job.
 			return b.last, nil
 		}
 		if r.Round != b.pulled {
@@ -435,12 +479,17 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 		hn += r.HNorm
 		bn += r.BNorm + r.CNorm
 		testSSE += r.TestSSE
+		valSSE += r.ValSSE
 	}
 	m := b.m
 	e.TrainRMSE = math.Sqrt(e.Objective / float64(m.Train))
 	e.TestRMSE = math.NaN()
 	if m.Test > 0 {
 		e.TestRMSE = math.Sqrt(testSSE / float64(m.Test))
+	}
+	e.ValRMSE = math.NaN()
+	if m.Val > 0 {
+		e.ValRMSE = math.Sqrt(valSSE / float64(m.Val))
 	}
 	e.Objective += b.cfg.Lambda * (wn + hn)
 	if m.Biased {
@@ -459,7 +508,8 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 	if b.nanos > 0 {
 		e.RatingsPerCoreSec = b.work / (float64(b.nanos) / 1e9)
 	}
-	if m.Factors {
+	improved := m.Val == 0 || m.BestAt < 0 || e.ValRMSE < m.Trace[m.BestAt].ValRMSE
+	if m.Factors && improved {
 		m.W = make([][]float64, len(reports))
 		for p, r := range reports {
 			if len(r.W) != len(m.Users[p])*m.Rank {
@@ -481,11 +531,18 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 		}
 	}
 	m.Trace = append(m.Trace, e)
+	if m.Val > 0 {
+		if improved {
+			m.BestAt = len(m.Trace) - 1
+		} else if len(m.Trace)-1-m.BestAt >= b.cfg.Patience {
+			m.Stopped = true
+		}
+	}
 	if w := b.cfg.Progress; w != nil {
 		fmt.Fprintf(w, "iter %-6.4g round %-6d elapsed %-9s train RMSE %.6f  test RMSE %.6f  objective %.9g  ratings/s %.3g (per core %.3g)\n",
 			e.Iter, e.Round, e.Time.Round(time.Millisecond), e.TrainRMSE, e.TestRMSE, e.Objective, e.RatingsPerSec, e.RatingsPerCoreSec)
 	}
-	b.last = e.progress()
+	b.last = e.progress(b.cfg.Holdout > 0)
 	return b.last, nil
 }
 

@@ -164,6 +164,7 @@ func (w *rotationWorker) Report() (Summary, error) {
 	s := Summary{
 		Round: w.round, Exact: true,
 		SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
+		ValSSE: sse(w.val, w.w, w.h, w.bs, k),
 	}
 	w.norms(&s, w.w, w.h, w.bs, lo, hi)
 	if w.factors {

@@ -25,6 +25,7 @@ type shard struct {
 	train []entry   // its training ratings, block by block
 	cell  []int     // block b's ratings are train[cell[b]:cell[b+1]]
 	test  []entry   // its users' test ratings whose item is in train
+	val   []entry   // its users' held-out ratings whose item is in train (Config.Holdout)
 	regU  []float64 // a rating's share of its user's factor regularization (Config.share)
 	regI  []float64 // the same for all items
 	// mu is μ, the mean training rating (0 with NoBias), and bregU and
@@ -37,6 +38,9 @@ type shard struct {
 	// of its users whose item is not in train and, on worker 0, those whose
 	// user is not in train.
 	unseen int
+	// valUnseen counts the held-out ratings that the model cannot predict,
+	// as unseen does the test ratings.
+	valUnseen int
 }
 
 // loadShard reads worker p's shard: a counting pass over the training file
@@ -46,13 +50,18 @@ type shard struct {
 // index, and each user's ratings are in a random order drawn from the seed
 // and the worker (see group).
 func loadShard(cfg Config, p int) (*shard, error) {
-	ix, err := BuildIndex(cfg.Train, cfg.Workers, cfg.blocks())
+	keep := cfg.trainFilter()
+	ix, err := buildIndex(cfg.Train, cfg.Workers, cfg.blocks(), keep)
 	if err != nil {
 		return nil, err
 	}
 	s := &shard{cfg: cfg, ix: ix, p: p, users: ix.ShardUsers[p]}
 	s.train = make([]entry, 0, ix.ShardRatings[p])
 	err = ReadRatings(cfg.Train, func(_ int, r Rating) error {
+		if keep != nil && !keep(r) {
+			s.valUnseen += s.heldOut(r, &s.val)
+			return nil
+		}
 		if pl := ix.Users[r.User]; pl.Shard == int32(p) {
 			s.train = append(s.train, entry{pl.Index, ix.Items[r.Item], r.Value})
 			s.sum += r.Value
@@ -90,20 +99,7 @@ func loadShard(cfg Config, p int) (*shard, error) {
 	}
 	if cfg.Test != "" {
 		err = ReadRatings(cfg.Test, func(_ int, r Rating) error {
-			pl, ok := ix.Users[r.User]
-			switch {
-			case !ok:
-				if p == 0 {
-					s.unseen++
-				}
-			case pl.Shard != int32(p):
-			default:
-				if i, ok := ix.Items[r.Item]; ok {
-					s.test = append(s.test, entry{pl.Index, i, r.Value})
-				} else {
-					s.unseen++
-				}
-			}
+			s.unseen += s.heldOut(r, &s.test)
 			return nil
 		})
 		if err != nil {
@@ -111,6 +107,29 @@ func loadShard(cfg Config, p int) (*shard, error) {
 		}
 	}
 	return s, nil
+}
+
+// heldOut adds rating r, which the model is not fitted to (a test or a
+// validation rating), to held if its user is the shard's and its item is
+// known, and returns 1 if the model cannot predict it and the shard
+// counts it: its user's shard if the item is unknown, shard 0 if the user
+// is.
+func (s *shard) heldOut(r Rating, held *[]entry) int {
+	pl, ok := s.ix.Users[r.User]
+	switch {
+	case !ok:
+		if s.p == 0 {
+			return 1
+		}
+	case pl.Shard != int32(s.p):
+	default:
+		if i, ok := s.ix.Items[r.Item]; ok {
+			*held = append(*held, entry{pl.Index, i, r.Value})
+		} else {
+			return 1
+		}
+	}
+	return 0
 }
 
 // group sorts the training ratings into their item blocks and, within a
@@ -178,6 +197,8 @@ func (s *shard) describe() Summary {
 		RatingSum:   s.sum,
 		Test:        len(s.test),
 		Unseen:      s.unseen,
+		Val:         len(s.val),
+		ValUnseen:   s.valUnseen,
 		Mean:        s.ix.Mean,
 		Std:         s.ix.Std,
 		Items:       len(s.ix.ItemIDs),

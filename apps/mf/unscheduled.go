@@ -162,6 +162,7 @@ func (w *unscheduledWorker) Report() (Summary, error) {
 	s := Summary{
 		Round: w.round, Exact: true,
 		SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
+		ValSSE: sse(w.val, w.w, w.h, w.bs, k),
 	}
 	hi := 0
 	if w.p == 0 {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -19,7 +21,7 @@ func mfApp() cli.App {
 	return cli.App{
 		Name:     "mf",
 		Summary:  "matrix factorization of ratings",
-		Synopsis: "--train FILE [--test FILE] [--rank K --lambda L --iters T --workers N --algo sgd|ccd --schedule rotation|unscheduled] [flags]",
+		Synopsis: "--train FILE [--test FILE] [--validate F] [--rank K --lambda L|auto --iters T --workers N --algo sgd|ccd|als --schedule rotation|unscheduled] [flags]",
 		Flags:    mfCommand,
 		PerRole:  []string{"train", "test", "predict", "predict-out"},
 	}
@@ -30,14 +32,19 @@ func mfApp() cli.App {
 type mfFlags struct {
 	cfg                 mf.Config
 	predict, predictOut string
+	lambda              *lambdaValue
 }
 
 func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	f := &mfFlags{}
+	f.cfg.Lambda = mf.DefaultLambda
+	f.lambda = &lambdaValue{v: &f.cfg.Lambda}
 	fs.StringVar(&f.cfg.Train, "train", "", "training ratings `file`, lines \"user item rating\" (white space, comma or :: separated); workers read it")
 	fs.StringVar(&f.cfg.Test, "test", "", "held-out ratings `file`: the metrics report its RMSE (ratings of users or items not in --train are left out, and counted)")
 	fs.IntVar(&f.cfg.Rank, "rank", 10, "rank K of the factors")
-	fs.Float64Var(&f.cfg.Lambda, "lambda", mf.DefaultLambda, "λ of the factors' regularization λ(Σ_u n_u‖w_u‖² + Σ_i n_i‖h_i‖²), weighted by ratings counts (ALS-WR, Spark); with --unweighted λ(‖W‖² + ‖H‖²); als needs λ > 0")
+	fs.Var(f.lambda, "lambda", "λ of the factors' regularization λ(Σ_u n_u‖w_u‖² + Σ_i n_i‖h_i‖²), weighted by ratings counts (ALS-WR, Spark); with --unweighted λ(‖W‖² + ‖H‖²); als needs λ > 0. auto: fit each λ of 0.01, 0.0316, 0.1, 0.316, 1 with --validate (0.1 if not given), print their validation RMSEs, and refit on all the training ratings with the best (a whole job in one process only)")
+	fs.Float64Var(&f.cfg.Holdout, "validate", 0, "hold out fraction `F` of the --train ratings (those whose hash of --seed, user and item falls below F: every role agrees without exchanging anything), report their RMSE (val_rmse), stop once it has not improved for --patience evaluations, and write the factors of the evaluation where it was lowest")
+	fs.IntVar(&f.cfg.Patience, "patience", mf.DefaultPatience, "with --validate: stop after `n` evaluations in a row without a new lowest validation RMSE")
 	fs.Float64Var(&f.cfg.BiasLambda, "bias-lambda", mf.DefaultBiasLambda, "λ_b of the biases' regularization λ_b(Σ b_u² + Σ c_i²), never weighted by counts: a bias is shrunk as if it had λ_b more ratings of residual 0")
 	fs.BoolVar(&f.cfg.Unweighted, "unweighted", false, "regularize the factors by λ(‖W‖² + ‖H‖²), not weighted by ratings counts")
 	fs.BoolVar(&f.cfg.NoBias, "no-bias", false, "fit w_u·h_i alone: no global mean and no user or item biases")
@@ -83,6 +90,9 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		if err := cfg.Validate(); err != nil {
 			return nil, cli.UsageError(err)
 		}
+		if f.lambda.auto && env.Role != cli.All {
+			return nil, errAutoRole
+		}
 		switch {
 		case opts.Depth > 1:
 			return nil, cli.Usagef("--depth %d: mf needs --depth 1 (on the rotation every round holds every block of H, and every round needs the previous one's update)", opts.Depth)
@@ -99,6 +109,23 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		}
 		if err := j.check(env.Role); err != nil {
 			return nil, err
+		}
+		if f.lambda.auto {
+			// The search's fits are whole jobs of their own; the job
+			// made here is the refit.
+			c, err := tuneLambda(context.Background(), j.cfg, *opts, env.Stdout)
+			if err != nil {
+				return nil, err
+			}
+			j.cfg, cfg = c, c
+			if err := cfg.Validate(); err != nil {
+				return nil, cli.UsageError(err)
+			}
+		}
+		if cfg.Holdout > 0 && opts.Tol == 0 {
+			// The validation stop ends the job through the runtime's
+			// relative-change test (see mf.Config.Holdout).
+			opts.Tol = math.SmallestNonzeroFloat64
 		}
 
 		// mf evaluates, prints its progress and writes its outputs itself.
@@ -264,8 +291,21 @@ func (j *mfJob) job(role cli.Role, stderr io.Writer) (*cli.Job, error) {
 // went.
 func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
 	e := j.model.Final()
+	if j.cfg.Holdout > 0 {
+		e = j.model.Best()
+		why := fmt.Sprintf("the lowest of %d evaluations; ", len(j.model.Trace))
+		if j.model.Stopped {
+			why = fmt.Sprintf("stopped: no lower one in the %d evaluations after it; ", j.cfg.Patience)
+		}
+		fmt.Fprintf(w, "validation RMSE %.6f at iteration %g (%sthe figures below and the outputs are of that evaluation)\n", e.ValRMSE, e.Iter, why)
+	}
 	fmt.Fprintf(w, "train RMSE %.6f  test RMSE %.6f  objective %.12g  iterations %g  rounds %d  time %.3fs  (%s)\n",
 		e.TrainRMSE, e.TestRMSE, e.Objective, e.Iter, res.Rounds, res.Elapsed.Seconds(), res.Reason)
+	compareBiasOnly(j.cfg, e, w, j.cfg.Warn)
+	if j.cfg.Holdout > 0 {
+		res.WriteSummary(w)
+		return
+	}
 	if e.Round < res.Rounds {
 		fmt.Fprintf(w, "the figures and outputs are those of the last evaluation, after round %d; the %d round(s) after it, an unfinished iteration, are not in them\n",
 			e.Round, res.Rounds-e.Round)

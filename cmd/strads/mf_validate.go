@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/strads-go/strads/apps/mf"
+	"github.com/strads-go/strads/cli"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
+)
+
+// lambdaValue is --lambda: a number, or "auto".
+type lambdaValue struct {
+	v    *float64
+	auto bool
+}
+
+func (l *lambdaValue) String() string {
+	if l.auto {
+		return "auto"
+	}
+	if l.v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*l.v, 'g', -1, 64)
+}
+
+func (l *lambdaValue) Set(s string) error {
+	if s == "auto" {
+		l.auto = true
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("want a number or auto, got %q", s)
+	}
+	*l.v, l.auto = v, false
+	return nil
+}
+
+// tuneLambda runs --lambda auto: a fit per λ of mf.LambdaGrid on the
+// training ratings less the held-out ones (--validate, mf.DefaultHoldout
+// if not given), each a whole job on the runtime with the validation stop,
+// printing every fit's validation RMSE and the bias-only baseline's to w;
+// it returns the configuration of the refit on all the training ratings
+// with the λ of the lowest validation RMSE.
+func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w io.Writer) (mf.Config, error) {
+	if cfg.Holdout <= 0 {
+		cfg.Holdout = mf.DefaultHoldout
+	}
+	fmt.Fprintf(w, "--lambda auto: fitting λ = %s on the training ratings less %g of them held out (by a hash of seed %d, user and item), each until its validation RMSE has not improved for %d evaluations\n",
+		gridString(mf.LambdaGrid), cfg.Holdout, cfg.Seed, cfg.Patience)
+	// The fits are quiet whole jobs of their own: no outputs, no progress,
+	// no target (the objective of another λ is another problem).
+	o := opts
+	var zero coordinator.Options
+	o.Metrics, o.Out, o.Progress, o.Monitor, o.Manifest, o.Claimed = "", "", nil, nil, zero.Manifest, nil
+	o.HasTarget = false
+	if o.Tol == 0 {
+		o.Tol = math.SmallestNonzeroFloat64 // the validation stop needs the relative-change test
+	}
+	k := 0
+	fit := func(ctx context.Context, c mf.Config) (*mf.Model, error) {
+		k++
+		if _, err := runMF(ctx, c, job.Options{Job: fmt.Sprintf("mf-tune-%d", k), Coordinator: o}); err != nil {
+			return nil, err
+		}
+		return c.Model, nil
+	}
+	points, best, err := mf.Tune(ctx, cfg, mf.LambdaGrid, fit)
+	for _, p := range points {
+		how := "its iterations ran out"
+		if p.Stopped {
+			how = "stopped"
+		}
+		fmt.Fprintf(w, "  λ %-7.4g validation RMSE %.6f  train RMSE %.6f  at iteration %g (%s)\n", p.Lambda, p.Best.ValRMSE, p.Best.TrainRMSE, p.Best.Iter, how)
+	}
+	if err != nil {
+		return cfg, err
+	}
+	if b, err := mf.FitBiasOnly(cfg, biasSweeps); err == nil {
+		if rmse, _, err := b.RMSE(cfg.Train, cfg.ValidationFilter()); err == nil {
+			fmt.Fprintf(w, "  bias-only μ + b_u + c_i (λ_b %g): validation RMSE %.6f\n", cfg.BiasLambda, rmse)
+		}
+	}
+	if best == 0 || best == len(points)-1 {
+		fmt.Fprintf(w, "  the lowest validation RMSE is at the grid's edge: a λ beyond it may do better (try --lambda with --validate)\n")
+	}
+	r := mf.Refit(cfg, points[best])
+	fmt.Fprintf(w, "--lambda auto: chose λ %.4g; refitting on all the training ratings for %d iterations (those of its best evaluation)\n", r.Lambda, r.Iters)
+	return r, nil
+}
+
+// biasSweeps is the number of alternating sweeps of the bias-only
+// baseline: on the sets of bench/RESULTS.md its RMSE settles in fewer.
+const biasSweeps = 20
+
+// gridString returns the grid as "0.01, 0.0316, …".
+func gridString(grid []float64) string {
+	s := make([]string, len(grid))
+	for k, v := range grid {
+		s[k] = strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	return strings.Join(s, ", ")
+}
+
+// runMF runs the job of cfg on the runtime (an embedded NATS server unless
+// opts.NATS says otherwise), with the runtime's rounds and reports as cfg's
+// iterations say.
+func runMF(ctx context.Context, cfg mf.Config, opts job.Options) (*coordinator.Result, error) {
+	rpi := cfg.RoundsPerIter()
+	o := &opts.Coordinator
+	o.Workers, o.Depth, o.Schedulers = cfg.Workers, 1, 1
+	o.MaxRounds = uint64(cfg.Iters * rpi)
+	o.ReportEvery = cfg.ReportEvery * rpi
+	switch {
+	case cfg.Algo == mf.ALS:
+		return job.Run(ctx, mf.ALSProgram(cfg), opts)
+	case cfg.Algo == mf.CCD:
+		return job.Run(ctx, mf.CCDProgram(cfg), opts)
+	case cfg.Schedule == mf.Unscheduled:
+		return job.Run(ctx, mf.UnscheduledProgram(cfg), opts)
+	}
+	return job.Run(ctx, mf.RotationProgram(cfg), opts)
+}
+
+// compareBiasOnly prints the bias-only baseline's validation and test RMSE
+// next to the model's (e, the evaluation whose factors are written), and
+// warns on stderr where the model is worse. It reads the training file,
+// so it runs where the process has it.
+func compareBiasOnly(cfg mf.Config, e mf.Eval, stdout, stderr io.Writer) {
+	val, test := cfg.Holdout > 0, cfg.Test != ""
+	if !val && !test {
+		return
+	}
+	if cfg.Train == "" {
+		fmt.Fprintln(stderr, "mf: this process has no --train: the model is not compared with the bias-only baseline")
+		return
+	}
+	b, err := mf.FitBiasOnly(cfg, biasSweeps)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
+		return
+	}
+	for _, c := range []struct {
+		on         bool
+		name, path string
+		keep       func(mf.Rating) bool
+		model      float64
+	}{
+		{val, "validation", cfg.Train, cfg.ValidationFilter(), e.ValRMSE},
+		{test, "test", cfg.Test, nil, e.TestRMSE},
+	} {
+		if !c.on {
+			continue
+		}
+		rmse, _, err := b.RMSE(c.path, c.keep)
+		if err != nil {
+			fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
+			return
+		}
+		fmt.Fprintf(stdout, "bias-only μ + b_u + c_i (λ_b %g): %s RMSE %.6f; this model's %.6f\n", cfg.BiasLambda, c.name, rmse, c.model)
+		if !(c.model < rmse) {
+			fmt.Fprintf(stderr, "mf: warning: the model's %s RMSE %.6f is not below the bias-only baseline's %.6f: the factors do not help at λ %g, rank %d (try --lambda auto, a larger --lambda, or a smaller --rank)\n",
+				c.name, c.model, rmse, cfg.Lambda, cfg.Rank)
+		}
+	}
+}
+
+// errAutoRole is --lambda auto in a role of a job of several processes.
+var errAutoRole = cli.Usagef("--lambda auto runs its fits as whole jobs in one process: run it as \"strads mf\", then give the roles the λ it chose")
