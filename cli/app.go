@@ -36,6 +36,10 @@ type App struct {
 	// coordinator refuses a role that was given another value, and a role
 	// not given one takes the coordinator's.
 	PerRole []string
+	// Commands are the app's own commands, which work on its outputs
+	// rather than run a job: "prog APP NAME [args]" (strads mf recommend,
+	// say).
+	Commands []Command
 }
 
 // A Role is what one process of a job runs.
@@ -109,4 +113,14 @@ type runner interface {
 // program is the runner of a schmp.Program.
 type program[P, R, U, S any] struct {
 	prog schmp.Program[P, R, U, S]
+}
+
+// command returns the app's command named name, nil if there is none.
+func (a *App) command(name string) *Command {
+	for i := range a.Commands {
+		if a.Commands[i].Name == name {
+			return &a.Commands[i]
+		}
+	}
+	return nil
 }

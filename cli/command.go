@@ -126,6 +126,11 @@ func (cl *CommandLine) Run(ctx context.Context, args []string, stdout, stderr io
 			return 2
 		}
 		cmd += " " + first
+		if c := app.command(firstArg(args[1:])); c != nil {
+			cmd += " " + c.Name
+			err = c.Run(ctx, args[2:], stdout, stderr)
+			break
+		}
 		err = cl.runApp(ctx, *app, All, args[1:], stdout, stderr)
 	}
 	code := ExitStatus(err)
@@ -264,6 +269,11 @@ func (cl *CommandLine) usage() string {
 	}
 	for _, c := range cl.Commands {
 		fmt.Fprintf(tw, "  %s %s %s\t%s\n", cl.Name, c.Name, c.Synopsis, c.Summary)
+	}
+	for _, a := range cl.Apps {
+		for _, c := range a.Commands {
+			fmt.Fprintf(tw, "  %s %s %s %s\t%s\n", cl.Name, a.Name, c.Name, c.Synopsis, c.Summary)
+		}
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "\nRun \"%s COMMAND --help\" for the flags of a command.\n", cl.Name)
