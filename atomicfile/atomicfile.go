@@ -43,6 +43,19 @@ func (a *File) Path() string { return a.path }
 
 // Commit flushes, syncs and renames the file into place.
 func (a *File) Commit() error {
+	if err := a.finish(); err != nil {
+		return err
+	}
+	if err := os.Rename(a.f.Name(), a.path); err != nil {
+		os.Remove(a.f.Name())
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	return nil
+}
+
+// finish flushes, syncs and closes the temporary file, which is removed if
+// that fails: it is then ready to be renamed into place.
+func (a *File) finish() error {
 	if a.done {
 		return fmt.Errorf("write %s: already finished", a.path)
 	}
@@ -53,9 +66,6 @@ func (a *File) Commit() error {
 	}
 	if cerr := a.f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(a.f.Name(), a.path)
 	}
 	if err != nil {
 		os.Remove(a.f.Name())

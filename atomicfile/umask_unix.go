@@ -3,7 +3,9 @@
 package atomicfile
 
 import (
+	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -15,3 +17,17 @@ var umask = func() fs.FileMode {
 	syscall.Umask(m)
 	return fs.FileMode(m)
 }()
+
+// syncDir syncs a directory, so that the renames in it last a crash. A
+// file system that cannot sync a directory (EINVAL) is not an error.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
