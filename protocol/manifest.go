@@ -13,8 +13,8 @@ import (
 // the same one. It changes whenever a message of this package changes in a
 // way an older role would misread: 2 brought the check task (Task.Check),
 // 3 the message header (Header: type and run id), Partial.Check and the
-// presence probe.
-const Version = 3
+// presence probe, 4 the final report (Task.Final, Partial.Final).
+const Version = 4
 
 // Manifest is what a role believes about the job it joins (DESIGN §2). The
 // coordinator holds the job's own; it refuses a role whose manifest differs

@@ -166,8 +166,10 @@ type PlanReply[P any] struct {
 // Partial. A Check task has no plan: workers apply the updates, report,
 // answer, and wait for the next task, which has the same Round (DESIGN §3:
 // the check of a stop). A Stop task ends the job: workers apply its
-// updates, report and answer if Report, and leave. A Task with Abort set
-// ends the worker with that error.
+// updates, report and answer if Report, and leave; with Final too, the
+// report is the worker's final report (schmp.FinalReporter), which the
+// coordinator asks for once, after the stop (DESIGN §3). A Task with Abort
+// set ends the worker with that error.
 type Task[P, U any] struct {
 	Header
 	Round   uint64 `msgpack:"round"`
@@ -181,6 +183,7 @@ type Task[P, U any] struct {
 	Split bool   `msgpack:"split,omitempty"`
 	Shard int    `msgpack:"shard,omitempty"`
 	Stop  bool   `msgpack:"stop,omitempty"`
+	Final bool   `msgpack:"final,omitempty"`
 	Abort string `msgpack:"abort,omitempty"`
 }
 
@@ -190,7 +193,10 @@ type Partial[R, S any] struct {
 	Round uint64 `msgpack:"round"`
 	// Check is set in the answer to a check task, which has the Round of
 	// the task that follows it (DESIGN §3).
-	Check     bool `msgpack:"check,omitempty"`
+	Check bool `msgpack:"check,omitempty"`
+	// Final is set in the answer to a stop task with Final: its Report is
+	// the worker's final report.
+	Final     bool `msgpack:"final,omitempty"`
 	Shard     int  `msgpack:"shard"`
 	Partial   R    `msgpack:"partial"`
 	Report    S    `msgpack:"report"`

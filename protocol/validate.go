@@ -181,7 +181,8 @@ func (r *PlanReply[P]) Validate(parts int) error {
 }
 
 // Validate checks a task: an abort is valid as it is; otherwise it has a
-// round, and is not both a check and a stop.
+// round, is not both a check and a stop, and asks for a final report only
+// with a stop that asks for a report.
 func (t *Task[P, U]) Validate() error {
 	switch {
 	case t.Abort != "":
@@ -190,6 +191,8 @@ func (t *Task[P, U]) Validate() error {
 		return invalid("a task of round 0")
 	case t.Check && t.Stop:
 		return invalid("round %d: a task that is both a check and a stop", t.Round)
+	case t.Final && !(t.Stop && t.Report):
+		return invalid("round %d: a final task that is not a stop asking for a report", t.Round)
 	}
 	return nil
 }
@@ -204,6 +207,8 @@ func (p *Partial[R, S]) Validate(shards int) error {
 		return invalid("a partial of round 0")
 	case p.Nanos < 0:
 		return invalid("round %d: a partial with a time of %d ns", p.Round, p.Nanos)
+	case p.Check && p.Final:
+		return invalid("round %d: a partial that answers both a check and a final task", p.Round)
 	}
 	return nil
 }

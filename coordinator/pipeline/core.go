@@ -23,6 +23,7 @@ type Core[P, R, U, S any] struct {
 	cfg    Config
 	app    schmp.Coordinator[P, R, U, S]
 	staged Staged
+	iter   Iterated // the app's, or nil
 
 	start   time.Time
 	started bool
@@ -37,6 +38,8 @@ type Core[P, R, U, S any] struct {
 	updates []pending[U]                // pulled, not yet sent
 	fb      [][]schmp.Feedback          // per scheduler part, not yet sent
 	check   *flight[P, R, S]            // the check task in flight (DESIGN §3)
+	final   *flight[P, R, S]            // the final request in flight (Config.Final)
+	finals  []S                         // the final reports, once all came
 	done    bool
 	marks   map[uint64]mark // the last rounds pulled, for the reports that show them
 
@@ -111,17 +114,26 @@ type mark struct {
 	updates int64
 }
 
-// New returns a core for a job with configuration cfg around app. staged
-// is app's Staged side, or nil for an app that runs in one stage.
-func New[P, R, U, S any](cfg Config, app schmp.Coordinator[P, R, U, S], staged Staged) (*Core[P, R, U, S], error) {
-	if err := cfg.check(); err != nil {
-		return nil, err
-	}
+// New returns a core for a job with configuration cfg around app. hooks
+// is the app's own coordinator (app may wrap it), in which the core looks
+// for the optional interfaces Staged and Iterated; nil for none.
+func New[P, R, U, S any](cfg Config, app schmp.Coordinator[P, R, U, S], hooks any) (*Core[P, R, U, S], error) {
 	if app == nil {
 		return nil, errors.New("pipeline: no app coordinator")
 	}
+	staged, _ := hooks.(Staged)
+	iter, _ := hooks.(Iterated)
+	if cfg.Period == 0 && iter != nil {
+		cfg.Period = iter.RoundsPerIteration()
+		if cfg.Period == 0 {
+			return nil, errors.New("pipeline: the app's RoundsPerIteration is 0")
+		}
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	return &Core[P, R, U, S]{
-		cfg: cfg, app: app, staged: staged,
+		cfg: cfg, app: app, staged: staged, iter: iter,
 		win:    newWindow(),
 		asked:  map[uint64]time.Time{},
 		plans:  map[uint64]planned[P]{},
@@ -190,8 +202,10 @@ func (c *Core[P, R, U, S]) Deadline() (deadline time.Time, what string, ok bool)
 	for _, f := range c.flight {
 		fs = append(fs, f)
 	}
-	if c.check != nil {
-		fs = append(fs, c.check)
+	for _, f := range []*flight[P, R, S]{c.check, c.final} {
+		if f != nil {
+			fs = append(fs, f)
+		}
 	}
 	for _, f := range fs {
 		consider(f.sent.Add(c.cfg.Timeout), f.round, func() string {
@@ -253,9 +267,27 @@ func (c *Core[P, R, U, S]) Step(e Event[P, R, S]) error {
 // part returns the scheduler part that plans round.
 func (c *Core[P, R, U, S]) part(round uint64) int { return Part(round, c.cfg.Parts) }
 
-// mayAsk reports whether round may still be asked for.
+// mayAsk reports whether round may still be asked for: once the stop is
+// decided, only the rounds up to its last.
 func (c *Core[P, R, U, S]) mayAsk(round uint64) bool {
-	return c.st.Reason == "" && (c.cfg.MaxRounds == 0 || round <= c.cfg.MaxRounds)
+	if c.st.Reason != "" && round > c.st.Last {
+		return false
+	}
+	return c.cfg.MaxRounds == 0 || round <= c.cfg.MaxRounds
+}
+
+// landing returns the last round of a stop decided now: the last round
+// asked for, rounded up to the end of its iteration (Config.Period), and
+// no later than MaxRounds.
+func (c *Core[P, R, U, S]) landing() uint64 {
+	last := c.last
+	if p := c.cfg.Period; p > 1 && last%p != 0 {
+		last += p - last%p
+	}
+	if c.cfg.MaxRounds > 0 {
+		last = min(last, c.cfg.MaxRounds)
+	}
+	return last
 }
 
 // ask asks round's scheduler part for its plan, with the feedback waiting
@@ -334,7 +366,12 @@ func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
 	if !ok && c.check != nil && e.Round == c.check.round {
 		f, ok = c.check, true
 	}
+	if e.Final {
+		f, ok = c.final, c.final != nil && e.Round == c.final.round
+	}
 	switch {
+	case !ok && e.Final:
+		return fmt.Errorf("final report of round %d from worker shard %d: none was asked for: %w", e.Round, e.From, ErrRefused)
 	case !ok:
 		return fmt.Errorf("partial of round %d from worker shard %d: the round is not in flight: %w", e.Round, e.From, ErrRefused)
 	case e.From < 0 || e.From >= c.cfg.Workers:
@@ -351,6 +388,11 @@ func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
 	if f.count < c.cfg.Workers {
 		return nil
 	}
+	if f == c.final {
+		c.final, c.finals = nil, f.reports
+		c.end()
+		return nil
+	}
 	if f == c.check {
 		return c.checked(e.Time)
 	}
@@ -363,7 +405,7 @@ func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
 			return err
 		}
 	}
-	if c.st.Reason != "" && c.pulled == c.last && c.check == nil {
+	if c.st.Reason != "" && c.pulled == c.st.Last && c.check == nil {
 		c.sendCheck(e.Time)
 	}
 	return nil
@@ -396,6 +438,31 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 			}
 		}
 	}
+	var why Reason
+	if c.st.Reason == "" {
+		switch {
+		case reached:
+			why = StopTarget
+		case converged:
+			why = StopConverged
+		case c.cfg.MaxRounds > 0 && round >= c.cfg.MaxRounds:
+			why = StopMaxRounds
+		case c.cfg.TimeLimit > 0 && now.Sub(c.start) >= c.cfg.TimeLimit:
+			why = StopTimeLimit
+		}
+	}
+	var last uint64
+	if why != "" {
+		// Every round asked for so far is run, and those up to the end of
+		// the iteration; none after. The app learns of its last round
+		// before it pulls this one, which may be it.
+		last = c.landing()
+		if c.iter != nil {
+			if err := c.iter.LastRound(last); err != nil {
+				return fmt.Errorf("round %d: last round %d: %w", round, last, err)
+			}
+		}
+	}
 	u, fb, err := c.app.Pull(round, f.plan, f.partials)
 	if err != nil {
 		return fmt.Errorf("round %d: pull: %w", round, err)
@@ -419,23 +486,9 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 	}
 	c.ready = append(c.ready, Action[P, U]{Kind: RoundPulled, Round: round, Info: f.info})
 
-	if c.st.Reason == "" {
-		var why Reason
-		switch {
-		case reached:
-			why = StopTarget
-		case converged:
-			why = StopConverged
-		case c.cfg.MaxRounds > 0 && round >= c.cfg.MaxRounds:
-			why = StopMaxRounds
-		case c.cfg.TimeLimit > 0 && now.Sub(c.start) >= c.cfg.TimeLimit:
-			why = StopTimeLimit
-		}
-		if why != "" {
-			// Every round asked for so far is run; none after.
-			c.st.Reason, c.st.Decided, c.st.Last = why, round, c.last
-			c.ready = append(c.ready, Action[P, U]{Kind: StopDecided, Round: round, Reason: why, Last: c.last})
-		}
+	if why != "" {
+		c.st.Reason, c.st.Decided, c.st.Last = why, round, last
+		c.ready = append(c.ready, Action[P, U]{Kind: StopDecided, Round: round, Reason: why, Last: last})
 	}
 	if next := round + uint64(c.cfg.Depth); c.mayAsk(next) {
 		c.ask(next, now)
@@ -523,19 +576,39 @@ func (c *Core[P, R, U, S]) checked(now time.Time) error {
 }
 
 // stop ends the job after the check: the stop task carries nothing (the
-// check carried every update) and needs no answer.
+// check carried every update) and needs no answer, unless it asks for the
+// final reports (Config.Final), of exactly the state the check reported:
+// then the job is done once they are all in.
 func (c *Core[P, R, U, S]) stop(now time.Time) error {
 	round := c.sent + 1
-	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: protocol.Task[P, U]{Round: round, Stop: true}, Through: c.through})
+	task := protocol.Task[P, U]{Round: round, Stop: true}
+	if c.cfg.Final {
+		task.Report, task.Final = true, true
+		w := c.cfg.Workers
+		c.final = &flight[P, R, S]{round: round, through: c.through, report: true, sent: now,
+			got: make([]bool, w), partials: make([]R, w), reports: make([]S, w)}
+	}
+	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
 	if c.staged != nil {
 		if err := c.staged.EndStage(c.st.Trace[len(c.st.Trace)-1], string(c.st.Reason)); err != nil {
 			return fmt.Errorf("end of stage: %w", err)
 		}
 	}
-	c.done, c.st.Done = true, true
-	c.ready = append(c.ready, Action[P, U]{Kind: JobDone, Round: c.pulled, Reason: c.st.Reason})
+	if !c.cfg.Final {
+		c.end()
+	}
 	return nil
 }
+
+// end marks the job done.
+func (c *Core[P, R, U, S]) end() {
+	c.done, c.st.Done = true, true
+	c.ready = append(c.ready, Action[P, U]{Kind: JobDone, Round: c.pulled, Reason: c.st.Reason})
+}
+
+// Finals returns the workers' final reports (Config.Final), indexed by
+// shard, once the job is done; nil before, or without Config.Final.
+func (c *Core[P, R, U, S]) Finals() []S { return c.finals }
 
 // relChange returns |a−b|/|b| (∞ when b is 0 and a is not).
 func relChange(a, b float64) float64 {

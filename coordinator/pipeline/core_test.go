@@ -125,8 +125,14 @@ type sim struct {
 
 func newSim(t *testing.T, cfg Config, app *toyApp, seed uint64) *sim {
 	t.Helper()
+	return newSimHooks(t, cfg, app, nil, seed)
+}
+
+// newSimHooks is newSim with hooks, the app's optional interfaces (New).
+func newSimHooks(t *testing.T, cfg Config, app *toyApp, hooks any, seed uint64) *sim {
+	t.Helper()
 	app.t, app.depth = t, max(cfg.Depth, 1)
-	core, err := New(cfg, schmp.Coordinator[plan, partial, update, report](app), nil)
+	core, err := New(cfg, schmp.Coordinator[plan, partial, update, report](app), hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +169,7 @@ func (s *sim) perform() {
 			}
 			s.pending = append(s.pending, toyEvent{Kind: PlanArrived, Round: a.Round, From: a.Part, Plan: a.Round, Info: info})
 		case SendTask:
-			s.log = append(s.log, fmt.Sprintf("send %d updates %v report %v check %v stop %v through %d", a.Task.Round, a.Task.Updates, a.Task.Report, a.Task.Check, a.Task.Stop, a.Through))
+			s.log = append(s.log, fmt.Sprintf("send %d updates %v report %v check %v stop %v final %v through %d", a.Task.Round, a.Task.Updates, a.Task.Report, a.Task.Check, a.Task.Stop, a.Task.Final, a.Through))
 			if !a.Task.Stop && !a.Task.Check {
 				s.inFlight++
 				s.maxIn = max(s.maxIn, s.inFlight)
@@ -187,7 +193,7 @@ func (s *sim) perform() {
 				}
 				e := toyEvent{Kind: PartialArrived, Round: a.Task.Round, From: k, Partial: s.states[k]}
 				if a.Task.Report {
-					e.Report, e.HasReport = s.states[k], true
+					e.Report, e.HasReport, e.Final = s.states[k], true, a.Task.Final
 				}
 				s.pending = append(s.pending, e)
 			}

@@ -52,6 +52,9 @@ type Event[P, R, S any] struct {
 	Partial   R
 	Report    S
 	HasReport bool
+	// Final marks a worker's answer to the final request (Config.Final):
+	// Report is its final report.
+	Final bool
 }
 
 // ActionKind says what an Action asks for.
@@ -69,7 +72,9 @@ const (
 	// Task.Stop, the end of the job, which needs no answer. Once they
 	// apply Task.Updates, the workers hold the state after round Through
 	// (0: after Start's update). An update that is a schmp.Splitter goes
-	// to each worker as its own part (ForShard).
+	// to each worker as its own part (ForShard). A stop task with
+	// Task.Final (Config.Final) asks every worker for its final report,
+	// which comes back as a PartialArrived event with Final set.
 	SendTask
 	// RecordReport: Sample is a report (a row of the metrics CSV), of the
 	// state after Sample.Round; Final marks the report of a check task, of
@@ -84,7 +89,9 @@ const (
 	// TimeLimit is decided at the last round pulled.)
 	StopDecided
 	// JobDone: the job is over, for Reason: the coordinator's model is
-	// the state that the last report (the check's) showed.
+	// the state that the last report (the check's) showed; with
+	// Config.Final, Core.Finals holds the workers' final reports of that
+	// state.
 	JobDone
 	// Resumed: the check of the stop Reason, of the state after round
 	// Round, did not pass its test: the stop is refuted, and the rounds

@@ -33,9 +33,12 @@
 //     runs the stop tests on it.
 //   - A stop decided at the pull of round t (the deciding round) lands
 //     after round L = min(t+Depth−1, MaxRounds), the last round already
-//     asked for: no other round is asked for, and every round up to L is
-//     sent and pulled. L is a function of t and the configuration alone,
-//     so a stop lands on the same round however the messages were timed.
+//     asked for, or, for an app whose rounds come in iterations of
+//     Config.Period rounds (the rotation: Iterated), after the end of the
+//     iteration of that round, min(⌈(t+Depth−1)/Period⌉·Period,
+//     MaxRounds): the rounds up to L are sent and pulled, and no other.
+//     L is a function of t and the configuration alone, so a stop lands on
+//     the same round however the messages were timed.
 //   - The check: once round L is pulled, a check task carries every
 //     update left; the workers apply them, report, and push nothing. Its
 //     report shows exactly the state after L, which the app's coordinator
@@ -54,7 +57,10 @@
 //     the configuration alone, so the job stops on the same round with
 //     the same model at every delivery order.
 //   - The stop task ends the job: it carries no update (the check carried
-//     them all) and needs no answer.
+//     them all) and needs no answer, unless Config.Final asks for the
+//     workers' final reports (schmp.FinalReporter): state that only the
+//     written model needs, sent once, of exactly the state the check
+//     reported; the job is then done once every worker's is in.
 package pipeline
 
 import (
@@ -110,6 +116,18 @@ type Config struct {
 	// for, and for a round's partials from when it was sent: a Tick past
 	// the deadline fails the job (ErrTimeout).
 	Timeout time.Duration
+	// Period, when > 1, is the number of rounds of an iteration (the
+	// rotation's, in which every worker visits every block once): a stop
+	// lands at the end of an iteration, the first round at or after the
+	// one it would land on otherwise that is a multiple of Period (no
+	// later than MaxRounds). 0 takes the app's Iterated's
+	// RoundsPerIteration, or 1.
+	Period uint64
+	// Final asks the workers, once the stop is confirmed, for their final
+	// reports (schmp.FinalReporter) of the state the check reported: the
+	// stop task asks for an answer (Task.Final), and the job is done once
+	// every worker's is in (Core.Finals).
+	Final bool
 	// Name, if set, names place (a worker shard, a scheduler part) of role
 	// (protocol.RoleWorker, protocol.RoleScheduler) in errors, e.g. with
 	// the host and pid it runs on; nil names it "worker shard 1",
@@ -192,6 +210,25 @@ type Sample struct {
 	schmp.Progress
 	// Updates is the number of variable updates made up to Round.
 	Updates int64
+}
+
+// Iterated is implemented by an app's coordinator whose rounds come in
+// iterations of a fixed number of rounds: the static rotation (DESIGN §4),
+// whose P rounds make every worker visit every block once. A stop then
+// lands at the end of an iteration (Config.Period), a function of the
+// round that decided it and the configuration, so that every worker has
+// seen every block equally often in the model written.
+type Iterated interface {
+	// RoundsPerIteration returns the number of rounds of an iteration, at
+	// least 1; it is a constant of the job.
+	RoundsPerIteration() uint64
+	// LastRound tells the app that round last will be the job's last, as
+	// soon as the stop is decided and before the core pulls the round that
+	// decided it (which may be the last): its Pull of that round can then
+	// send the workers what the check's report needs. If the check refutes
+	// the stop, the job goes on, and the next stop calls LastRound again.
+	// An error fails the job.
+	LastRound(last uint64) error
 }
 
 // Staged is implemented by an app's coordinator (a schmp.Coordinator) whose
