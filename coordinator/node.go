@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -51,8 +50,11 @@ type NodeError = protocol.NodeError
 
 // Run runs a coordinator node on c until the job stops or fails, or ctx is
 // done. newCoordinator builds the app's coordinator. On success the model is
-// at opts.Out and the metrics at opts.Metrics; on failure neither file is
-// left behind, and every other node of the job is told to stop.
+// at opts.Out (or in the files that the app's schmp.Outputter lists) and
+// the metrics at opts.Metrics, committed together; on failure none of these
+// files is left behind, and every other node of the job is told to stop.
+// The files are created before the job starts, so that a bad path fails
+// it at once.
 //
 // The node is the I/O loop around a pipeline.Core, which holds the rules of
 // the rounds: it decodes the schedulers' plans and the workers' partials,
@@ -71,7 +73,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 		dropped: map[string]int{},
 	}
 	for range opts.Workers {
-		n.partials = append(n.partials, [2]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger()})
+		n.partials = append(n.partials, [3]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger(), protocol.NewLedger()})
 	}
 	n.res.Run = n.runID
 	res, err := n.run(ctx, newCoordinator)
@@ -116,10 +118,10 @@ type node[P, R, U, S any] struct {
 
 	box *wire.Mailbox // plans and partials
 	// plans and partials remember the plans and partials taken, by round
-	// (partials by shard, then [0] of rounds and [1] of checks), to tell a
-	// replay from a forgery (DESIGN §6).
+	// (partials by shard, then by taskKind), to tell a replay from a
+	// forgery (DESIGN §6).
 	plans    *protocol.Ledger
-	partials [][2]*protocol.Ledger
+	partials [][3]*protocol.Ledger
 	// sent holds the tasks whose partials are awaited, and whether they
 	// asked for a report; checkRound is the round of the last check task.
 	sent       map[taskKey]bool
@@ -128,6 +130,10 @@ type node[P, R, U, S any] struct {
 	// deadline missed.
 	incomplete error
 
+	// outputs are the model's files, written after the stop; files holds
+	// them and then the metrics CSV, committed together.
+	outputs []schmp.Output
+	files   *atomicfile.Group
 	metrics *atomicfile.File
 	// metricNames are the app's metrics, fixed by the first report; nil
 	// before it.
@@ -145,11 +151,33 @@ type node[P, R, U, S any] struct {
 	nats0     nats.Statistics
 }
 
-// taskKey names a task: its round, and whether it is the check task of
-// that round (DESIGN §3).
+// taskKey names a task: its round, and its kind.
 type taskKey struct {
 	round uint64
-	check bool
+	kind  taskKind
+}
+
+// taskKind tells the tasks of one round apart: a round's, its check's
+// (DESIGN §3), or the final request (the stop that asks for the final
+// reports), which has the check's round.
+type taskKind int
+
+const (
+	roundTask taskKind = iota
+	checkTask
+	finalTask
+)
+
+// kindOf returns the kind of task that a task or a partial with these
+// flags is or answers.
+func kindOf(check, final bool) taskKind {
+	switch {
+	case check:
+		return checkTask
+	case final:
+		return finalTask
+	}
+	return roundTask
 }
 
 // roundTimes is the timing of a round sent and not yet pulled.
@@ -233,16 +261,15 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	n.staged, _ = n.app.(Staged)
 	cfg := n.opts.pipeline()
 	cfg.Name = func(role string, place int) string { return n.who(role, place).String() }
-	if n.core, err = pipeline.New(cfg, schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{n.app, n}), n.staged); err != nil {
+	_, cfg.Final = n.app.(schmp.Finisher[S])
+	if n.core, err = pipeline.New(cfg, schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{n.app, n}), guardedHooks(n.app)); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	if n.opts.Metrics != "" {
-		// Open now, so that a bad path fails before the job runs.
-		if n.metrics, err = atomicfile.Create(n.opts.Metrics); err != nil {
-			return nil, err
-		}
-		defer n.metrics.Abort()
+	// Create the outputs now, so that a bad path fails before the job runs.
+	if err := n.createOutputs(); err != nil {
+		return nil, err
 	}
+	defer n.files.Abort()
 
 	summaries, err := n.awaitReady(ctx, readies)
 	if err != nil {
@@ -663,10 +690,7 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 	if err := p.Validate(n.opts.Workers); err != nil {
 		return n.invalid(msg, "a partial", from, err)
 	}
-	kind := 0
-	if p.Check {
-		kind = 1
-	}
+	kind := kindOf(p.Check, p.Final)
 	ledger := n.partials[p.Shard][kind]
 	h := ledger.Hash(msg.Data)
 	switch taken, err := ledger.Check(p.Round, h); {
@@ -679,22 +703,22 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 	if p.Err != "" {
 		return n.failed(protocol.RoleWorker, p.Shard, p.Round, p.Err)
 	}
-	report, awaited := n.sent[taskKey{p.Round, p.Check}]
+	report, awaited := n.sent[taskKey{p.Round, kind}]
 	switch {
 	case !awaited:
-		n.drop(msg, from.String(), protocol.DropUnexpected, fmt.Errorf("round %d (check %t): no such task awaits its partials", p.Round, p.Check))
+		n.drop(msg, from.String(), protocol.DropUnexpected, fmt.Errorf("round %d (check %t, final %t): no such task awaits its partials", p.Round, p.Check, p.Final))
 		return nil
 	case report && !p.HasReport:
 		return n.invalid(msg, "a partial", from, fmt.Errorf("round %d: %w: no report, which the task asked for", p.Round, protocol.ErrInvalid))
 	}
 	ok, err := n.step(msg, from, pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Time: now, Round: p.Round, From: p.Shard,
-		Partial: p.Partial, Report: p.Report, HasReport: p.HasReport})
+		Partial: p.Partial, Report: p.Report, HasReport: p.HasReport, Final: p.Final})
 	if ok {
 		ledger.Take(p.Round, h)
 		n.stats.work(p.Shard, p.Nanos)
 		// The round's pull, if this partial completed it, is accounted
 		// for when its action is performed, after this.
-		if rt := n.timing[p.Round]; rt != nil && !p.Check {
+		if rt := n.timing[p.Round]; rt != nil && kind == roundTask {
 			if rt.first.IsZero() {
 				rt.first = now
 			}
@@ -725,13 +749,13 @@ func (n *node[P, R, U, S]) perform() error {
 			}
 		case pipeline.RecordReport:
 			if a.Final {
-				delete(n.sent, taskKey{n.checkRound, true})
+				delete(n.sent, taskKey{n.checkRound, checkTask})
 			}
 			if err := n.record(a.Sample); err != nil {
 				return err
 			}
 		case pipeline.RoundPulled:
-			delete(n.sent, taskKey{a.Round, false})
+			delete(n.sent, taskKey{a.Round, roundTask})
 			n.pulled(a.Round, a.Info)
 		case pipeline.StopDecided:
 			n.log.Info("stopping", "reason", a.Reason, "round", a.Round, "last", a.Last)
@@ -750,7 +774,7 @@ func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
 	t0 := time.Now()
 	task.Header = protocol.Header{Type: protocol.TypeTask, Run: n.runID}
 	if !task.Stop || task.Report {
-		n.sent[taskKey{task.Round, task.Check}] = task.Report
+		n.sent[taskKey{task.Round, kindOf(task.Check, task.Final)}] = task.Report
 	}
 	if task.Check {
 		n.checkRound = task.Round
@@ -921,19 +945,83 @@ func (n *node[P, R, U, S]) finish() error {
 		fmt.Fprintf(n.opts.Progress, "stopped: %s after %d rounds, %d updates, %s%s\n",
 			n.res.Reason, n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond), n.stage())
 	}
-	if n.opts.Out != "" {
-		if err := atomicfile.Write(n.opts.Out, func(w *bufio.Writer) error {
-			return protocol.Guard("WriteModel", func() error { return n.app.WriteModel(w) })
-		}); err != nil {
-			return fmt.Errorf("coordinator: %w", err)
+	if f, ok := n.app.(schmp.Finisher[S]); ok {
+		if err := protocol.Guard("Finish", func() error { return f.Finish(n.core.Finals()) }); err != nil {
+			return fmt.Errorf("coordinator: finish: %w", err)
 		}
 	}
-	if n.metrics != nil {
-		if err := n.metrics.Commit(); err != nil {
-			return fmt.Errorf("coordinator: %w", err)
+	return n.commit()
+}
+
+// createOutputs creates the model's files and the metrics CSV, which
+// commit writes and commits together once the job is done.
+func (n *node[P, R, U, S]) createOutputs() error {
+	err := protocol.Guard("Outputs", func() (err error) { n.outputs, err = schmp.ModelOutputs(n.app, n.opts.Out); return err })
+	if err != nil {
+		return fmt.Errorf("coordinator: outputs: %w", err)
+	}
+	var paths []string
+	for _, o := range n.outputs {
+		if o.Path == "" || o.Write == nil {
+			return fmt.Errorf("coordinator: outputs: an output without a path or a writer (%q)", o.Path)
 		}
+		paths = append(paths, o.Path)
+	}
+	if n.opts.Metrics != "" {
+		paths = append(paths, n.opts.Metrics)
+	}
+	if n.files, err = atomicfile.CreateGroup(paths...); err != nil {
+		return err
+	}
+	if n.opts.Metrics != "" {
+		fs := n.files.Files()
+		n.metrics = fs[len(fs)-1]
 	}
 	return nil
+}
+
+// commit writes the model's files, in order, and commits them with the
+// metrics CSV: all or none (DESIGN §6).
+func (n *node[P, R, U, S]) commit() error {
+	for i, o := range n.outputs {
+		f := n.files.Files()[i]
+		if err := protocol.Guard("WriteModel", func() error { return o.Write(f) }); err != nil {
+			return fmt.Errorf("coordinator: write %s: %w", o.Path, err)
+		}
+	}
+	if err := n.files.Commit(); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	return nil
+}
+
+// guardedHooks returns the app's optional interfaces for the core
+// (pipeline.New's hooks): Staged as it is, and Iterated with LastRound
+// called through protocol.Guard.
+func guardedHooks(app any) any {
+	it, ok := app.(pipeline.Iterated)
+	if !ok {
+		return app
+	}
+	if staged, ok := app.(Staged); ok {
+		return guardedStaged{guardedIter{it}, staged}
+	}
+	return guardedIter{it}
+}
+
+// guardedIter is an Iterated app whose LastRound is called through
+// protocol.Guard.
+type guardedIter struct{ it pipeline.Iterated }
+
+func (g guardedIter) RoundsPerIteration() uint64 { return g.it.RoundsPerIteration() }
+func (g guardedIter) LastRound(last uint64) error {
+	return protocol.Guard("LastRound", func() error { return g.it.LastRound(last) })
+}
+
+// guardedStaged is a guardedIter that runs in stages too.
+type guardedStaged struct {
+	guardedIter
+	Staged
 }
 
 // abort tells every other node that the job failed.

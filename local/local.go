@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -36,6 +37,11 @@ type Options struct {
 	// Now is the clock of Config.TimeLimit and Config.Timeout; nil means
 	// time.Now.
 	Now func() time.Time
+	// Out, if set, is the runtime's output path: the model's files
+	// (schmp.ModelOutputs) are created before the job starts and written
+	// and committed, all or none, once it is done, as the coordinator node
+	// does.
+	Out string
 }
 
 // Job is a job's roles, built on the caller's goroutine.
@@ -122,11 +128,26 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 	if err != nil {
 		return pipeline.Status{}, fmt.Errorf("coordinator: start: %w", err)
 	}
-	staged, _ := j.Coordinator.(pipeline.Staged)
-	core, err := pipeline.New(j.opts.Config, j.Coordinator, staged)
+	cfg := j.opts.Config
+	finisher, final := j.Coordinator.(schmp.Finisher[S])
+	cfg.Final = cfg.Final || final
+	core, err := pipeline.New(cfg, j.Coordinator, j.Coordinator)
 	if err != nil {
 		return pipeline.Status{}, err
 	}
+	outs, err := schmp.ModelOutputs(j.Coordinator, j.opts.Out)
+	if err != nil {
+		return pipeline.Status{}, fmt.Errorf("coordinator: outputs: %w", err)
+	}
+	var paths []string
+	for _, o := range outs {
+		paths = append(paths, o.Path)
+	}
+	files, err := atomicfile.CreateGroup(paths...)
+	if err != nil {
+		return pipeline.Status{}, err
+	}
+	defer files.Abort()
 	core.Start(j.opts.Now(), u)
 
 	var partials []pipeline.Event[P, R, S] // computed, not yet taken in
@@ -171,7 +192,17 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		}
 		queue = append(queue, core.Ready()...)
 	}
-	return core.Status(), nil
+	if final {
+		if err := finisher.Finish(core.Finals()); err != nil {
+			return core.Status(), fmt.Errorf("coordinator: finish: %w", err)
+		}
+	}
+	for i, o := range outs {
+		if err := o.Write(files.Files()[i]); err != nil {
+			return core.Status(), fmt.Errorf("coordinator: write %s: %w", o.Path, err)
+		}
+	}
+	return core.Status(), files.Commit()
 }
 
 // plan asks the scheduler part for the plan that a asks for.
@@ -224,11 +255,15 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 		e := pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Round: round, From: k}
 		var err error
 		if a.Task.Report {
-			e.Report, err = w.Report()
+			if f, ok := w.(schmp.FinalReporter[S]); ok && a.Task.Final {
+				e.Report, err = f.FinalReport()
+			} else {
+				e.Report, err = w.Report()
+			}
 			if err == nil {
 				e.Report, err = roundTrip(e.Report)
 			}
-			e.HasReport = err == nil
+			e.HasReport, e.Final = err == nil, a.Task.Final
 		}
 		if err == nil && !a.Task.Stop && !a.Task.Check {
 			var plan P

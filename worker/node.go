@@ -307,7 +307,7 @@ const maxEarly = 2 * 64
 // partial carries the error's text.
 func step[P, R, U, S any](ctx context.Context, w schmp.Worker[P, R, U, S], shard int, task *protocol.Task[P, U]) (protocol.Partial[R, S], error) {
 	t0 := time.Now()
-	p := protocol.Partial[R, S]{Round: task.Round, Shard: shard, Check: task.Check}
+	p := protocol.Partial[R, S]{Round: task.Round, Shard: shard, Check: task.Check, Final: task.Final}
 	// The app's methods are called through protocol.Guard: a panic fails
 	// the worker, and the job, as an error does (DESIGN §6).
 	var err error
@@ -317,7 +317,13 @@ func step[P, R, U, S any](ctx context.Context, w schmp.Worker[P, R, U, S], shard
 		}
 	}
 	if err == nil && task.Report {
-		err = protocol.Guard("Report", func() (err error) { p.Report, err = w.Report(); return err })
+		// The final request asks for the state that only the written model
+		// needs (DESIGN §3); a worker without any sends its report.
+		if f, ok := w.(schmp.FinalReporter[S]); ok && task.Final {
+			err = protocol.Guard("FinalReport", func() (err error) { p.Report, err = f.FinalReport(); return err })
+		} else {
+			err = protocol.Guard("Report", func() (err error) { p.Report, err = w.Report(); return err })
+		}
 		p.HasReport = err == nil
 	}
 	if err == nil && !task.Stop && !task.Check {
