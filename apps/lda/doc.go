@@ -122,7 +122,8 @@
 // LoadModel reads a trained model back, and Model.Infer folds new
 // documents (ReadDocword, ReadText) into it: with φ fixed, collapsed
 // Gibbs sampling of their topic assignments alone gives their topic
-// proportions (WriteProportions).
+// proportions (WriteProportions: a CSV line per document). strads lda
+// infer is the command that does it.
 //
 // # The baseline
 //

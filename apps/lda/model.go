@@ -32,12 +32,11 @@ import (
 // word_topic lists the non-zero word-topic counts n_wk by word then topic,
 // with 0-based word ids (an index into vocab: the docword file's id less
 // one) and topics. The topics are φ_kw = (n_wk + β)/(n_k + Wβ); a
-// document's proportions have the prior Dirichlet(α). In Python:
+// document's proportions have the prior Dirichlet(α). In Python (numpy),
+// φ as a K × W array:
 //
-//	m = json.load(open("model.json"))
-//	wt = m["word_topic"]
-//	n = scipy.sparse.coo_matrix((wt["count"], (wt["topic"], wt["word"])), shape=(m["topics"], m["words"])).toarray()
-//	phi = (n + m["beta"]) / (np.array(m["topic_totals"])[:, None] + m["words"] * m["beta"])
+//	m = json.load(open("model.json")); wt = m["word_topic"]; n = np.zeros((m["topics"], m["words"])); n[wt["topic"], wt["word"]] = wt["count"]
+//	phi = (n + m["beta"]) / (n.sum(1)[:, None] + m["words"] * m["beta"]); alpha = np.array(m["alpha"])
 type Model struct {
 	// Topics is K and Words is W.
 	Topics, Words int
