@@ -7,6 +7,8 @@ package natsserver
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -20,13 +22,30 @@ import (
 // wire.Publish), so the roles work with any server's max_payload.
 const MaxPayload = 8 << 20
 
+// DefaultHost is the interface a server listens on unless told otherwise:
+// the loopback interface, so that a server started without thought is not
+// open to the network (nats-server alone listens on all interfaces).
+const DefaultHost = "127.0.0.1"
+
 // Options configures a server.
 type Options struct {
-	// Port is the TCP port to listen on, on 127.0.0.1: 0 picks a free one,
-	// −1 listens on no TCP port at all (in-process connections only).
+	// ConfigFile, if set, is a nats-server configuration file, read with
+	// nats-server's own parser (server.ProcessConfigFile): clustering,
+	// accounts and users, TLS, logging, limits. The fields below override
+	// what it says where they say so.
+	ConfigFile string
+	// ConfigAddr takes the host and port to listen on from ConfigFile
+	// (DefaultHost where the file names no host, 4222 where it names no
+	// port; "port: -1" picks a free one) instead of Host and Port.
+	ConfigAddr bool
+	// Host is the interface to listen on: an IP address or a host name,
+	// "0.0.0.0" all of them; "" means DefaultHost.
+	Host string
+	// Port is the TCP port to listen on: 0 picks a free one, −1 listens on
+	// no TCP port at all (in-process connections only).
 	Port int
-	// MaxPayload is the largest message the server accepts; 0 means
-	// MaxPayload.
+	// MaxPayload is the largest message the server accepts; 0 means the
+	// config file's max_payload, or MaxPayload where there is none.
 	MaxPayload int32
 }
 
@@ -35,41 +54,100 @@ type Server struct {
 	*server.Server
 }
 
-// Start starts a server as opts says and waits until it accepts
-// connections.
-func Start(opts Options) (*Server, error) {
-	so := &server.Options{
-		Host:       "127.0.0.1",
-		Port:       opts.Port,
-		MaxPayload: opts.MaxPayload,
-		NoLog:      true,
-		NoSigs:     true,
+// serverOptions returns the nats-server options that opts describe.
+func serverOptions(opts Options) (*server.Options, error) {
+	so := &server.Options{}
+	if opts.ConfigFile != "" {
+		var err error
+		if so, err = server.ProcessConfigFile(opts.ConfigFile); err != nil {
+			return nil, fmt.Errorf("natsserver: config %s: %w", opts.ConfigFile, err)
+		}
+	} else {
+		so.NoLog = true
+	}
+	so.NoSigs = true
+	if opts.MaxPayload != 0 {
+		so.MaxPayload = opts.MaxPayload
 	}
 	if so.MaxPayload == 0 {
 		so.MaxPayload = MaxPayload
 	}
+	if opts.ConfigFile != "" && opts.ConfigAddr {
+		if so.Host == "" {
+			so.Host = DefaultHost
+		}
+		return so, nil
+	}
+	so.Host = opts.Host
+	if so.Host == "" {
+		so.Host = DefaultHost
+	}
+	so.Port = opts.Port
 	switch {
 	case opts.Port == 0:
 		so.Port = server.RANDOM_PORT
 	case opts.Port < 0:
 		so.DontListen = true
 	}
+	return so, nil
+}
+
+// Start starts a server as opts says and waits until it accepts
+// connections.
+func Start(opts Options) (*Server, error) {
+	so, err := serverOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPort(so); err != nil {
+		return nil, err
+	}
 	ns, err := server.NewServer(so)
 	if err != nil {
 		return nil, fmt.Errorf("natsserver: %w", err)
 	}
+	if !so.NoLog {
+		// The config file's logging: its log_file, debug, trace, syslog.
+		ns.ConfigureLogger()
+	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("natsserver: not ready for connections after 10s")
+		return nil, fmt.Errorf("natsserver: not ready for connections on %s after 10s (is the port taken?)", net.JoinHostPort(so.Host, strconv.Itoa(so.Port)))
 	}
 	return &Server{ns}, nil
+}
+
+// checkPort tries the port so names, if a fixed one, so that a port taken
+// fails at once with the system's error rather than after Start's wait
+// (nats-server's listener only logs its error).
+func checkPort(so *server.Options) error {
+	port := so.Port
+	if port == 0 {
+		port = server.DEFAULT_PORT
+	}
+	if so.DontListen || port < 0 {
+		return nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(so.Host, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("natsserver: %w", err)
+	}
+	return ln.Close()
 }
 
 // Stop shuts the server down and waits for it.
 func (s *Server) Stop() {
 	s.Shutdown()
 	s.WaitForShutdown()
+}
+
+// Loopback reports whether the server listens on a loopback interface
+// only, so that no other machine can reach it; false without a TCP
+// listener.
+func (s *Server) Loopback() bool {
+	a, ok := s.Addr().(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
 }
 
 // ConnectInProcess opens a client connection to s that bypasses TCP.

@@ -6,7 +6,7 @@
 //	strads lda infer --model FILE --docword FILE      topic proportions of new documents
 //	strads gen APP [flags] -o FILE                    a synthetic data set
 //	strads predict --model FILE --data FILE           predictions of a Lasso or logreg model
-//	strads server [--port 4222]                       a NATS server for the roles
+//	strads server [--addr HOST:PORT] [--config FILE]  a NATS server for the roles
 //	strads version                                    the version and source revision
 //
 // Run any of them with --help for their flags. The exit status is 0 on
@@ -36,7 +36,7 @@ var commandLine = &cli.CommandLine{
 	Commands: []cli.Command{
 		{Name: "gen", Synopsis: "APP [flags] -o FILE", Summary: "write a synthetic data set", Run: runGen},
 		{Name: "predict", Synopsis: "--model FILE --data FILE [--out FILE]", Summary: "apply a Lasso or logreg model to data", Run: runPredict},
-		{Name: "server", Synopsis: "[--port 4222]", Summary: "run a NATS server for the roles", Run: runServer},
+		{Name: "server", Synopsis: "[--addr HOST:PORT] [--config FILE]", Summary: "run a NATS server for the roles", Run: runServer},
 		{Name: "version", Summary: "print the strads version and the revision it was built from", Run: runVersion},
 	},
 }
