@@ -60,13 +60,20 @@ func (p BlockPlan) Check(workers, total int) error {
 // direction of dirLen entries, over every row or none. It reports whether
 // the change moves the model (it has a direction).
 func CheckChange(k, workers, total, rows int, vars []int32, vals []float64, dirLen int) (moved bool, err error) {
+	return CheckChangeHeld(k, workers, total, rows, vars, vals, dirLen, nil)
+}
+
+// CheckChangeHeld is CheckChange for a worker that may also change the
+// columns it holds besides its own: those j with held[j] (held may be nil:
+// none), as the leader holds the columns handed to it.
+func CheckChangeHeld(k, workers, total, rows int, vars []int32, vals []float64, dirLen int, held []bool) (moved bool, err error) {
 	if len(vars) != len(vals) {
 		return false, fmt.Errorf("worker shard %d sent %d variables and %d values", k, len(vars), len(vals))
 	}
 	lo, hi := OwnedRange(total, k, workers)
 	for i, j := range vars {
-		if int(j) < lo || int(j) >= hi {
-			return false, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d)", k, j, lo, hi)
+		if (int(j) < lo || int(j) >= hi) && (j < 0 || int(j) >= len(held) || !held[j]) {
+			return false, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d) and those it holds", k, j, lo, hi)
 		}
 		if math.IsNaN(vals[i]) || math.IsInf(vals[i], 0) {
 			return false, fmt.Errorf("worker shard %d set column %d to %v", k, j, vals[i])

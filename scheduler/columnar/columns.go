@@ -1,0 +1,145 @@
+package columnar
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/strads-go/strads/wire"
+)
+
+// Leader is the worker shard that solves the active set in the column
+// layout with several workers (DESIGN §5): the other workers scan their
+// columns for coordinates that violate the optimality conditions and hand
+// those columns, once, to the leader, which runs sequential coordinate
+// descent over its own columns and every column handed to it. Only the
+// leader changes the model.
+const Leader = 0
+
+// Columns is a set of whole columns of the data in transit from their owner
+// to the leader: column IDs[k] has the entries Rows[Ptr[k]:Ptr[k+1]] and
+// Vals[Ptr[k]:Ptr[k+1]], rows increasing. The zero value is the empty set.
+// Decoded columns share the decoder's buffers: a receiver that keeps them
+// copies them (see Check).
+type Columns struct {
+	IDs  wire.Int32s   `msgpack:"i"`
+	Ptr  wire.Int32s   `msgpack:"p"` // len(IDs)+1 offsets, or none when IDs is empty
+	Rows wire.Int32s   `msgpack:"r"`
+	Vals wire.Float64s `msgpack:"v"`
+}
+
+// Len returns the number of columns in c.
+func (c Columns) Len() int { return len(c.IDs) }
+
+// Add appends column j with the given entries.
+func (c *Columns) Add(j int32, rows []int32, vals []float64) {
+	if len(c.Ptr) == 0 {
+		c.Ptr = append(c.Ptr, 0)
+	}
+	c.IDs = append(c.IDs, j)
+	c.Rows = append(c.Rows, rows...)
+	c.Vals = append(c.Vals, vals...)
+	c.Ptr = append(c.Ptr, int32(len(c.Rows)))
+}
+
+// AddAll appends every column of o.
+func (c *Columns) AddAll(o *Columns) {
+	for k := range o.Len() {
+		rows, vals := o.Col(k)
+		c.Add(o.IDs[k], rows, vals)
+	}
+}
+
+// Col returns the entries of c's column k (not its ID). It panics if k is
+// out of range.
+func (c *Columns) Col(k int) ([]int32, []float64) {
+	lo, hi := c.Ptr[k], c.Ptr[k+1]
+	return c.Rows[lo:hi], c.Vals[lo:hi]
+}
+
+// Check checks c as it comes over the network, for data of rows rows and
+// total columns: consistent offsets, column IDs in [0, total) and each
+// once, rows increasing in [0, rows), finite values.
+func (c *Columns) Check(rows, total int) error {
+	if len(c.IDs) == 0 {
+		if len(c.Rows) != 0 || len(c.Vals) != 0 || len(c.Ptr) > 1 {
+			return fmt.Errorf("no columns but %d entries", len(c.Rows))
+		}
+		return nil
+	}
+	if len(c.Ptr) != len(c.IDs)+1 || c.Ptr[0] != 0 || int(c.Ptr[len(c.IDs)]) != len(c.Rows) || len(c.Rows) != len(c.Vals) {
+		return fmt.Errorf("%d columns with %d offsets, %d rows and %d values", len(c.IDs), len(c.Ptr), len(c.Rows), len(c.Vals))
+	}
+	seen := make(map[int32]bool, len(c.IDs))
+	for k, j := range c.IDs {
+		if j < 0 || int(j) >= total {
+			return fmt.Errorf("column %d of %d", j, total)
+		}
+		if seen[j] {
+			return fmt.Errorf("column %d sent twice", j)
+		}
+		seen[j] = true
+		if c.Ptr[k+1] < c.Ptr[k] {
+			return fmt.Errorf("column %d with decreasing offsets", j)
+		}
+		rs, vs := c.Col(k)
+		prev := int32(-1)
+		for t, i := range rs {
+			if i <= prev || int(i) >= rows {
+				return fmt.Errorf("column %d with row %d after %d (of %d rows)", j, i, prev, rows)
+			}
+			prev = i
+			if math.IsNaN(vs[t]) || math.IsInf(vs[t], 0) {
+				return fmt.Errorf("column %d with value %v", j, vs[t])
+			}
+		}
+	}
+	return nil
+}
+
+// Reset empties c, keeping its buffers.
+func (c *Columns) Reset() {
+	c.IDs, c.Ptr, c.Rows, c.Vals = c.IDs[:0], c.Ptr[:0], c.Rows[:0], c.Vals[:0]
+}
+
+// HandOver picks the columns that a worker which is not the leader hands to
+// it in a round: of the candidates cand with scores score (the violation of
+// the optimality conditions, larger first), at most limit, the largest
+// scores first and the lower column first among equal scores, so that every
+// node picks alike. It reorders cand and score and returns the picked
+// columns, a prefix of cand.
+func HandOver(cand []int32, score []float64, limit int) []int32 {
+	if len(cand) <= limit {
+		return cand
+	}
+	idx := make([]int, len(cand))
+	for k := range idx {
+		idx[k] = k
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(score[b], score[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(cand[a], cand[b])
+	})
+	picked := make([]int32, limit)
+	for k := range limit {
+		picked[k] = cand[idx[k]]
+	}
+	copy(cand, picked)
+	return cand[:limit]
+}
+
+// HandLimit is how many columns a worker adds to the leader's working set
+// in a round (DESIGN §5), having nnz non-zero coefficients among its own
+// columns: as many (the working set grows about as the active set does, as
+// in celer's working sets), and at least MinHand. All the violators would
+// be too many in the first rounds, when the residual is far from fitted and
+// most columns violate, and the leader would solve a problem as large as
+// one worker's; bench/RESULTS.md compares the choices.
+func HandLimit(nnz int) int { return max(MinHand, nnz) }
+
+// MinHand is the fewest columns a worker adds to the leader's working set
+// in a round when it has more violators (see HandLimit).
+const MinHand = 256
