@@ -30,6 +30,7 @@ type ColCoordinator struct {
 	q       []float64
 	beta    []float64
 	pos     []int32 // column → its index in a round's feedback, or -1
+	held    []bool  // column → handed to the leader (several workers)
 	test    *testSet
 	regPath *Path // nil unless the job is a regularization path
 
@@ -85,6 +86,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	}
 	c.q = slices.Clone(c.y)
 	c.beta = make([]float64, s0.Features)
+	c.held = make([]bool, s0.Features)
 	c.pos = make([]int32, s0.Features)
 	for j := range c.pos {
 		c.pos[j] = -1
@@ -146,12 +148,15 @@ func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
 	return nil
 }
 
-// Pull implements schmp.Coordinator: it merges the workers' changes. With
-// one worker the change is its own sequential coordinate descent, which
-// never raises the objective, and is taken whole. With several, it takes
-// whichever lowers the objective most of the merged change at the step
-// α ∈ [0, 1] that minimizes the objective along it (an exact line search)
-// and each worker's change alone.
+// Pull implements schmp.Coordinator. With one worker the change is its own
+// sequential coordinate descent, which never raises the objective, and is
+// taken whole. With several, only the leader's partial may change β (over
+// its own columns and those handed to it), and the others' hand it
+// columns, which the update forwards to it (see ColumnProgram's layout
+// notes). The leader's change is sequential coordinate descent too, taken
+// whole unless the whole step would raise the objective (by rounding
+// only): then it is taken at the step α ∈ [0, 1] that minimizes the
+// objective along it, by an exact line search.
 func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUpdate, schmp.Feedback, error) {
 	if len(partials) != c.workers {
 		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials for %d workers", len(partials), c.workers)
@@ -160,27 +165,45 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		return ColUpdate{}, schmp.Feedback{}, err
 	}
 	fb := p.Feedback()
-	var moved []int // workers with a change
+	moved := -1 // the worker with a change
+	var handed columnar.Columns
 	for k, part := range partials {
-		m, err := columnar.CheckChange(k, c.workers, len(c.beta), len(c.q), part.Vars, part.Value, len(part.Dir))
+		var held []bool
+		if k == columnar.Leader {
+			held = c.held
+		}
+		m, err := columnar.CheckChangeHeld(k, c.workers, len(c.beta), len(c.q), part.Vars, part.Value, len(part.Dir), held)
 		if err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err
 		}
+		if m && k != columnar.Leader {
+			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d changed the model, which only the leader (shard %d) does", k, columnar.Leader)
+		}
 		if m {
-			moved = append(moved, k)
+			moved = k
+		}
+		if err := c.checkHanded(k, &part.Cols); err != nil {
+			return ColUpdate{}, schmp.Feedback{}, err
+		}
+		handed.AddAll(&part.Cols)
+	}
+	for _, j := range handed.IDs {
+		c.held[j] = true
+	}
+	u := ColUpdate{Alpha: 1, Lambda: c.lambda, Cols: handed}
+	if moved < 0 {
+		return u, fb, nil
+	}
+	part := partials[moved]
+	u.Dir, u.Vars, u.Value = part.Dir, part.Vars, part.Value
+	if c.workers > 1 {
+		// The leader's change is exact Gauss–Seidel from the state every
+		// node holds (the column layout runs at depth 1), so φ(1) ≤ 0 up
+		// to rounding; the check keeps the guarantee whatever happens.
+		if lp := c.path(c.residual(), u.Dir, u.Vars, u.Value); lp.at(1) > 0 {
+			u.Alpha = lp.minimize()
 		}
 	}
-	if len(moved) == 0 {
-		return ColUpdate{Alpha: 1, Lambda: c.lambda}, fb, nil
-	}
-	u := ColUpdate{Alpha: 1}
-	if len(moved) == 1 {
-		part := partials[moved[0]]
-		u.Dir, u.Vars, u.Value = part.Dir, part.Vars, part.Value
-	} else {
-		u = c.merge(partials, moved)
-	}
-	u.Lambda = c.lambda
 	if u.Alpha < 1 {
 		c.Shortened++
 		c.MinAlpha = min(c.MinAlpha, u.Alpha)
@@ -202,31 +225,31 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 	return u, fb, nil
 }
 
-// merge returns the best of the merged change of the workers in moved, at
-// its best step, and each one's change alone, at step 1.
-func (c *ColCoordinator) merge(partials []ColPartial, moved []int) ColUpdate {
-	dir := make([]float64, len(c.q))
-	var vars []int32
-	var vals []float64
-	for _, k := range moved {
-		for i, d := range partials[k].Dir {
-			dir[i] += d
-		}
-		vars = append(vars, partials[k].Vars...)
-		vals = append(vals, partials[k].Value...)
+// checkHanded checks the columns cols that worker shard k hands to the
+// leader: none from the leader itself, each a column of k's not handed
+// before, with β_j = 0, and the data well formed.
+func (c *ColCoordinator) checkHanded(k int, cols *columnar.Columns) error {
+	if cols.Len() == 0 {
+		return nil
 	}
-	r := c.residual()
-	best := ColUpdate{Dir: dir, Vars: vars, Value: vals}
-	path := c.path(r, dir, vars, vals)
-	best.Alpha = path.minimize()
-	bestF := path.at(best.Alpha)
-	for _, k := range moved {
-		part := partials[k]
-		if f := c.path(r, part.Dir, part.Vars, part.Value).at(1); f < bestF {
-			best, bestF = ColUpdate{Alpha: 1, Dir: part.Dir, Vars: part.Vars, Value: part.Value}, f
+	if k == columnar.Leader {
+		return fmt.Errorf("worker shard %d, the leader, handed itself %d columns", k, cols.Len())
+	}
+	if err := cols.Check(len(c.q), len(c.beta)); err != nil {
+		return fmt.Errorf("worker shard %d handed the leader columns: %w", k, err)
+	}
+	lo, hi := columnar.OwnedRange(len(c.beta), k, c.workers)
+	for _, j := range cols.IDs {
+		switch {
+		case int(j) < lo || int(j) >= hi:
+			return fmt.Errorf("worker shard %d handed the leader column %d, outside its columns [%d, %d)", k, j, lo, hi)
+		case c.held[j]:
+			return fmt.Errorf("worker shard %d handed the leader column %d a second time", k, j)
+		case c.beta[j] != 0:
+			return fmt.Errorf("worker shard %d handed the leader column %d, whose β is %v, not 0", k, j, c.beta[j])
 		}
 	}
-	return best
+	return nil
 }
 
 // residual returns r = ỹ − X̃β from the coordinator's q.

@@ -12,13 +12,38 @@ import (
 // The column layout (DESIGN §5): worker k of P owns the columns
 // columnar.OwnedRange(p, k, P) with all their rows, and a replica of
 // q = y − Xβ over all n rows. A round gives each worker a block of its own
-// columns (columnar.BlockScheduler); the worker runs sequential coordinate
-// descent over the block on a scratch copy of q — exact Gauss–Seidel, so a
-// round carries thousands of updates — and returns its change of Xβ. The
-// coordinator merges the workers' changes by an exact line search along the
-// merged direction (the objective is piecewise quadratic in the step), so
-// that correlated blocks on different workers can slow a round but never
-// raise the objective.
+// columns (columnar.BlockScheduler).
+//
+// With one worker, the worker runs sequential coordinate descent over the
+// block and its non-zero coordinates on a scratch copy of q — exact
+// Gauss–Seidel, so a round carries thousands of updates — and returns its
+// change of Xβ, which the coordinator applies whole.
+//
+// With several, what is parallel is split from what is sequential, as in
+// glmnet's structure. The sequential part is coordinate descent over the
+// active set, which is small on p ≫ n data (some 1,000 of 50,000 columns)
+// and where all the coupling between columns is: worker columnar.Leader
+// runs it as one worker does, over its own block and non-zeros and every
+// column handed to it. The parallel part is the pass over all columns that
+// finds the violators of the optimality conditions (β_j = 0 and
+// |x̃_jᵀr|/n > λ): each other worker scans its own columns every round and
+// hands the worst violators, with their data, to the leader
+// (ColPartial.Cols → the coordinator → ColUpdate.Cols, which only the
+// leader receives: ColUpdate is a schmp.Splitter). A column travels once;
+// the leader keeps it for the rest of the job, and it is in every round's
+// working set of the leader from then on, whether its β_j is zero or not
+// (the owner no longer scans it), as glmnet keeps its ever-active set.
+//
+// So only the leader changes β: a round's change is one sequential
+// coordinate descent from the state every node holds, which never raises
+// the objective, as with one worker; the coordinator still checks it
+// along the line (an exact line search if the whole step would raise the
+// objective, which only rounding can cause). Every update carries the new
+// values of the β_j it changes, so the owner of a handed column knows its
+// β_j exactly and its reports — max|x̃_jᵀr|, ‖β‖₁, nnz over its own
+// columns — stay exact: the duality gap certifies the whole model. A
+// violator found in round t is solved from round t+1, so a job takes a few
+// more rounds than one worker's, while the scans run P-way parallel.
 
 // ColPlan is the plan of a round in the column layout.
 type ColPlan = columnar.BlockPlan
@@ -26,12 +51,15 @@ type ColPlan = columnar.BlockPlan
 // ColPartial is a worker's share of a round in the column layout: Dir is
 // the change of Xβ over all rows caused by its updates (nil if none), and
 // Value[k] the new value of β_j for j = Vars[k], for the coordinates it
-// changed. Work counts the non-zeros it visited.
+// changed. Work counts the non-zeros it visited. With several workers,
+// only the leader's partial changes β, and the others' hand it columns
+// (Cols; the leader's is empty).
 type ColPartial struct {
-	Dir   wire.Float64s `msgpack:"d"`
-	Vars  wire.Int32s   `msgpack:"v"`
-	Value wire.Float64s `msgpack:"x"`
-	Work  int64         `msgpack:"w"`
+	Dir   wire.Float64s    `msgpack:"d"`
+	Vars  wire.Int32s      `msgpack:"v"`
+	Value wire.Float64s    `msgpack:"x"`
+	Work  int64            `msgpack:"w"`
+	Cols  columnar.Columns `msgpack:"c"`
 }
 
 // ColUpdate is the coordinator's merge of a round: with step Alpha along
@@ -39,13 +67,25 @@ type ColPartial struct {
 // β_j ← β_j + Alpha·(Value[k] − β_j) for j = Vars[k] (β_j ← Value[k] when
 // Alpha is 1). Lambda is the penalty the workers use from then on (0:
 // unchanged): the first update of a job sets it, and on a regularization
-// path the first update after a λ is solved carries the next.
+// path the first update after a λ is solved carries the next. Cols are
+// the columns handed to the leader in the round, which only the leader
+// receives (ForShard).
 type ColUpdate struct {
-	Alpha  float64       `msgpack:"a"`
-	Dir    wire.Float64s `msgpack:"d"`
-	Vars   wire.Int32s   `msgpack:"v"`
-	Value  wire.Float64s `msgpack:"x"`
-	Lambda float64       `msgpack:"l"`
+	Alpha  float64          `msgpack:"a"`
+	Dir    wire.Float64s    `msgpack:"d"`
+	Vars   wire.Int32s      `msgpack:"v"`
+	Value  wire.Float64s    `msgpack:"x"`
+	Lambda float64          `msgpack:"l"`
+	Cols   columnar.Columns `msgpack:"c"`
+}
+
+// ForShard implements schmp.Splitter: the handed columns go to the leader
+// alone.
+func (u ColUpdate) ForShard(shard int) ColUpdate {
+	if shard != columnar.Leader {
+		u.Cols = columnar.Columns{}
+	}
+	return u
 }
 
 // ColSummary describes a worker's shard in the column layout when it joins

@@ -95,6 +95,9 @@ func TestColumnsKKT(t *testing.T) {
 		// Several workers stalled here at gaps of 1e-11 to 1e-10, when
 		// their changes of Xβ were differences of residuals.
 		{"n>p/intercept/λ 0.3", 150, 30, true, scheduler.Priority, 400, 0.3},
+		// Wide enough that several workers hand the leader their columns
+		// over several rounds (columnar.HandLimit binds).
+		{"p≫n/wide", 40, 1500, true, scheduler.Priority, 0, 0.02},
 	}
 	for _, tc := range cases {
 		pr := newProblem(t, tc.n, tc.p, 42)

@@ -12,9 +12,18 @@ import (
 
 // ColWorker is the worker side of the Lasso in the column layout: its own
 // columns with all their rows, the labels, and a replica of q = y − Xβ.
+//
+// With one worker it runs coordinate descent over its block and its
+// non-zero coordinates (Push). With several, worker columnar.Leader does
+// that over its own columns and every column handed to it, and the others
+// scan theirs for violators of the optimality conditions and hand them to
+// the leader (scan; DESIGN §5). A worker's local index l of a column is
+// l < x.Cols for its own column first+l, and x.Cols+f for the leader's
+// f-th handed column.
 type ColWorker struct {
 	cfg          Config
 	shard        int
+	shards       int
 	x            *sparse.CSC // the worker's columns; column l is column first+l
 	first, total int
 	n            float64
@@ -33,6 +42,21 @@ type ColWorker struct {
 	active  []int32
 	relTol  float64              // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
 	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
+	set     []int32              // the leader's working set: work's and the handed columns
+
+	// The leader's handed columns, copied as they arrived, and where[j],
+	// the local index of handed column j (0: not handed; nil until the
+	// first arrives). colSum, curv, beta and trial extend over them.
+	held  columnar.Columns
+	where []int32
+
+	// With several workers: which of its columns a worker handed to the
+	// leader's working set (the leader: put in its own), the leader's own
+	// columns so picked, and a scan's candidates with their scores.
+	handed []bool
+	own    []int32
+	cand   []int32
+	score  []float64
 }
 
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
@@ -50,7 +74,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		return nil, fmt.Errorf("%s: %d features are too few for %d workers in the column layout", cfg.Data, total, shards)
 	}
 	w := &ColWorker{
-		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
+		cfg: cfg, shard: shard, shards: shards, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
 		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
 		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
 		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),
@@ -64,22 +88,50 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	}
 	for l := range x.Cols {
 		_, vals := x.Col(l)
-		var sum, sq float64
-		for _, v := range vals {
-			sum += v
-			sq += v * v
-		}
-		w.colSum[l] = sum
-		a := sq / w.n
-		if cfg.Intercept {
-			m := sum / w.n
-			a -= m * m
-		}
-		if a >= 1e-14*sq/w.n && a > 0 {
-			w.curv[l] = a
-		}
+		w.colSum[l], w.curv[l] = w.colStats(vals)
+	}
+	if shards > 1 {
+		w.handed = make([]bool, x.Cols)
 	}
 	return w, nil
+}
+
+// colStats returns a column's sum Σ_i x_ij and curvature a_j = ‖x̃_j‖²/n (0
+// for a column with nothing to fit) from its non-zero values, as every node
+// that holds the column computes them alike.
+func (w *ColWorker) colStats(vals []float64) (sum, curv float64) {
+	var sq float64
+	for _, v := range vals {
+		sum += v
+		sq += v * v
+	}
+	a := sq / w.n
+	if w.cfg.Intercept {
+		m := sum / w.n
+		a -= m * m
+	}
+	if a >= 1e-14*sq/w.n && a > 0 {
+		curv = a
+	}
+	return sum, curv
+}
+
+// local returns the local index of column j, which the worker owns or
+// holds (the leader's handed columns).
+func (w *ColWorker) local(j int32) int {
+	l := int(j) - w.first
+	if uint(l) < uint(w.x.Cols) {
+		return l
+	}
+	return int(w.where[j])
+}
+
+// col returns the row indices and values of the column of local index l.
+func (w *ColWorker) col(l int) ([]int32, []float64) {
+	if l < w.x.Cols {
+		return w.x.Col(l)
+	}
+	return w.held.Col(l - w.x.Cols)
 }
 
 // Describe implements schmp.Worker.
@@ -101,7 +153,9 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 }
 
 // Apply implements schmp.Worker: it moves q and the worker's β as the
-// update says, and switches to the update's λ, if it carries a new one.
+// update says (β of its own columns, and the leader's of its handed
+// columns too), switches to the update's λ, if it carries a new one, and,
+// on the leader, takes the columns handed to it.
 func (w *ColWorker) Apply(u ColUpdate) error {
 	if u.Lambda != 0 && u.Lambda != w.lambda {
 		// A new λ (the first, or the next of a path): the inner tolerance
@@ -122,12 +176,45 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		}
 		applyDir(w.q, u.Dir, u.Alpha)
 	}
+	if u.Cols.Len() > 0 && w.shard == columnar.Leader {
+		if err := w.take(&u.Cols); err != nil {
+			return err
+		}
+	}
 	for k, j := range u.Vars {
 		l := int(j) - w.first
-		if l < 0 || l >= len(w.beta) {
-			continue // another worker's column
+		if uint(l) >= uint(w.x.Cols) {
+			if w.where == nil || j < 0 || int(j) >= len(w.where) || w.where[j] == 0 {
+				continue // another worker's column
+			}
+			l = int(w.where[j])
 		}
 		w.beta[l] = step(w.beta[l], u.Value[k], u.Alpha)
+	}
+	return nil
+}
+
+// take adds the columns handed to the leader, copied, with β_j = 0: only
+// the leader changes β, and a worker hands only columns whose β_j is 0.
+func (w *ColWorker) take(cols *columnar.Columns) error {
+	if err := cols.Check(len(w.q), w.total); err != nil {
+		return fmt.Errorf("update handing columns to the leader: %w", err)
+	}
+	if w.where == nil {
+		w.where = make([]int32, w.total)
+	}
+	for k, j := range cols.IDs {
+		if l := int(j) - w.first; l >= 0 && l < w.x.Cols || w.where[j] != 0 {
+			return fmt.Errorf("update handing the leader column %d, which it holds already", j)
+		}
+		rows, vals := cols.Col(k)
+		w.where[j] = int32(w.x.Cols + w.held.Len())
+		w.held.Add(j, rows, vals)
+		sum, a := w.colStats(vals)
+		w.colSum = append(w.colSum, sum)
+		w.curv = append(w.curv, a)
+		w.beta = append(w.beta, 0)
+		w.trial = append(w.trial, 0)
 	}
 	return nil
 }
@@ -168,10 +255,40 @@ func (w *ColWorker) residualShift(sumQ float64) float64 {
 // coordinates until they settle, then the whole set again, until a sweep
 // changes nothing by more than the inner tolerance or the work budget is
 // spent.
+//
+// With several workers every worker first scans its columns not yet in the
+// leader's working set for violators (scan). The others hand theirs, with
+// their data, to the leader and stop there: their partial changes nothing.
+// The leader adds its own to its working set and runs the coordinate
+// descent above over its working set — the columns it picked from its own
+// so far and every column handed to it — instead of the plan's block, which
+// it only checks.
 func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
-	block, err := w.work.Build(p, w.beta)
+	block, err := w.work.Build(p, w.beta[:w.x.Cols])
 	if err != nil {
 		return ColPartial{}, err
+	}
+	var scanWork int64
+	if w.handed != nil {
+		if err := ctx.Err(); err != nil {
+			return ColPartial{}, err
+		}
+		picked, work := w.scan()
+		if w.shard != columnar.Leader {
+			var part ColPartial
+			part.Work = work
+			for _, j := range picked {
+				rows, vals := w.x.Col(int(j) - w.first)
+				part.Cols.Add(j, rows, vals)
+			}
+			return part, nil
+		}
+		// The leader's working set: the columns it picked from its own
+		// (this round's too) and those handed to it, not the plan's block.
+		scanWork = work
+		w.own = append(w.own, picked...)
+		w.set = append(append(w.set[:0], w.own...), w.held.IDs...)
+		block = w.set
 	}
 	copy(w.scratch, w.q)
 	copy(w.trial, w.beta)
@@ -195,8 +312,8 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 	sweep := func(cols []int32) float64 {
 		var most float64
 		for _, j := range cols {
-			l := int(j) - w.first
-			rows, vals := w.x.Col(l)
+			l := w.local(j)
+			rows, vals := w.col(l)
 			work += int64(len(rows)) + 1
 			a := w.curv[l]
 			if a == 0 {
@@ -243,7 +360,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		for work < budget {
 			w.active = w.active[:0]
 			for _, j := range block {
-				if w.trial[int(j)-w.first] != 0 {
+				if w.trial[w.local(j)] != 0 {
 					w.active = append(w.active, j)
 				}
 			}
@@ -253,9 +370,9 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		}
 	}
 	var part ColPartial
-	part.Work = work
+	part.Work = work + scanWork
 	for _, j := range block {
-		l := int(j) - w.first
+		l := w.local(j)
 		if w.trial[l] != w.beta[l] {
 			part.Vars = append(part.Vars, j)
 			part.Value = append(part.Value, w.trial[l])
@@ -268,9 +385,9 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		// them the coordinator's line search.
 		part.Dir = make([]float64, len(w.q))
 		for k, j := range part.Vars {
-			l := int(j) - w.first
+			l := w.local(j)
 			d := part.Value[k] - w.beta[l]
-			rows, vals := w.x.Col(l)
+			rows, vals := w.col(l)
 			for t, i := range rows {
 				part.Dir[i] += vals[t] * d
 			}
@@ -299,7 +416,7 @@ func (w *ColWorker) Report() (ColSummary, error) {
 		}
 		s.MaxXtR = max(s.MaxXtR, math.Abs(w.x.ColDot(l, w.q)+c*w.colSum[l]))
 	}
-	for _, b := range w.beta {
+	for _, b := range w.beta[:w.x.Cols] {
 		if b != 0 {
 			s.L1 += math.Abs(b)
 			s.NNZ++
@@ -315,7 +432,49 @@ const minInnerTol = 1e-15
 func (w *ColWorker) blockNNZ(block []int32) int64 {
 	var n int64
 	for _, j := range block {
-		n += int64(w.x.NNZ(int(j) - w.first))
+		rows, _ := w.col(w.local(j))
+		n += int64(len(rows))
 	}
 	return n
+}
+
+// scan is a worker's pass, with several workers, over its columns not yet
+// in the leader's working set (their β_j is 0) against the residual
+// r = q + c: it finds the violators of the optimality conditions,
+// |x̃_jᵀr|/n > λ, and returns the worst of them, at most
+// columnar.HandLimit of its non-zero coefficients, which it marks as
+// handed, and the work it did.
+func (w *ColWorker) scan() (picked []int32, work int64) {
+	var sumQ float64
+	for _, v := range w.q {
+		sumQ += v
+	}
+	c := w.residualShift(sumQ)
+	w.cand, w.score = w.cand[:0], w.score[:0]
+	for l := range w.x.Cols {
+		if w.handed[l] || w.curv[l] == 0 {
+			continue
+		}
+		rows, vals := w.x.Col(l)
+		work += int64(len(rows)) + 1
+		var dot float64
+		for t, i := range rows {
+			dot += vals[t] * w.q[i]
+		}
+		if g := math.Abs(dot+c*w.colSum[l]) / w.n; g > w.lambda {
+			w.cand = append(w.cand, int32(w.first+l))
+			w.score = append(w.score, g)
+		}
+	}
+	nz := 0
+	for _, b := range w.beta[:w.x.Cols] {
+		if b != 0 {
+			nz++
+		}
+	}
+	picked = columnar.HandOver(w.cand, w.score, columnar.HandLimit(nz))
+	for _, j := range picked {
+		w.handed[int(j)-w.first] = true
+	}
+	return picked, work
 }
