@@ -104,6 +104,20 @@
 // iteration that converged). The factors kept for the outputs are those of
 // the last evaluation.
 //
+// # Validation
+//
+// With Config.Holdout F, the training ratings whose hash of (seed, user,
+// item) falls below F (HeldOut) are held out: every role that reads the
+// file derives the same split. The model is fitted to the rest; each
+// worker reports its users' held-out squared errors, the coordinator
+// their RMSE (Eval.ValRMSE, the app metric val_rmse), keeps the factors of
+// the evaluation where it was lowest (Model.Best), and stops the job after
+// Config.Patience evaluations without a new lowest (Model.Stopped). Tune
+// fits a grid of λ so and Refit gives the refit of the best on all the
+// ratings; FitBiasOnly is the bias-only baseline to compare with, and
+// LoadSaved reads a model back from its files for prediction and
+// recommendation.
+//
 // The biases start at 0 and the factors at c + U(−a, a) per entry, with a
 // = √σ/(2K^¼) for the standard deviation σ of the training ratings, and c
 // = 0, or without biases c = √(|μ|/K) (so that w·h starts near μ), drawn from a stream of the seed and the id alone: the start does

@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strads-go/strads/apps/mf"
@@ -224,7 +226,8 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 		res[1].secs = []float64{time.Since(t0).Seconds()}
 		res[1].rmse = []float64{te.rmse(func(u, i int32) float64 { return mu + b[u] + c[i] })}
 		algos := o.baseAlgos
-		names := map[string]string{mf.SGD: "strads mf, defaults (SGD, rotation)", mf.CCD: "strads mf --algo ccd", mf.ALS: "strads mf --algo als"}
+		names := map[string]string{mf.SGD: "strads mf, defaults (SGD, rotation)", mf.CCD: "strads mf --algo ccd", mf.ALS: "strads mf --algo als", auto: "strads mf --lambda auto (SGD, rotation)"}
+		var chosen []string
 		ours := map[string]*baseline{}
 		for _, a := range algos {
 			ours[a] = &baseline{method: names[a] + fmt.Sprintf(", %d workers", o.workers)}
@@ -236,6 +239,16 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 		}
 		for n := 1; n <= o.runs; n++ {
 			for _, a := range algos {
+				if a == auto {
+					f, lambda, secs, err := o.lambdaAuto(ctx, ds, uint64(n), log)
+					if err != nil {
+						return fmt.Errorf("%s --lambda auto run %d: %w", ds.name, n, err)
+					}
+					ours[a].rmse = append(ours[a].rmse, f.TestRMSE)
+					ours[a].secs = append(ours[a].secs, secs)
+					chosen = append(chosen, strconv.FormatFloat(lambda, 'g', 3, 64))
+					continue
+				}
 				cfg := o.strads(a, ds, uint64(n))
 				t0 := time.Now()
 				if _, err := runJob(ctx, cfg, job.Options{Job: "mfbase", Timeout: 5 * time.Minute,
@@ -256,6 +269,9 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 			peer.rmse = append(peer.rmse, te.rmse(predict))
 			peer.secs = append(peer.secs, secs)
 			fmt.Fprintf(log, "%s peer run %d: test RMSE %.4f, %.2fs\n", ds.name, n, peer.rmse[len(peer.rmse)-1], secs)
+		}
+		if b := ours[auto]; b != nil {
+			b.method += fmt.Sprintf(" (λ chosen: %s; time: the 5 fits and the refit, loading included)", strings.Join(chosen, ", "))
 		}
 		report = append(report, struct {
 			ds  dataset
@@ -283,6 +299,46 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 	}
 	fmt.Fprintf(log, "wrote %s\n", path)
 	return f.Close()
+}
+
+// auto is the --base-algos name of strads mf --lambda auto.
+const auto = "auto"
+
+// lambdaAuto runs what strads mf --lambda auto does with the command's
+// other defaults (SGD on the rotation, rank 10, 20 iterations at most,
+// evaluations every iteration): a fit per λ of mf.LambdaGrid on the
+// training ratings less mf.DefaultHoldout of them, each with the
+// validation stop, then the refit on all of them with the best λ. It
+// returns the refit's final evaluation, the λ chosen and the wall time of
+// it all (the jobs' loading included).
+func (o *options) lambdaAuto(ctx context.Context, ds dataset, seed uint64, log io.Writer) (mf.Eval, float64, float64, error) {
+	cfg := o.strads(mf.SGD, ds, seed)
+	cfg.ReportEvery, cfg.Patience = 1, mf.DefaultPatience
+	opts := func() job.Options {
+		return job.Options{Job: "mfauto", Timeout: 5 * time.Minute,
+			Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute, Tol: math.SmallestNonzeroFloat64}}
+	}
+	t0 := time.Now()
+	fit := func(ctx context.Context, c mf.Config) (*mf.Model, error) {
+		_, err := runJob(ctx, c, opts())
+		return c.Model, err
+	}
+	points, best, err := mf.Tune(ctx, cfg, mf.LambdaGrid, fit)
+	if err != nil {
+		return mf.Eval{}, 0, 0, err
+	}
+	for _, p := range points {
+		fmt.Fprintf(log, "%s auto run %d: λ %.4g validation RMSE %.4f at iteration %g (test RMSE %.4f)\n", ds.name, seed, p.Lambda, p.Best.ValRMSE, p.Best.Iter, p.Best.TestRMSE)
+	}
+	r := mf.Refit(cfg, points[best])
+	r.Model = &mf.Model{}
+	if _, err := runJob(ctx, r, opts()); err != nil {
+		return mf.Eval{}, 0, 0, err
+	}
+	secs := time.Since(t0).Seconds()
+	f := r.Model.Final()
+	fmt.Fprintf(log, "%s auto run %d: chose λ %.4g, refit %d iterations: test RMSE %.4f, %.2fs in all\n", ds.name, seed, r.Lambda, r.Iters, f.TestRMSE, secs)
+	return f, r.Lambda, secs, nil
 }
 
 func runsOf(v []float64) string {

@@ -78,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.gen.Mean, "mean", 0, "global mean of the generated ratings")
 	fs.Float64Var(&o.gen.UserBias, "user-bias", 0, "standard deviation of the generated user biases")
 	fs.Float64Var(&o.gen.ItemBias, "item-bias", 0, "standard deviation of the generated item biases")
-	baseAlgos := fs.String("base-algos", "sgd,ccd,als", "baselines: the algorithms of strads mf")
+	baseAlgos := fs.String("base-algos", "sgd,ccd,als", "baselines: the algorithms of strads mf, and auto: SGD with --lambda auto")
 	fs.BoolVar(&o.peer, "peer", true, "baselines: run the biased SVD peer")
 	fs.StringVar(&o.real, "real", "", "baselines: also a real ratings `file`, split 90/10 at random (seed 1)")
 	fs.Float64Var(&o.gen.TestFraction, "test-fraction", 0.1, "fraction of the ratings in the test set")

@@ -81,7 +81,7 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	cli.SetDefault(fs, "report-every", "1", "evaluate every `n` iterations (one pass over the ratings)")
 	cli.SetDefault(fs, "tol", "1e-4", "stop when the objective changes by less than tol, relatively, between two evaluations (0: off)")
 	cli.SetDefault(fs, "out", "", "write the factors to `PREFIX`.W.txt and PREFIX.H.txt, lines \"id v1 … vK\" in ascending id order, and with biases μ and the biases to PREFIX.bias.txt (lines \"mean μ\", \"user ID b\", \"item ID c\")")
-	cli.SetDefault(fs, "metrics", "", "write a metrics CSV to `file`, a row per evaluation: the runtime's columns (time_s,round,objective,…), then iter,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s")
+	cli.SetDefault(fs, "metrics", "", "write a metrics CSV to `file`, a row per evaluation: the runtime's columns (time_s,round,objective,…), then iter,train_rmse,test_rmse,(with --validate) val_rmse,ratings,ratings_per_s,ratings_per_core_s")
 	cli.SetDefault(fs, "depth", "1", "rounds in flight: mf needs 1 (every round needs the previous one's update)")
 	cli.SetDefault(fs, "max-rounds", "0", "stop after `n` runtime rounds (an iteration is --workers rounds on the rotation, 1 unscheduled, rank·inner with ccd; --iters is simpler; 0: no limit)")
 	return func(env *cli.Env) (*cli.Job, error) {
