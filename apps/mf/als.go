@@ -248,7 +248,7 @@ func (c *alsCoordinator) Start(sums []Summary) (FullUpdate, error) {
 		c.c = make([]float64, len(c.m.ItemIDs))
 	}
 	c.sol = newSolver(c.cfg.dim())
-	return FullUpdate{Factors: c.m.Factors, H: slices.Clone(c.h), C: slices.Clone(c.c)}, nil
+	return FullUpdate{Factors: c.reportFactors(), H: slices.Clone(c.h), C: slices.Clone(c.c)}, nil
 }
 
 // Pull implements schmp.Coordinator.

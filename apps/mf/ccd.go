@@ -310,7 +310,7 @@ func (c *ccdCoordinator) Start(sums []Summary) (FullUpdate, error) {
 	if c.m.Biased {
 		c.c = make([]float64, len(c.m.ItemIDs))
 	}
-	return FullUpdate{Factors: c.m.Factors, H: h, C: slices.Clone(c.c)}, nil
+	return FullUpdate{Factors: c.reportFactors(), H: h, C: slices.Clone(c.c)}, nil
 }
 
 // Pull implements schmp.Coordinator.

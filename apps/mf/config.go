@@ -117,8 +117,14 @@ type Config struct {
 	// like Model.WriteMetrics, stays for callers that do not use them.
 	Progress io.Writer
 	// Model, on the coordinator, if set, receives the trace of
-	// evaluations and, if Model.Factors, the factors.
+	// evaluations and the factors of the model written (see Model).
 	Model *Model
+	// Predict and PredictOut, on the coordinator, if set (both or
+	// neither), make the model's outputs (the runtime's, see Outputs)
+	// include the predictions of the (user, item) pairs of the file
+	// Predict (see ReadPairs) at PredictOut, lines "user item prediction"
+	// (Model.Predict).
+	Predict, PredictOut string
 }
 
 // RoundsPerIter returns the number of runtime rounds of an iteration.

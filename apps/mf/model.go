@@ -120,7 +120,14 @@ func (e Eval) progress(val bool) schmp.Progress {
 // if Factors, the factors (and biases) of the last evaluation. Pass one in
 // Config.Model to read it after the job.
 type Model struct {
-	// Factors asks the workers for their users' factors at every
+	// Factors, with Config.Holdout, asks the workers for their users'
+	// factors at every evaluation, so that the model keeps those of the
+	// evaluation with the lowest validation RMSE; the coordinator sets it
+	// when the job writes files (Outputs). Without Holdout the factors
+	// are those of the state the job ended with, which the workers send
+	// once, in their final reports, whatever Factors says.
+	//
+	// Formerly: asks the workers for their users' factors at every
 	// evaluation (set it before the job), so that W and H can be written.
 	Factors bool
 	// Rank is K. Biased says the model is μ + b_u + c_i + w_u·h_i (μ =
@@ -132,7 +139,9 @@ type Model struct {
 	ItemIDs []int64
 	Users   [][]int64
 	// H holds the item factors row by row (by index) and W each worker's
-	// user factors, as of the last evaluation; nil without Factors. C and
+	// user factors, of the model written: the state the job ended with
+	// (the runtime's last report certified it), or with Config.Holdout
+	// that of the best evaluation (nil without Factors). C and
 	// B hold the item and user biases the same way (nil without Biased).
 	H []float64
 	W [][]float64
@@ -388,6 +397,9 @@ type base struct {
 	last   schmp.Progress
 	// blockStart is the Index's, from worker 0.
 	blockStart []int32
+	// lastRound is the job's last round, once the runtime decided its
+	// stop (LastRound); 0 before.
+	lastRound uint64
 }
 
 func newBase(cfg Config) base {
@@ -457,10 +469,11 @@ func (b *base) account(s Stats) {
 }
 
 // evaluate combines the workers' reports into the progress of the state
-// after b.pulled rounds, records it, and, with Factors, keeps W and the
-// user biases from the reports and H (row by row) and the item biases from
-// hc. A report of a state that the workers could not evaluate (not Exact)
-// repeats the last evaluation.
+// after b.pulled rounds, records it, and, when the reports carry the
+// factors (validation: reportFactors), keeps W and the user biases from
+// them and H (row by row) and the item biases from hc if the validation
+// RMSE is a new lowest. A report of a state that the workers could not
+// evaluate (not Exact) repeats the last evaluation.
 func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Progress, error) {
 	var e Eval
 	var wn, hn, bn, testSSE, valSSE float64
@@ -509,7 +522,7 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 		e.RatingsPerCoreSec = b.work / (float64(b.nanos) / 1e9)
 	}
 	improved := m.Val == 0 || m.BestAt < 0 || e.ValRMSE < m.Trace[m.BestAt].ValRMSE
-	if m.Factors && improved {
+	if b.reportFactors() && improved {
 		m.W = make([][]float64, len(reports))
 		for p, r := range reports {
 			if len(r.W) != len(m.Users[p])*m.Rank {

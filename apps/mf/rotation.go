@@ -194,7 +194,7 @@ func (c *rotationCoordinator) Start(sums []Summary) (RotationUpdate, error) {
 	if c.m.Biased {
 		c.c = make([]float64, len(c.m.ItemIDs))
 	}
-	return RotationUpdate{Round: 0, Factors: c.m.Factors, Full: slices.Clone(c.h), FullBias: slices.Clone(c.c)}, nil
+	return RotationUpdate{Round: 0, Factors: c.reportFactors(), Full: slices.Clone(c.h), FullBias: slices.Clone(c.c)}, nil
 }
 
 // Pull implements schmp.Coordinator: it takes the blocks in and sends each
@@ -219,7 +219,9 @@ func (c *rotationCoordinator) Pull(round uint64, turn scheduler.Turn, partials [
 	}
 	c.pulled = round
 	u := RotationUpdate{Round: round}
-	if c.cfg.evalPoint(round) {
+	if c.cfg.evalPoint(round) || round == c.lastRound {
+		// At an evaluation point, and at the job's last round (whose
+		// check evaluates the state written), every worker gets all of H.
 		u.Full, u.FullBias = slices.Clone(c.h), slices.Clone(c.c)
 		return u, fb, nil
 	}

@@ -194,7 +194,7 @@ func (c *unscheduledCoordinator) Start(sums []Summary) (FullUpdate, error) {
 		c.c = make([]float64, len(c.m.ItemIDs))
 	}
 	c.weight = make([]float64, len(c.m.ItemIDs))
-	return FullUpdate{Factors: c.m.Factors, H: slices.Clone(c.h), C: slices.Clone(c.c)}, nil
+	return FullUpdate{Factors: c.reportFactors(), H: slices.Clone(c.h), C: slices.Clone(c.c)}, nil
 }
 
 // Pull implements schmp.Coordinator.

@@ -61,15 +61,13 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	return f
 }
 
-// mfJob is a matrix factorization job as the command runs it: its config,
-// the model its coordinator fills, and the outputs, opened before the job
-// runs and committed together once it is done.
+// mfJob is a matrix factorization job as the command runs it: its config
+// and the model its coordinator fills. Its outputs are the runtime's (the
+// model's Outputs: the factors with --out, the predictions with --predict),
+// written and committed together once the job is done.
 type mfJob struct {
-	cfg                mf.Config
-	model              *mf.Model
-	out                string
-	predict, predicted string
-	files              []*atomicfile.File
+	cfg   mf.Config
+	model *mf.Model
 }
 
 // mfCommand adds matrix factorization's flags to fs and returns the
@@ -102,13 +100,13 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		case (f.predict == "") != (f.predictOut == ""):
 			return nil, cli.Usagef("--predict FILE and --predict-out FILE go together")
 		}
-		j := &mfJob{cfg: cfg, out: opts.Out, predict: f.predict, predicted: f.predictOut}
-		if j.predicted != "" {
-			if st, err := os.Stat(filepath.Dir(j.predicted)); err != nil || !st.IsDir() {
-				return nil, cli.Usagef("--predict-out %s: directory %s does not exist", j.predicted, filepath.Dir(j.predicted))
+		j := &mfJob{cfg: cfg}
+		if f.predictOut != "" {
+			if st, err := os.Stat(filepath.Dir(f.predictOut)); err != nil || !st.IsDir() {
+				return nil, cli.Usagef("--predict-out %s: directory %s does not exist", f.predictOut, filepath.Dir(f.predictOut))
 			}
 		}
-		if err := j.check(env.Role); err != nil {
+		if err := j.check(env.Role, f.predict); err != nil {
 			return nil, err
 		}
 		if f.lambda.auto {
@@ -129,7 +127,7 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 			opts.Tol = math.SmallestNonzeroFloat64
 		}
 
-		// mf evaluates, prints its progress and writes its outputs itself.
+		// The runtime counts rounds: an iteration is RoundsPerIter of them.
 		rpi := uint64(cfg.RoundsPerIter())
 		maxRounds := opts.MaxRounds
 		opts.ReportEvery = cfg.ReportEvery * int(rpi)
@@ -139,18 +137,19 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 				opts.MaxRounds = min(opts.MaxRounds, maxRounds)
 			}
 		}
-		// The runtime prints the progress and writes the metrics (mf's
-		// figures are its app metrics); mf writes its model's files itself.
-		opts.Out = ""
-		j.model = &mf.Model{Factors: j.out != "" || j.predict != ""}
+		// The runtime prints the progress, writes the metrics (mf's
+		// figures are its app metrics) and the model's files (its
+		// Outputs), committed together.
+		j.model = &mf.Model{}
 		j.cfg.Model, j.cfg.Warn = j.model, env.Stderr
-		return j.job(env.Role, env.Stderr)
+		j.cfg.Predict, j.cfg.PredictOut = f.predict, f.predictOut
+		return j.job(env.Role), nil
 	}
 }
 
 // check reads the input that role reads, so that bad input fails before
 // any role starts.
-func (j *mfJob) check(role cli.Role) error {
+func (j *mfJob) check(role cli.Role, predict string) error {
 	var files []string
 	if role.Has(cli.Worker) {
 		if j.cfg.Train == "" {
@@ -170,8 +169,8 @@ func (j *mfJob) check(role cli.Role) error {
 			return mfInputError(err)
 		}
 	}
-	if j.predict != "" && role.Has(cli.Coordinator) {
-		if err := mf.ReadPairs(j.predict, func(int, int64, int64) error { return nil }); err != nil {
+	if predict != "" && role.Has(cli.Coordinator) {
+		if err := mf.ReadPairs(predict, func(int, int64, int64) error { return nil }); err != nil {
 			return mfInputError(err)
 		}
 	}
@@ -187,76 +186,8 @@ func mfInputError(err error) error {
 	return err
 }
 
-// open creates the output files, so that a bad path fails before the job
-// runs; commit writes and commits them, abort removes them.
-func (j *mfJob) open() error {
-	for _, path := range j.outputs() {
-		f, err := atomicfile.Create(path)
-		if err != nil {
-			j.abort()
-			return err
-		}
-		j.files = append(j.files, f)
-	}
-	return nil
-}
-
-func (j *mfJob) outputs() []string {
-	var paths []string
-	if j.out != "" {
-		paths = append(paths, j.out+".W.txt", j.out+".H.txt")
-		if !j.cfg.NoBias {
-			paths = append(paths, j.out+".bias.txt")
-		}
-	}
-	if j.predicted != "" {
-		paths = append(paths, j.predicted)
-	}
-	return paths
-}
-
-func (j *mfJob) abort() {
-	for _, f := range j.files {
-		f.Abort()
-	}
-}
-
-// commit writes the outputs and commits them.
-func (j *mfJob) commit(stderr io.Writer) error {
-	var writes []func(io.Writer) error
-	if j.out != "" {
-		writes = append(writes, j.model.WriteW, j.model.WriteH)
-		if !j.cfg.NoBias {
-			writes = append(writes, j.model.WriteBiases)
-		}
-	}
-	if j.predicted != "" {
-		writes = append(writes, func(w io.Writer) error {
-			unseen, err := j.model.Predict(j.predict, w)
-			if unseen > 0 {
-				fmt.Fprintf(stderr, "mf: %d pairs of %s have a user or item not in --train: predicted by μ = %.6g plus the bias of the id that is known\n", unseen, j.predict, j.model.Mean)
-			}
-			return err
-		})
-	}
-	for k, write := range writes {
-		f := j.files[k]
-		if err := write(f); err != nil {
-			return fmt.Errorf("write %s: %w", f.Path(), err)
-		}
-	}
-	for _, f := range j.files {
-		if err := f.Commit(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// job returns the job as role runs it: the coordinator opens its outputs
-// now, so that a bad path fails before the job runs, and writes and
-// commits them once it is done; warnings go to stderr.
-func (j *mfJob) job(role cli.Role, stderr io.Writer) (*cli.Job, error) {
+// job returns the job as role runs it.
+func (j *mfJob) job(role cli.Role) *cli.Job {
 	var job *cli.Job
 	switch {
 	case j.cfg.Algo == mf.CCD:
@@ -272,20 +203,7 @@ func (j *mfJob) job(role cli.Role, stderr io.Writer) (*cli.Job, error) {
 		job.Data = j.cfg.Train
 	}
 	job.Print = j.print
-	if !role.Has(cli.Coordinator) {
-		return job, nil
-	}
-	if err := j.open(); err != nil {
-		return nil, err
-	}
-	job.Done = func(err error) error {
-		defer j.abort()
-		if err != nil {
-			return err
-		}
-		return j.commit(stderr)
-	}
-	return job, nil
+	return job
 }
 
 // print prints the end of a run: the last evaluation, then where the time
@@ -308,8 +226,8 @@ func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
 		return
 	}
 	if e.Round < res.Rounds {
-		fmt.Fprintf(w, "the figures and outputs are those of the last evaluation, after round %d; the %d round(s) after it, an unfinished iteration, are not in them\n",
-			e.Round, res.Rounds-e.Round)
+		fmt.Fprintf(w, "the figures are those of the last evaluation, after round %d; the outputs are of the state after round %d\n",
+			e.Round, res.Rounds)
 	}
 	res.WriteSummary(w)
 }
