@@ -27,7 +27,7 @@ type model struct {
 
 	last      Summary   // the totals of the last reports
 	lastLL    float64   // the log-likelihood per token of the last report
-	docTopic  []*Sparse // of the last reports, if they carried them
+	docTopic  []*Sparse // the workers' final reports' (Finish)
 	t0        time.Time // the first round
 	pulled    uint64    // the last round pulled
 	pulledAt  time.Time // when its partials were all in
@@ -218,7 +218,6 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 	doc := make([]int64, m.k)
 	word := make([]int64, m.k)
 	sum := Summary{}
-	m.docTopic = m.docTopic[:0]
 	for p, r := range reports {
 		if !slices.Equal(r.NK, nk) {
 			return schmp.Progress{}, fmt.Errorf("count invariant: worker %d has other topic totals than worker 0", p)
@@ -235,12 +234,6 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 		sum.WordNNZ += r.WordNNZ
 		sum.Sampled += r.Sampled
 		sum.SampleNanos += r.SampleNanos
-		if r.DocTopic != nil {
-			m.docTopic = append(m.docTopic, r.DocTopic)
-		}
-	}
-	if len(m.docTopic) != len(reports) {
-		m.docTopic = m.docTopic[:0]
 	}
 	var n int64
 	for t, c := range nk {
@@ -289,10 +282,10 @@ func (m *model) FinalStage() bool { return true }
 // EndStage implements coordinator.Staged: there is no other stage.
 func (m *model) EndStage(pipeline.Sample, string) error { return nil }
 
-// WriteModel implements schmp.Coordinator: the top words of every topic;
-// and the word-topic counts and document-topic proportions where asked.
+// WriteModel implements schmp.Coordinator: the top words of every topic.
+// The runtime writes the model's files (Outputs) instead.
 func (m *model) WriteModel(w io.Writer) error {
-	return m.write(w)
+	return m.writeTopWords(w)
 }
 
 // Coordinator is the rotation's coordinator: it cuts the vocabulary into

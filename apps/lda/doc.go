@@ -102,17 +102,17 @@
 //
 // # Outputs
 //
-// The model (WriteModel) is the top words of every topic with
-// p(word | topic) = (n_wk + β)/(n_k + Wβ); besides it, the word-topic counts
-// (CSV word_id,word,topic,count), the document-topic proportions (CSV
-// doc_id,topic,count,theta with θ_dk = (n_dk + α_k)/(N_d + A), non-zero
-// counts only) and the trained model as JSON (Config.ModelOut; see Model)
-// are written, all committed together. Word and document ids are
-// 1-based as in the docword file, topics 0-based. The document-topic
-// counts come from the workers with their last report: a worker sends
-// them when the report may be the last (the stop after the last round, a
-// round that is not a regular report, or every report when the job may
-// stop early: Config.StopsEarly).
+// The model's files are the runtime's outputs (Outputs), written once the
+// job is done and committed together, all or none: at the runtime's output
+// path, the top words of every topic with p(word | topic) = (n_wk + β)/(n_k
+// + Wβ); besides it, the word-topic counts (CSV word_id,word,topic,count),
+// the document-topic proportions (CSV doc_id,topic,count,theta with θ_dk =
+// (n_dk + α_k)/(N_d + A), non-zero counts only) and the trained model as
+// JSON (Config.ModelOut; see Model). Word and document ids are 1-based as
+// in the docword file, topics 0-based. The document-topic counts come from
+// the workers once, in their final reports (FinalReport, Finish), of the
+// state the job ended with; a stop lands at the end of an iteration
+// (coordinator.Iterated).
 //
 // Held-out perplexity (Config.TestDocword) is computed by document
 // completion (Model.Perplexity) at reports and at the end (HeldOut).

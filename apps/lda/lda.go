@@ -73,11 +73,6 @@ type Config struct {
 	// Model), which LoadModel reads back to infer the topics of new
 	// documents; it is written with the model.
 	ModelOut string
-	// StopsEarly says that the job may stop at a round that the workers
-	// cannot foresee (a time limit, or a tolerance checked every round):
-	// then every report carries the document-topic counts, not only the
-	// last.
-	StopsEarly bool
 	// Check makes the coordinator check the count invariants after every
 	// round, not only at reports (a pass over the word-topic table).
 	Check bool
@@ -259,7 +254,7 @@ type Summary struct {
 	Sampled     int64 `msgpack:"s,omitempty"`
 	SampleNanos int64 `msgpack:"sn,omitempty"`
 	// DocTopic is the shard's document-topic counts (rows named by
-	// document), sent with the last report.
+	// document), sent once, in the final report (FinalReport).
 	DocTopic *Sparse `msgpack:"z,omitempty"`
 }
 

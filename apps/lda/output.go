@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/schmp"
 )
 
 // word returns the name of word w (0-based): its vocabulary entry, or its
@@ -95,45 +95,67 @@ func (m *model) Priors() (alpha []float64, beta float64) {
 	return slices.Clone(m.priors.Alpha), m.priors.Beta
 }
 
-// write writes the outputs: the word-topic and document-topic files, if
-// asked for, then the top words to w. The files are committed once all
-// are written.
-func (m *model) write(w io.Writer) error {
-	if _, _, _, err := m.HeldOut(); err != nil {
-		return err
-	}
-	var files []*atomicfile.File
-	defer func() {
-		for _, f := range files {
-			f.Abort()
-		}
-	}()
-	for _, out := range []struct {
+// Outputs implements schmp.Outputter: the model's files, which the
+// runtime writes once the job is done and commits together (DESIGN §6): the
+// word-topic counts (Config.WordTopicOut), the document-topic proportions
+// (Config.DocTopicOut), the trained model as JSON (Config.ModelOut), then,
+// at out, the top words of every topic.
+func (m *model) Outputs(out string) ([]schmp.Output, error) {
+	var outs []schmp.Output
+	for _, o := range []struct {
 		path  string
 		write func(*bufio.Writer) error
 	}{{m.cfg.WordTopicOut, m.writeWordTopic}, {m.cfg.DocTopicOut, m.writeDocTopic}, {m.cfg.ModelOut, m.writeModelJSON}} {
-		if out.path == "" {
+		if o.path == "" {
 			continue
 		}
-		f, err := atomicfile.Create(out.path)
-		if err != nil {
-			return err
-		}
-		files = append(files, f)
-		if err := out.write(f.Writer); err != nil {
-			return fmt.Errorf("write %s: %w", out.path, err)
-		}
+		write := o.write
+		outs = append(outs, schmp.Output{Path: o.path, Write: func(w io.Writer) error {
+			bw := bufio.NewWriter(w)
+			if err := write(bw); err != nil {
+				return err
+			}
+			return bw.Flush()
+		}})
 	}
-	if err := m.writeTopWords(w); err != nil {
-		return err
+	if out != "" {
+		outs = append(outs, schmp.Output{Path: out, Write: func(w io.Writer) error {
+			if _, _, _, err := m.HeldOut(); err != nil {
+				return err
+			}
+			return m.writeTopWords(w)
+		}})
 	}
-	for _, f := range files {
-		if err := f.Commit(); err != nil {
-			return err
+	return outs, nil
+}
+
+// Finish implements schmp.Finisher: it takes the workers' document-topic
+// counts from their final reports, of the state the job ended with.
+func (m *model) Finish(reports []Summary) error {
+	m.docTopic = m.docTopic[:0]
+	docs := 0
+	for p, r := range reports {
+		if r.DocTopic == nil {
+			return fmt.Errorf("worker %d: a final report without document-topic counts", p)
 		}
+		if err := r.DocTopic.check(r.DocTopic.Rows(), m.k, false); err != nil && r.DocTopic.Rows() > 0 {
+			return fmt.Errorf("worker %d: document-topic counts: %w", p, err)
+		}
+		docs += r.DocTopic.Rows()
+		m.docTopic = append(m.docTopic, r.DocTopic)
+	}
+	if docs != m.docs {
+		return fmt.Errorf("the final reports hold %d documents, want %d", docs, m.docs)
 	}
 	return nil
 }
+
+// RoundsPerIteration implements coordinator.Iterated: a stop lands at the
+// end of an iteration, once every token was sampled equally often.
+func (m *model) RoundsPerIteration() uint64 { return uint64(m.cfg.RoundsPerIteration()) }
+
+// LastRound implements coordinator.Iterated: LDA needs no notice.
+func (m *model) LastRound(uint64) error { return nil }
 
 // writeTopWords writes, for every topic, its share of the tokens and its
 // top words with their probabilities φ_kw.

@@ -89,21 +89,14 @@ func (w *base) report(held *Sparse, keep func(row int) bool) (Summary, error) {
 		WordLL: wordLL, WordTotals: wordTotals, WordNNZ: nnz,
 		Sampled: w.s.sampled, SampleNanos: w.sampleNanos,
 	}
-	if w.final() {
-		s.DocTopic = w.sh.docTopic()
-	}
 	return s, nil
 }
 
-// final reports whether the report asked for now may be the last, so
-// that it must carry the document-topic counts: a report comes before the
-// push of round pushed+1, at every ReportEvery-th round, or with the stop
-// after the last round.
-func (w *base) final() bool {
-	maxRounds, every := w.cfg.Rounds()
-	next := w.pushed + 1
-	regular := next <= maxRounds && (next-1)%uint64(every) == 0
-	return !regular || w.cfg.StopsEarly
+// FinalReport implements schmp.FinalReporter: the shard's document-topic
+// counts, which only the outputs need, sent once, after the stop, of the
+// state the job ended with.
+func (w *base) FinalReport() (Summary, error) {
+	return Summary{DocTopic: w.sh.docTopic()}, nil
 }
 
 // setTopics sets the worker's topic totals.

@@ -128,9 +128,6 @@ func ldaCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		}
 		cfg.Tokens = st.Tokens
 		opts.MaxRounds, opts.ReportEvery = cfg.Rounds()
-		// A stop the workers cannot foresee: every report then carries the
-		// document-topic counts, so that the last one does.
-		cfg.StopsEarly = opts.TimeLimit > 0 || (opts.Tol > 0 && opts.ReportEvery == 1)
 		// The runtime prints the progress and writes the metrics, with
 		// lda's figures as its app metrics.
 		j := &ldaJob{cfg: cfg}
