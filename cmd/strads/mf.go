@@ -112,7 +112,7 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		if f.lambda.auto {
 			// The search's fits are whole jobs of their own; the job
 			// made here is the refit.
-			c, err := tuneLambda(context.Background(), j.cfg, *opts, env.Stdout)
+			c, err := tuneLambda(context.Background(), j.cfg, *opts, env.Stdout, env.Stderr)
 			if err != nil {
 				return nil, err
 			}

@@ -128,3 +128,29 @@ func TestMFValidateAndAuto(t *testing.T) {
 		t.Errorf("no choice or baseline: %s", stdout)
 	}
 }
+
+// TestMFWarnsBelowBiasOnly checks that a run whose model does worse than
+// the bias-only baseline says so on stderr: a rank-20 fit with almost no
+// regularization of noisy ratings (noise 3) overfits; the same fit of
+// ratings with little noise (0.1) does not, and says nothing.
+func TestMFWarnsBelowBiasOnly(t *testing.T) {
+	noisy := filepath.Join(t.TempDir(), "noisy")
+	if code, _, stderr := runCLI(t, "gen", "mf", "--users", "600", "--items", "200", "--rank", "3", "--ratings", "30000",
+		"--noise", "3", "--mean", "3", "--user-bias", "1", "--item-bias", "1", "--seed", "2", "-o", noisy); code != 0 {
+		t.Fatalf("gen mf: exit %d: %s", code, stderr)
+	}
+	clean, cleanTest := genMFData(t)
+	for _, tc := range []struct {
+		name, train, test string
+		warn              bool
+	}{{"noisy", noisy + ".train.txt", noisy + ".test.txt", true}, {"clean", clean, cleanTest, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "mf", "--train", tc.train, "--test", tc.test, "--rank", "20",
+				"--lambda", "0.0001", "--iters", "30", "--tol", "0", "--progress", "0")
+			warned := strings.Contains(stderr, "mf: warning: the model's test RMSE")
+			if code != 0 || warned != tc.warn || !strings.Contains(stdout, "bias-only μ + b_u + c_i (λ_b 5): test RMSE") {
+				t.Errorf("exit %d, warned %v (want %v): %s\n%s", code, warned, tc.warn, stdout, stderr)
+			}
+		})
+	}
+}

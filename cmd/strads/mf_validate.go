@@ -49,7 +49,7 @@ func (l *lambdaValue) Set(s string) error {
 // printing every fit's validation RMSE and the bias-only baseline's to w;
 // it returns the configuration of the refit on all the training ratings
 // with the λ of the lowest validation RMSE.
-func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w io.Writer) (mf.Config, error) {
+func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w, stderr io.Writer) (mf.Config, error) {
 	if cfg.Holdout <= 0 {
 		cfg.Holdout = mf.DefaultHoldout
 	}
@@ -83,10 +83,17 @@ func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w 
 	if err != nil {
 		return cfg, err
 	}
-	if b, err := mf.FitBiasOnly(cfg, biasSweeps); err == nil {
-		if rmse, _, err := b.RMSE(cfg.Train, cfg.ValidationFilter()); err == nil {
-			fmt.Fprintf(w, "  bias-only μ + b_u + c_i (λ_b %g): validation RMSE %.6f\n", cfg.BiasLambda, rmse)
-		}
+	b, err := mf.FitBiasOnly(cfg, biasSweeps)
+	var rmse float64
+	if err == nil {
+		rmse, _, err = b.RMSE(cfg.Train, cfg.ValidationFilter())
+	}
+	if err != nil {
+		return cfg, fmt.Errorf("the bias-only baseline: %w", err)
+	}
+	fmt.Fprintf(w, "  bias-only μ + b_u + c_i (λ_b %g): validation RMSE %.6f\n", cfg.BiasLambda, rmse)
+	if v := points[best].Best.ValRMSE; !(v < rmse) {
+		fmt.Fprintf(stderr, "mf: warning: the best validation RMSE of the grid, %.6f at λ %g, is not below the bias-only baseline's %.6f: the factors do not help (try a smaller --rank)\n", v, points[best].Lambda, rmse)
 	}
 	if best == 0 || best == len(points)-1 {
 		fmt.Fprintf(w, "  the lowest validation RMSE is at the grid's edge: a λ beyond it may do better (try --lambda with --validate)\n")
