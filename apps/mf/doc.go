@@ -98,11 +98,14 @@
 // ratings, ‖W‖² over its users, and ‖H‖² over the items it answers for.
 // On the rotation a worker holds a single block of H between evaluation
 // points, so the coordinator sends all of H to every worker at the start
-// and after every ReportEvery-th iteration and the last; a report at any
-// other time is not exact and repeats the last evaluation (as the final
-// report does after a stop by --time-limit, or by --tol one round after the
-// iteration that converged). The factors kept for the outputs are those of
-// the last evaluation.
+// and after every ReportEvery-th iteration and the job's last round (which
+// the runtime tells it: coordinator.Iterated); a report at any other time
+// is not exact and repeats the last evaluation. A stop (--tol, --time-limit)
+// lands at the end of an iteration, and the runtime's check evaluates
+// exactly the state written. The model's files are the runtime's outputs
+// (Outputs): the users' factors W, which never leave their workers
+// otherwise, come once, in the workers' final reports (FinalReport,
+// Finish), of that state.
 //
 // # Validation
 //
@@ -111,7 +114,8 @@
 // file derives the same split. The model is fitted to the rest; each
 // worker reports its users' held-out squared errors, the coordinator
 // their RMSE (Eval.ValRMSE, the app metric val_rmse), keeps the factors of
-// the evaluation where it was lowest (Model.Best), and stops the job after
+// the evaluation where it was lowest (Model.Best; with outputs, the
+// evaluations then carry W), and stops the job after
 // Config.Patience evaluations without a new lowest (Model.Stopped). Tune
 // fits a grid of λ so and Refit gives the refit of the best on all the
 // ratings; FitBiasOnly is the bias-only baseline to compare with, and
