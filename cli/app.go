@@ -89,8 +89,9 @@ type Job struct {
 	// Done, if set, is called once the job has ended, or failed to start,
 	// on the coordinator and in a whole job, after Print, with the job's
 	// error (nil on success). It returns the command's error: err, or
-	// its own. An app that writes outputs of its own commits them here
-	// on success and removes them on failure.
+	// its own. The model's files need no Done: the runtime writes the
+	// files that the app's coordinator lists (schmp.Outputter, given
+	// --out) with the metrics, all or none.
 	Done func(err error) error
 
 	prog runner
