@@ -111,3 +111,46 @@ func TestAfterApply(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestOut checks the runtime's output path in the local driver with a
+// model of one file (WriteModel, as the README's walkthrough writes):
+// the file is the model the coordinator holds, and a bad path fails the
+// job before any round runs, leaving nothing.
+func TestOut(t *testing.T) {
+	cfg := nnls.Config{Rows: 50, Cols: 6, Seed: 2}
+	cases := []struct {
+		name string
+		out  string // under the test's directory
+		ok   bool
+	}{
+		{"written", "model.csv", true},
+		{"bad path", "missing/model.csv", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			applied := 0
+			j, _, err := local.Run(context.Background(), nnls.Program(cfg), local.Options{
+				Config: pipeline.Config{Workers: 2, MaxRounds: 5}, Out: filepath.Join(dir, tc.out),
+				AfterApply: func(uint64) error { applied++; return nil },
+			})
+			if !tc.ok {
+				entries, _ := os.ReadDir(dir)
+				if err == nil || applied > 0 || len(entries) != 0 {
+					t.Fatalf("error %v after %d updates applied, %d files left; want an error before any round, and no file", err, applied, len(entries))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want bytes.Buffer
+			if err := j.Coordinator.WriteModel(&want); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(filepath.Join(dir, tc.out)); err != nil || !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("the file holds %q (%v), the model is %q", got, err, want.Bytes())
+			}
+		})
+	}
+}
