@@ -119,7 +119,9 @@ func ColumnProgram(cfg Config, workers int) schmp.Program[ColPlan, ColPartial, C
 	return schmp.Program[ColPlan, ColPartial, ColUpdate, ColSummary]{
 		Name: "lasso",
 		NewScheduler: func(ctx context.Context, part, parts int) (schmp.Scheduler[ColPlan], error) {
-			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork}, workers, part, parts)
+			// With several workers, the workers choose their columns
+			// themselves: the plans are empty.
+			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork, NoBlocks: workers > 1}, workers, part, parts)
 		},
 		NewWorker: func(ctx context.Context, shard, shards int) (schmp.Worker[ColPlan, ColPartial, ColUpdate, ColSummary], error) {
 			return NewColWorker(cfg, shard, shards)

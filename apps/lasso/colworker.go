@@ -55,8 +55,13 @@ type ColWorker struct {
 	// columns so picked, and a scan's candidates with their scores.
 	handed []bool
 	own    []int32
-	cand   []int32
-	score  []float64
+	// grad[l] is |x̃_jᵀr| of own column l as the last Report computed it,
+	// which the next scan uses if no update came in between (gradFresh):
+	// the runtime asks for a report just before the push of a round.
+	grad      []float64
+	gradFresh bool
+	cand      []int32
+	score     []float64
 }
 
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
@@ -92,6 +97,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	}
 	if shards > 1 {
 		w.handed = make([]bool, x.Cols)
+		w.grad = make([]float64, x.Cols)
 	}
 	return w, nil
 }
@@ -157,6 +163,7 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 // columns too), switches to the update's λ, if it carries a new one, and,
 // on the leader, takes the columns handed to it.
 func (w *ColWorker) Apply(u ColUpdate) error {
+	w.gradFresh = false
 	if u.Lambda != 0 && u.Lambda != w.lambda {
 		// A new λ (the first, or the next of a path): the inner tolerance
 		// starts afresh, since its tightening was the previous λ's.
@@ -414,8 +421,14 @@ func (w *ColWorker) Report() (ColSummary, error) {
 		if w.curv[l] == 0 {
 			continue
 		}
-		s.MaxXtR = max(s.MaxXtR, math.Abs(w.x.ColDot(l, w.q)+c*w.colSum[l]))
+		g := math.Abs(w.x.ColDot(l, w.q) + c*w.colSum[l])
+		s.MaxXtR = max(s.MaxXtR, g)
+		if w.handed != nil {
+			w.grad[l] = g
+		}
 	}
+	// The next Push scans the same q, unless an update comes first.
+	w.gradFresh = w.handed != nil
 	for _, b := range w.beta[:w.x.Cols] {
 		if b != 0 {
 			s.L1 += math.Abs(b)
@@ -455,13 +468,19 @@ func (w *ColWorker) scan() (picked []int32, work int64) {
 		if w.handed[l] || w.curv[l] == 0 {
 			continue
 		}
-		rows, vals := w.x.Col(l)
-		work += int64(len(rows)) + 1
-		var dot float64
-		for t, i := range rows {
-			dot += vals[t] * w.q[i]
+		var g float64
+		if w.gradFresh {
+			g = w.grad[l]
+		} else {
+			rows, vals := w.x.Col(l)
+			work += int64(len(rows)) + 1
+			var dot float64
+			for t, i := range rows {
+				dot += vals[t] * w.q[i]
+			}
+			g = math.Abs(dot + c*w.colSum[l])
 		}
-		if g := math.Abs(dot+c*w.colSum[l]) / w.n; g > w.lambda {
+		if g /= w.n; g > w.lambda {
 			w.cand = append(w.cand, int32(w.first+l))
 			w.score = append(w.score, g)
 		}

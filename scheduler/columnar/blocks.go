@@ -190,6 +190,10 @@ type BlockScheduler struct {
 	// dataErr is what was wrong with the data file, reported at the first
 	// Schedule (see NewBlockScheduler).
 	dataErr error
+	// noBlocks: Schedule plans empty blocks for workers workers
+	// (BlockConfig.NoBlocks).
+	noBlocks bool
+	workers  int
 }
 
 // BlockConfig configures a BlockScheduler.
@@ -201,6 +205,12 @@ type BlockConfig struct {
 	// Work is the budget of a worker's block in non-zeros (0:
 	// DefaultRoundWork).
 	Work int
+	// NoBlocks makes every plan's blocks empty, with no engine run and the
+	// file not read: for an app whose workers choose their columns
+	// themselves, as the Lasso's column layout does with several workers
+	// (every worker scans all its columns, and the leader solves the
+	// working set it gathers; DESIGN §5).
+	NoBlocks bool
 }
 
 // NewBlockScheduler reads the column counts of the LIBSVM file at path and
@@ -220,6 +230,9 @@ func NewBlockScheduler(path string, c BlockConfig, workers, part, parts int) (*B
 	}
 	if workers < 1 {
 		return nil, fmt.Errorf("workers must be >= 1, got %d", workers)
+	}
+	if c.NoBlocks {
+		return &BlockScheduler{noBlocks: true, workers: workers}, nil
 	}
 	nnz, err := libsvm.CountColumns(path)
 	switch {
@@ -289,6 +302,9 @@ func (s *BlockScheduler) owner(j int32) int {
 func (s *BlockScheduler) Schedule(round uint64, fbs []schmp.Feedback) (BlockPlan, schmp.PlanInfo, error) {
 	if s.dataErr != nil {
 		return BlockPlan{}, schmp.PlanInfo{}, s.dataErr
+	}
+	if s.noBlocks {
+		return BlockPlan{Blocks: make([]wire.Int32s, s.workers)}, schmp.PlanInfo{}, nil
 	}
 	local := make([][]int32, len(s.engines))
 	deltas := make([][]float64, len(s.engines))

@@ -81,3 +81,26 @@ func TestBlockSchedulerDataErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockSchedulerNoBlocks checks BlockConfig.NoBlocks: empty blocks for
+// every worker, without reading the file.
+func TestBlockSchedulerNoBlocks(t *testing.T) {
+	s, err := NewBlockScheduler(filepath.Join(t.TempDir(), "missing.svm"), BlockConfig{NoBlocks: true}, 3, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := uint64(1); round <= 2; round++ {
+		p, info, err := s.Schedule(round, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Blocks) != 3 || len(info.Vars) != 0 || info.Selected != 0 {
+			t.Fatalf("round %d: plan %+v, info %+v: want 3 empty blocks", round, p, info)
+		}
+		for k, b := range p.Blocks {
+			if len(b) != 0 {
+				t.Errorf("round %d: worker %d's block %v", round, k, b)
+			}
+		}
+	}
+}
