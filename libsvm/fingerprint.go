@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 )
 
 // Fingerprint identifies the contents of a data file, so that the roles of
@@ -27,9 +26,9 @@ var ErrDifferentData = errors.New("the workers read different data: every role o
 // FingerprintFile returns the fingerprint of the file at path. It reads the
 // whole file, at several GB/s.
 func FingerprintFile(path string) (Fingerprint, error) {
-	f, err := os.Open(path)
+	f, err := open(path)
 	if err != nil {
-		return Fingerprint{}, fmt.Errorf("libsvm: %w", err)
+		return Fingerprint{}, err
 	}
 	defer f.Close()
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))

@@ -11,8 +11,70 @@ import (
 	"strconv"
 )
 
+// MaxLine is the longest line the readers accept, in bytes: a longer one
+// is a *ParseError naming its line, not a read that grows without bound
+// (a file of one endless line, or a device such as /dev/zero, would
+// otherwise fill the memory). 256 MiB holds a row of more than ten million
+// features.
+const MaxLine = 256 << 20
+
+// maxLine is MaxLine, which tests lower.
+var maxLine = MaxLine
+
+// errLongLine is the error of a line longer than MaxLine.
+var errLongLine = fmt.Errorf("a line longer than %d MiB (libsvm.MaxLine)", MaxLine>>20)
+
+// readError returns the error of a failed read of the file name, whose
+// first line not read whole is line: a *ParseError for a line longer than
+// MaxLine, else the read error wrapped.
+func readError(name string, line int, err error) error {
+	if errors.Is(err, errLongLine) {
+		return &ParseError{File: name, Line: line, Msg: errLongLine.Error()}
+	}
+	return fmt.Errorf("libsvm: read %s: %w", name, err)
+}
+
+// CheckFile returns nil if path names a regular file, a *ParseError if it
+// names something else (a FIFO, a device, a directory), and the error of
+// os.Stat otherwise, without opening it. The readers read a file more than
+// once (to count, then to parse; every role its own copy), which a pipe
+// cannot give; opening a FIFO would wait for a writer without end, and a
+// device such as /dev/zero would never end.
+func CheckFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("libsvm: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return &ParseError{File: path, Msg: fmt.Sprintf("not a regular file (mode %s): the data must be a file that can be read more than once", st.Mode().Type())}
+	}
+	return nil
+}
+
+// open opens the file at path for reading once CheckFile accepts it.
+func open(path string) (*os.File, error) {
+	if err := CheckFile(path); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("libsvm: %w", err)
+	}
+	return f, nil
+}
+
+// quote returns b quoted as %q does, cut to its first 40 bytes (and "…")
+// when longer: an error message names a bad token, it does not copy it.
+func quote(b []byte) string {
+	const most = 40
+	if len(b) <= most {
+		return strconv.Quote(string(b))
+	}
+	return strconv.Quote(string(b[:most])) + "…"
+}
+
 // bufSize is the size of the read buffer. Lines longer than this are
-// still read whole, through a growing secondary buffer.
+// still read whole, through a growing secondary buffer, up to MaxLine.
 const bufSize = 1 << 20
 
 // ParseError reports bad input at a line of a file.
@@ -76,9 +138,9 @@ func ReadRange(path string, lo, hi int, fn func(line int, row Row) error) error 
 // parsing them. A final line without '\n' counts; blank lines count too
 // (they are errors for [Read]).
 func CountRows(path string) (int, error) {
-	f, err := os.Open(path)
+	f, err := open(path)
 	if err != nil {
-		return 0, fmt.Errorf("libsvm: %w", err)
+		return 0, err
 	}
 	defer f.Close()
 	n, err := countRows(f)
@@ -116,9 +178,9 @@ func ReadLabels(path string, fn func(line int, label float64) error) error {
 // '\n', and its 1-based number, in order, until fn returns an error, which
 // it returns as it is.
 func scanLines(path string, fn func(line int, b []byte) error) error {
-	f, err := os.Open(path)
+	f, err := open(path)
 	if err != nil {
-		return fmt.Errorf("libsvm: %w", err)
+		return err
 	}
 	defer f.Close()
 	lr := lineReader{r: bufio.NewReaderSize(f, bufSize)}
@@ -128,7 +190,7 @@ func scanLines(path string, fn func(line int, b []byte) error) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("libsvm: read %s: %w", path, err)
+			return readError(path, lr.line+1, err)
 		}
 		if err := fn(lr.line, b); err != nil {
 			return err
@@ -180,9 +242,9 @@ func countRows(r io.Reader) (int, error) {
 // keeping the features in the window win, on several goroutines when it
 // reads the whole file.
 func readFile(path string, lo, hi int, win cols, fn func(int, Row) error) error {
-	f, err := os.Open(path)
+	f, err := open(path)
 	if err != nil {
-		return fmt.Errorf("libsvm: %w", err)
+		return err
 	}
 	defer f.Close()
 	if p := parsers(); p > 1 && lo == 0 && hi < 0 {
@@ -201,7 +263,7 @@ func read(name string, r io.Reader, lo, hi int, win cols, fn func(int, Row) erro
 	for lr.line < lo {
 		ok, err := lr.skip()
 		if err != nil {
-			return fmt.Errorf("libsvm: read %s: %w", name, err)
+			return readError(name, lr.line+1, err)
 		}
 		if !ok {
 			return fmt.Errorf("libsvm: %s has %d rows, fewer than needed for rows [%d, %d)", name, lr.line, lo, hi)
@@ -217,7 +279,7 @@ func read(name string, r io.Reader, lo, hi int, win cols, fn func(int, Row) erro
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("libsvm: read %s: %w", name, err)
+			return readError(name, lr.line+1, err)
 		}
 		if msg := parseLine(b, &row, win); msg != "" {
 			return &ParseError{File: name, Line: lr.line, Msg: msg}
@@ -243,6 +305,9 @@ func (lr *lineReader) next() ([]byte, error) {
 	if errors.Is(err, bufio.ErrBufferFull) {
 		lr.long = append(lr.long[:0], b...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(lr.long) > maxLine {
+				return nil, errLongLine
+			}
 			b, err = lr.r.ReadSlice('\n')
 			lr.long = append(lr.long, b...)
 		}
@@ -272,6 +337,9 @@ func (lr *lineReader) skip() (bool, error) {
 			lr.line++
 			return true, nil
 		case errors.Is(err, bufio.ErrBufferFull):
+			if n > maxLine {
+				return false, errLongLine
+			}
 			continue
 		case err == io.EOF:
 			if n == 0 {
@@ -316,10 +384,10 @@ func parseLine(b []byte, row *Row, win cols) string {
 		}
 		colon := bytes.IndexByte(tok, ':')
 		if colon < 0 {
-			return fmt.Sprintf("token %q is not idx:val", tok)
+			return fmt.Sprintf("token %s is not idx:val", quote(tok))
 		}
 		if bytes.HasPrefix(tok, []byte("qid:")) {
-			return fmt.Sprintf("qid tokens are not supported (found %q)", tok)
+			return fmt.Sprintf("qid tokens are not supported (found %s)", quote(tok))
 		}
 		is, vs := tok[:colon], tok[colon+1:]
 		idx, msg := parseIndex(is)
@@ -346,9 +414,9 @@ func parseLine(b []byte, row *Row, win cols) string {
 		switch msg {
 		case "":
 		case "bad":
-			return fmt.Sprintf("bad value %q for feature %d", vs, idx)
+			return fmt.Sprintf("bad value %s for feature %d", quote(vs), idx)
 		default:
-			return fmt.Sprintf("value %q for feature %d %s", vs, idx, msg)
+			return fmt.Sprintf("value %s for feature %d %s", quote(vs), idx, msg)
 		}
 		row.Index = append(row.Index, i)
 		row.Value = append(row.Value, v)
@@ -377,15 +445,15 @@ func parseLabel(b []byte) (label float64, rest []byte, msg string) {
 		return 0, nil, "blank line; every line must be a sample"
 	}
 	if bytes.IndexByte(tok, ':') >= 0 {
-		return 0, nil, fmt.Sprintf("missing label: line starts with feature %q", tok)
+		return 0, nil, fmt.Sprintf("missing label: line starts with feature %s", quote(tok))
 	}
 	label, msg = parseFloat(tok)
 	switch msg {
 	case "":
 	case "bad":
-		return 0, nil, fmt.Sprintf("bad label %q", tok)
+		return 0, nil, fmt.Sprintf("bad label %s", quote(tok))
 	default:
-		return 0, nil, fmt.Sprintf("label %q %s", tok, msg)
+		return 0, nil, fmt.Sprintf("label %s %s", quote(tok), msg)
 	}
 	return label, b, ""
 }
@@ -483,12 +551,12 @@ func parseIndex(b []byte) (int64, string) {
 		digits = b[1:]
 	}
 	if len(digits) == 0 {
-		return 0, fmt.Sprintf("bad index %q", b)
+		return 0, fmt.Sprintf("bad index %s", quote(b))
 	}
 	var v int64
 	for _, c := range digits {
 		if c < '0' || c > '9' {
-			return 0, fmt.Sprintf("bad index %q", b)
+			return 0, fmt.Sprintf("bad index %s", quote(b))
 		}
 		if v <= math.MaxInt32 {
 			v = v*10 + int64(c-'0')
@@ -512,9 +580,9 @@ func parseIndex(b []byte) (int64, string) {
 // malformed values are left to the readers of the data; a token without ':'
 // or with a bad index is a *ParseError naming the first such line.
 func CountColumns(path string) ([]int, error) {
-	f, err := os.Open(path)
+	f, err := open(path)
 	if err != nil {
-		return nil, fmt.Errorf("libsvm: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	return countColumns(path, f, parsers(), chunkSize)
@@ -564,7 +632,7 @@ func countLine(b []byte, nnz []int) ([]int, string) {
 			i = len(b) - len(rest)
 			colon := bytes.IndexByte(tok, ':')
 			if colon < 0 {
-				return nnz, fmt.Sprintf("token %q is not idx:val", tok)
+				return nnz, fmt.Sprintf("token %s is not idx:val", quote(tok))
 			}
 			v, msg := parseIndex(tok[:colon])
 			if msg != "" {

@@ -98,7 +98,7 @@ func readParallel(name string, r io.Reader, p, size int, win cols, fn func(int, 
 			return &ParseError{File: name, Line: line + 1, Msg: c.msg}
 		}
 		if c.readEr != nil {
-			return fmt.Errorf("libsvm: read %s: %w", name, c.readEr)
+			return readError(name, line+1, c.readEr)
 		}
 	}
 	if !seen {
@@ -118,6 +118,10 @@ func splitChunks(r io.Reader, size int, stop <-chan struct{}, emit func(*chunk) 
 		case <-stop:
 			return
 		default:
+		}
+		if len(carry) > maxLine {
+			emit(&chunk{done: make(chan struct{}), readEr: errLongLine})
+			return
 		}
 		// A line longer than size doubles the block, so that its bytes
 		// are copied a bounded number of times.
@@ -220,7 +224,7 @@ func countColumns(name string, r io.Reader, p, size int) ([]int, error) {
 		line += b.lines
 	}
 	if readEr != nil {
-		return nil, fmt.Errorf("libsvm: read %s: %w", name, readEr)
+		return nil, readError(name, line+1, readEr)
 	}
 	var nnz []int
 	for _, c := range counts {

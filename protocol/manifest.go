@@ -92,17 +92,24 @@ const (
 // It reads at most 1 MiB however large the file. Copies of a file have the
 // same fingerprint; files of different sizes, or that differ in a sampled
 // byte, have different ones (but for a CRC collision); a change elsewhere
-// in a large file that keeps its size goes unnoticed.
+// in a large file that keeps its size goes unnoticed. What is not a
+// regular file (a FIFO, a device, a directory) is an error, before it is
+// opened.
 func Fingerprint(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO would block the open until a writer comes, and a
+		// device such as /dev/zero would never end.
+		return "", fmt.Errorf("%s: not a regular file (mode %s): the data must be a file that can be read more than once", path, fi.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("fingerprint: %w", err)
-	}
 	size := fi.Size()
 	h := crc64.New(crc64.MakeTable(crc64.ECMA))
 	if size <= FingerprintBlocks*FingerprintBlockSize {

@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -98,6 +101,25 @@ func TestManifestCheck(t *testing.T) {
 		err := job.Check(tc.role)
 		if (err == nil) != (tc.want == "") || err != nil && err.Error() != tc.want {
 			t.Errorf("Check(%+v) = %v, want %q", tc.role, err, tc.want)
+		}
+	}
+}
+
+// TestFingerprintNotRegular checks that a FIFO, a device and a directory
+// are refused at once, not read (the FIFO's open would wait for a writer,
+// /dev/zero would never end).
+func TestFingerprintNotRegular(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no FIFOs or /dev/zero")
+	}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for _, path := range []string{fifo, "/dev/zero", dir} {
+		if _, err := Fingerprint(path); err == nil || !strings.Contains(err.Error(), path+": not a regular file") {
+			t.Errorf("Fingerprint(%s): got %v, want an error naming it as not a regular file", path, err)
 		}
 	}
 }

@@ -175,6 +175,9 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) 
 // ReadFile reads the model file at path; its errors are *libsvm.ParseError,
 // naming the file and the line.
 func ReadFile(path string) (*Model, error) {
+	if err := libsvm.CheckFile(path); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -211,6 +211,9 @@ func checkData(path string) error {
 // checkOpen checks that the data file at path can be opened: the roles
 // that load it check the rest.
 func checkOpen(path string) error {
+	if err := libsvm.CheckFile(path); err != nil {
+		return cli.UsageError(fmt.Errorf("--data: %w", err))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return cli.UsageError(fmt.Errorf("--data: %w", err))
