@@ -1,7 +1,8 @@
 // Package monitor exposes what a node is doing while a job runs: its
-// metrics for Prometheus (github.com/prometheus/client_golang) and its
-// profiles (net/http/pprof), served over HTTP, so that a long distributed
-// run can be watched and profiled.
+// metrics for Prometheus (github.com/prometheus/client_golang), a live web
+// page of them with their history, and its profiles (net/http/pprof),
+// served over HTTP, so that a long distributed run can be watched and
+// profiled.
 //
 // Metrics holds the metrics of every role; a node updates only its own
 // role's, so the same Metrics serves a process that runs one role or, for
@@ -18,6 +19,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,7 +57,12 @@ type Metrics struct {
 	// applied (protocol.DropGarbage, DropForeign, …; DESIGN §6).
 	Dropped *prometheus.CounterVec
 
-	reg *prometheus.Registry
+	reg      *prometheus.Registry
+	start    time.Time
+	hist     *history
+	reported atomic.Bool // Objective was set: the coordinator reported
+	infoMu   sync.Mutex
+	info     map[string]string
 }
 
 // New returns the metrics of a process in a new registry, which also holds
@@ -98,8 +106,12 @@ func New() *Metrics {
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "strads", Name: "dropped_messages_total",
 			Help: "Messages dropped unused, by role and reason: garbage (does not decode, or of another type), foreign (another run id), duplicate (a replay), unexpected (nobody awaits it), incomplete (chunks missing)."},
 			[]string{"role", "reason"}),
-		reg: reg,
+		reg:   reg,
+		start: time.Now(),
+		hist:  newHistory(Capacity),
+		info:  map[string]string{},
 	}
+	m.Objective = reportGauge{m.Objective, &m.reported}
 	reg.MustRegister(m.Dropped)
 	reg.MustRegister(m.RoundSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -137,9 +149,13 @@ func (m *Metrics) AddConn(name string, nc *nats.Conn) error {
 	return nil
 }
 
-// Handler returns the HTTP handler of /metrics and /debug/pprof/.
+// Handler returns the HTTP handler of the live page (/), its history as
+// JSON (/series, see Series), the metrics for Prometheus (/metrics) and
+// the profiles (/debug/pprof/).
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", servePage)
+	mux.HandleFunc("GET /series", m.serveSeries)
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -151,23 +167,44 @@ func (m *Metrics) Handler() http.Handler {
 
 // Server serves a Metrics' handler.
 type Server struct {
-	srv  *http.Server
-	addr string
-	done chan error
+	srv     *http.Server
+	addr    string
+	done    chan error
+	stop    context.CancelFunc
+	sampled chan struct{}
 }
 
 // Serve starts serving m on addr (host:port; port 0 picks a free one) and
-// returns once it listens. Errors after that are logged to log.
+// sampling m into its history every second, and returns once it listens.
+// Errors after that are logged to log.
 func Serve(addr string, m *Metrics, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("serve metrics on %s: %w", addr, err)
 	}
+	ctx, stop := context.WithCancel(context.Background())
 	s := &Server{
-		srv:  &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second},
-		addr: ln.Addr().String(),
-		done: make(chan error, 1),
+		srv:     &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		addr:    ln.Addr().String(),
+		done:    make(chan error, 1),
+		stop:    stop,
+		sampled: make(chan struct{}),
 	}
+	go func() {
+		defer close(s.sampled)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			if err := m.Sample(time.Now()); err != nil && log != nil {
+				log.Warn("monitor", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
 	go func() {
 		err := s.srv.Serve(ln)
 		if !errors.Is(err, http.ErrServerClosed) && log != nil {
@@ -181,8 +218,11 @@ func Serve(addr string, m *Metrics, log *slog.Logger) (*Server, error) {
 // Addr returns the address the server listens on.
 func (s *Server) Addr() string { return s.addr }
 
-// Close stops the server, waiting up to 5 seconds for requests in progress.
+// Close stops the server and the sampling, waiting up to 5 seconds for
+// requests in progress.
 func (s *Server) Close() error {
+	s.stop()
+	<-s.sampled
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)

@@ -2,6 +2,7 @@ package monitor_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
@@ -46,8 +47,8 @@ func value(t *testing.T, text, metric string) float64 {
 }
 
 // TestServe runs a job whose nodes report to one Metrics, served over
-// HTTP, and checks the metrics against the job's result, and that pprof
-// answers.
+// HTTP, and checks the metrics and the end of the history (/series)
+// against the job's result, and that the page and pprof answer.
 func TestServe(t *testing.T) {
 	m := monitor.New()
 	srv, err := monitor.Serve("127.0.0.1:0", m, nil)
@@ -92,6 +93,22 @@ func TestServe(t *testing.T) {
 	}
 	if !strings.Contains(text, `strads_coordinator_phase_seconds_total{phase="pull"}`) {
 		t.Error("no pull phase")
+	}
+	// The live page's history: the sample of the request is the job's end.
+	var series monitor.Series
+	if err := json.Unmarshal([]byte(get(t, "http://"+srv.Addr()+"/series")), &series); err != nil {
+		t.Fatal(err)
+	}
+	last := series.Samples[len(series.Samples)-1]
+	if last.Rounds != float64(res.Rounds) || last.Updates != float64(res.Updates) || float64(last.Objective) != res.Final.Objective {
+		t.Errorf("/series ends with rounds %v, updates %v, objective %v; want %d, %d, %v",
+			last.Rounds, last.Updates, last.Objective, res.Rounds, res.Updates, res.Final.Objective)
+	}
+	if last.NATSOutBytes["coordinator"] <= 0 || len(last.WorkerSeconds) != 2 || len(last.SchedulerSeconds) != 1 {
+		t.Errorf("/series: NATS out %v, worker seconds %v, scheduler seconds %v", last.NATSOutBytes, last.WorkerSeconds, last.SchedulerSeconds)
+	}
+	if page := get(t, "http://"+srv.Addr()+"/"); !strings.Contains(page, "<svg") {
+		t.Errorf("page %.200q", page)
 	}
 	if body := get(t, "http://"+srv.Addr()+"/debug/pprof/"); !strings.Contains(body, "goroutine") {
 		t.Errorf("pprof index %.200q", body)
