@@ -249,7 +249,7 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 	m.last, m.lastLL = sum, ll/float64(m.tokens)
 	r := Report{
 		Time: m.pulledAt.Sub(m.t0), Round: m.pulled, Iter: m.iter(),
-		LogLik: m.lastLL, Tokens: sum.Sampled, SampleNanos: sum.SampleNanos, NNZ: sum.WordNNZ,
+		LogLik: m.lastLL, Tokens: sum.Sampled, SampleNanos: sum.SampleNanos,
 		Priors: Priors{Alpha: slices.Clone(m.priors.Alpha), Beta: m.priors.Beta}, Perplexity: math.NaN(),
 	}
 	if m.cfg.TestDocword != "" && (m.cfg.TestEvery == 0 || math.Mod(r.Iter, float64(m.cfg.TestEvery)) == 0) {

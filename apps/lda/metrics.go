@@ -21,8 +21,6 @@ type Report struct {
 	// time the workers spent sampling them, all workers together.
 	Tokens      int64
 	SampleNanos int64
-	// NNZ is the number of non-zero word-topic counts.
-	NNZ int
 	// Priors are the priors the report's log-likelihood is computed with.
 	Priors Priors
 	// Perplexity is the held-out perplexity (Config.TestDocword) of the
