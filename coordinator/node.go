@@ -340,10 +340,16 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			err = req.Validate()
 		}
 		if err != nil {
+			n.drop(msg, "", cmpOr(protocol.Reason(err), protocol.DropGarbage), err)
+			if t := req.Header.Type; t != "" && t != protocol.TypeJoin {
+				// Another message of the protocol, relayed here: its reply
+				// subject awaits another answer (a ready's, its ack), which
+				// a join reply must not take the place of.
+				return
+			}
 			// Answered all the same: a node of another protocol version
 			// learns why it is refused.
 			rep.Err = fmt.Sprintf("not a join request of protocol version %d: %v", protocol.Version, err)
-			n.drop(msg, "", cmpOr(protocol.Reason(err), protocol.DropGarbage), err)
 		} else {
 			role := cmpOr(req.Role, protocol.RoleWorker)
 			n.mu.Lock()
