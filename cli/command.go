@@ -68,10 +68,14 @@ func Main(apps ...App) {
 }
 
 // Main runs the command line on the process's arguments, until done or
-// interrupted (SIGINT or SIGTERM cancel the job), and exits with its
-// status.
+// interrupted (SIGINT or SIGTERM cancel the job; a second one ends the
+// process at once), and exits with its status.
 func (cl *CommandLine) Main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal cancels the job, which then ends cleanly; it also
+	// gives the signals back their default action, so that a second one
+	// ends the process at once, even one stuck where no context reaches.
+	context.AfterFunc(ctx, stop)
 	code := cl.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -43,6 +43,10 @@ var commandLine = &cli.CommandLine{
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal cancels the job, which then ends cleanly; it also
+	// gives the signals back their default action, so that a second one
+	// ends the process at once, even one stuck where no context reaches.
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
