@@ -26,7 +26,9 @@ type Options struct {
 	//
 	// With Depth D, a stop that a report decides at the pull of round t
 	// (Tol, Target), and a TimeLimit noticed then, land after round
-	// L = min(t+D−1, MaxRounds), the last round already asked for. The
+	// L = min(t+D−1, MaxRounds), the last round already asked for, or,
+	// for an app whose rounds come in iterations (Iterated: the
+	// rotation), after the end of that round's iteration. The
 	// workers then report the state after L, which is the model written:
 	// a Tol or Target stop holds only if that report passes a stop test
 	// too, so that the model written is certified; otherwise the job goes
@@ -71,7 +73,10 @@ type Options struct {
 	Timeout time.Duration
 	// Metrics, if set, is the path of the metrics CSV.
 	Metrics string
-	// Out, if set, is the path the model is written to.
+	// Out, if set, is the path the model is written to (WriteModel), or
+	// what the app's schmp.Outputter makes its files' paths of. The model's
+	// files and the metrics CSV are created before the job starts and
+	// committed together once it has stopped, all or none (DESIGN §6).
 	Out string
 	// Progress, if set, receives a progress line every ProgressEvery.
 	Progress      io.Writer
