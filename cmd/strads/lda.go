@@ -23,10 +23,13 @@ import (
 func ldaApp() cli.App {
 	return cli.App{
 		Name:     "lda",
-		Summary:  "topic model (LDA, collapsed Gibbs sampling); strads lda infer: topics of new documents",
+		Summary:  "topic model (LDA, collapsed Gibbs sampling)",
 		Synopsis: "--docword FILE [--vocab FILE] | --text FILE  [--topics K --iters T --workers N --alpha A --beta B --seed S] [flags]\n       " + ldaInferSynopsis,
 		Flags:    ldaCommand,
 		PerRole:  []string{"docword", "vocab", "text", "stop-words", "test-docword", "word-topic", "doc-topic", "model"},
+		Commands: []cli.Command{
+			{Name: "infer", Synopsis: "--model FILE --docword FILE | --text FILE [--out FILE]", Summary: "topic proportions of new documents", Run: runLDAInfer},
+		},
 	}
 }
 

@@ -17,31 +17,6 @@ import (
 // ldaInferSynopsis is the usage line of strads lda infer.
 const ldaInferSynopsis = "strads lda infer --model FILE --docword FILE | --text FILE  [--out FILE] [--sweeps N] [--seed S] [--threads N]"
 
-// ldaCommands are the commands under strads lda besides the job itself:
-// "strads lda infer". run dispatches to them; package cli runs them as
-// commands of a program named "strads lda" (its exit statuses, errors
-// and --help), whose app, never run, is lda's.
-var ldaCommands = &cli.CommandLine{
-	Name: "strads lda",
-	Apps: []cli.App{ldaApp()},
-	Commands: []cli.Command{
-		{Name: "infer", Synopsis: "--model FILE --docword FILE | --text FILE [--out FILE]", Summary: "topic proportions of new documents", Run: runLDAInfer},
-	},
-}
-
-// isLDACommand reports whether args run one of ldaCommands: "lda NAME …".
-func isLDACommand(args []string) bool {
-	if len(args) < 2 || args[0] != "lda" {
-		return false
-	}
-	for _, c := range ldaCommands.Commands {
-		if c.Name == args[1] {
-			return true
-		}
-	}
-	return false
-}
-
 // runLDAInfer folds new documents into a trained LDA model (the JSON of
 // strads lda --model) with its topics φ fixed, and writes their topic
 // proportions, a line per document (lda.WriteProportions), to --out or

@@ -19,12 +19,6 @@
 package main
 
 import (
-	"context"
-	"io"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/strads-go/strads/cli"
 )
 
@@ -41,23 +35,4 @@ var commandLine = &cli.CommandLine{
 	},
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal cancels the job, which then ends cleanly; it also
-	// gives the signals back their default action, so that a second one
-	// ends the process at once, even one stuck where no context reaches.
-	context.AfterFunc(ctx, stop)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
-// run runs the command line args and returns the exit status: "lda NAME"
-// of a command under lda (ldaCommands, "strads lda infer"), else
-// commandLine's.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if isLDACommand(args) {
-		return ldaCommands.Run(ctx, args[1:], stdout, stderr)
-	}
-	return commandLine.Run(ctx, args, stdout, stderr)
-}
+func main() { commandLine.Main() }

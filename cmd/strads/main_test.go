@@ -46,7 +46,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code = run(ctx, args, &o, &e)
+	code = commandLine.Run(ctx, args, &o, &e)
 	return code, o.String(), e.String()
 }
 
