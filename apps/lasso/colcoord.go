@@ -182,7 +182,7 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		if m {
 			moved = k
 		}
-		if err := c.checkHanded(k, &part.Cols); err != nil {
+		if err := columnar.CheckHanded(k, c.workers, len(c.q), &part.Cols, c.held, c.beta); err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err
 		}
 		handed.AddAll(&part.Cols)
@@ -223,33 +223,6 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		c.pos[j] = -1
 	}
 	return u, fb, nil
-}
-
-// checkHanded checks the columns cols that worker shard k hands to the
-// leader: none from the leader itself, each a column of k's not handed
-// before, with β_j = 0, and the data well formed.
-func (c *ColCoordinator) checkHanded(k int, cols *columnar.Columns) error {
-	if cols.Len() == 0 {
-		return nil
-	}
-	if k == columnar.Leader {
-		return fmt.Errorf("worker shard %d, the leader, handed itself %d columns", k, cols.Len())
-	}
-	if err := cols.Check(len(c.q), len(c.beta)); err != nil {
-		return fmt.Errorf("worker shard %d handed the leader columns: %w", k, err)
-	}
-	lo, hi := columnar.OwnedRange(len(c.beta), k, c.workers)
-	for _, j := range cols.IDs {
-		switch {
-		case int(j) < lo || int(j) >= hi:
-			return fmt.Errorf("worker shard %d handed the leader column %d, outside its columns [%d, %d)", k, j, lo, hi)
-		case c.held[j]:
-			return fmt.Errorf("worker shard %d handed the leader column %d a second time", k, j)
-		case c.beta[j] != 0:
-			return fmt.Errorf("worker shard %d handed the leader column %d, whose β is %v, not 0", k, j, c.beta[j])
-		}
-	}
-	return nil
 }
 
 // residual returns r = ỹ − X̃β from the coordinator's q.

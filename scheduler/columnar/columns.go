@@ -143,3 +143,33 @@ func HandLimit(nnz int) int { return max(MinHand, nnz) }
 // MinHand is the fewest columns a worker adds to the leader's working set
 // in a round when it has more violators (see HandLimit).
 const MinHand = 256
+
+// CheckHanded checks the columns cols that worker shard k of workers hands
+// to the leader in the column layout of total columns and rows rows: none
+// from the leader itself, each a column of k's (OwnedRange) not handed
+// before (held[j]) whose coefficient coef[j] is 0, and the data well formed
+// (Columns.Check).
+func CheckHanded(k, workers, rows int, cols *Columns, held []bool, coef []float64) error {
+	if cols.Len() == 0 {
+		return nil
+	}
+	if k == Leader {
+		return fmt.Errorf("worker shard %d, the leader, handed itself %d columns", k, cols.Len())
+	}
+	total := len(coef)
+	if err := cols.Check(rows, total); err != nil {
+		return fmt.Errorf("worker shard %d handed the leader columns: %w", k, err)
+	}
+	lo, hi := OwnedRange(total, k, workers)
+	for _, j := range cols.IDs {
+		switch {
+		case int(j) < lo || int(j) >= hi:
+			return fmt.Errorf("worker shard %d handed the leader column %d, outside its columns [%d, %d)", k, j, lo, hi)
+		case held[j]:
+			return fmt.Errorf("worker shard %d handed the leader column %d a second time", k, j)
+		case coef[j] != 0:
+			return fmt.Errorf("worker shard %d handed the leader column %d, whose coefficient is %v, not 0", k, j, coef[j])
+		}
+	}
+	return nil
+}
