@@ -34,6 +34,7 @@ type ColCoordinator struct {
 	z       []float64 // the margins Xw + b
 	r       []float64 // −y_i·σ(−y_i·z_i)
 	pos     []int32   // column → its index in a round's feedback, or -1
+	held    []bool    // column → handed to the leader (several workers)
 
 	// lastMoved is the last round whose update changed the model: a
 	// partial computed before it is stale. taken[k] is the last round whose
@@ -135,6 +136,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	c.n = float64(s0.Rows)
 	c.y = s0.Y
 	c.w = make([]float64, s0.Features)
+	c.held = make([]bool, s0.Features)
 	c.pos = make([]int32, s0.Features)
 	for j := range c.pos {
 		c.pos[j] = -1
@@ -233,6 +235,12 @@ func (c *ColCoordinator) single(k int, part ColPartial) change {
 // of the merged change at the step a backtracking line search finds and
 // each worker's change alone, at step 1; or nothing if none lowers it.
 //
+// With several workers only the leader's partial may change the model
+// (over its own columns and those handed to it), and the others' hand it
+// columns, which the update forwards to it (see ColumnProgram's layout
+// notes): the leader's change, computed from the current margins, is taken
+// whole as one worker's is.
+//
 // With rounds in flight, a worker's change computed before the model took
 // one of its earlier changes is dropped: its values of the worker's columns
 // and its change of the margins start from a model that is gone.
@@ -246,11 +254,23 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 	fb := p.Feedback()
 	var moved []int // workers with a change
 	fresh := true
+	var handed columnar.Columns
 	for k, part := range partials {
-		m, err := columnar.CheckChange(k, c.workers, len(c.w), len(c.z), part.Vars, part.Value, len(part.Dir))
+		var held []bool
+		if k == columnar.Leader {
+			held = c.held
+		}
+		m, err := columnar.CheckChangeHeld(k, c.workers, len(c.w), len(c.z), part.Vars, part.Value, len(part.Dir), held)
 		if err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err
 		}
+		if m && k != columnar.Leader {
+			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d changed the model, which only the leader (shard %d) does", k, columnar.Leader)
+		}
+		if err := columnar.CheckHanded(k, c.workers, len(c.z), &part.Cols, c.held, c.w); err != nil {
+			return ColUpdate{}, schmp.Feedback{}, err
+		}
+		handed.AddAll(&part.Cols)
 		if math.IsNaN(part.Bias) || math.IsInf(part.Bias, 0) {
 			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d set the intercept to %v", k, part.Bias)
 		}
@@ -264,7 +284,10 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 		moved = append(moved, k)
 		fresh = fresh && part.AsOf >= c.lastMoved
 	}
-	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b, Lambda: c.lambda}
+	for _, j := range handed.IDs {
+		c.held[j] = true
+	}
+	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b, Lambda: c.lambda, Cols: handed}
 	if len(moved) == 0 {
 		return u, fb, nil
 	}

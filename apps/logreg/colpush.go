@@ -3,6 +3,8 @@ package logreg
 import (
 	"context"
 	"math"
+
+	"github.com/strads-go/strads/scheduler/columnar"
 )
 
 // newtonScratch is the scratch of a column worker's Newton steps, reused
@@ -37,12 +39,39 @@ const (
 // 0 with an intercept, the intercept is one more coordinate of the model,
 // unpenalized. Steps follow each other until the first sweep of one changes
 // nothing by more than the inner tolerance or the work budget is spent.
+//
+// With several workers every worker first scans its columns not yet in the
+// leader's working set for violators (scan), as the Lasso's do. The others
+// hand theirs, with their data, to the leader and stop there: their partial
+// changes nothing. The leader adds its own to its working set and takes the
+// Newton steps above over its working set — the columns it picked from its
+// own so far and every column handed to it — instead of the plan's block,
+// which it only checks.
 func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
-	block, err := w.work.Build(p, w.w)
+	block, err := w.work.Build(p, w.w[:w.x.Cols])
 	if err != nil {
 		return ColPartial{}, err
 	}
-	w.nt.grow(len(w.rows), w.x.Cols)
+	var scanWork int64
+	if w.handed != nil {
+		if err := ctx.Err(); err != nil {
+			return ColPartial{}, err
+		}
+		picked, work := w.scan()
+		if w.shard != columnar.Leader {
+			part := ColPartial{Bias: w.b, AsOf: w.asOf, Work: work}
+			for _, j := range picked {
+				rows, vals := w.x.Col(int(j) - w.first)
+				part.Cols.Add(j, rows, vals)
+			}
+			return part, nil
+		}
+		scanWork = work
+		w.own = append(w.own, picked...)
+		w.set = append(append(w.set[:0], w.own...), w.held.IDs...)
+		block = w.set
+	}
+	w.nt.grow(len(w.rows), len(w.w))
 	copy(w.scratch, w.rows)
 	copy(w.trial, w.w)
 	b := w.b
@@ -84,9 +113,9 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 			break // no step along the direction lowers F: rounding
 		}
 	}
-	part := ColPartial{Bias: b, AsOf: w.asOf, Work: work}
+	part := ColPartial{Bias: b, AsOf: w.asOf, Work: work + scanWork}
 	for _, j := range block {
-		l := int(j) - w.first
+		l := w.local(j)
 		if w.trial[l] != w.w[l] {
 			part.Vars = append(part.Vars, j)
 			part.Value = append(part.Value, w.trial[l])
@@ -103,9 +132,9 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 			}
 		}
 		for k, j := range part.Vars {
-			l := int(j) - w.first
+			l := w.local(j)
 			d := part.Value[k] - w.w[l]
-			rows, vals := w.x.Col(l)
+			rows, vals := w.col(l)
 			for t, i := range rows {
 				part.Dir[i] += vals[t] * d
 			}
@@ -136,7 +165,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		nt.s[i] = st.r
 	}
 	for _, j := range block {
-		l := int(j) - w.first
+		l := w.local(j)
 		nt.next[l] = w.trial[l]
 	}
 	nb := *b
@@ -146,8 +175,8 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 	sweep := func(cols []int32, fresh bool) float64 {
 		var most float64
 		for _, j := range cols {
-			l := int(j) - w.first
-			rows, vals := w.x.Col(l)
+			l := w.local(j)
+			rows, vals := w.col(l)
 			var g, h float64
 			if fresh {
 				for t, i := range rows {
@@ -214,7 +243,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 	for moved > tol && *work < budget {
 		w.active = w.active[:0]
 		for _, j := range block {
-			if nt.next[int(j)-w.first] != 0 {
+			if nt.next[w.local(j)] != 0 {
 				w.active = append(w.active, j)
 			}
 		}
@@ -232,13 +261,13 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 	var slope float64
 	w.active = w.active[:0]
 	for _, j := range block {
-		l := int(j) - w.first
+		l := w.local(j)
 		d := nt.next[l] - w.trial[l]
 		if d == 0 {
 			continue
 		}
 		w.active = append(w.active, j)
-		rows, vals := w.x.Col(l)
+		rows, vals := w.col(l)
 		for t, i := range rows {
 			nt.u[i] += vals[t] * d
 		}
@@ -268,7 +297,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		}
 		df := dl / w.n
 		for _, j := range w.active {
-			l := int(j) - w.first
+			l := w.local(j)
 			df += w.lambda * (math.Abs(moveTo(w.trial[l], nt.next[l], alpha)) - math.Abs(w.trial[l]))
 		}
 		*work += int64(len(w.scratch))
@@ -278,7 +307,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		alpha /= 2
 	}
 	for _, j := range w.active {
-		l := int(j) - w.first
+		l := w.local(j)
 		w.trial[l] = moveTo(w.trial[l], nt.next[l], alpha)
 	}
 	*b = moveBias(*b, nb, alpha)

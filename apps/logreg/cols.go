@@ -19,15 +19,25 @@ import (
 // coordinates on a scratch copy of z, as newGLMNET does (ColWorker.Push:
 // coordinate descent on the quadratic model, then an Armijo line search on
 // the exact objective, so that no step raises F), and returns its change of
-// z. With one worker the change is taken whole. With several, the
-// coordinator merges the workers' changes by a backtracking (Armijo) line
-// search on the exact objective along the merged direction, as d-GLMNET
-// does, and takes the best of that and each worker's change alone: a round
-// never raises F.
+// z. With one worker the change is taken whole.
+//
+// With several, what is parallel is split from what is sequential, exactly
+// as in the Lasso's column layout (see lasso.ColumnProgram): every worker
+// scans its columns each round for violators of the optimality conditions
+// (w_j = 0 and |∇_j L| > λ), the others hand theirs, once, with their data,
+// to worker columnar.Leader (ColPartial.Cols → ColUpdate.Cols, a
+// schmp.Splitter), and the leader alone takes the Newton steps over its
+// working set: the columns it picked from its own and every column handed
+// to it. A round's change is then one worker's sequence of Newton steps,
+// each accepted by an Armijo line search on the exact objective, from the
+// margins every node holds, and is taken whole as one worker's is; the
+// coordinator's backtracking merge (d-GLMNET's) remains for a change
+// computed from older margins. Every update carries the new values of the
+// w_j it changes, so every owner reports its columns exactly.
 //
 // The intercept, with Config.Intercept, is one more coordinate of worker
 // shard 0's quadratic model, unpenalized; its change is part of that
-// worker's change of z.
+// worker's change of z. Shard 0 is the leader.
 
 // ColPlan is the plan of a round in the column layout.
 type ColPlan = columnar.BlockPlan
@@ -45,6 +55,8 @@ type ColPartial struct {
 	Bias  float64       `msgpack:"b"`
 	AsOf  uint64        `msgpack:"a"`
 	Work  int64         `msgpack:"w"`
+	// Cols are the columns a worker other than the leader hands to it.
+	Cols columnar.Columns `msgpack:"c"`
 }
 
 // ColUpdate is the coordinator's merge of round Round: with step Alpha
@@ -64,6 +76,18 @@ type ColUpdate struct {
 	Bias   float64       `msgpack:"b"`
 	Init   bool          `msgpack:"i"`
 	Lambda float64       `msgpack:"l"`
+	// Cols are the columns handed to the leader in the round, which only
+	// the leader receives (ForShard).
+	Cols columnar.Columns `msgpack:"c"`
+}
+
+// ForShard implements schmp.Splitter: the handed columns go to the leader
+// alone.
+func (u ColUpdate) ForShard(shard int) ColUpdate {
+	if shard != columnar.Leader {
+		u.Cols = columnar.Columns{}
+	}
+	return u
 }
 
 // ColSummary describes a worker's shard in the column layout when it joins
@@ -108,7 +132,9 @@ func ColumnProgram(cfg Config, workers int) schmp.Program[ColPlan, ColPartial, C
 	return schmp.Program[ColPlan, ColPartial, ColUpdate, ColSummary]{
 		Name: "logreg",
 		NewScheduler: func(ctx context.Context, part, parts int) (schmp.Scheduler[ColPlan], error) {
-			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork}, workers, part, parts)
+			// With several workers, the workers choose their columns
+			// themselves: the plans are empty.
+			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork, NoBlocks: workers > 1}, workers, part, parts)
 		},
 		NewWorker: func(ctx context.Context, shard, shards int) (schmp.Worker[ColPlan, ColPartial, ColUpdate, ColSummary], error) {
 			return NewColWorker(cfg, shard, shards)

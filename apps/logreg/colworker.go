@@ -11,10 +11,15 @@ import (
 
 // ColWorker is the worker side of logistic regression in the column layout:
 // its own columns with all their rows, the labels, and a replica of the
-// margins z = Xw + b over all rows.
+// margins z = Xw + b over all rows. With several workers, worker
+// columnar.Leader takes the Newton steps over its working set and the
+// others scan, as the Lasso's column workers do; a worker's local index l
+// of a column is l < x.Cols for its own column first+l, and x.Cols+f for
+// the leader's f-th handed column.
 type ColWorker struct {
 	cfg          Config
 	shard        int
+	shards       int
 	x            *sparse.CSC // the worker's columns; column l is column first+l
 	first, total int
 	n            float64
@@ -38,6 +43,26 @@ type ColWorker struct {
 	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
 	rp      []float64            // scratch for Report
 	nt      newtonScratch        // scratch for Push's Newton steps
+	set     []int32              // the leader's working set
+
+	// The leader's handed columns, copied as they arrived, and where[j],
+	// the local index of handed column j (0: not handed; nil until the
+	// first arrives). w and trial extend over them.
+	held  columnar.Columns
+	where []int32
+
+	// With several workers: which of its columns a worker handed to the
+	// leader's working set (the leader: put in its own), the leader's own
+	// columns so picked, and a scan's candidates with their scores.
+	handed []bool
+	own    []int32
+	cand   []int32
+	score  []float64
+	// grad[l] is |Σ_i x_ij·r_i| of own column l as the last Report
+	// computed it (without an intercept, where the dual point is −r), which
+	// the next scan uses if no update came in between (gradFresh).
+	grad      []float64
+	gradFresh bool
 }
 
 // colRow is what a worker keeps of a row in the column layout: the margin
@@ -70,7 +95,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	}
 	n := len(labels)
 	w := &ColWorker{
-		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
+		cfg: cfg, shard: shard, shards: shards, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
 		bias: shard == 0 && cfg.Intercept,
 		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
 		scratch: make([]colRow, n), trial: make([]float64, x.Cols),
@@ -91,8 +116,94 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 			w.zero++
 		}
 	}
+	if shards > 1 {
+		w.handed = make([]bool, x.Cols)
+		w.grad = make([]float64, x.Cols)
+	}
 	w.setMargins(0)
 	return w, nil
+}
+
+// local returns the local index of column j, which the worker owns or
+// holds (the leader's handed columns).
+func (w *ColWorker) local(j int32) int {
+	l := int(j) - w.first
+	if uint(l) < uint(w.x.Cols) {
+		return l
+	}
+	return int(w.where[j])
+}
+
+// col returns the row indices and values of the column of local index l.
+func (w *ColWorker) col(l int) ([]int32, []float64) {
+	if l < w.x.Cols {
+		return w.x.Col(l)
+	}
+	return w.held.Col(l - w.x.Cols)
+}
+
+// take adds the columns handed to the leader, copied, with w_j = 0: only
+// the leader changes w, and a worker hands only columns whose w_j is 0.
+func (w *ColWorker) take(cols *columnar.Columns) error {
+	if err := cols.Check(len(w.rows), w.total); err != nil {
+		return fmt.Errorf("update handing columns to the leader: %w", err)
+	}
+	if w.where == nil {
+		w.where = make([]int32, w.total)
+	}
+	for k, j := range cols.IDs {
+		if l := int(j) - w.first; l >= 0 && l < w.x.Cols || w.where[j] != 0 {
+			return fmt.Errorf("update handing the leader column %d, which it holds already", j)
+		}
+		rows, vals := cols.Col(k)
+		w.where[j] = int32(w.x.Cols + w.held.Len())
+		w.held.Add(j, rows, vals)
+		w.w = append(w.w, 0)
+		w.trial = append(w.trial, 0)
+	}
+	return nil
+}
+
+// scan is a worker's pass, with several workers, over its columns not yet
+// in the leader's working set (their w_j is 0) at the current margins: it
+// finds the violators of the optimality conditions, |Σ_i x_ij·r_i|/n > λ
+// (r_i the derivative of row i's loss), and returns the worst of them, at
+// most columnar.HandLimit of its non-zero coefficients, which it marks as
+// handed, and the work it did.
+func (w *ColWorker) scan() (picked []int32, work int64) {
+	w.cand, w.score = w.cand[:0], w.score[:0]
+	for l := range w.x.Cols {
+		if w.handed[l] {
+			continue
+		}
+		var g float64
+		if w.gradFresh {
+			g = w.grad[l]
+		} else {
+			rows, vals := w.x.Col(l)
+			work += int64(len(rows)) + 1
+			var dot float64
+			for t, i := range rows {
+				dot += vals[t] * w.rows[i].r
+			}
+			g = math.Abs(dot)
+		}
+		if g /= w.n; g > w.lambda {
+			w.cand = append(w.cand, int32(w.first+l))
+			w.score = append(w.score, g)
+		}
+	}
+	nz := 0
+	for _, v := range w.w[:w.x.Cols] {
+		if v != 0 {
+			nz++
+		}
+	}
+	picked = columnar.HandOver(w.cand, w.score, columnar.HandLimit(nz))
+	for _, j := range picked {
+		w.handed[int(j)-w.first] = true
+	}
+	return picked, work
 }
 
 // setMargins sets every margin to b.
@@ -138,9 +249,11 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 }
 
 // Apply implements schmp.Worker: it moves the margins and the worker's w
-// and b as the update says, and switches to the update's λ, if it carries
-// a new one.
+// (of its own columns, and the leader's of its handed columns too) and b as
+// the update says, switches to the update's λ, if it carries a new one,
+// and, on the leader, takes the columns handed to it.
 func (w *ColWorker) Apply(u ColUpdate) error {
+	w.gradFresh = false
 	if u.Init {
 		if math.IsNaN(u.Bias) || math.IsInf(u.Bias, 0) {
 			return fmt.Errorf("initial intercept %v", u.Bias)
@@ -177,10 +290,18 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 			w.loss[i] = lossAt(y, z)
 		}
 	}
+	if u.Cols.Len() > 0 && w.shard == columnar.Leader {
+		if err := w.take(&u.Cols); err != nil {
+			return err
+		}
+	}
 	for k, j := range u.Vars {
 		l := int(j) - w.first
-		if l < 0 || l >= len(w.w) {
-			continue // another worker's column
+		if uint(l) >= uint(w.x.Cols) {
+			if w.where == nil || j < 0 || int(j) >= len(w.where) || w.where[j] == 0 {
+				continue // another worker's column
+			}
+			l = int(w.where[j])
 		}
 		w.w[l] = moveTo(w.w[l], u.Value[k], u.Alpha)
 	}
@@ -227,8 +348,14 @@ func (w *ColWorker) Report() (ColSummary, error) {
 			dot += vals[t] * w.rp[i]
 		}
 		s.Dual = max(s.Dual, math.Abs(dot))
+		if w.handed != nil {
+			w.grad[l] = math.Abs(dot)
+		}
 	}
-	for _, v := range w.w {
+	// Without an intercept the dual point is −r, and the next Push scans
+	// the same margins, unless an update comes first.
+	w.gradFresh = w.handed != nil && !w.cfg.Intercept
+	for _, v := range w.w[:w.x.Cols] {
 		if v != 0 {
 			s.L1 += math.Abs(v)
 			s.NNZ++
