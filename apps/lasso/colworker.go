@@ -23,7 +23,6 @@ import (
 type ColWorker struct {
 	cfg          Config
 	shard        int
-	shards       int
 	x            *sparse.CSC // the worker's columns; column l is column first+l
 	first, total int
 	n            float64
@@ -42,7 +41,7 @@ type ColWorker struct {
 	active  []int32
 	relTol  float64              // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
 	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
-	set     []int32              // the leader's working set: work's and the handed columns
+	set     []int32              // the leader's working set: its picked columns and the handed ones
 
 	// The leader's handed columns, copied as they arrived, and where[j],
 	// the local index of handed column j (0: not handed; nil until the
@@ -79,7 +78,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		return nil, fmt.Errorf("%s: %d features are too few for %d workers in the column layout", cfg.Data, total, shards)
 	}
 	w := &ColWorker{
-		cfg: cfg, shard: shard, shards: shards, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
+		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
 		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
 		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
 		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),

@@ -19,7 +19,6 @@ import (
 type ColWorker struct {
 	cfg          Config
 	shard        int
-	shards       int
 	x            *sparse.CSC // the worker's columns; column l is column first+l
 	first, total int
 	n            float64
@@ -95,7 +94,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	}
 	n := len(labels)
 	w := &ColWorker{
-		cfg: cfg, shard: shard, shards: shards, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
+		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
 		bias: shard == 0 && cfg.Intercept,
 		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
 		scratch: make([]colRow, n), trial: make([]float64, x.Cols),
