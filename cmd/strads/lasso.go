@@ -193,10 +193,11 @@ func columnOptions(fs *flag.FlagSet, opts *coordinator.Options) error {
 }
 
 // workersUsage is the usage of --workers for the Lasso and logistic
-// regression, whose default is one worker: on one machine several workers
-// of the column layout only share its cores, and their merged changes
-// converge in more rounds (bench/RESULTS.md).
-const workersUsage = "number of workers: one is the fastest on one machine; more for data spread over machines, or n ≫ p data in the row layout"
+// regression, whose default is one worker: on one machine two or four
+// workers of the column layout fit p ≫ n data faster (the leader, DESIGN
+// §5), one is the fastest on n ≫ p, where the job is the read
+// (bench/RESULTS.md, "Two workers against one").
+const workersUsage = "number of workers: on one machine 2 (to 4) fit p ≫ n data faster than 1, 1 is the fastest on n ≫ p; more for data spread over machines"
 
 // monotoneRiseTol is the rise of the objective, relative, that a job whose
 // every round provably lowers it tolerates before it fails: rounding only.
