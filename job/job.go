@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,8 +31,20 @@ type Options struct {
 	// Job names the job; its subjects live under strads.<Job>.
 	Job string
 	// NATS is the URL of an external NATS server; empty starts an embedded
-	// one on 127.0.0.1 and connects the nodes to it in-process.
+	// one, to which the nodes connect in-process: it listens on no TCP
+	// port unless Listen says where.
 	NATS string
+	// NATSOptions add to the options of every node's connection to the
+	// external server of NATS: credentials, TLS (see wire.Connect).
+	NATSOptions []nats.Option
+	// Listen, if set, is the address (host:port, port 0: a free one) where
+	// the embedded server also takes TCP connections, for other processes
+	// (a tool that watches the job's subjects, say). Empty: none, so that
+	// no other process on the machine reaches the job (DESIGN §6).
+	Listen string
+	// Listening, if set, is called with the embedded server's client URL
+	// once it listens on Listen.
+	Listening func(url string)
 	// Coordinator configures the coordinator node; its Workers and
 	// Schedulers are the numbers of worker and scheduler nodes started.
 	Coordinator coordinator.Options
@@ -57,15 +71,22 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		log = slog.New(slog.DiscardHandler)
 	}
 	connect := func(name string) (*nats.Conn, error) {
-		return wire.Connect(opts.NATS, name, 10*time.Second)
+		return wire.Connect(opts.NATS, name, 10*time.Second, opts.NATSOptions...)
 	}
 	if opts.NATS == "" {
-		srv, err := natsserver.Start(natsserver.Options{})
+		srv, err := startEmbedded(opts.Listen)
 		if err != nil {
 			return nil, err
 		}
 		defer srv.Stop()
-		log.Info("embedded nats-server", "url", srv.ClientURL())
+		if srv.Addr() != nil {
+			log.Info("embedded nats-server", "url", srv.ClientURL())
+			if opts.Listening != nil {
+				opts.Listening(srv.ClientURL())
+			}
+		} else {
+			log.Info("embedded nats-server, in-process connections only")
+		}
 		connect = srv.ConnectInProcess
 	}
 
@@ -194,4 +215,22 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		return nil, cerr
 	}
 	return res, nil
+}
+
+// startEmbedded starts the embedded server of a job: on no TCP port if
+// listen is empty, else on listen (host:port; no host: loopback).
+func startEmbedded(listen string) (*natsserver.Server, error) {
+	o := natsserver.Options{Port: -1}
+	if listen != "" {
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return nil, fmt.Errorf("job: listen %q: want HOST:PORT: %w", listen, err)
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("job: listen %q: port %q is not a number from 0 to 65535", listen, port)
+		}
+		o.Host, o.Port = host, int(p)
+	}
+	return natsserver.Start(o)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -339,16 +341,97 @@ func (m *Mailbox) Close() error {
 }
 
 // Connect dials the NATS server at url (a comma-separated list for a
-// cluster) and gives up after timeout.
-func Connect(url, name string, timeout time.Duration) (*nats.Conn, error) {
-	nc, err := nats.Connect(url,
+// cluster) and gives up after timeout; opts add to the connection's
+// options (credentials, TLS). Its error never shows the credentials of
+// url: see RedactURL.
+func Connect(url, name string, timeout time.Duration, opts ...nats.Option) (*nats.Conn, error) {
+	all := append([]nats.Option{
 		nats.Name(name),
 		nats.Timeout(timeout),
 		nats.RetryOnFailedConnect(false),
 		nats.MaxReconnects(-1),
-	)
+	}, opts...)
+	nc, err := nats.Connect(url, all...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", RedactURL(url), Redact(err, url))
 	}
 	return nc, nil
 }
+
+// userinfo matches the user information of a URL, "scheme://userinfo@",
+// in any text: the scheme (group 1) and the user information (group 2).
+var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@\s,"']+)@`)
+
+// Redacted stands for a password or token that RedactURL removed.
+const Redacted = "xxxxx"
+
+// RedactURL returns s, a URL, a comma-separated list of them, or any text
+// that contains some, with their passwords replaced by Redacted:
+// "nats://alice:s3cret@host" becomes "nats://alice:xxxxx@host". A user
+// without a password, "nats://TOKEN@host", is a token and is replaced
+// whole.
+func RedactURL(s string) string {
+	return userinfo.ReplaceAllStringFunc(s, func(m string) string {
+		sub := userinfo.FindStringSubmatch(m)
+		user, _, hasPassword := strings.Cut(sub[2], ":")
+		if !hasPassword {
+			user = Redacted
+		} else {
+			user += ":" + Redacted
+		}
+		return sub[1] + user + "@"
+	})
+}
+
+// Secrets returns the passwords and tokens in the user information of
+// url (a comma-separated list of URLs), as written and unescaped, longest
+// first, so that a text can be scrubbed of them wherever they appear, in
+// a URL or not.
+func Secrets(url string) []string {
+	var out []string
+	for _, m := range userinfo.FindAllStringSubmatch(url, -1) {
+		user, password, hasPassword := strings.Cut(m[2], ":")
+		secret := password
+		if !hasPassword {
+			secret = user
+		}
+		if secret == "" {
+			continue
+		}
+		out = append(out, secret)
+		if u, err := neturl.PathUnescape(secret); err == nil && u != secret && u != "" {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(out)
+}
+
+// Scrub returns s with the URLs' credentials redacted (RedactURL) and
+// every secret replaced by Redacted.
+func Scrub(s string, secrets []string) string {
+	s = RedactURL(s)
+	for _, secret := range secrets {
+		s = strings.ReplaceAll(s, secret, Redacted)
+	}
+	return s
+}
+
+// Redact returns err with the credentials of url scrubbed from its
+// message (Scrub), nil for nil. The errors of its chain stay reachable
+// with errors.Is and errors.As; their own messages are not scrubbed.
+func Redact(err error, url string) error {
+	if err == nil {
+		return nil
+	}
+	return redacted{err, Secrets(url)}
+}
+
+// redacted is an error whose message is scrubbed of secrets.
+type redacted struct {
+	err     error
+	secrets []string
+}
+
+func (e redacted) Error() string { return Scrub(e.err.Error(), e.secrets) }
+func (e redacted) Unwrap() error { return e.err }
