@@ -1,7 +1,7 @@
 // Package monitor exposes what a node is doing while a job runs: its
 // metrics for Prometheus (github.com/prometheus/client_golang), a live web
-// page of them with their history, and its profiles (net/http/pprof),
-// served over HTTP, so that a long distributed run can be watched and
+// page of them with their history, and, if asked for, its profiles
+// (net/http/pprof), served over HTTP, so that a long distributed run can be watched and
 // profiled.
 //
 // Metrics holds the metrics of every role; a node updates only its own
@@ -18,7 +18,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,16 +151,45 @@ func (m *Metrics) AddConn(name string, nc *nats.Conn) error {
 	return nil
 }
 
+// HandlerOptions says what a Metrics' handler serves besides the live
+// page, its history and the metrics.
+type HandlerOptions struct {
+	// Pprof serves the profiles of net/http/pprof under /debug/pprof/.
+	// Off by default: a profile shows the program's memory and the time it
+	// spends, and anyone who reaches the address may take one.
+	Pprof bool
+	// Cmdline is the command line that /debug/pprof/cmdline shows, with
+	// its credentials already removed; nil shows the program's name only,
+	// never os.Args, which may hold a password (a NATS URL's, say).
+	Cmdline []string
+}
+
 // Handler returns the HTTP handler of the live page (/), its history as
-// JSON (/series, see Series), the metrics for Prometheus (/metrics) and
-// the profiles (/debug/pprof/).
-func (m *Metrics) Handler() http.Handler {
+// JSON (/series) and the metrics for Prometheus (/metrics), without
+// profiles: HandlerWith(HandlerOptions{}).
+func (m *Metrics) Handler() http.Handler { return m.HandlerWith(HandlerOptions{}) }
+
+// HandlerWith returns Handler's handler, with the profiles
+// (/debug/pprof/) if o.Pprof.
+func (m *Metrics) HandlerWith(o HandlerOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", servePage)
 	mux.HandleFunc("GET /series", m.serveSeries)
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	if !o.Pprof {
+		return mux
+	}
+	cmdline := o.Cmdline
+	if cmdline == nil && len(os.Args) > 0 {
+		cmdline = os.Args[:1]
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, _ *http.Request) {
+		// pprof.Cmdline's answer, of the command line given.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, strings.Join(cmdline, "\x00"))
+	})
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
@@ -174,17 +205,22 @@ type Server struct {
 	sampled chan struct{}
 }
 
-// Serve starts serving m on addr (host:port; port 0 picks a free one) and
-// sampling m into its history every second, and returns once it listens.
-// Errors after that are logged to log.
+// Serve starts serving m's Handler on addr (host:port; port 0 picks a
+// free one) and sampling m into its history every second, and returns once
+// it listens. Errors after that are logged to log.
 func Serve(addr string, m *Metrics, log *slog.Logger) (*Server, error) {
+	return ServeWith(addr, m, log, HandlerOptions{})
+}
+
+// ServeWith is Serve of m's HandlerWith(o): with the profiles if o.Pprof.
+func ServeWith(addr string, m *Metrics, log *slog.Logger, o HandlerOptions) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("serve metrics on %s: %w", addr, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Server{
-		srv:     &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		srv:     &http.Server{Handler: m.HandlerWith(o), ReadHeaderTimeout: 10 * time.Second},
 		addr:    ln.Addr().String(),
 		done:    make(chan error, 1),
 		stop:    stop,

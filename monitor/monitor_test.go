@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -51,7 +53,7 @@ func value(t *testing.T, text, metric string) float64 {
 // against the job's result, and that the page and pprof answer.
 func TestServe(t *testing.T) {
 	m := monitor.New()
-	srv, err := monitor.Serve("127.0.0.1:0", m, nil)
+	srv, err := monitor.ServeWith("127.0.0.1:0", m, nil, monitor.HandlerOptions{Pprof: true, Cmdline: []string{"strads", "--nats", "nats://u:xxxxx@h"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +114,39 @@ func TestServe(t *testing.T) {
 	}
 	if body := get(t, "http://"+srv.Addr()+"/debug/pprof/"); !strings.Contains(body, "goroutine") {
 		t.Errorf("pprof index %.200q", body)
+	}
+	if body := get(t, "http://"+srv.Addr()+"/debug/pprof/cmdline"); body != "strads\x00--nats\x00nats://u:xxxxx@h" {
+		t.Errorf("pprof cmdline %q, want the one given", body)
+	}
+}
+
+// TestPprofSwitch checks that the profiles are served only when asked for,
+// and that the command line they show is the one given, never os.Args.
+func TestPprofSwitch(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    monitor.HandlerOptions
+		code    int
+		cmdline string
+	}{
+		{"off", monitor.HandlerOptions{}, http.StatusNotFound, ""},
+		{"on, no command line", monitor.HandlerOptions{Pprof: true}, http.StatusOK, os.Args[0]},
+		{"on", monitor.HandlerOptions{Pprof: true, Cmdline: []string{"a", "b"}}, http.StatusOK, "a\x00b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := monitor.New().HandlerWith(tt.opts)
+			for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline"} {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+				if w.Code != tt.code {
+					t.Fatalf("%s: status %d, want %d", path, w.Code, tt.code)
+				}
+				if path == "/debug/pprof/cmdline" && tt.code == http.StatusOK && w.Body.String() != tt.cmdline {
+					t.Errorf("cmdline %q, want %q", w.Body.String(), tt.cmdline)
+				}
+			}
+		})
 	}
 }
 
