@@ -35,6 +35,7 @@ type runFlags struct {
 	job         string
 	verbose     bool
 	http        string
+	secFlags
 }
 
 // perRole names the runtime's flags that are a role's own: its server,
@@ -47,6 +48,12 @@ type runFlags struct {
 var perRole = map[string]bool{
 	"out": true, "metrics": true, "progress": true, "timeout": true, "join-timeout": true,
 	"nats": true, "job": true, "verbose": true, "http": true, "app": true,
+}
+
+func init() {
+	for _, name := range securityPerRole {
+		perRole[name] = true
+	}
 }
 
 // addRunFlags adds the runtime's flags to fs; job is the default of --job.
@@ -68,7 +75,8 @@ func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
 	fs.StringVar(&f.nats, "nats", "", "`URL` of the NATS server (empty: start an embedded one)")
 	fs.StringVar(&f.job, "job", job, "job `name`: every subject of the job is under strads.<name>.")
 	fs.BoolVar(&f.verbose, "verbose", false, "log what every role does")
-	fs.StringVar(&f.http, "http", "", "serve Prometheus metrics (/metrics) and pprof profiles (/debug/pprof/) on `addr`, e.g. localhost:9090")
+	fs.StringVar(&f.http, "http", "", "serve the live page (/), Prometheus metrics (/metrics) and, with --pprof, profiles on `addr`: :9090 is 127.0.0.1:9090, this machine only; other machines need a host, e.g. 0.0.0.0:9090")
+	f.addSecurityFlags(fs)
 	return f
 }
 
@@ -109,19 +117,30 @@ func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 	return o, nil
 }
 
-// serve starts the --http server, if asked for, and says where on w. It
-// returns the metrics for the nodes (nil without --http) and a function
-// that stops the server.
-func (f *runFlags) serve(w io.Writer, log *slog.Logger) (*monitor.Metrics, func(), error) {
+// serve starts the --http server, if asked for, with the job's info
+// (monitor's SetInfo), and says where on w. It returns the metrics for the
+// nodes (nil without --http) and a function that stops the server.
+func (f *runFlags) serve(w io.Writer, log *slog.Logger, info map[string]string) (*monitor.Metrics, func(), error) {
 	if f.http == "" {
 		return nil, func() {}, nil
 	}
+	addr, err := httpAddr(f.http)
+	if err != nil {
+		return nil, nil, UsageError(fmt.Errorf("--http %w", err))
+	}
 	m := monitor.New()
-	srv, err := monitor.Serve(f.http, m, log)
+	for k, v := range info {
+		m.SetInfo(k, v)
+	}
+	srv, err := monitor.ServeWith(addr, m, log, monitor.HandlerOptions{Pprof: f.pprof, Cmdline: f.cmdline()})
 	if err != nil {
 		return nil, nil, UsageError(fmt.Errorf("--http: %w", err))
 	}
-	fmt.Fprintf(w, "serving metrics on http://%s/metrics and profiles on http://%s/debug/pprof/\n", srv.Addr(), srv.Addr())
+	line := fmt.Sprintf("serving the live page on http://%s/ and metrics on http://%s/metrics", srv.Addr(), srv.Addr())
+	if f.pprof {
+		line += fmt.Sprintf(", profiles on http://%s/debug/pprof/", srv.Addr())
+	}
+	fmt.Fprintln(w, line)
 	return m, func() { srv.Close() }, nil
 }
 

@@ -38,7 +38,7 @@ type session struct {
 }
 
 // runApp runs role of app (All: a whole job) with the command-line args.
-func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []string, stdout, stderr io.Writer) error {
+func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []string, stdout, stderr io.Writer) (err error) {
 	s := &session{app: &app, role: role, stdout: stdout, stderr: stderr, given: map[string]bool{}}
 	s.fs = flag.NewFlagSet(app.Name, flag.ContinueOnError)
 	s.rf = addRunFlags(s.fs, app.Name)
@@ -50,13 +50,19 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 		return err
 	}
 	s.fs.Visit(func(f *flag.Flag) { s.given[f.Name] = true })
+	// No output shows the credentials of --nats (cli/security.go).
+	defer func() { err = wire.Redact(err, s.rf.nats) }()
+	s.stderr = s.rf.scrub(stderr)
+	if err := s.rf.checkSecurity(role); err != nil {
+		return err
+	}
 	if role != All && s.rf.nats == "" {
 		return Usagef("--nats URL is required: a role joins a job through a NATS server")
 	}
 	if err := wire.CheckJob(s.rf.job); err != nil {
 		return UsageError(fmt.Errorf("--job: %w", err))
 	}
-	s.log = s.rf.logger(stderr)
+	s.log = s.rf.logger(s.stderr)
 	j, opts, err := s.makeJob()
 	if err != nil {
 		return err
@@ -105,9 +111,9 @@ func (s *session) execute(ctx context.Context, j *Job, opts *coordinator.Options
 	opts.Manifest = m
 	n := &node{session: s, opts: *opts}
 	if s.role != All {
-		nc, err := wire.Connect(s.rf.nats, "strads-"+string(s.role), 10*time.Second)
+		nc, err := wire.Connect(s.rf.nats, "strads-"+string(s.role), 10*time.Second, s.rf.natsOptions()...)
 		if err != nil {
-			return nil, err
+			return nil, s.rf.connectError(err)
 		}
 		defer nc.Close()
 		if n.c, err = wire.NewConn(nc, s.rf.job); err != nil {
@@ -116,7 +122,7 @@ func (s *session) execute(ctx context.Context, j *Job, opts *coordinator.Options
 		n.nc = nc
 	}
 	var stop func()
-	if n.mon, stop, err = s.rf.serve(s.stderr, s.log); err != nil {
+	if n.mon, stop, err = s.rf.serve(s.stderr, s.log, s.rf.info(s.role, m)); err != nil {
 		return nil, err
 	}
 	defer stop()
@@ -247,14 +253,23 @@ func (p program[P, R, U, S]) run(ctx context.Context, n *node) (*coordinator.Res
 	rf := n.rf
 	switch n.role {
 	case All:
-		return job.Run(ctx, p.prog, job.Options{
+		res, err := job.Run(ctx, p.prog, job.Options{
 			Job:         rf.job,
 			NATS:        rf.nats,
+			NATSOptions: rf.natsOptions(),
+			Listen:      rf.natsListen,
+			Listening: func(url string) {
+				fmt.Fprintf(n.stderr, "embedded nats-server listening on %s\n", url)
+			},
 			Coordinator: n.opts,
 			Timeout:     rf.timeout,
 			Logger:      n.log,
 			Monitor:     n.mon,
 		})
+		if err != nil {
+			err = rf.connectError(err)
+		}
+		return res, err
 	case Scheduler:
 		return nil, schednode.Run(ctx, n.c, p.prog.NewScheduler, schednode.Options{
 			ID: n.id, JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: n.log, Monitor: n.mon,

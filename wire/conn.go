@@ -418,13 +418,14 @@ func Scrub(s string, secrets []string) string {
 }
 
 // Redact returns err with the credentials of url scrubbed from its
-// message (Scrub), nil for nil. The errors of its chain stay reachable
+// message (Scrub): err itself if there is nothing to scrub. The errors of its chain stay reachable
 // with errors.Is and errors.As; their own messages are not scrubbed.
 func Redact(err error, url string) error {
-	if err == nil {
-		return nil
+	secrets := Secrets(url)
+	if err == nil || Scrub(err.Error(), secrets) == err.Error() {
+		return err
 	}
-	return redacted{err, Secrets(url)}
+	return redacted{err, secrets}
 }
 
 // redacted is an error whose message is scrubbed of secrets.
