@@ -764,7 +764,7 @@ func (n *node[P, R, U, S]) perform() error {
 			delete(n.sent, taskKey{a.Round, roundTask})
 			n.pulled(a.Round, a.Info)
 		case pipeline.StopDecided:
-			n.log.Info("stopping", "reason", a.Reason, "round", a.Round, "last", a.Last)
+			n.log.Info("stopping", "reason", a.Reason, "app_reason", n.core.Status().AppReason, "round", a.Round, "last", a.Last)
 		case pipeline.Resumed:
 			n.log.Info("stop refuted by its check; going on", "reason", a.Reason, "round", a.Round)
 		case pipeline.JobDone:
@@ -934,9 +934,10 @@ func (n *node[P, R, U, S]) finish() error {
 	st := n.core.Status()
 	n.res.Elapsed = time.Since(n.start)
 	n.res.Rounds, n.res.Updates, n.res.Candidates = st.Rounds, st.Updates, st.Candidates
-	n.res.Final, n.res.Reason, n.res.Trace = st.Final, st.Reason, st.Trace
+	n.res.Final, n.res.Reason, n.res.AppReason, n.res.Trace = st.Final, st.Reason, st.AppReason, st.Trace
 	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
 	n.res.MaxInFlight, n.res.MaxVarsInFlight = st.MaxInFlight, st.MaxVarsInFlight
+	n.res.App = n.app
 	for p := range n.opts.Schedulers {
 		stop := protocol.PlanRequest{Header: protocol.Header{Type: protocol.TypePlanRequest, Run: n.runID}, Round: st.Rounds + 1, Stop: true}
 		if err := wire.Publish(n.c, protocol.SubjectPlan(p), stop); err != nil {
@@ -949,7 +950,7 @@ func (n *node[P, R, U, S]) finish() error {
 	if n.opts.Progress != nil {
 		n.progressLine()
 		fmt.Fprintf(n.opts.Progress, "stopped: %s after %d rounds, %d updates, %s%s\n",
-			n.res.Reason, n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond), n.stage())
+			n.res.Why(), n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond), n.stage())
 	}
 	if f, ok := n.app.(schmp.Finisher[S]); ok {
 		if err := protocol.Guard("Finish", func() error { return f.Finish(n.core.Finals()) }); err != nil {

@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,9 @@ type halving struct {
 	vars      []int32 // the variables every plan claims to update
 	zeroGap   bool    // the objective comes with a certified gap of 0
 	metrics   bool    // reports carry app metrics "x" and "none" (NaN)
+	// appStop, if > 0, makes the reports of x ≤ appStop ask to stop
+	// (schmp.Progress.Stop), saying "x at most appStop".
+	appStop float64
 	// script, if set, gives the progress of report k (0 the first) in
 	// place of the objective 1 + x. With depth 1 and a report every round,
 	// report k shows the state after k rounds.
@@ -78,6 +82,7 @@ type halvingCoordinator struct {
 	x       float64
 	zeroGap bool
 	metrics bool
+	appStop float64
 	script  func(k int) schmp.Progress
 	reports int // the reports so far
 }
@@ -114,6 +119,9 @@ func (c *halvingCoordinator) Objective(reports []float64) (schmp.Progress, error
 	if c.metrics {
 		p.Metrics = []schmp.Metric{{Name: "x", Value: sum}, {Name: "none", Value: math.NaN()}}
 	}
+	if c.appStop > 0 && sum <= c.appStop {
+		p.Stop = fmt.Sprintf("x at most %g", c.appStop)
+	}
 	return p, nil
 }
 
@@ -132,7 +140,7 @@ func (h halving) program() schmp.Program[int, float64, float64, float64] {
 			return &halvingWorker{h: h, shard: shard, shards: shards}, nil
 		},
 		NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
-			return &halvingCoordinator{vars: h.vars, zeroGap: h.zeroGap, metrics: h.metrics, script: h.script}, nil
+			return &halvingCoordinator{vars: h.vars, zeroGap: h.zeroGap, metrics: h.metrics, appStop: h.appStop, script: h.script}, nil
 		},
 	}
 }
@@ -155,27 +163,34 @@ func TestStops(t *testing.T) {
 		opts   coordinator.Options
 		reason coordinator.Reason
 		rounds uint64
+		why    string // Result.Why, if not the reason
 	}{
-		{"max-rounds", halving{}, coordinator.Options{Workers: 3, MaxRounds: 7, ReportEvery: 1}, "max-rounds", 7},
+		{"max-rounds", halving{}, coordinator.Options{Workers: 3, MaxRounds: 7, ReportEvery: 1}, "max-rounds", 7, ""},
 		// --tol 0 is off, even when the gap is exactly 0.
-		{"tol off", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1}, "max-rounds", 6},
-		{"zero gap", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1, Tol: 1e-9}, "converged", 1},
+		{"tol off", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1}, "max-rounds", 6, ""},
+		{"zero gap", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1, Tol: 1e-9}, "converged", 1, ""},
 		// The report of round r shows 1 + 2^-(r-1): its relative change
 		// first falls below 1e-3 in round 11.
-		{"tol", halving{}, coordinator.Options{Workers: 2, Tol: 1e-3, ReportEvery: 1}, "converged", 11},
-		{"time-limit", halving{}, coordinator.Options{Workers: 1, TimeLimit: 50 * time.Millisecond, ReportEvery: 5}, "time-limit", 0},
+		{"tol", halving{}, coordinator.Options{Workers: 2, Tol: 1e-3, ReportEvery: 1}, "converged", 11, ""},
+		{"time-limit", halving{}, coordinator.Options{Workers: 1, TimeLimit: 50 * time.Millisecond, ReportEvery: 5}, "time-limit", 0, ""},
 		// The report of round r+1 shows 1 + 2^-r: the first at most
 		// 1 + 2^-5 comes with round 6.
-		{"target", halving{}, coordinator.Options{Workers: 2, ReportEvery: 1, Target: 1 + 0x1p-5, HasTarget: true}, "target", 6},
+		{"target", halving{}, coordinator.Options{Workers: 2, ReportEvery: 1, Target: 1 + 0x1p-5, HasTarget: true}, "target", 6, ""},
 		// Reports with rounds 1, 5, 9 show 1 + 2^-0, 2^-4, 2^-8: the stop
 		// is decided at a report.
-		{"target between reports", halving{}, coordinator.Options{Workers: 2, ReportEvery: 4, Target: 1 + 0x1p-5, HasTarget: true}, "target", 9},
-		{"target unmet", halving{}, coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5, Target: 0.5, HasTarget: true}, "max-rounds", 5},
+		{"target between reports", halving{}, coordinator.Options{Workers: 2, ReportEvery: 4, Target: 1 + 0x1p-5, HasTarget: true}, "target", 9, ""},
+		{"target unmet", halving{}, coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5, Target: 0.5, HasTarget: true}, "max-rounds", 5, ""},
 		// Target 0 is a target like any other; without HasTarget there is
 		// none.
-		{"target unset", halving{}, coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5, Target: 2}, "max-rounds", 5},
+		{"target unset", halving{}, coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 5, Target: 2}, "max-rounds", 5, ""},
 		// A report that meets both stops is "target".
-		{"target and converged", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1, Tol: 1e-9, Target: 2, HasTarget: true}, "target", 1},
+		{"target and converged", halving{zeroGap: true}, coordinator.Options{Workers: 1, MaxRounds: 6, ReportEvery: 1, Tol: 1e-9, Target: 2, HasTarget: true}, "target", 1, ""},
+		// The app asks to stop from the report of x = 2^-5 on, which comes
+		// with round 6; the check's report of the state after round 6
+		// asks too, and certifies the stop.
+		{"app", halving{appStop: 0x1p-5}, coordinator.Options{Workers: 2, ReportEvery: 1}, "app", 6, "x at most 0.03125"},
+		// Tol comes first.
+		{"converged and app", halving{zeroGap: true, appStop: 2}, coordinator.Options{Workers: 1, ReportEvery: 1, Tol: 1e-9}, "converged", 1, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,6 +200,9 @@ func TestStops(t *testing.T) {
 			}
 			if res.Reason != tc.reason || (tc.rounds > 0 && res.Rounds != tc.rounds) {
 				t.Errorf("stopped after %d rounds (%s), want %d (%s)", res.Rounds, res.Reason, tc.rounds, tc.reason)
+			}
+			if why := cmp.Or(tc.why, string(tc.reason)); res.Why() != why {
+				t.Errorf("stopped because %q, want %q", res.Why(), why)
 			}
 			want := 1 + math.Pow(2, -float64(res.Rounds))
 			if got := res.Final.Objective; got != want {

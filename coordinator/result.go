@@ -24,6 +24,9 @@ const (
 	StopTarget = pipeline.StopTarget
 	// StopConverged: a report met Options.Tol.
 	StopConverged = pipeline.StopConverged
+	// StopApp: a report of the app asked to stop (schmp.Progress.Stop);
+	// Result.AppReason says why, in the app's words.
+	StopApp = pipeline.StopApp
 	// StopMaxRounds: Options.MaxRounds rounds were run.
 	StopMaxRounds = pipeline.StopMaxRounds
 	// StopTimeLimit: Options.TimeLimit passed.
@@ -43,10 +46,14 @@ type Result struct {
 	// Elapsed is the time from the first round to the end.
 	Elapsed time.Duration
 	// Reason says why the run stopped: StopTarget (Options.Target),
-	// StopConverged (Options.Tol), StopMaxRounds or StopTimeLimit; when a
-	// report meets several stops, the first of these. A run whose model
-	// diverged has no Result: it fails with ErrDiverged.
+	// StopConverged (Options.Tol), StopApp (the app asked to:
+	// schmp.Progress.Stop), StopMaxRounds or StopTimeLimit; when a report
+	// meets several stops, the first of these. A run whose model diverged
+	// has no Result: it fails with ErrDiverged.
 	Reason Reason
+	// AppReason, with StopApp, is the app's text of the report that
+	// certified the stop (the check's: DESIGN §3); "" otherwise.
+	AppReason string
 	// Trace holds every report, in order.
 	Trace []Sample
 	// RoundTimes holds the latency of every round: from sending it to the
@@ -61,6 +68,11 @@ type Result struct {
 	// Run is the run id that the coordinator issued, which every message
 	// of the job carried (DESIGN §2).
 	Run string
+	// App is the app's coordinator, the value that the program's
+	// NewCoordinator returned, holding the model written: a command reads
+	// what it prints after the run from it, by a type assertion to the
+	// app's type or to an interface of its methods.
+	App any
 	// Dropped counts the messages that the coordinator dropped unused, by
 	// reason (protocol.DropGarbage, DropForeign, DropDuplicate,
 	// DropUnexpected, DropIncomplete; DESIGN §6).
@@ -97,6 +109,15 @@ type Timing struct {
 	// are all the job's messages but the fan-out of each task to the
 	// workers.
 	Msgs, Bytes uint64
+}
+
+// Why returns why the run stopped, as text: the app's reason with StopApp,
+// otherwise the Reason.
+func (r *Result) Why() string {
+	if r.Reason == StopApp && r.AppReason != "" {
+		return r.AppReason
+	}
+	return string(r.Reason)
 }
 
 // WriteSummary writes where the time of the run went: per-round latency

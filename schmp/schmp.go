@@ -49,6 +49,17 @@ type Progress struct {
 	// and to the progress line. Every report of a job must name the same
 	// metrics in the same order; a NaN value is an empty cell.
 	Metrics []Metric
+	// Stop, when not "", asks the runtime to stop the job, for this
+	// reason: a short text, on one line, that the result and the progress
+	// show (say "validation RMSE not lower in 2 evaluations"). The stop is
+	// taken as the runtime's own report-based stops are (DESIGN §3): it is
+	// decided at the pull of the round whose report this is, lands after
+	// a round that is a function of that round and the job's settings, and
+	// holds only if the report of the state it lands on asks to stop too
+	// (an app whose stop is final says so in every report after it);
+	// otherwise the job goes on. A report that asks to stop is still
+	// checked for divergence first, and never stops a diverged job.
+	Stop string
 }
 
 // Metric is an app-defined measure in a Progress.

@@ -71,7 +71,11 @@ type Status struct {
 	// the last round of the job.
 	Reason        Reason
 	Decided, Last uint64
-	// Refuted counts the stops (Target, Tol) that a check refuted: the
+	// AppReason, with StopApp, is the app's text (schmp.Progress.Stop) of
+	// the report that decided the stop, and once the check confirmed it,
+	// of the check's report.
+	AppReason string
+	// Refuted counts the stops (Target, Tol, App) that a check refuted: the
 	// report of the state after Last did not pass the test, and the job
 	// went on.
 	Refuted int
@@ -415,7 +419,7 @@ func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
 // partials, and asks for the plan that takes its place in the pipeline.
 func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 	round := f.round
-	converged, reached := false, false
+	converged, reached, app := false, false, ""
 	if f.report {
 		// The workers reported before pushing, having applied the updates
 		// the task carried: of rounds up to round−depth (after a refuted
@@ -425,6 +429,7 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 			return err
 		}
 		converged, reached = c.meets(prog, f.through)
+		app = prog.Stop
 		if c.staged != nil && !c.staged.FinalStage() {
 			reached = false
 			if converged && c.st.Reason == "" {
@@ -445,6 +450,8 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 			why = StopTarget
 		case converged:
 			why = StopConverged
+		case app != "":
+			why = StopApp
 		case c.cfg.MaxRounds > 0 && round >= c.cfg.MaxRounds:
 			why = StopMaxRounds
 		case c.cfg.TimeLimit > 0 && now.Sub(c.start) >= c.cfg.TimeLimit:
@@ -488,6 +495,9 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 
 	if why != "" {
 		c.st.Reason, c.st.Decided, c.st.Last = why, round, last
+		if why == StopApp {
+			c.st.AppReason = app
+		}
 		c.ready = append(c.ready, Action[P, U]{Kind: StopDecided, Round: round, Reason: why, Last: last})
 	}
 	if next := round + uint64(c.cfg.Depth); c.mayAsk(next) {
@@ -529,7 +539,8 @@ func (c *Core[P, R, U, S]) sendCheck(now time.Time) {
 
 // checked takes the check's report, of exactly the state after the last
 // round pulled, which the app's coordinator holds. A stop that a report
-// decided (Target, Tol) holds only if this report passes a test too:
+// decided (Target, Tol, App) holds only if this report passes a test too
+// (Target, Tol, or asks to stop: schmp.Progress.Stop):
 // then, or for any other stop, the job ends here; otherwise the stop is
 // refuted and the rounds go on, unless MaxRounds or TimeLimit now stop the
 // job. Which it is depends on the reports and the configuration only
@@ -541,15 +552,19 @@ func (c *Core[P, R, U, S]) checked(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if why := c.st.Reason; why != StopTarget && why != StopConverged {
+	if why := c.st.Reason; why != StopTarget && why != StopConverged && why != StopApp {
 		return c.stop(now)
 	}
+	c.st.AppReason = ""
 	switch converged, reached := c.meets(prog, f.through); {
 	case reached:
 		c.st.Reason = StopTarget
 		return c.stop(now)
 	case converged:
 		c.st.Reason = StopConverged
+		return c.stop(now)
+	case prog.Stop != "":
+		c.st.Reason, c.st.AppReason = StopApp, prog.Stop
 		return c.stop(now)
 	}
 	c.st.Refuted++

@@ -425,6 +425,12 @@ func TestStops(t *testing.T) {
 		// At depth 4 the stop is decided at round 9 and would land on
 		// round 12: MaxRounds 10 caps it.
 		{"tol capped by max-rounds", Config{Workers: 1, Tol: 1e-9, MaxRounds: 10}, gap(5), StopConverged, func(_, s int64) bool { return s >= 5 }},
+		// The app asks to stop from state 7 on, as mf's validation stop
+		// does once it has chosen; Tol and Target come first.
+		{"app", Config{Workers: 2}, appStop(7), StopApp, func(_, s int64) bool { return s >= 7 }},
+		{"app between reports", Config{Workers: 2, ReportEvery: 3}, appStop(7), StopApp, func(_, s int64) bool { return s >= 7 }},
+		{"app capped by max-rounds", Config{Workers: 1, MaxRounds: 10}, appStop(5), StopApp, func(_, s int64) bool { return s >= 5 }},
+		{"tol before app", Config{Workers: 2, Tol: 1e-3}, appStop(10), StopConverged, func(prev, s int64) bool { return prev >= 0 && prev != s && s >= 10 }},
 	}
 	for _, tc := range cases {
 		for depth := 1; depth <= 4; depth++ {
@@ -460,6 +466,9 @@ func TestStops(t *testing.T) {
 						t.Fatalf("seed %d: stopped (%s) at round %d, last %d, %d rounds; want %s at %d, last %d",
 							seed, st.Reason, st.Decided, st.Last, st.Rounds, tc.reason, decided, last)
 					}
+					if want := appText(tc.reason, last); st.AppReason != want {
+						t.Fatalf("seed %d: the app's reason is %q, want %q", seed, st.AppReason, want)
+					}
 					final := st.Trace[len(st.Trace)-1]
 					if final.Round != last || s.states[0] != int64(last) {
 						t.Fatalf("seed %d: final report of the state after round %d, workers in state %d; want %d", seed, final.Round, s.states[0], last)
@@ -476,6 +485,28 @@ func TestStops(t *testing.T) {
 			})
 		}
 	}
+}
+
+// appStop returns a script whose report of state s asks to stop from
+// state s0 on, saying which state it saw (appText).
+func appStop(s0 int64) func(int, int64) schmp.Progress {
+	return func(_ int, s int64) schmp.Progress {
+		p := schmp.Progress{Objective: 1 + math.Pow(2, -float64(s))}
+		if s >= s0 {
+			p.Stop = fmt.Sprintf("enough at state %d", s)
+		}
+		return p
+	}
+}
+
+// appText returns the app's reason of a job that stops for reason with
+// the check's report of the state after round last: appStop's text of that
+// state with StopApp, "" otherwise.
+func appText(reason Reason, last uint64) string {
+	if reason != StopApp {
+		return ""
+	}
+	return fmt.Sprintf("enough at state %d", last)
 }
 
 // TestCheck checks the check of a stop that a report decided: the report
@@ -530,6 +561,14 @@ func TestCheck(t *testing.T) {
 		{"target refuted, converged confirmed", Config{Workers: 2, Tol: 1e-9, Target: 0.9, HasTarget: true},
 			gapAt(func(s int64) bool { return s >= 6 }, func(s int64) bool { return s == 5 }), StopConverged, 0,
 			func(d uint64) uint64 { return 5 + 2*d - 1 }},
+		// The app asks to stop at state 6 only: the check's report of the
+		// state after 6+2d−1 does not, and the job goes on to MaxRounds.
+		{"app refuted, then max-rounds", Config{Workers: 2, MaxRounds: 20},
+			appWhere(func(s int64) bool { return s == 6 }), StopMaxRounds, 1, func(uint64) uint64 { return 20 }},
+		// State 6, and from 25 on: refuted once, then confirmed, as Tol.
+		{"app refuted, then confirmed", Config{Workers: 2},
+			appWhere(func(s int64) bool { return s == 6 || s >= 25 }), StopApp, 1,
+			func(d uint64) uint64 { return 25 + 2*d - 1 }},
 	}
 	for _, tc := range cases {
 		for depth := 1; depth <= 4; depth++ {
@@ -552,6 +591,9 @@ func TestCheck(t *testing.T) {
 					if final.Round != last || s.states[0] != int64(last) {
 						t.Fatalf("seed %d: final report of the state after round %d, workers in state %d; want %d", seed, final.Round, s.states[0], last)
 					}
+					if want := appText(tc.reason, last); st.AppReason != want {
+						t.Fatalf("seed %d: the app's reason is %q, want %q", seed, st.AppReason, want)
+					}
 					if got := len(filter(s.log, "resumed")); got != tc.refuted {
 						t.Errorf("seed %d: resumed %d times, want %d", seed, got, tc.refuted)
 					}
@@ -566,6 +608,18 @@ func TestCheck(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// appWhere returns a script whose report of state s asks to stop where
+// stop(s), with appStop's text.
+func appWhere(stop func(int64) bool) func(int, int64) schmp.Progress {
+	return func(_ int, s int64) schmp.Progress {
+		p := schmp.Progress{Objective: 1 + math.Pow(2, -float64(s))}
+		if stop(s) {
+			p.Stop = fmt.Sprintf("enough at state %d", s)
+		}
+		return p
 	}
 }
 

@@ -125,12 +125,16 @@ func TestIterationStop(t *testing.T) {
 		name   string
 		cfg    Config
 		reason Reason
+		script func(int, int64) schmp.Progress
 	}{
-		{"tol", Config{Workers: 3, Tol: 1e-3, ReportEvery: 3}, StopConverged},
-		{"tol, reports every round", Config{Workers: 3, Tol: 1e-3}, StopConverged},
-		{"target", Config{Workers: 4, Target: 1 + 0x1p-7, HasTarget: true}, StopTarget},
-		{"max-rounds within an iteration", Config{Workers: 3, MaxRounds: 7}, StopMaxRounds},
-		{"time limit", Config{Workers: 3, TimeLimit: 20 * time.Millisecond}, StopTimeLimit},
+		{"tol", Config{Workers: 3, Tol: 1e-3, ReportEvery: 3}, StopConverged, nil},
+		{"tol, reports every round", Config{Workers: 3, Tol: 1e-3}, StopConverged, nil},
+		{"target", Config{Workers: 4, Target: 1 + 0x1p-7, HasTarget: true}, StopTarget, nil},
+		{"max-rounds within an iteration", Config{Workers: 3, MaxRounds: 7}, StopMaxRounds, nil},
+		{"time limit", Config{Workers: 3, TimeLimit: 20 * time.Millisecond}, StopTimeLimit, nil},
+		// The app asks to stop from state 8 on, within an iteration.
+		{"app", Config{Workers: 3, ReportEvery: 3}, StopApp, appStop(8)},
+		{"app, reports every round", Config{Workers: 4}, StopApp, appStop(8)},
 	}
 	for _, tc := range cases {
 		for depth := 1; depth <= 2; depth++ {
@@ -140,7 +144,7 @@ func TestIterationStop(t *testing.T) {
 				period := uint64(cfg.Workers)
 				var logs [][]string
 				for seed := uint64(0); seed <= 6; seed++ {
-					app := &iterApp{toyApp: &toyApp{}, period: period}
+					app := &iterApp{toyApp: &toyApp{script: tc.script}, period: period}
 					s := newSimHooks(t, cfg, app.toyApp, app, seed)
 					if err := s.run(); err != nil {
 						t.Fatal(err)
@@ -164,6 +168,9 @@ func TestIterationStop(t *testing.T) {
 					}
 					if final := st.Trace[len(st.Trace)-1]; final.Round != st.Last || s.states[0] != int64(st.Last) {
 						t.Fatalf("seed %d: the check reported the state after round %d, workers in state %d; want %d", seed, final.Round, s.states[0], st.Last)
+					}
+					if want := appText(tc.reason, st.Last); st.AppReason != want {
+						t.Fatalf("seed %d: the app's reason is %q, want %q", seed, st.AppReason, want)
 					}
 					if tc.reason != StopTimeLimit {
 						logs = append(logs, s.log)

@@ -44,7 +44,9 @@
 //     report shows exactly the state after L, which the app's coordinator
 //     holds and would write. A stop that a report decided (Target, Tol)
 //     holds only if this report passes a stop test as well (Target first,
-//     then Tol; the relative change is taken from the report before):
+//     then Tol, the relative change taken from the report before, then
+//     the app's own: schmp.Progress.Stop), and so does a stop that the
+//     app asked for (StopApp):
 //     the model written is then a certified one, even though the report
 //     that decided the stop showed a state up to 2·Depth−1 rounds older.
 //     Otherwise the stop is refuted (Resumed) and the job goes on from
@@ -172,6 +174,9 @@ const (
 	StopTarget Reason = "target"
 	// StopConverged: a report met Config.Tol.
 	StopConverged Reason = "converged"
+	// StopApp: a report of the app asked to stop (schmp.Progress.Stop,
+	// whose text Status.AppReason holds).
+	StopApp Reason = "app"
 	// StopMaxRounds: Config.MaxRounds rounds were pulled.
 	StopMaxRounds Reason = "max-rounds"
 	// StopTimeLimit: a pull came Config.TimeLimit or more after Start.
