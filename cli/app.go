@@ -84,15 +84,17 @@ type Job struct {
 	Data string
 	// Print prints the result of a successful job to w, the standard
 	// output, on the coordinator and in a whole job. Nil means
-	// PrintResult.
+	// PrintResult. What it prints of the model it reads from res.App,
+	// the app's coordinator as its program's NewCoordinator made it.
 	Print func(w io.Writer, res *coordinator.Result)
 	// Done, if set, is called once the job has ended, or failed to start,
 	// on the coordinator and in a whole job, after Print, with the job's
-	// error (nil on success). It returns the command's error: err, or
-	// its own. The model's files need no Done: the runtime writes the
-	// files that the app's coordinator lists (schmp.Outputter, given
-	// --out) with the metrics, all or none.
-	Done func(err error) error
+	// result and error (a nil result, and err not nil, on failure). It
+	// returns the command's error: err, or its own. The model's files
+	// need no Done: the runtime writes the files that the app's
+	// coordinator lists (schmp.Outputter, given --out) with the metrics,
+	// all or none.
+	Done func(res *coordinator.Result, err error) error
 
 	prog runner
 }

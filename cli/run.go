@@ -79,7 +79,7 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 		}
 	}
 	if j.Done != nil {
-		err = j.Done(err)
+		err = j.Done(res, err)
 	}
 	return err
 }
@@ -292,6 +292,6 @@ func (p program[P, R, U, S]) run(ctx context.Context, n *node) (*coordinator.Res
 // line, then where the time went (coordinator.Result.WriteSummary).
 func PrintResult(w io.Writer, res *coordinator.Result) {
 	fmt.Fprintf(w, "objective %.12g  gap %.3g  nnz %d  rounds %d  updates %d  time %.3fs  (%s)\n",
-		res.Final.Objective, res.Final.Gap, res.Final.NNZ, res.Rounds, res.Updates, res.Elapsed.Seconds(), res.Reason)
+		res.Final.Objective, res.Final.Gap, res.Final.NNZ, res.Rounds, res.Updates, res.Elapsed.Seconds(), res.Why())
 	res.WriteSummary(w)
 }

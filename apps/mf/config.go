@@ -90,9 +90,10 @@ type Config struct {
 	// ratings) and the coordinator reports their RMSE (val_rmse) and keeps
 	// the factors of the evaluation with the lowest one (Model.Best).
 	// After Patience evaluations in a row without a new lowest validation
-	// RMSE, the coordinator reports that evaluation again at every report
-	// that follows, so that the runtime's relative-change test (its Tol,
-	// which must be > 0) ends the job at the next report.
+	// RMSE, that evaluation and every report after it ask the runtime to
+	// stop (schmp.Progress.Stop: coordinator.StopApp), which it does at
+	// the end of the iteration; the factors written are the best
+	// evaluation's.
 	Holdout float64
 	// Patience is the number of evaluations in a row without a new lowest
 	// validation RMSE after which a job with Holdout stops (at least 1).
@@ -116,9 +117,6 @@ type Config struct {
 	// runtime's progress line, metrics CSV and monitor show; this writer,
 	// like Model.WriteMetrics, stays for callers that do not use them.
 	Progress io.Writer
-	// Model, on the coordinator, if set, receives the trace of
-	// evaluations and the factors of the model written (see Model).
-	Model *Model
 	// Predict and PredictOut, on the coordinator, if set (both or
 	// neither), make the model's outputs (the runtime's, see Outputs)
 	// include the predictions of the (user, item) pairs of the file

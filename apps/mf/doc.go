@@ -115,7 +115,8 @@
 // worker reports its users' held-out squared errors, the coordinator
 // their RMSE (Eval.ValRMSE, the app metric val_rmse), keeps the factors of
 // the evaluation where it was lowest (Model.Best; with outputs, the
-// evaluations then carry W), and stops the job after
+// evaluations then carry W), and asks the runtime to stop the job
+// (schmp.Progress.Stop, coordinator.StopApp) after
 // Config.Patience evaluations without a new lowest (Model.Stopped). Tune
 // fits a grid of λ so and Refit gives the refit of the best on all the
 // ratings; FitBiasOnly is the bias-only baseline to compare with, and

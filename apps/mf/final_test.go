@@ -16,17 +16,17 @@ import (
 // runLocal runs the job of cfg through the local driver with the runtime's
 // tolerance tol, writing the model's files under out, and returns its
 // status.
-func runLocal[P, R, U any](t *testing.T, prog schmp.Program[P, R, U, Summary], cfg Config, tol float64, out string) pipeline.Status {
+func runLocal[P, R, U any](t *testing.T, prog schmp.Program[P, R, U, Summary], cfg Config, tol float64, out string) (pipeline.Status, *Model) {
 	t.Helper()
 	rpi := uint64(cfg.RoundsPerIter())
-	_, st, err := local.Run(context.Background(), prog, local.Options{
+	j, st, err := local.Run(context.Background(), prog, local.Options{
 		Config: pipeline.Config{Workers: cfg.Workers, Tol: tol, MaxRounds: uint64(cfg.Iters) * rpi, ReportEvery: cfg.ReportEvery * int(rpi)},
 		Out:    out,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return st, ModelOf(j.Coordinator)
 }
 
 // TestFinalState checks the model that every algorithm writes through the
@@ -41,25 +41,24 @@ func TestFinalState(t *testing.T) {
 			var files [][]byte
 			for range 2 {
 				cfg := config(t, algo, 3, 30)
-				cfg.Model = &Model{}
 				dir := t.TempDir()
 				out := filepath.Join(dir, "m")
 				var st pipeline.Status
+				var m *Model
 				switch algo {
 				case "rotation":
-					st = runLocal(t, RotationProgram(cfg), cfg, 1e-3, out)
+					st, m = runLocal(t, RotationProgram(cfg), cfg, 1e-3, out)
 				case "unscheduled":
-					st = runLocal(t, UnscheduledProgram(cfg), cfg, 1e-3, out)
+					st, m = runLocal(t, UnscheduledProgram(cfg), cfg, 1e-3, out)
 				case "ccd":
-					st = runLocal(t, CCDProgram(cfg), cfg, 1e-3, out)
+					st, m = runLocal(t, CCDProgram(cfg), cfg, 1e-3, out)
 				case "als":
-					st = runLocal(t, ALSProgram(cfg), cfg, 1e-3, out)
+					st, m = runLocal(t, ALSProgram(cfg), cfg, 1e-3, out)
 				}
 				rpi := uint64(cfg.RoundsPerIter())
 				if st.Reason != pipeline.StopConverged || st.Last%rpi != 0 || st.Last >= uint64(cfg.Iters)*rpi {
 					t.Fatalf("stopped (%s) after round %d; want converged before iteration %d, at the end of an iteration of %d rounds", st.Reason, st.Last, cfg.Iters, rpi)
 				}
-				m := cfg.Model
 				if e := m.Final(); e.Round != st.Last {
 					t.Fatalf("the last evaluation is of the state after round %d, the job ended after round %d", e.Round, st.Last)
 				}

@@ -73,7 +73,7 @@ func config(t *testing.T, algo string, workers, iters int) Config {
 	c := Config{
 		Train: train, Test: test, Rank: 5, Lambda: 0.01, BiasLambda: 1, Algo: SGD, Schedule: Rotation,
 		LearningRate: 0.05, Decay: 0.02, Inner: 1, Seed: 1, Workers: workers,
-		Iters: iters, ReportEvery: 1, Model: &Model{Factors: true},
+		Iters: iters, ReportEvery: 1,
 	}
 	switch algo {
 	case "unscheduled":
@@ -95,12 +95,15 @@ func run(t *testing.T, cfg Config, depth, reportEvery int) (*Model, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := runJob(ctx, cfg, job.Options{
+	res, err := runJob(ctx, cfg, job.Options{
 		Job:         "mf",
 		Timeout:     20 * time.Second,
 		Coordinator: coordinator.Options{Depth: depth, ReportEvery: reportEvery, Timeout: 20 * time.Second},
 	})
-	return cfg.Model, err
+	if err != nil {
+		return nil, err
+	}
+	return ModelOf(res.App), nil
 }
 
 // TestConverges checks that every algorithm recovers the low-rank
@@ -323,7 +326,7 @@ func TestUnseen(t *testing.T) {
 		warn.Reset()
 		cfg := Config{
 			Train: train, Test: test, Rank: 2, Lambda: 0.1, BiasLambda: 1, NoBias: tc.noBias, Algo: CCD, Schedule: Rotation, Inner: 1,
-			Seed: 1, Workers: workers, Iters: 2, ReportEvery: 1, Model: &Model{Factors: true}, Warn: &warn,
+			Seed: 1, Workers: workers, Iters: 2, ReportEvery: 1, Warn: &warn,
 		}
 		m, err := run(t, cfg, 1, 0)
 		if err != nil {
@@ -605,10 +608,12 @@ func TestRuntimeMetrics(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.csv")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := runJob(ctx, cfg, job.Options{Job: "mfmetrics", Timeout: 20 * time.Second,
-		Coordinator: coordinator.Options{Depth: 1, Timeout: 20 * time.Second, Metrics: path}}); err != nil {
+	res, err := runJob(ctx, cfg, job.Options{Job: "mfmetrics", Timeout: 20 * time.Second,
+		Coordinator: coordinator.Options{Depth: 1, Timeout: 20 * time.Second, Metrics: path}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	m := ModelOf(res.App)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -625,10 +630,10 @@ func TestRuntimeMetrics(t *testing.T) {
 		}
 	}
 	// A row per evaluation: the start and 3 iterations.
-	if len(lines) != 1+len(cfg.Model.Trace) || len(cfg.Model.Trace) != 4 {
-		t.Fatalf("%d rows for %d evaluations", len(lines)-1, len(cfg.Model.Trace))
+	if len(lines) != 1+len(m.Trace) || len(m.Trace) != 4 {
+		t.Fatalf("%d rows for %d evaluations", len(lines)-1, len(m.Trace))
 	}
-	for k, e := range cfg.Model.Trace {
+	for k, e := range m.Trace {
 		row := strings.Split(lines[1+k], ",")
 		for name, want := range map[string]float64{"objective": e.Objective, "iter": e.Iter, "train_rmse": e.TrainRMSE, "test_rmse": e.TestRMSE} {
 			got, err := strconv.ParseFloat(row[cols[name]], 64)

@@ -117,8 +117,9 @@ func (e Eval) progress(val bool) schmp.Progress {
 }
 
 // Model is the coordinator's record of a job: the ids, the evaluations and,
-// if Factors, the factors (and biases) of the last evaluation. Pass one in
-// Config.Model to read it after the job.
+// if Factors, the factors (and biases) of the model written. After a job,
+// ModelOf returns it from the job's coordinator (coordinator.Result.App,
+// or local.Job.Coordinator).
 type Model struct {
 	// Factors, with Config.Holdout, asks the workers for their users'
 	// factors at every evaluation, so that the model keeps those of the
@@ -157,13 +158,17 @@ type Model struct {
 	// Val and ValUnseen count the same of the validation ratings
 	// (Config.Holdout).
 	Val, ValUnseen int
-	// Trace holds every evaluation, in order.
+	// Trace holds every evaluation, in order; with Config.Holdout, up to
+	// the one that decided the validation stop (Stopped): the reports
+	// after it, of states the model does not keep, go to the runtime's
+	// metrics only.
 	Trace []Eval
 	// BestAt, with Config.Holdout, is the index in Trace of the evaluation
 	// with the lowest validation RMSE (the first of equals), whose factors
 	// W, H, B and C are; −1 before any. Stopped says that the job stopped
 	// because the validation RMSE had not improved for Config.Patience
-	// evaluations.
+	// evaluations: the last of Trace decided it, and every report after it
+	// asks the runtime to stop (schmp.Progress.Stop).
 	BestAt  int
 	Stopped bool
 }
@@ -403,12 +408,7 @@ type base struct {
 }
 
 func newBase(cfg Config) base {
-	m := cfg.Model
-	if m == nil {
-		m = &Model{}
-	}
-	m.Rank, m.Biased = cfg.Rank, cfg.biased()
-	m.BestAt, m.Stopped = -1, false
+	m := &Model{Rank: cfg.Rank, Biased: cfg.biased(), BestAt: -1}
 	none := Eval{Objective: math.NaN(), TrainRMSE: math.NaN(), TestRMSE: math.NaN(), ValRMSE: math.NaN(), Iter: math.NaN(),
 		Ratings: math.NaN(), RatingsPerSec: math.NaN(), RatingsPerCoreSec: math.NaN()}
 	return base{cfg: cfg, m: m, last: none.progress(cfg.Holdout > 0)}
@@ -473,15 +473,16 @@ func (b *base) account(s Stats) {
 // factors (validation: reportFactors), keeps W and the user biases from
 // them and H (row by row) and the item biases from hc if the validation
 // RMSE is a new lowest. A report of a state that the workers could not
-// evaluate (not Exact) repeats the last evaluation.
+// evaluate (not Exact) repeats the last evaluation. With validation, once
+// Config.Patience evaluations in a row brought no new lowest, the
+// evaluation asks the runtime to stop (schmp.Progress.Stop), and so does
+// every one after it: those are not recorded (the model keeps the best
+// evaluation's factors), but the runtime's metrics show them.
 func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Progress, error) {
 	var e Eval
 	var wn, hn, bn, testSSE, valSSE float64
 	for p, r := range reports {
-		if !r.Exact || b.m.Stopped {
-			// Once stopped, every report repeats the last evaluation: the
-			// runtime's relative-change test sees no change and ends the
-			// job.
+		if !r.Exact {
 			return b.last, nil
 		}
 		if r.Round != b.pulled {
@@ -521,7 +522,10 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 	if b.nanos > 0 {
 		e.RatingsPerCoreSec = b.work / (float64(b.nanos) / 1e9)
 	}
-	improved := m.Val == 0 || m.BestAt < 0 || e.ValRMSE < m.Trace[m.BestAt].ValRMSE
+	// After the validation stop, the model has chosen: the evaluations
+	// that follow are of states it does not keep.
+	stopped := m.Stopped
+	improved := !stopped && (m.Val == 0 || m.BestAt < 0 || e.ValRMSE < m.Trace[m.BestAt].ValRMSE)
 	if b.reportFactors() && improved {
 		m.W = make([][]float64, len(reports))
 		for p, r := range reports {
@@ -543,21 +547,40 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 			m.C = slices.Clone(c)
 		}
 	}
-	m.Trace = append(m.Trace, e)
-	if m.Val > 0 {
+	if !stopped {
+		m.Trace = append(m.Trace, e)
+	}
+	if m.Val > 0 && !stopped {
 		if improved {
 			m.BestAt = len(m.Trace) - 1
 		} else if len(m.Trace)-1-m.BestAt >= b.cfg.Patience {
 			m.Stopped = true
 		}
 	}
-	if w := b.cfg.Progress; w != nil {
+	if w := b.cfg.Progress; w != nil && !stopped {
 		fmt.Fprintf(w, "iter %-6.4g round %-6d elapsed %-9s train RMSE %.6f  test RMSE %.6f  objective %.9g  ratings/s %.3g (per core %.3g)\n",
 			e.Iter, e.Round, e.Time.Round(time.Millisecond), e.TrainRMSE, e.TestRMSE, e.Objective, e.RatingsPerSec, e.RatingsPerCoreSec)
 	}
 	b.last = e.progress(b.cfg.Holdout > 0)
+	if m.Stopped {
+		b.last.Stop = fmt.Sprintf("no new lowest validation RMSE in %d evaluations", b.cfg.Patience)
+	}
 	return b.last, nil
 }
+
+// ModelOf returns the model of an mf job's coordinator (the value its
+// program's NewCoordinator returned: coordinator.Result.App after a job on
+// the runtime, local.Job.Coordinator after a local one), or nil if coord
+// is none.
+func ModelOf(coord any) *Model {
+	if c, ok := coord.(interface{ model() *Model }); ok {
+		return c.model()
+	}
+	return nil
+}
+
+// model returns the coordinator's model (ModelOf).
+func (b *base) model() *Model { return b.m }
 
 // writeModel writes the model as one text (the runtime's Out; the command
 // line writes W, H and the biases to files of their own instead): with

@@ -30,10 +30,9 @@ type GridPoint struct {
 	Stopped bool
 }
 
-// Fit runs the job of a configuration to the end and returns its model;
-// Tune calls it once per λ of the grid. It must run the job on the
-// runtime with a relative-change tolerance > 0, so that the validation
-// stop can end it (see Config.Holdout).
+// Fit runs the job of a configuration to the end and returns its model
+// (ModelOf its coordinator); Tune calls it once per λ of the grid. The
+// validation stop ends the job (see Config.Holdout).
 type Fit func(ctx context.Context, cfg Config) (*Model, error)
 
 // Tune fits cfg at every λ of grid, holding out cfg.Holdout of the
@@ -56,7 +55,6 @@ func Tune(ctx context.Context, cfg Config, grid []float64, fit Fit) ([]GridPoint
 	for _, lambda := range grid {
 		c := cfg
 		c.Lambda = lambda
-		c.Model = &Model{}
 		c.Warn = nil
 		if err := c.Validate(); err != nil {
 			return points, best, fmt.Errorf("λ %g: %w", lambda, err)

@@ -15,30 +15,44 @@ import (
 
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/local"
+	"github.com/strads-go/strads/schmp"
 )
 
 // fitLocal runs the job of cfg in one goroutine (package local: every
-// message through msgpack, as between machines) with the validation
-// stop's relative-change test, and returns its model.
+// message through msgpack, as between machines), its evaluations carrying
+// the factors (Model.Factors, as with outputs), and returns its model.
 func fitLocal(ctx context.Context, cfg Config) (*Model, error) {
-	if cfg.Model == nil {
-		cfg.Model = &Model{}
-	}
+	m, _, err := fitStatus(ctx, cfg)
+	return m, err
+}
+
+// fitStatus is fitLocal, which also returns the job's status.
+func fitStatus(ctx context.Context, cfg Config) (*Model, pipeline.Status, error) {
 	rpi := cfg.RoundsPerIter()
-	pc := pipeline.Config{Workers: cfg.Workers, Parts: 1, Depth: 1, ReportEvery: cfg.ReportEvery * rpi,
-		MaxRounds: uint64(cfg.Iters * rpi), Tol: math.SmallestNonzeroFloat64}
-	var err error
+	opts := local.Options{Config: pipeline.Config{Workers: cfg.Workers, Parts: 1, Depth: 1, ReportEvery: cfg.ReportEvery * rpi,
+		MaxRounds: uint64(cfg.Iters * rpi)}}
 	switch {
 	case cfg.Algo == ALS:
-		_, _, err = local.Run(ctx, ALSProgram(cfg), local.Options{Config: pc})
+		return fitProgram(ctx, ALSProgram(cfg), opts)
 	case cfg.Algo == CCD:
-		_, _, err = local.Run(ctx, CCDProgram(cfg), local.Options{Config: pc})
+		return fitProgram(ctx, CCDProgram(cfg), opts)
 	case cfg.Schedule == Unscheduled:
-		_, _, err = local.Run(ctx, UnscheduledProgram(cfg), local.Options{Config: pc})
-	default:
-		_, _, err = local.Run(ctx, RotationProgram(cfg), local.Options{Config: pc})
+		return fitProgram(ctx, UnscheduledProgram(cfg), opts)
 	}
-	return cfg.Model, err
+	return fitProgram(ctx, RotationProgram(cfg), opts)
+}
+
+// fitProgram runs prog's job as fitLocal says, and returns its model and
+// status.
+func fitProgram[P, R, U any](ctx context.Context, prog schmp.Program[P, R, U, Summary], opts local.Options) (*Model, pipeline.Status, error) {
+	j, err := local.New(ctx, prog, opts)
+	if err != nil {
+		return nil, pipeline.Status{}, err
+	}
+	m := ModelOf(j.Coordinator)
+	m.Factors = true
+	st, err := j.Run(ctx)
+	return m, st, err
 }
 
 // genSet writes a generated set with a global mean and biases to dir and
@@ -122,7 +136,8 @@ func TestHeldOut(t *testing.T) {
 // evaluations after the one with the lowest validation RMSE, which is the
 // minimum of the trace, and the factors kept are that evaluation's: their
 // RMSE over the held-out ratings, computed here from the file, is its
-// validation RMSE.
+// validation RMSE. The runtime stops for the app (StopApp) at the end of
+// the iteration of the report that asked, and says why.
 func TestValidationStop(t *testing.T) {
 	train, test := genSet(t, t.TempDir(), 0.8, 3)
 	for _, tc := range []struct {
@@ -134,9 +149,15 @@ func TestValidationStop(t *testing.T) {
 			cfg := config(t, tc.algo, 2, 60)
 			cfg.Train, cfg.Test, cfg.Rank, cfg.Lambda, cfg.LearningRate = train, test, 12, tc.lambda, 0.05
 			cfg.Holdout, cfg.Patience = 0.2, tc.patience
-			m, err := fitLocal(context.Background(), cfg)
+			m, st, err := fitStatus(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			rpi := uint64(cfg.RoundsPerIter())
+			if e := m.Trace[len(m.Trace)-1]; st.Reason != pipeline.StopApp || !strings.Contains(st.AppReason, "validation RMSE") ||
+				st.Last != e.Round+rpi || st.Decided != e.Round+1 {
+				t.Fatalf("stopped (%s: %q) at round %d, last %d; want the app's stop at round %d, last %d",
+					st.Reason, st.AppReason, st.Decided, st.Last, e.Round+1, e.Round+rpi)
 			}
 			if !m.Stopped {
 				t.Fatalf("no validation stop in %d evaluations; validation RMSE %v", len(m.Trace), valTrace(m))
@@ -234,7 +255,7 @@ func TestTuneChoosesGridBest(t *testing.T) {
 			exhaustive := make([]float64, len(grid))
 			for k, lambda := range grid {
 				c := cfg
-				c.Lambda, c.Patience, c.Model = lambda, 1<<30, &Model{}
+				c.Lambda, c.Patience = lambda, 1<<30
 				m, err := fitLocal(context.Background(), c)
 				if err != nil {
 					t.Fatal(err)

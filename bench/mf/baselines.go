@@ -200,7 +200,7 @@ func (o *options) strads(algo string, ds dataset, seed uint64) mf.Config {
 	return mf.Config{
 		Train: ds.train, Test: ds.test, Rank: 10, Lambda: mf.DefaultLambda, BiasLambda: mf.DefaultBiasLambda,
 		Algo: algo, Schedule: mf.Rotation, LearningRate: 0.05, Decay: 0.05, Inner: 1, Seed: seed,
-		Workers: o.workers, Iters: 20, ReportEvery: 20, Model: &mf.Model{},
+		Workers: o.workers, Iters: 20, ReportEvery: 20,
 	}
 }
 
@@ -251,11 +251,12 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 				}
 				cfg := o.strads(a, ds, uint64(n))
 				t0 := time.Now()
-				if _, err := runJob(ctx, cfg, job.Options{Job: "mfbase", Timeout: 5 * time.Minute,
-					Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute}}); err != nil {
+				res, err := runJob(ctx, cfg, job.Options{Job: "mfbase", Timeout: 5 * time.Minute,
+					Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute}})
+				if err != nil {
 					return fmt.Errorf("%s %s run %d: %w", ds.name, a, n, err)
 				}
-				f := cfg.Model.Final()
+				f := mf.ModelOf(res.App).Final()
 				ours[a].rmse = append(ours[a].rmse, f.TestRMSE)
 				ours[a].secs = append(ours[a].secs, f.Time.Seconds())
 				fmt.Fprintf(log, "%s %s run %d: test RMSE %.4f, %.2fs (job %.2fs)\n", ds.name, a, n, f.TestRMSE, f.Time.Seconds(), time.Since(t0).Seconds())
@@ -316,12 +317,15 @@ func (o *options) lambdaAuto(ctx context.Context, ds dataset, seed uint64, log i
 	cfg.ReportEvery, cfg.Patience = 1, mf.DefaultPatience
 	opts := func() job.Options {
 		return job.Options{Job: "mfauto", Timeout: 5 * time.Minute,
-			Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute, Tol: math.SmallestNonzeroFloat64}}
+			Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute}}
 	}
 	t0 := time.Now()
 	fit := func(ctx context.Context, c mf.Config) (*mf.Model, error) {
-		_, err := runJob(ctx, c, opts())
-		return c.Model, err
+		res, err := runJob(ctx, c, opts())
+		if err != nil {
+			return nil, err
+		}
+		return mf.ModelOf(res.App), nil
 	}
 	points, best, err := mf.Tune(ctx, cfg, mf.LambdaGrid, fit)
 	if err != nil {
@@ -331,12 +335,12 @@ func (o *options) lambdaAuto(ctx context.Context, ds dataset, seed uint64, log i
 		fmt.Fprintf(log, "%s auto run %d: λ %.4g validation RMSE %.4f at iteration %g (test RMSE %.4f)\n", ds.name, seed, p.Lambda, p.Best.ValRMSE, p.Best.Iter, p.Best.TestRMSE)
 	}
 	r := mf.Refit(cfg, points[best])
-	r.Model = &mf.Model{}
-	if _, err := runJob(ctx, r, opts()); err != nil {
+	res, err := runJob(ctx, r, opts())
+	if err != nil {
 		return mf.Eval{}, 0, 0, err
 	}
 	secs := time.Since(t0).Seconds()
-	f := r.Model.Final()
+	f := mf.ModelOf(res.App).Final()
 	fmt.Fprintf(log, "%s auto run %d: chose λ %.4g, refit %d iterations: test RMSE %.4f, %.2fs in all\n", ds.name, seed, r.Lambda, r.Iters, f.TestRMSE, secs)
 	return f, r.Lambda, secs, nil
 }

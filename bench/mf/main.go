@@ -190,7 +190,7 @@ func (o *options) config(v variant, iters, reportEvery int, train, test string) 
 	c := mf.Config{
 		Train: train, Test: test, Rank: v.rank, Lambda: o.lambda, NoBias: true, Unweighted: true, Algo: mf.SGD, Schedule: mf.Rotation,
 		LearningRate: v.lr, Decay: v.decay, Inner: 1, Seed: o.gen.Seed, Workers: v.workers,
-		Iters: iters, ReportEvery: reportEvery, Model: &mf.Model{},
+		Iters: iters, ReportEvery: reportEvery,
 	}
 	switch v.algo {
 	case "unscheduled":
@@ -210,7 +210,7 @@ func (o *options) do(ctx context.Context, phase string, v variant, n, iters, rep
 	if err != nil {
 		return nil, fmt.Errorf("%s %v run %d: %w", phase, v, n, err)
 	}
-	r := &run{phase: phase, v: v, n: n, model: cfg.Model, res: res, wall: time.Since(t0)}
+	r := &run{phase: phase, v: v, n: n, model: mf.ModelOf(res.App), res: res, wall: time.Since(t0)}
 	f := r.model.Final()
 	fmt.Fprintf(log, "%-10s %-40s run %d: %g iterations in %.2fs (job %.1fs): test RMSE %.5f, %.3g ratings/s per core\n",
 		phase, v, n, f.Iter, f.Time.Seconds(), r.wall.Seconds(), f.TestRMSE, f.RatingsPerCoreSec)

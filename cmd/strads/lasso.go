@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/schmp"
 )
 
 // lassoApp is the Lasso's command: strads lasso, and its roles.
@@ -115,40 +113,30 @@ func lassoCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	}
 }
 
-// lassoJob is a Lasso job as the command runs it: the program, whose
-// coordinator it keeps in the column layout, and what it writes once the
-// job is done.
+// lassoJob is a Lasso job as the command runs it: the program, and what it
+// writes once the job is done.
 type lassoJob struct {
 	cfg     lasso.Config
 	workers int
-	out     string                // --out: with --lambda-path, the prefix of the path's files
-	cols    *lasso.ColCoordinator // nil until the coordinator is made, and on other roles
+	out     string // --out: with --lambda-path, the prefix of the path's files
 }
 
-// colProgram returns the job's program in the column layout; its
-// coordinator is kept in j.
-func (j *lassoJob) colProgram() schmp.Program[lasso.ColPlan, lasso.ColPartial, lasso.ColUpdate, lasso.ColSummary] {
-	prog := lasso.ColumnProgram(j.cfg, j.workers)
-	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[lasso.ColPlan, lasso.ColPartial, lasso.ColUpdate, lasso.ColSummary], error) {
-		j.cols = lasso.NewColCoordinator(j.cfg)
-		return j.cols, nil
-	}
-	return prog
-}
-
-// path returns the job's regularization path, nil for a job of one λ or on
-// a role other than the coordinator.
-func (j *lassoJob) path() *lasso.Path {
-	if j.cols == nil {
+// lassoPath returns the regularization path of a job's result, nil for a
+// job of one λ, in the row layout, or without a result.
+func lassoPath(res *coordinator.Result) *lasso.Path {
+	if res == nil {
 		return nil
 	}
-	return j.cols.Path()
+	if c, ok := res.App.(*lasso.ColCoordinator); ok {
+		return c.Path()
+	}
+	return nil
 }
 
 // print prints the end of a run: the runtime's lines, then the path's table.
 func (j *lassoJob) print(w io.Writer, res *coordinator.Result) {
 	cli.PrintResult(w, res)
-	printPath(w, j.path())
+	printPath(w, lassoPath(res))
 }
 
 // job returns the job as role runs it: once it is done, the coordinator
@@ -156,7 +144,7 @@ func (j *lassoJob) print(w io.Writer, res *coordinator.Result) {
 func (j *lassoJob) job(role cli.Role) *cli.Job {
 	var job *cli.Job
 	if j.cfg.Layout == lasso.LayoutColumns {
-		job = cli.NewJob(j.colProgram())
+		job = cli.NewJob(lasso.ColumnProgram(j.cfg, j.workers))
 		job.Print = j.print
 	} else {
 		job = cli.NewJob(lasso.Program(j.cfg))
@@ -164,11 +152,11 @@ func (j *lassoJob) job(role cli.Role) *cli.Job {
 	if role != cli.Coordinator {
 		job.Data = j.cfg.Data
 	}
-	job.Done = func(err error) error {
+	job.Done = func(res *coordinator.Result, err error) error {
 		if err != nil {
 			return err
 		}
-		return writePath(j.out, j.path())
+		return writePath(j.out, lassoPath(res))
 	}
 	return job
 }

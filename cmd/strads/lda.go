@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/scheduler"
-	"github.com/strads-go/strads/schmp"
 )
 
 // ldaApp is LDA's command: strads lda, and its roles.
@@ -72,11 +69,11 @@ func addLDAFlags(fs *flag.FlagSet) *ldaFlags {
 
 // ldaJob is an LDA job as the command runs it.
 type ldaJob struct {
-	cfg     lda.Config
-	results ldaResults // the coordinator's, once built
+	cfg lda.Config
 }
 
-// ldaResults is what the command reads from the coordinator.
+// ldaResults is what the command reads from the coordinator (the result's
+// App).
 type ldaResults interface {
 	Trace() []lda.Report
 	HeldOut() (perplexity float64, tokens int64, ok bool, err error)
@@ -147,26 +144,13 @@ func ldaInputError(err error) error {
 	return err
 }
 
-// capture makes prog's coordinator, once built, the job's results.
-func capture[U any](prog schmp.Program[scheduler.Turn, lda.Partial, U, lda.Summary], j *ldaJob) schmp.Program[scheduler.Turn, lda.Partial, U, lda.Summary] {
-	newCoordinator := prog.NewCoordinator
-	prog.NewCoordinator = func(ctx context.Context) (schmp.Coordinator[scheduler.Turn, lda.Partial, U, lda.Summary], error) {
-		c, err := newCoordinator(ctx)
-		if err == nil {
-			j.results, _ = c.(ldaResults)
-		}
-		return c, err
-	}
-	return prog
-}
-
 // job returns the job as role runs it.
 func (j *ldaJob) job(role cli.Role) (*cli.Job, error) {
 	var job *cli.Job
 	if j.cfg.Unscheduled {
-		job = cli.NewJob(capture(lda.Unscheduled(j.cfg), j))
+		job = cli.NewJob(lda.Unscheduled(j.cfg))
 	} else {
-		job = cli.NewJob(capture(lda.Program(j.cfg), j))
+		job = cli.NewJob(lda.Program(j.cfg))
 	}
 	job.Data = j.cfg.Docword
 	if j.cfg.Text != "" {
@@ -179,14 +163,19 @@ func (j *ldaJob) job(role cli.Role) (*cli.Job, error) {
 // print prints the end of a run: the log-likelihood, the rates, the
 // held-out perplexity, then where the time went.
 func (j *ldaJob) print(w io.Writer, res *coordinator.Result) {
-	trace := j.results.Trace()
+	results, ok := res.App.(ldaResults)
+	if !ok {
+		cli.PrintResult(w, res)
+		return
+	}
+	trace := results.Trace()
 	if len(trace) == 0 {
 		return
 	}
 	r := trace[len(trace)-1]
 	fmt.Fprintf(w, "log-likelihood/token %.6f  iterations %g  rounds %d  tokens %d  time %.3fs  tokens/s %.4g  sampling %.4g tokens/s per core  (%s)\n",
-		r.LogLik, r.Iter, res.Rounds, r.Tokens, res.Elapsed.Seconds(), r.TokensPerSecond(), r.SamplingRate(), res.Reason)
-	if perp, n, ok, err := j.results.HeldOut(); err != nil {
+		r.LogLik, r.Iter, res.Rounds, r.Tokens, res.Elapsed.Seconds(), r.TokensPerSecond(), r.SamplingRate(), res.Why())
+	if perp, n, ok, err := results.HeldOut(); err != nil {
 		fmt.Fprintf(w, "held-out perplexity: %v\n", err)
 	} else if ok {
 		fmt.Fprintf(w, "held-out perplexity %.3f on %d tokens of %s (document completion)\n", perp, n, j.cfg.TestDocword)

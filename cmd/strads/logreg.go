@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/schmp"
 )
 
 // logregApp is the logistic regression's command: strads logreg, and its
@@ -80,10 +78,7 @@ type logregJob struct {
 	cfg     logreg.Config
 	workers int
 	predict string
-	out     string            // --out: with --lambda-path, the prefix of the path's files
-	coord   logregCoordinator // nil until the coordinator is made, and on other roles
-	rows    *logreg.Coordinator
-	cols    *logreg.ColCoordinator
+	out     string // --out: with --lambda-path, the prefix of the path's files
 }
 
 // logregCoordinator is what the command asks of the coordinator of either
@@ -154,57 +149,29 @@ func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 func (j *logregJob) job(role cli.Role) *cli.Job {
 	var job *cli.Job
 	if j.cfg.Layout == lasso.LayoutColumns {
-		job = cli.NewJob(j.colProgram())
+		job = cli.NewJob(logreg.ColumnProgram(j.cfg, j.workers))
 	} else {
-		job = cli.NewJob(j.program())
+		job = cli.NewJob(logreg.Program(j.cfg))
 	}
 	if role != cli.Coordinator {
 		job.Data = j.cfg.Data
 	}
 	job.Print = j.print
-	job.Done = func(err error) error {
+	job.Done = func(res *coordinator.Result, err error) error {
 		if err != nil {
 			return err
 		}
-		return j.finish()
+		return j.finish(res)
 	}
 	return job
-}
-
-// program returns the job's program in the row layout; its coordinator is
-// kept in j.
-func (j *logregJob) program() schmp.Program[logreg.Plan, logreg.Partial, logreg.Update, logreg.Summary] {
-	prog := logreg.Program(j.cfg)
-	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[logreg.Plan, logreg.Partial, logreg.Update, logreg.Summary], error) {
-		c, err := logreg.NewCoordinator(j.cfg)
-		if err == nil {
-			j.rows, j.coord = c, c
-		}
-		return c, err
-	}
-	return prog
-}
-
-// colProgram returns the job's program in the column layout; its
-// coordinator is kept in j.
-func (j *logregJob) colProgram() schmp.Program[logreg.ColPlan, logreg.ColPartial, logreg.ColUpdate, logreg.ColSummary] {
-	prog := logreg.ColumnProgram(j.cfg, j.workers)
-	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[logreg.ColPlan, logreg.ColPartial, logreg.ColUpdate, logreg.ColSummary], error) {
-		c, err := logreg.NewColCoordinator(j.cfg)
-		if err == nil {
-			j.cols, j.coord = c, c
-		}
-		return c, err
-	}
-	return prog
 }
 
 // print prints the end of a run: the runtime's lines, then the accuracy and
 // what the step safeguard (rows) or the merges (columns) did.
 func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
 	cli.PrintResult(w, res)
-	c := j.coord
-	if c == nil {
+	c, ok := res.App.(logregCoordinator)
+	if !ok {
 		return
 	}
 	fmt.Fprintf(w, "λ %.6g (λ_max %.6g)", c.Lambda(), c.LambdaMax())
@@ -218,27 +185,28 @@ func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
 			fmt.Fprintf(w, "  test accuracy %.4f", last.Test)
 		}
 	}
-	switch {
-	case j.rows != nil:
-		g := j.rows.Safeguard()
+	switch c := c.(type) {
+	case *logreg.Coordinator:
+		g := c.Safeguard()
 		fmt.Fprintf(w, "\nsafeguard: %d of %d rounds raised the objective (the most by %.2g of F(0)); joint-step factor θ ≥ %.3g\n",
 			g.Rose, g.Rounds, g.MaxRise, g.MinTheta)
-	case j.cols != nil:
-		s := j.cols.Stats()
+	case *logreg.ColCoordinator:
+		s := c.Stats()
 		fmt.Fprintf(w, "\ncolumn layout: %d rounds changed the model; %d merged by line search (%d with a step below 1, α ≥ %.3g; %d took one worker's change; %d changed nothing)\n",
 			s.Rounds, s.Merged, s.Shortened, s.MinAlpha, s.Single, s.Rejected)
-		printPath(w, j.cols.Path())
+		printPath(w, c.Path())
 	}
 }
 
 // finish writes the outputs that only the command knows: the predictions,
 // and a regularization path's files.
-func (j *logregJob) finish() error {
-	if j.coord == nil {
+func (j *logregJob) finish(res *coordinator.Result) error {
+	c, ok := res.App.(logregCoordinator)
+	if !ok {
 		return nil
 	}
-	if j.cols != nil {
-		if err := writePath(j.out, j.cols.Path()); err != nil {
+	if cols, ok := c.(*logreg.ColCoordinator); ok {
+		if err := writePath(j.out, cols.Path()); err != nil {
 			return err
 		}
 	}
@@ -248,7 +216,7 @@ func (j *logregJob) finish() error {
 			path = j.cfg.Data
 		}
 		if err := atomicfile.Write(j.predict, func(w *bufio.Writer) error {
-			return j.coord.WritePredictions(w, path)
+			return c.WritePredictions(w, path)
 		}); err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 
@@ -61,13 +60,13 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	return f
 }
 
-// mfJob is a matrix factorization job as the command runs it: its config
-// and the model its coordinator fills. Its outputs are the runtime's (the
-// model's Outputs: the factors with --out, the predictions with --predict),
-// written and committed together once the job is done.
+// mfJob is a matrix factorization job as the command runs it: its config.
+// Its outputs are the runtime's (the model's Outputs: the factors with
+// --out, the predictions with --predict), written and committed together
+// once the job is done; what it prints it reads from the coordinator's
+// model (mf.ModelOf the result's App).
 type mfJob struct {
-	cfg   mf.Config
-	model *mf.Model
+	cfg mf.Config
 }
 
 // mfCommand adds matrix factorization's flags to fs and returns the
@@ -121,12 +120,6 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 				return nil, cli.UsageError(err)
 			}
 		}
-		if cfg.Holdout > 0 && opts.Tol == 0 {
-			// The validation stop ends the job through the runtime's
-			// relative-change test (see mf.Config.Holdout).
-			opts.Tol = math.SmallestNonzeroFloat64
-		}
-
 		// The runtime counts rounds: an iteration is RoundsPerIter of them.
 		rpi := uint64(cfg.RoundsPerIter())
 		maxRounds := opts.MaxRounds
@@ -140,8 +133,7 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		// The runtime prints the progress, writes the metrics (mf's
 		// figures are its app metrics) and the model's files (its
 		// Outputs), committed together.
-		j.model = &mf.Model{}
-		j.cfg.Model, j.cfg.Warn = j.model, env.Stderr
+		j.cfg.Warn = env.Stderr
 		j.cfg.Predict, j.cfg.PredictOut = f.predict, f.predictOut
 		return j.job(env.Role), nil
 	}
@@ -209,17 +201,22 @@ func (j *mfJob) job(role cli.Role) *cli.Job {
 // print prints the end of a run: the last evaluation, then where the time
 // went.
 func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
-	e := j.model.Final()
+	m := mf.ModelOf(res.App)
+	if m == nil {
+		cli.PrintResult(w, res)
+		return
+	}
+	e := m.Final()
 	if j.cfg.Holdout > 0 {
-		e = j.model.Best()
-		why := fmt.Sprintf("the lowest of %d evaluations; ", len(j.model.Trace))
-		if j.model.Stopped {
+		e = m.Best()
+		why := fmt.Sprintf("the lowest of %d evaluations; ", len(m.Trace))
+		if m.Stopped {
 			why = fmt.Sprintf("stopped: no lower one in the %d evaluations after it; ", j.cfg.Patience)
 		}
 		fmt.Fprintf(w, "validation RMSE %.6f at iteration %g (%sthe figures below and the outputs are of that evaluation)\n", e.ValRMSE, e.Iter, why)
 	}
 	fmt.Fprintf(w, "train RMSE %.6f  test RMSE %.6f  objective %.12g  iterations %g  rounds %d  time %.3fs  (%s)\n",
-		e.TrainRMSE, e.TestRMSE, e.Objective, e.Iter, res.Rounds, res.Elapsed.Seconds(), res.Reason)
+		e.TrainRMSE, e.TestRMSE, e.Objective, e.Iter, res.Rounds, res.Elapsed.Seconds(), res.Why())
 	compareBiasOnly(j.cfg, e, w, j.cfg.Warn)
 	if j.cfg.Holdout > 0 {
 		res.WriteSummary(w)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -61,16 +60,14 @@ func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w,
 	var zero coordinator.Options
 	o.Metrics, o.Out, o.Progress, o.Monitor, o.Manifest, o.Claimed = "", "", nil, nil, zero.Manifest, nil
 	o.HasTarget = false
-	if o.Tol == 0 {
-		o.Tol = math.SmallestNonzeroFloat64 // the validation stop needs the relative-change test
-	}
 	k := 0
 	fit := func(ctx context.Context, c mf.Config) (*mf.Model, error) {
 		k++
-		if _, err := runMF(ctx, c, job.Options{Job: fmt.Sprintf("mf-tune-%d", k), Coordinator: o}); err != nil {
+		res, err := runMF(ctx, c, job.Options{Job: fmt.Sprintf("mf-tune-%d", k), Coordinator: o})
+		if err != nil {
 			return nil, err
 		}
-		return c.Model, nil
+		return mf.ModelOf(res.App), nil
 	}
 	points, best, err := mf.Tune(ctx, cfg, mf.LambdaGrid, fit)
 	for _, p := range points {
