@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/strads-go/strads/bench/logaxis"
+	"github.com/strads-go/strads/logaxis"
 	"github.com/strads-go/strads/scheduler"
 )
 

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/strads-go/strads/bench/logaxis"
+	"github.com/strads-go/strads/logaxis"
 )
 
 // palette colours strads's variants, in order (matplotlib's tab10), and

@@ -1,7 +1,8 @@
-// Package logaxis draws the logarithmic axes of the bench programs' plots.
-// They plot log10 of the values on a linear axis, with these ticks, rather
-// than use plot.LogScale, whose axis label padding is computed at the
-// arithmetic midpoint and leaves a large blank band above the data.
+// Package logaxis draws the logarithmic axes of strads' plots (strads plot
+// and the bench programs'). They plot log10 of the values on a linear
+// axis, with these ticks, rather than use plot.LogScale, whose axis label
+// padding is computed at the arithmetic midpoint and leaves a large blank
+// band above the data.
 package logaxis
 
 import (
