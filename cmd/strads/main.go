@@ -6,6 +6,7 @@
 //	strads lda infer --model FILE --docword FILE      topic proportions of new documents
 //	strads gen APP [flags] -o FILE                    a synthetic data set
 //	strads predict --model FILE --data FILE           predictions of a Lasso or logreg model
+//	strads plot --metrics FILE[,FILE…] -o OUT.png     a chart of metrics CSVs, a line per file
 //	strads server [--addr HOST:PORT] [--config FILE]  a NATS server for the roles
 //	strads version                                    the version and source revision
 //
@@ -29,6 +30,7 @@ var commandLine = &cli.CommandLine{
 	Apps:    []cli.App{lassoApp(), ldaApp(), logregApp(), mfApp()},
 	Commands: []cli.Command{
 		{Name: "gen", Synopsis: "APP [flags] -o FILE", Summary: "write a synthetic data set", Run: runGen},
+		{Name: "plot", Synopsis: "--metrics FILE[,FILE…] -o OUT.png|.svg [flags]", Summary: "chart metrics CSVs (objective, gap, …), a line per file", Run: runPlot},
 		{Name: "predict", Synopsis: "--model FILE --data FILE [--out FILE]", Summary: "apply a Lasso or logreg model to data", Run: runPredict},
 		{Name: "server", Synopsis: "[--addr HOST:PORT] [--config FILE]", Summary: "run a NATS server for the roles", Run: runServer},
 		{Name: "version", Summary: "print the strads version and the revision it was built from", Run: runVersion},
