@@ -1,10 +1,21 @@
 // Package atomicfile writes output files so that a reader never sees a
 // half-written one: data goes to a temporary file beside the target, which
 // is renamed into place only once it is complete.
+//
+// An output path that is a symbolic link is written through: the file it
+// points to (through every link; it need not exist yet) is the target, the
+// temporary file goes beside it and is renamed over it, and the link stays
+// a link. An output path that is not a regular file (a device such as
+// /dev/null, a named pipe, a directory, a socket) is refused at Create:
+// such a file can be neither replaced by a rename (that would replace the
+// node itself) nor written all or nothing (a pipe blocks until someone
+// reads it, whatever the job's timeouts, and a reader sees a half-written
+// model), so a job that writes there cannot keep this package's promise.
 package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,9 +25,10 @@ import (
 // File is an output file being written. Write to it, then Commit or Abort.
 type File struct {
 	*bufio.Writer
-	f    *os.File
-	path string
-	done bool
+	f      *os.File
+	path   string // as given, for messages
+	target string // what the file replaces: path, through its symbolic links
+	done   bool
 }
 
 // Mode is the permission of a committed file before the process's umask
@@ -24,9 +36,15 @@ type File struct {
 const Mode fs.FileMode = 0o666
 
 // Create starts writing the file at path. Its mode is Mode less the umask
-// (a temporary file would be private to its owner).
+// (a temporary file would be private to its owner). A path that is a
+// symbolic link is written through to the file it points to; one that is
+// not a regular file is refused (see the package's documentation).
 func Create(path string) (*File, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	target, err := Target(path)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
@@ -35,7 +53,90 @@ func Create(path string) (*File, error) {
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	return &File{Writer: bufio.NewWriterSize(f, 1<<16), f: f, path: path}, nil
+	return &File{Writer: bufio.NewWriterSize(f, 1<<16), f: f, path: path, target: target}, nil
+}
+
+// maxLinks bounds the symbolic links Target follows, as the system does.
+const maxLinks = 40
+
+// ErrNotRegular is the error, in Target's and Create's chains, of an
+// output path that exists and is not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// Target returns the file that writing path replaces: path itself, or, if
+// path is a symbolic link, the file it points to, followed through every
+// link, which need not exist. It fails if that file exists and is not a
+// regular file (ErrNotRegular, naming what it is), or if path cannot be
+// looked at (a directory on the way that is a file, or unreadable).
+func Target(path string) (string, error) {
+	for range maxLinks {
+		st, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			if !st.Mode().IsRegular() {
+				return "", fmt.Errorf("%w but %s: outputs are written whole or not at all, which this cannot be (leave the output out to write nothing)", ErrNotRegular, kind(st.Mode()))
+			}
+			return path, nil
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	return "", fmt.Errorf("more than %d symbolic links", maxLinks)
+}
+
+// kind says what a file that is not regular is.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeCharDevice != 0, m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a " + m.Type().String() + " file"
+}
+
+// Same reports whether the paths a and b name the same file once written:
+// their targets (Target) are the same existing file (os.SameFile: a hard
+// link too), or the same path. A path Target refuses is compared as it is.
+func Same(a, b string) bool {
+	ta, err := Target(a)
+	if err != nil {
+		ta = a
+	}
+	tb, err := Target(b)
+	if err != nil {
+		tb = b
+	}
+	sa, erra := os.Stat(ta)
+	sb, errb := os.Stat(tb)
+	if erra == nil && errb == nil {
+		return os.SameFile(sa, sb)
+	}
+	return absPath(ta) == absPath(tb)
+}
+
+// absPath returns path made absolute and clean, or clean if that fails.
+func absPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	return abs
 }
 
 // Path returns the path the file will have once committed.
@@ -46,7 +147,7 @@ func (a *File) Commit() error {
 	if err := a.finish(); err != nil {
 		return err
 	}
-	if err := os.Rename(a.f.Name(), a.path); err != nil {
+	if err := os.Rename(a.f.Name(), a.target); err != nil {
 		os.Remove(a.f.Name())
 		return fmt.Errorf("write %s: %w", a.path, err)
 	}

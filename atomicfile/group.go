@@ -28,22 +28,20 @@ type Group struct {
 }
 
 // CreateGroup starts writing the files at paths, in that order: each is
-// created as Create does, so that a bad path fails now, before anything is
-// computed. If one cannot be created, or two paths name the same file, the
-// others are removed and the error names the path.
+// created as Create does, so that a bad path (a directory that does not
+// exist or cannot be written, a device) fails now, before anything is
+// computed. If one cannot be created, or two paths name the same file
+// (Same: through symbolic links, or hard links), the others are removed
+// and the error names the path.
 func CreateGroup(paths ...string) (*Group, error) {
 	g := &Group{}
-	seen := map[string]string{}
-	for _, path := range paths {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			abs = filepath.Clean(path)
+	for i, path := range paths {
+		for _, prev := range paths[:i] {
+			if Same(path, prev) {
+				g.Abort()
+				return nil, fmt.Errorf("create %s: the same file as %s, another output", path, prev)
+			}
 		}
-		if prev, ok := seen[abs]; ok {
-			g.Abort()
-			return nil, fmt.Errorf("create %s: the same file as %s, another output", path, prev)
-		}
-		seen[abs] = path
 		f, err := Create(path)
 		if err != nil {
 			g.Abort()
@@ -72,10 +70,10 @@ func (g *Group) Commit() error {
 		}
 	}
 	for i, f := range g.files {
-		if err := os.Rename(f.f.Name(), f.path); err != nil {
+		if err := os.Rename(f.f.Name(), f.target); err != nil {
 			err = fmt.Errorf("write %s: %w", f.path, err)
 			for _, o := range g.files[:i] {
-				if rerr := os.Remove(o.path); rerr != nil {
+				if rerr := os.Remove(o.target); rerr != nil {
 					err = errors.Join(err, fmt.Errorf("remove %s, committed before: %w", o.path, rerr))
 				}
 			}
@@ -87,7 +85,7 @@ func (g *Group) Commit() error {
 	}
 	synced := map[string]bool{}
 	for _, f := range g.files {
-		dir := filepath.Dir(f.path)
+		dir := filepath.Dir(f.target)
 		if synced[dir] {
 			continue
 		}
