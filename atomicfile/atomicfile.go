@@ -38,9 +38,13 @@ const Mode fs.FileMode = 0o666
 // Create starts writing the file at path. Its mode is Mode less the umask
 // (a temporary file would be private to its owner). A path that is a
 // symbolic link is written through to the file it points to; one that is
-// not a regular file is refused (see the package's documentation).
+// not a regular file, or an input (Protect), is refused (see the package's
+// documentation).
 func Create(path string) (*File, error) {
 	target, err := Target(path)
+	if err == nil {
+		err = checkInput(target)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}

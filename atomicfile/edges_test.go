@@ -202,3 +202,26 @@ func entries(t *testing.T, dir string) string {
 	}
 	return strings.Join(names, " ")
 }
+
+// TestProtect checks that an output is refused where it is an input that
+// Protect protects, through a link too, and taken again once released.
+func TestProtect(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data.svm")
+	write(t, data, "1 1:1\n")
+	symlink(t, "data.svm", filepath.Join(dir, "link"))
+	release := Protect(data, "")
+	for _, out := range []string{data, filepath.Join(dir, "link"), filepath.Join(dir, ".", "data.svm")} {
+		_, err := CreateGroup(filepath.Join(dir, "model.csv"), out)
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), out) {
+			t.Errorf("output %s: error %v, want ErrInput naming it", out, err)
+		}
+	}
+	holds(t, data, "1 1:1\n")
+	only(t, dir, "data.svm link")
+	release()
+	release() // does nothing more
+	if err := Write(data, func(w *bufio.Writer) error { return nil }); err != nil {
+		t.Errorf("after release: %v", err)
+	}
+}

@@ -36,6 +36,12 @@ type App struct {
 	// coordinator refuses a role that was given another value, and a role
 	// not given one takes the coordinator's.
 	PerRole []string
+	// Outputs names the app's flags, among PerRole, that name files the
+	// job writes (the runtime's --out and --metrics are outputs too); the
+	// other PerRole flags name inputs. Before the job runs, an output that
+	// is the same file as an input or another output is a usage error,
+	// and no output is ever written over an input (atomicfile.Protect).
+	Outputs []string
 	// Commands are the app's own commands, which work on its outputs
 	// rather than run a job: "prog APP NAME [args]" (strads mf recommend,
 	// say).

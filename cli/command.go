@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"unicode"
 
+	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -162,13 +163,14 @@ func firstArg(args []string) string {
 // because its manifest differs from the job's (protocol.ErrManifest: it was
 // given other settings or data than the job's, on the role and on the
 // coordinator alike), or a job name another running job holds
-// (protocol.ErrNameTaken); 1 otherwise.
+// (protocol.ErrNameTaken), or an output that is an input
+// (atomicfile.ErrInput); 1 otherwise.
 func ExitStatus(err error) int {
 	var pe *libsvm.ParseError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case isUsage(err), errors.As(err, &pe), errors.Is(err, protocol.ErrManifest), errors.Is(err, protocol.ErrNameTaken):
+	case isUsage(err), errors.As(err, &pe), errors.Is(err, protocol.ErrManifest), errors.Is(err, protocol.ErrNameTaken), errors.Is(err, atomicfile.ErrInput):
 		return 2
 	}
 	return 1

@@ -67,6 +67,11 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 	if err != nil {
 		return err
 	}
+	release, err := s.checkPaths(j)
+	if err != nil {
+		return err
+	}
+	defer release()
 	res, err := s.execute(ctx, j, opts)
 	if !role.Has(Coordinator) {
 		return err

@@ -24,6 +24,7 @@ func ldaApp() cli.App {
 		Synopsis: "--docword FILE [--vocab FILE] | --text FILE  [--topics K --iters T --workers N --alpha A --beta B --seed S] [flags]\n       " + ldaInferSynopsis,
 		Flags:    ldaCommand,
 		PerRole:  []string{"docword", "vocab", "text", "stop-words", "test-docword", "word-topic", "doc-topic", "model"},
+		Outputs:  []string{"word-topic", "doc-topic", "model"},
 		Commands: []cli.Command{
 			{Name: "infer", Synopsis: "--model FILE --docword FILE | --text FILE [--out FILE]", Summary: "topic proportions of new documents", Run: runLDAInfer},
 		},

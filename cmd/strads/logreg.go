@@ -26,6 +26,7 @@ func logregApp() cli.App {
 		Synopsis: "--data FILE (--lambda L | --lambda-ratio R | --C C) [--lambda-path K] [flags]",
 		Flags:    logregCommand,
 		PerRole:  []string{"data", "test", "predict"},
+		Outputs:  []string{"predict"},
 	}
 }
 

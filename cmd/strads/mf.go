@@ -23,6 +23,7 @@ func mfApp() cli.App {
 		Synopsis: "--train FILE [--test FILE] [--validate F] [--rank K --lambda L|auto --iters T --workers N --algo sgd|ccd|als --schedule rotation|unscheduled] [flags]",
 		Flags:    mfCommand,
 		PerRole:  []string{"train", "test", "predict", "predict-out"},
+		Outputs:  []string{"predict-out"},
 		Commands: mfCommands(),
 	}
 }
