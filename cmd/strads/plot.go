@@ -72,10 +72,13 @@ func runPlot(_ context.Context, args []string, stdout, _ io.Writer) error {
 		return cli.Usagef("-o FILE is required")
 	case !slices.Contains(plotFormats, format):
 		return cli.Usagef("-o %s: want a file ending in .png, .svg or .pdf", *out)
-	case slices.ContainsFunc(files, func(f string) bool { return sameFile(f, *out) }):
+	case slices.ContainsFunc(files, func(f string) bool { return atomicfile.Same(f, *out) }):
 		return cli.Usagef("-o %s would overwrite an input", *out)
 	case target != nil && *y != "subopt":
 		return cli.Usagef("--target is for --y subopt")
+	}
+	if _, err := atomicfile.Target(*out); err != nil {
+		return cli.Usagef("-o %s: %w", *out, err)
 	}
 	spec := chartSpec{x: *x, y: *y, target: target, title: *title}
 	switch *scale {
@@ -110,17 +113,6 @@ func runPlot(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s\n", *out, note)
 	return nil
-}
-
-// sameFile reports whether the paths a and b name the same file, or
-// would.
-func sameFile(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // metricsFile is a metrics CSV as --metrics writes it.

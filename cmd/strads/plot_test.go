@@ -96,6 +96,13 @@ func TestPlotBadInput(t *testing.T) {
 	cells = strings.Split(row, ",")
 	cells[5] = "" // no gap, as mf and LDA write it
 	noGap := file("nogap.csv", header+"\n"+strings.Join(cells, ",")+"\n")
+	if err := os.Mkdir(filepath.Join(dir, "sub.png"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.png")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -118,6 +125,8 @@ func TestPlotBadInput(t *testing.T) {
 		{"unknown format", []string{"--metrics", real, "-o", filepath.Join(dir, "c.gif")}, "want a file ending in .png, .svg or .pdf"},
 		{"no -o", []string{"--metrics", real, "-o", ""}, "-o FILE is required"},
 		{"-o an input", []string{"--metrics", file("in.svg", header+"\n"+row+"\n"), "-o", filepath.Join(dir, "in.svg")}, "would overwrite an input"},
+		{"-o a directory", []string{"--metrics", real, "-o", dir + "/sub.png"}, "not a regular file but a directory"},
+		{"-o a link to an input", []string{"--metrics", real, "-o", link}, "would overwrite an input"},
 		{"--target without subopt", []string{"--metrics", real, "--target", "1"}, "--target is for --y subopt"},
 		{"a bad --target", []string{"--metrics", real, "--y", "subopt", "--target", "NaN"}, "want a finite number"},
 		{"a bad --scale", []string{"--metrics", real, "--scale", "ln"}, `--scale "ln"`},
