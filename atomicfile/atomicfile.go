@@ -73,6 +73,12 @@ var ErrNotRegular = errors.New("not a regular file")
 // regular file (ErrNotRegular, naming what it is), or if path cannot be
 // looked at (a directory on the way that is a file, or unreadable).
 func Target(path string) (string, error) {
+	// What the path opens, through every link: a link into /proc (say
+	// /dev/stdout) ends at a name that is no file of the directory it
+	// seems to be in.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return "", notRegular(st.Mode())
+	}
 	for range maxLinks {
 		st, err := os.Lstat(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -83,7 +89,7 @@ func Target(path string) (string, error) {
 		}
 		if st.Mode()&fs.ModeSymlink == 0 {
 			if !st.Mode().IsRegular() {
-				return "", fmt.Errorf("%w but %s: outputs are written whole or not at all, which this cannot be (leave the output out to write nothing)", ErrNotRegular, kind(st.Mode()))
+				return "", notRegular(st.Mode())
 			}
 			return path, nil
 		}
@@ -97,6 +103,12 @@ func Target(path string) (string, error) {
 		path = link
 	}
 	return "", fmt.Errorf("more than %d symbolic links", maxLinks)
+}
+
+// notRegular is the error of an output that is a file of mode m, not a
+// regular one.
+func notRegular(m fs.FileMode) error {
+	return fmt.Errorf("%w but %s: outputs are written whole or not at all, which this cannot be (leave the output out to write nothing)", ErrNotRegular, kind(m))
 }
 
 // kind says what a file that is not regular is.

@@ -68,6 +68,12 @@ func TestEdges(t *testing.T) {
 			return filepath.Join(dir, "null")
 		}, "not a regular file but a device", nil},
 		{"directory", func(t *testing.T, dir string) string { return dir }, "not a regular file but a directory", nil},
+		{"standard output", func(t *testing.T, dir string) string {
+			if st, err := os.Stat("/dev/stdout"); err != nil || st.Mode().IsRegular() {
+				t.Skip("the standard output is a regular file, or none")
+			}
+			return "/dev/stdout"
+		}, "not a regular file", nil},
 		{"no such directory", func(t *testing.T, dir string) string { return filepath.Join(dir, "missing", "x.csv") }, "no such file", nil},
 		{"directory that is a file", func(t *testing.T, dir string) string {
 			write(t, filepath.Join(dir, "file"), "")
