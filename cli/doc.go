@@ -10,6 +10,19 @@
 // --help on every command, and the exit statuses 0 (success), 2 (bad usage
 // or input) and 1 (any other failure).
 //
+// # Security and outputs
+//
+// A role reaches a protected NATS server with credentials in the URL of
+// --nats, --creds, and TLS (--tls-ca, --tls-cert, --tls-key); the password
+// or token of --nats never shows in what the command writes to stderr, in
+// its errors, on the live page or at /debug/pprof/cmdline (which only
+// --pprof serves). A whole job's embedded server takes no TCP port unless
+// --nats-listen asks, and --http with a port alone binds 127.0.0.1. An
+// output (--out, --metrics, App.Outputs) that is the same file as an input
+// or another output, or that is not a regular file, is a usage error
+// before the job runs, and the job's inputs are protected
+// (atomicfile.Protect) from the files its coordinator writes.
+//
 // An App describes a model: its name, its own flags, and a function that
 // makes its Job from them once they are parsed. Main runs a program of one
 // or more apps:

@@ -407,12 +407,20 @@ func Secrets(url string) []string {
 	return slices.Compact(out)
 }
 
+// minSecret is the shortest secret that Scrub replaces outside a URL:
+// replacing a shorter one everywhere would mangle every word that holds
+// it, and a URL shows it in full anyway, which RedactURL catches.
+const minSecret = 4
+
 // Scrub returns s with the URLs' credentials redacted (RedactURL) and
-// every secret replaced by Redacted.
+// every secret of at least 4 bytes replaced by Redacted wherever it
+// appears.
 func Scrub(s string, secrets []string) string {
 	s = RedactURL(s)
 	for _, secret := range secrets {
-		s = strings.ReplaceAll(s, secret, Redacted)
+		if len(secret) >= minSecret {
+			s = strings.ReplaceAll(s, secret, Redacted)
+		}
 	}
 	return s
 }

@@ -44,4 +44,7 @@ func TestConnectRedacts(t *testing.T) {
 	if got := Scrub("password s3cr?t, escaped s3cr%3Ft", Secrets("nats://u:s3cr%3Ft@h")); strings.Contains(got, "s3cr") {
 		t.Errorf("Scrub left a secret: %q", got)
 	}
+	if got, want := Scrub("a short password a in nats://u:a@h", Secrets("nats://u:a@h")), "a short password a in nats://u:xxxxx@h"; got != want {
+		t.Errorf("Scrub of a short secret: %q, want %q", got, want)
+	}
 }
