@@ -910,8 +910,13 @@ func (n *node[P, R, U, S]) progressLine() {
 	for _, m := range st.Final.Metrics {
 		fmt.Fprintf(&extra, "  %s %.6g", m.Name, m.Value)
 	}
-	fmt.Fprintf(n.opts.Progress, "round %d  elapsed %s  objective %.9g%s  nnz %d  updates/s %.0f%s%s\n",
-		st.Rounds, el.Round(10*time.Millisecond), st.Final.Objective, gap, st.Final.NNZ,
+	pos := position{Rounds: st.Rounds, MaxRounds: n.opts.MaxRounds, Elapsed: el, TimeLimit: n.opts.TimeLimit}
+	if _, ok := n.app.(Iterated); ok {
+		pos.Period = n.core.Config().Period
+	}
+	pos.Ended = st.Done
+	fmt.Fprintf(n.opts.Progress, "%s  objective %.9g%s  nnz %d  updates/s %.0f%s%s\n",
+		pos, st.Final.Objective, gap, st.Final.NNZ,
 		float64(st.Updates)/el.Seconds(), extra.String(), n.stage())
 }
 
