@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -270,17 +269,6 @@ func (m *model) Objective(reports []Summary) (schmp.Progress, error) {
 func (m *model) iter() float64 {
 	return float64(m.pulled) / float64(m.cfg.RoundsPerIteration())
 }
-
-// Stage implements coordinator.Staged, for the progress line: the
-// iteration, "iter n/N". An LDA job has one stage.
-func (m *model) Stage() string { return fmt.Sprintf("iter %g/%d", m.iter(), m.cfg.Iters) }
-
-// FinalStage implements coordinator.Staged: the job's one stage is the
-// last.
-func (m *model) FinalStage() bool { return true }
-
-// EndStage implements coordinator.Staged: there is no other stage.
-func (m *model) EndStage(pipeline.Sample, string) error { return nil }
 
 // WriteModel implements schmp.Coordinator: the top words of every topic.
 // The runtime writes the model's files (Outputs) instead.
