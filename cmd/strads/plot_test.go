@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/xml"
+	"fmt"
+	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -67,11 +71,40 @@ func TestPlot(t *testing.T) {
 			if magic := chartMagic[filepath.Ext(out)]; len(b) < 100 || !bytes.HasPrefix(b, []byte(magic)) {
 				t.Errorf("%s: %d bytes starting %q, want %q…", tc.out, len(b), b[:min(len(b), 8)], magic)
 			}
-			if filepath.Ext(out) == ".svg" && !bytes.Contains(b, []byte("<svg")) {
-				t.Errorf("%s: no <svg element", tc.out)
+			if err := validChart(filepath.Ext(out), b); err != nil {
+				t.Errorf("%s: %v", tc.out, err)
 			}
 		})
 	}
+}
+
+// validChart checks more than the first bytes of a chart: a PNG decodes,
+// an SVG is well-formed XML with an svg element at its root.
+func validChart(ext string, b []byte) error {
+	switch ext {
+	case ".png":
+		_, err := png.Decode(bytes.NewReader(b))
+		return err
+	case ".svg":
+		d := xml.NewDecoder(bytes.NewReader(b))
+		root := ""
+		for {
+			tok, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if se, ok := tok.(xml.StartElement); ok && root == "" {
+				root = se.Name.Local
+			}
+		}
+		if root != "svg" {
+			return fmt.Errorf("root element %q, want svg", root)
+		}
+	}
+	return nil
 }
 
 // TestPlotBadInput checks that bad files and flags exit with status 2 and
