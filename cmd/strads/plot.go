@@ -272,7 +272,7 @@ func (s *chartSpec) draw(runs []*metricsFile) (*plot.Plot, string, error) {
 
 	names := legendNames(runs)
 	var drawn []string
-	left, ymin, ymax := 0, math.Inf(1), math.Inf(-1)
+	values, left, ymin, ymax := 0, 0, math.Inf(1), math.Inf(-1)
 	for k := range runs {
 		var pts plotter.XYs
 		for i, x := range xs[k] {
@@ -280,6 +280,7 @@ func (s *chartSpec) draw(runs []*metricsFile) (*plot.Plot, string, error) {
 			if !finite(x) || !finite(y) {
 				continue
 			}
+			values++
 			if s.log {
 				if y <= 0 {
 					left++
@@ -309,10 +310,10 @@ func (s *chartSpec) draw(runs []*metricsFile) (*plot.Plot, string, error) {
 		drawn = append(drawn, names[k])
 	}
 	if len(drawn) == 0 {
-		if s.log {
-			return nil, "", fmt.Errorf("--y %s: no value > 0 in %s to draw on a log axis", s.y, strings.Join(names, ", "))
+		if values == 0 {
+			return nil, "", fmt.Errorf("--y %s: no points in %s: every row has an empty cell in %s or %s (a column the app does not report)", s.y, strings.Join(names, ", "), s.yColumn(), s.xColumn())
 		}
-		return nil, "", fmt.Errorf("--y %s: no values in %s", s.y, strings.Join(names, ", "))
+		return nil, "", fmt.Errorf("--y %s: no value > 0 in %s to draw on a log axis", s.y, strings.Join(names, ", "))
 	}
 	if s.log {
 		// Whole decades, so that at least two ticks are labelled.
