@@ -244,8 +244,9 @@ type Iterated interface {
 //
 // The stop test (Config.Tol) then ends a stage rather than the job, until
 // the final stage, whose converged report stops the job as always.
-// Config.Target counts only in the final stage. The other stops (MaxRounds,
-// TimeLimit) end the whole job, whatever the stage. At a stage's end the
+// Config.Target counts only in the final stage. The other stops (an app's
+// own, schmp.Progress.Stop; MaxRounds, TimeLimit) end the whole job,
+// whatever the stage. At a stage's end the
 // core forgets the objectives reported so far: the relative-change test
 // and Config.RiseTol start afresh with the next stage's reports, since the
 // objectives of two stages are of different problems.
