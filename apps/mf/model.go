@@ -127,9 +127,6 @@ type Model struct {
 	// when the job writes files (Outputs). Without Holdout the factors
 	// are those of the state the job ended with, which the workers send
 	// once, in their final reports, whatever Factors says.
-	//
-	// Formerly: asks the workers for their users' factors at every
-	// evaluation (set it before the job), so that W and H can be written.
 	Factors bool
 	// Rank is K. Biased says the model is μ + b_u + c_i + w_u·h_i (μ =
 	// Mean), not w_u·h_i alone (Config.NoBias).
