@@ -222,11 +222,13 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	// the refusal.
 	ctx, n.fail = context.WithCancelCause(ctx)
 	defer n.fail(nil)
-	present, err := n.claim(ctx)
-	if err != nil {
-		return nil, err
+	if !n.opts.Private {
+		present, err := n.claim(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer present.Unsubscribe()
 	}
-	defer present.Unsubscribe()
 	readies, err := wire.NewMailbox(n.c, protocol.SubjectReady)
 	if err != nil {
 		return nil, err

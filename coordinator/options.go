@@ -98,6 +98,13 @@ type Options struct {
 	// answers joins: a caller that starts the job's nodes itself (job.Run)
 	// starts them then, so that they cannot join another job of the name.
 	Claimed func()
+	// Private says that no other process can reach the NATS server: an
+	// embedded one without a TCP listener (job.Run's default), whose only
+	// clients are this process's nodes. The coordinator then knows, without
+	// asking, that no other coordinator runs a job of its name, and skips
+	// the presence probe (DESIGN §2), which waits at least 100 ms for
+	// answers.
+	Private bool
 }
 
 // Validate reports the first bad option, as a *schmp.FieldError.

@@ -86,6 +86,9 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 			}
 		} else {
 			log.Info("embedded nats-server, in-process connections only")
+			// No other process can reach it: no other coordinator
+			// can hold the job's name.
+			opts.Coordinator.Private = true
 		}
 		connect = srv.ConnectInProcess
 	}
