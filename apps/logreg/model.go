@@ -1,10 +1,8 @@
 package logreg
 
 import (
-	"bufio"
 	"io"
 	"math"
-	"strconv"
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/libsvm"
@@ -157,33 +155,11 @@ func (m *model) setLabels(zero int) {
 	}
 }
 
-// Probability returns P(y = +1 | x) = σ(x·w + b) for a row with 0-based
-// feature indices idx and values val; features beyond the model's are 0.
-func (m *model) Probability(idx []int32, val []float64) float64 {
-	z := m.b
-	for k, j := range idx {
-		if int(j) < len(m.w) {
-			z += m.w[j] * val[k]
-		}
-	}
-	return linear.Sigmoid(z)
-}
-
-// WritePredictions writes a CSV "label,probability" with, for every row of
-// the LIBSVM file at path in order, its label as written and P(y = +1 | x).
+// WritePredictions writes the predictions of the model for every row of
+// the LIBSVM file at path, as strads predict does from the model file
+// (linear.Model.WritePredictions): a CSV "label,probability", the
+// predicted label as the training data writes its classes and
+// P(y = +1 | x).
 func (m *model) WritePredictions(w io.Writer, path string) error {
-	bw := bufio.NewWriter(w)
-	bw.WriteString("label,probability\n")
-	var buf []byte
-	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
-		buf = strconv.AppendFloat(buf[:0], row.Label, 'g', -1, 64)
-		buf = append(buf, ',')
-		buf = strconv.AppendFloat(buf, m.Probability(row.Index, row.Value), 'g', 17, 64)
-		_, err := bw.Write(append(buf, '\n'))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return bw.Flush()
+	return m.Model().WritePredictions(w, path)
 }

@@ -47,7 +47,7 @@ func addLogregFlags(fs *flag.FlagSet) *logregFlags {
 	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖Xᵀ(y01 − c)‖∞/n the smallest λ with w = 0 (c = ȳ with --intercept, ½ without)")
 	fs.Float64Var(&f.cfg.C, "C", 0, "set λ = 1/(C·n): liblinear's and scikit-learn's C, for their objective ‖w‖₁ + C·Σ loss")
 	fs.BoolVar(&f.cfg.Intercept, "intercept", false, "fit an unpenalized intercept b")
-	fs.StringVar(&f.predict, "predict", "", "write P(y = +1 | x) for every sample of --test (or of --data without it) to `file`, as a CSV label,probability (with --lambda-path, of the last λ's model)")
+	fs.StringVar(&f.predict, "predict", "", "write P(y = +1 | x) for every sample of --test (or of --data without it) to `file`, as a CSV label,probability: the predicted label, written as the training data writes its classes, and the probability, as strads predict writes them from the model file (with --lambda-path, of the last λ's model)")
 	fs.IntVar(&f.cfg.Path, "lambda-path", 0, pathUsage)
 	f.sched = addScheduleFlags(fs)
 	return f
