@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/inputfile"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -164,13 +165,14 @@ func firstArg(args []string) string {
 // given other settings or data than the job's, on the role and on the
 // coordinator alike), or a job name another running job holds
 // (protocol.ErrNameTaken), or an output that is an input
-// (atomicfile.ErrInput); 1 otherwise.
+// (atomicfile.ErrInput), or an input that is not a regular file
+// (inputfile.ErrNotRegular); 1 otherwise.
 func ExitStatus(err error) int {
 	var pe *libsvm.ParseError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case isUsage(err), errors.As(err, &pe), errors.Is(err, protocol.ErrManifest), errors.Is(err, protocol.ErrNameTaken), errors.Is(err, atomicfile.ErrInput):
+	case isUsage(err), errors.As(err, &pe), errors.Is(err, protocol.ErrManifest), errors.Is(err, protocol.ErrNameTaken), errors.Is(err, atomicfile.ErrInput), errors.Is(err, inputfile.ErrNotRegular):
 		return 2
 	}
 	return 1

@@ -9,6 +9,9 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
+
+	"github.com/strads-go/strads/inputfile"
 )
 
 // MaxLine is the longest line the readers accept, in bytes: a longer one
@@ -34,29 +37,13 @@ func readError(name string, line int, err error) error {
 	return fmt.Errorf("libsvm: read %s: %w", name, err)
 }
 
-// CheckFile returns nil if path names a regular file, a *ParseError if it
-// names something else (a FIFO, a device, a directory), and the error of
-// os.Stat otherwise, without opening it. The readers read a file more than
-// once (to count, then to parse; every role its own copy), which a pipe
-// cannot give; opening a FIFO would wait for a writer without end, and a
-// device such as /dev/zero would never end.
-func CheckFile(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("libsvm: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return &ParseError{File: path, Msg: fmt.Sprintf("not a regular file (mode %s): the data must be a file that can be read more than once", st.Mode().Type())}
-	}
-	return nil
-}
-
-// open opens the file at path for reading once CheckFile accepts it.
+// open opens the file at path for reading, through package inputfile: what
+// is not a regular file is a *ParseError naming it, before it is opened.
 func open(path string) (*os.File, error) {
-	if err := CheckFile(path); err != nil {
-		return nil, err
+	f, err := inputfile.Open(path)
+	if errors.Is(err, inputfile.ErrNotRegular) {
+		return nil, &ParseError{File: path, Msg: strings.TrimPrefix(err.Error(), path+": ")}
 	}
-	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("libsvm: %w", err)
 	}

@@ -5,8 +5,9 @@ import (
 	"hash/crc64"
 	"io"
 	"maps"
-	"os"
 	"slices"
+
+	"github.com/strads-go/strads/inputfile"
 )
 
 // Version is the version of the protocol: every role of a job must speak
@@ -96,20 +97,15 @@ const (
 // regular file (a FIFO, a device, a directory) is an error, before it is
 // opened.
 func Fingerprint(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("fingerprint: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		// A FIFO would block the open until a writer comes, and a
-		// device such as /dev/zero would never end.
-		return "", fmt.Errorf("%s: not a regular file (mode %s): the data must be a file that can be read more than once", path, fi.Mode().Type())
-	}
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("fingerprint: %w", err)
+	}
 	size := fi.Size()
 	h := crc64.New(crc64.MakeTable(crc64.ECMA))
 	if size <= FingerprintBlocks*FingerprintBlockSize {

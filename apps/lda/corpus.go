@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/strads-go/strads/inputfile"
 )
 
 // ParseError reports bad input at a line of a file.
@@ -66,7 +68,7 @@ func openCorpus(cfg *Config) (*corpus, error) {
 
 // openDocword reads the header of a UCI docword file.
 func openDocword(path string) (*corpus, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("lda: %w", err)
 	}
@@ -200,7 +202,7 @@ func (c *corpus) read(lo, hi int, full bool, fn docFunc) error {
 	if c.text != nil {
 		return c.text.read(c.path, lo, hi, full, fn)
 	}
-	f, err := os.Open(c.path)
+	f, err := inputfile.Open(c.path)
 	if err != nil {
 		return fmt.Errorf("lda: %w", err)
 	}
@@ -309,7 +311,7 @@ func (c *corpus) scan() (Stats, error) {
 
 // readVocab reads a vocabulary of exactly w words, one a line.
 func readVocab(path string, w int) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("lda: %w", err)
 	}
@@ -377,6 +379,9 @@ func readStopWords(path string) (map[string]bool, error) {
 	if path == "" {
 		return stop, nil
 	}
+	if err := inputfile.Check(path); err != nil {
+		return nil, fmt.Errorf("lda: %w", err)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("lda: %w", err)
@@ -388,7 +393,7 @@ func readStopWords(path string) (map[string]bool, error) {
 // eachLine calls fn with every line of the file at path (without '\n'; a
 // carriage return is a separator like any non-letter).
 func eachLine(path string, fn func(line int, b []byte) error) error {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("lda: %w", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/strads-go/strads/inputfile"
 )
 
 // Model is a trained LDA model, as inference for new documents needs it:
@@ -219,7 +221,7 @@ func (m *Model) Write(w io.Writer) error {
 
 // LoadModel reads a model written by Write (Config.ModelOut), checking it.
 func LoadModel(path string) (*Model, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("lda: %w", err)
 	}

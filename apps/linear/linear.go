@@ -29,11 +29,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/strads-go/strads/inputfile"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/version"
 )
@@ -175,10 +175,7 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) 
 // ReadFile reads the model file at path; its errors are *libsvm.ParseError,
 // naming the file and the line.
 func ReadFile(path string) (*Model, error) {
-	if err := libsvm.CheckFile(path); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

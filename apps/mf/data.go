@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 
+	"github.com/strads-go/strads/inputfile"
 	"github.com/strads-go/strads/libsvm"
 )
 
@@ -94,7 +94,7 @@ func ReadPairs(path string, fn func(line int, user, item int64) error) error {
 // A parseFailure, from splitting or from fn, becomes a *ParseError at the
 // line; any other error from fn is returned as is.
 func readLines(path string, fn func(line int, fields [][]byte) error) error {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/inputfile"
 	"github.com/strads-go/strads/libsvm"
 )
 
@@ -200,10 +200,7 @@ func checkData(path string) error {
 // checkOpen checks that the data file at path can be opened: the roles
 // that load it check the rest.
 func checkOpen(path string) error {
-	if err := libsvm.CheckFile(path); err != nil {
-		return cli.UsageError(fmt.Errorf("--data: %w", err))
-	}
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return cli.UsageError(fmt.Errorf("--data: %w", err))
 	}
