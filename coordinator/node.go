@@ -1,12 +1,16 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -71,6 +75,8 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 		plans:   protocol.NewLedger(),
 		sent:    map[taskKey]bool{},
 		dropped: map[string]int{},
+		asked:   map[uint64]outbound{},
+		tasks:   map[taskKey][]outbound{},
 	}
 	for range opts.Workers {
 		n.partials = append(n.partials, [3]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger(), protocol.NewLedger()})
@@ -129,6 +135,23 @@ type node[P, R, U, S any] struct {
 	// incomplete is the last chunked message dropped, which may explain a
 	// deadline missed.
 	incomplete error
+	// asked and tasks hold, encoded, the plan requests whose plans have
+	// not come, by round, and the tasks whose partials are awaited, to be
+	// sent again after a reconnect (DESIGN §6).
+	asked map[uint64]outbound
+	tasks map[taskKey][]outbound
+	// reconnected is set by a reconnect; resending says that the node
+	// sends the unanswered messages again, next at resendAt, until
+	// resendUntil, every resendEvery.
+	reconnected atomic.Bool
+	resending   bool
+	resendAt    time.Time
+	resendUntil time.Time
+	resendEvery time.Duration
+	// heard holds, by role and place, whether a message of the node came
+	// since the last reconnect: once all did, every node is back, and a
+	// last resend reaches them all.
+	heard map[string][]bool
 
 	// outputs are the model's files, written after the stop; files holds
 	// them and then the metrics CSV, committed together.
@@ -238,6 +261,14 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, err
 	}
 	defer n.box.Close()
+	stopWatch := n.c.Watch(func(e wire.Event) {
+		wire.LogEvents(n.log)(e)
+		if e.Kind == wire.Reconnected {
+			n.reconnected.Store(true)
+			n.box.Wake()
+		}
+	})
+	defer stopWatch()
 	joins, err := n.admit()
 	if err != nil {
 		return nil, err
@@ -572,6 +603,9 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 		if err != nil {
 			return err
 		}
+		if err := n.resend(); err != nil {
+			return err
+		}
 		if msg != nil {
 			switch strings.TrimPrefix(msg.Subject, n.c.Subject("")) {
 			case protocol.SubjectPlanned:
@@ -600,6 +634,9 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
 	wctx := ctx
 	if deadline, _, ok := n.core.Deadline(); ok {
+		if n.resending && n.resendAt.Before(deadline) {
+			deadline = n.resendAt // an early tick: the core waits on
+		}
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
@@ -622,6 +659,11 @@ func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if err := n.core.Step(pipeline.Event[P, R, S]{Kind: pipeline.Tick, Time: time.Now()}); err != nil {
+		if nc := n.c.NATS(); !nc.IsConnected() {
+			// An outage longer than the timeout, not the node's fault.
+			return nil, fmt.Errorf("coordinator: %w (the connection to the NATS server at %s is down: %s, %d reconnects so far)",
+				err, wire.RedactURL(strings.Join(nc.Servers(), ",")), strings.ToLower(nc.Status().String()), nc.Stats().Reconnects)
+		}
 		if n.incomplete != nil {
 			return nil, fmt.Errorf("coordinator: %w (a message was dropped before: %v)", err, n.incomplete)
 		}
@@ -651,6 +693,12 @@ func (n *node[P, R, U, S]) step(msg *nats.Msg, from protocol.Node, e pipeline.Ev
 // (DESIGN §6).
 func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	now := time.Now()
+	if wire.IsNoResponders(msg) {
+		// A plan request sent again while its scheduler is still away
+		// (DESIGN §6): the next one reaches it.
+		n.log.Debug("a plan request found no scheduler", "subject", msg.Subject)
+		return nil
+	}
 	var rep protocol.PlanReply[P]
 	if err := protocol.Open(msg.Data, &rep, protocol.TypePlanReply, n.runID); err != nil {
 		n.drop(msg, "", protocol.Reason(err), err)
@@ -660,6 +708,7 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	if err := rep.Validate(n.opts.Schedulers); err != nil {
 		return n.invalid(msg, "a plan", from, err)
 	}
+	n.hear(protocol.RoleScheduler, rep.Part)
 	h := n.plans.Hash(msg.Data)
 	switch taken, err := n.plans.Check(rep.Round, h); {
 	case err != nil:
@@ -673,6 +722,7 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	}
 	ok, err := n.step(msg, from, pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Time: now, Round: rep.Round, From: rep.Part, Plan: rep.Plan, Info: rep.Info})
 	if ok {
+		delete(n.asked, rep.Round)
 		n.plans.Take(rep.Round, h)
 		n.stats.planned(rep.Part, rep.Nanos)
 		if m := n.opts.Monitor; m != nil {
@@ -698,6 +748,7 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 	if err := p.Validate(n.opts.Workers); err != nil {
 		return n.invalid(msg, "a partial", from, err)
 	}
+	n.hear(protocol.RoleWorker, p.Shard)
 	kind := kindOf(p.Check, p.Final)
 	ledger := n.partials[p.Shard][kind]
 	h := ledger.Hash(msg.Data)
@@ -748,9 +799,11 @@ func (n *node[P, R, U, S]) perform() error {
 			if err := req.Validate(a.Part, n.opts.Schedulers); err != nil {
 				return fmt.Errorf("coordinator: the feedback of the app's Pull: %w", err)
 			}
-			if err := wire.PublishRequest(n.c, protocol.SubjectPlan(a.Part), protocol.SubjectPlanned, req); err != nil {
+			o, err := n.publish(protocol.SubjectPlan(a.Part), protocol.SubjectPlanned, req)
+			if err != nil {
 				return fmt.Errorf("coordinator: round %d: %w", a.Round, err)
 			}
+			n.asked[a.Round] = o
 		case pipeline.SendTask:
 			if err := n.send(a.Task); err != nil {
 				return err
@@ -758,12 +811,14 @@ func (n *node[P, R, U, S]) perform() error {
 		case pipeline.RecordReport:
 			if a.Final {
 				delete(n.sent, taskKey{n.checkRound, checkTask})
+				delete(n.tasks, taskKey{n.checkRound, checkTask})
 			}
 			if err := n.record(a.Sample); err != nil {
 				return err
 			}
 		case pipeline.RoundPulled:
 			delete(n.sent, taskKey{a.Round, roundTask})
+			delete(n.tasks, taskKey{a.Round, roundTask})
 			n.pulled(a.Round, a.Info)
 		case pipeline.StopDecided:
 			n.log.Info("stopping", "reason", a.Reason, "app_reason", n.core.Status().AppReason, "round", a.Round, "last", a.Last)
@@ -785,9 +840,15 @@ func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
 		n.sent[taskKey{task.Round, kindOf(task.Check, task.Final)}] = task.Report
 	}
 	if task.Check {
+		// One check at a time is sent again after a reconnect.
+		delete(n.tasks, taskKey{n.checkRound, checkTask})
 		n.checkRound = task.Round
 	}
-	if err := n.publishTask(task); err != nil {
+	sent, err := n.publishTask(task)
+	if key := (taskKey{task.Round, kindOf(task.Check, task.Final)}); err == nil && (!task.Stop || task.Report) {
+		n.tasks[key] = sent
+	}
+	if err != nil {
 		if task.Stop {
 			return fmt.Errorf("coordinator: stop: %w", err)
 		}
@@ -808,16 +869,111 @@ func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
 
 // publishTask sends task to the workers: one broadcast, or, when one of
 // its updates is a schmp.Splitter, to each worker its own parts.
-func (n *node[P, R, U, S]) publishTask(task protocol.Task[P, U]) error {
+// It returns what it sent, to be sent again after a reconnect.
+func (n *node[P, R, U, S]) publishTask(task protocol.Task[P, U]) ([]outbound, error) {
 	if !pipeline.Split(task.Updates) {
-		return wire.Publish(n.c, protocol.SubjectTask, task)
+		o, err := n.publish(protocol.SubjectTask, "", task)
+		return []outbound{o}, err
 	}
 	all := task.Updates
 	task.Split = true
+	var sent []outbound
 	for k := range n.opts.Workers {
 		task.Updates, task.Shard = pipeline.ForShard(all, k), k
-		if err := wire.Publish(n.c, protocol.SubjectTaskShard(k), task); err != nil {
-			return err
+		o, err := n.publish(protocol.SubjectTaskShard(k), "", task)
+		if err != nil {
+			return nil, err
+		}
+		sent = append(sent, o)
+	}
+	return sent, nil
+}
+
+// outbound is a message the coordinator sent, encoded: its subject, its
+// reply subject and its bytes.
+type outbound struct {
+	subject, reply string
+	data           []byte
+}
+
+// publish encodes v and publishes it on the job subject name, with the
+// job subject reply as its reply subject ("" for none), and returns it
+// encoded. A publish that failed only because the connection is down and
+// nats.go's buffer for the reconnect is full is no error: the message is
+// sent again after the reconnect (DESIGN §6).
+func (n *node[P, R, U, S]) publish(name, reply string, v any) (outbound, error) {
+	data, err := wire.Marshal(v)
+	if err != nil {
+		return outbound{}, err
+	}
+	o := outbound{name, reply, data}
+	if err := n.c.PublishData(name, reply, data); err != nil {
+		if !errors.Is(err, nats.ErrReconnectBufExceeded) {
+			return outbound{}, err
+		}
+		n.log.Warn("message not sent; sending it at the reconnect", "subject", name, "err", err)
+	}
+	return o, nil
+}
+
+// Resending after a reconnect: at once, then after resendFirst, doubling
+// up to resendMax, for a Timeout after the last reconnect, or until a
+// message came from every node since (then once more). The other nodes
+// reconnect on their own, some later than the coordinator, and a message
+// sent to a node not yet back is lost again; a node that sends is back.
+const (
+	resendFirst = 100 * time.Millisecond
+	resendMax   = 2 * time.Second
+)
+
+// hear notes that a message of the run came from the node at place of
+// role: since the last reconnect, if the node resends after one.
+func (n *node[P, R, U, S]) hear(role string, place int) {
+	if h := n.heard[role]; place >= 0 && place < len(h) {
+		h[place] = true
+	}
+}
+
+// resend sends the plan requests and the tasks not answered again, the
+// same bytes, after a reconnect of the coordinator (DESIGN §6): core NATS
+// drops what was in flight when the connection broke. The schedulers and
+// workers take a message again as a duplicate, answered again, never
+// applied twice, so the job goes on as if nothing had happened.
+func (n *node[P, R, U, S]) resend() error {
+	now := time.Now()
+	if n.reconnected.Swap(false) {
+		n.resending, n.resendAt, n.resendEvery = true, now, resendFirst
+		n.resendUntil = now.Add(n.opts.Timeout)
+		n.heard = map[string][]bool{protocol.RoleWorker: make([]bool, n.opts.Workers), protocol.RoleScheduler: make([]bool, n.opts.Schedulers)}
+	}
+	if !n.resending {
+		return nil
+	}
+	back := !slices.Contains(n.heard[protocol.RoleWorker], false) && !slices.Contains(n.heard[protocol.RoleScheduler], false)
+	if !back && now.Before(n.resendAt) {
+		return nil
+	}
+	if back || now.After(n.resendUntil) {
+		n.resending = false
+	}
+	n.resendAt, n.resendEvery = now.Add(n.resendEvery), min(2*n.resendEvery, resendMax)
+	var all []outbound
+	for _, r := range slices.Sorted(maps.Keys(n.asked)) {
+		all = append(all, n.asked[r])
+	}
+	keys := slices.SortedFunc(maps.Keys(n.tasks), func(a, b taskKey) int {
+		return cmp.Or(cmp.Compare(a.round, b.round), cmp.Compare(a.kind, b.kind))
+	})
+	for _, k := range keys {
+		all = append(all, n.tasks[k]...)
+	}
+	n.log.Debug("sending the unanswered messages again", "messages", len(all))
+	for _, o := range all {
+		if err := n.c.PublishData(o.subject, o.reply, o.data); err != nil {
+			if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) {
+				return nil // the next reconnect sends them
+			}
+			return fmt.Errorf("coordinator: send again after a reconnect: %w", err)
 		}
 	}
 	return nil
@@ -917,6 +1073,9 @@ func (n *node[P, R, U, S]) progressLine() {
 		pos.Period = n.core.Config().Period
 	}
 	pos.Ended = st.Done
+	if r := n.c.NATS().Stats().Reconnects - n.nats0.Reconnects; r > 0 {
+		fmt.Fprintf(&extra, "  reconnects %d", r)
+	}
 	fmt.Fprintf(n.opts.Progress, "%s  objective %.9g%s  nnz %d  updates/s %.0f%s%s\n",
 		pos, st.Final.Objective, gap, st.Final.NNZ,
 		float64(st.Updates)/el.Seconds(), extra.String(), n.stage())
@@ -945,6 +1104,7 @@ func (n *node[P, R, U, S]) finish() error {
 	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
 	n.res.MaxInFlight, n.res.MaxVarsInFlight = st.MaxInFlight, st.MaxVarsInFlight
 	n.res.App = n.app
+	n.res.Reconnects = n.c.NATS().Stats().Reconnects - n.nats0.Reconnects
 	for p := range n.opts.Schedulers {
 		stop := protocol.PlanRequest{Header: protocol.Header{Type: protocol.TypePlanRequest, Run: n.runID}, Round: st.Rounds + 1, Stop: true}
 		if err := wire.Publish(n.c, protocol.SubjectPlan(p), stop); err != nil {
@@ -1051,7 +1211,7 @@ func (n *node[P, R, U, S]) abort(cause error) {
 			n.log.Warn("abort scheduler", "part", p, "err", err)
 		}
 	}
-	if err := n.c.NATS().Flush(); err != nil {
+	if err := n.c.NATS().FlushTimeout(n.opts.Timeout); err != nil {
 		n.log.Warn("abort flush", "err", err)
 	}
 }

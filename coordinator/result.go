@@ -77,6 +77,10 @@ type Result struct {
 	// reason (protocol.DropGarbage, DropForeign, DropDuplicate,
 	// DropUnexpected, DropIncomplete; DESIGN §6).
 	Dropped map[string]int
+	// Reconnects counts the coordinator's reconnects to the NATS server
+	// during the job; after each it sent again what was not answered
+	// (DESIGN §6).
+	Reconnects uint64
 }
 
 // Timing tells where the time of a run went. The sums over rounds divided

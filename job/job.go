@@ -20,6 +20,7 @@ import (
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -93,7 +94,10 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		connect = srv.ConnectInProcess
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
+	// A node that fails cancels the others with errJobFailed: they do not
+	// report an interrupt to the coordinator (DESIGN §6), which knows.
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(errJobFailed) }
 	defer cancel()
 	var wg sync.WaitGroup
 	schedulers := max(opts.Coordinator.Schedulers, 1)
@@ -219,6 +223,10 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	}
 	return res, nil
 }
+
+// errJobFailed is the cause of the context of a job's nodes when one of
+// them failed: it matches protocol.ErrAborted and context.Canceled.
+var errJobFailed = protocol.Aborted(context.Canceled)
 
 // startEmbedded starts the embedded server of a job: on no TCP port if
 // listen is empty, else on listen (host:port; no host: loopback).

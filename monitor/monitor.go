@@ -130,8 +130,8 @@ func (m *Metrics) Drop(role, reason string) {
 // Label returns the label value of shard or part i.
 func Label(i int) string { return strconv.Itoa(i) }
 
-// AddConn registers the traffic of a node's NATS connection, labelled by
-// the node's name.
+// AddConn registers the traffic of a node's NATS connection, and its
+// reconnects (strads_nats_reconnects_total), labelled by the node's name.
 func (m *Metrics) AddConn(name string, nc *nats.Conn) error {
 	stat := func(metric, help string, get func(nats.Statistics) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -143,6 +143,7 @@ func (m *Metrics) AddConn(name string, nc *nats.Conn) error {
 		stat("nats_out_msgs_total", "Messages sent by the connection.", func(s nats.Statistics) uint64 { return s.OutMsgs }),
 		stat("nats_in_bytes_total", "Bytes received by the connection.", func(s nats.Statistics) uint64 { return s.InBytes }),
 		stat("nats_out_bytes_total", "Bytes sent by the connection.", func(s nats.Statistics) uint64 { return s.OutBytes }),
+		stat("nats_reconnects_total", "Reconnects of the connection after the server was lost.", func(s nats.Statistics) uint64 { return s.Reconnects }),
 	} {
 		if err := m.reg.Register(c); err != nil {
 			return fmt.Errorf("monitor: connection %s: %w", name, err)

@@ -93,6 +93,9 @@ func TestServe(t *testing.T) {
 	if v := value(t, text, `strads_nats_out_bytes_total{conn="coordinator"}`); v <= 0 {
 		t.Errorf("coordinator sent %v bytes", v)
 	}
+	if v := value(t, text, `strads_nats_reconnects_total{conn="coordinator"}`); v != 0 {
+		t.Errorf("coordinator reconnected %v times, the server never went away", v)
+	}
 	if !strings.Contains(text, `strads_coordinator_phase_seconds_total{phase="pull"}`) {
 		t.Error("no pull phase")
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	neturl "net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,6 +22,7 @@ type Conn struct {
 	job    string
 	prefix string
 	limits chunkLimits
+	events *watchers
 }
 
 var jobName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -40,7 +43,127 @@ func NewConn(nc *nats.Conn, job string) (*Conn, error) {
 	}
 	limits := defaultChunkLimits
 	limits.maxPayload = nc.MaxPayload()
-	return &Conn{nc: nc, job: job, prefix: "strads." + job + ".", limits: limits}, nil
+	return &Conn{nc: nc, job: job, prefix: "strads." + job + ".", limits: limits, events: watch(nc)}, nil
+}
+
+// EventKind tells a disconnect from a reconnect.
+type EventKind int
+
+const (
+	// Disconnected: the connection to the server was lost; nats.go tries
+	// to reconnect, buffering what is published meanwhile.
+	Disconnected EventKind = iota
+	// Reconnected: the connection is back, its subscriptions renewed.
+	// Messages that were in flight when it broke are lost (core NATS).
+	Reconnected
+)
+
+// String returns "disconnected" or "reconnected".
+func (k EventKind) String() string {
+	if k == Reconnected {
+		return "reconnected"
+	}
+	return "disconnected"
+}
+
+// Event is a disconnect or a reconnect of a Conn's connection.
+type Event struct {
+	Kind EventKind
+	// URL is the server's URL, its credentials redacted (RedactURL).
+	URL string
+	// Err is the cause of a disconnect, if nats.go knows one.
+	Err error
+	// Reconnects is the number of reconnects of the connection so far.
+	Reconnects uint64
+}
+
+// watchers dispatches a connection's events to the functions watching
+// it.
+type watchers struct {
+	mu   sync.Mutex
+	next int
+	fns  map[int]func(Event)
+	url  string // the last server connected to, redacted
+}
+
+// watch installs the disconnect and reconnect handlers of nc that feed
+// Conn.Watch, after any that nc had.
+func watch(nc *nats.Conn) *watchers {
+	w := &watchers{fns: map[int]func(Event){}, url: RedactURL(nc.ConnectedUrlRedacted())}
+	prevDis, prevRe := nc.Opts.DisconnectedErrCB, nc.Opts.ReconnectedCB
+	nc.SetDisconnectErrHandler(func(nc *nats.Conn, err error) {
+		if prevDis != nil {
+			prevDis(nc, err)
+		}
+		if nc.IsClosed() {
+			return // closed by its owner: not an outage
+		}
+		w.send(Event{Kind: Disconnected, Err: err, Reconnects: nc.Stats().Reconnects})
+	})
+	nc.SetReconnectHandler(func(nc *nats.Conn) {
+		if prevRe != nil {
+			prevRe(nc)
+		}
+		w.mu.Lock()
+		w.url = RedactURL(nc.ConnectedUrlRedacted())
+		w.mu.Unlock()
+		w.send(Event{Kind: Reconnected, Reconnects: nc.Stats().Reconnects})
+	})
+	return w
+}
+
+// send hands e, with the server's URL, to every watcher.
+func (w *watchers) send(e Event) {
+	w.mu.Lock()
+	e.URL = w.url
+	fns := make([]func(Event), 0, len(w.fns))
+	for _, fn := range w.fns {
+		fns = append(fns, fn)
+	}
+	w.mu.Unlock()
+	for _, fn := range fns {
+		fn(e)
+	}
+}
+
+// Watch calls fn at every disconnect and reconnect of c's connection, from
+// nats.go's callback goroutine (fn must not block), until stop is called.
+func (c *Conn) Watch(fn func(Event)) (stop func()) {
+	w := c.events
+	w.mu.Lock()
+	id := w.next
+	w.next++
+	w.fns[id] = fn
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		delete(w.fns, id)
+		w.mu.Unlock()
+	}
+}
+
+// LogEvents returns a function for Watch that logs each event at Warn
+// level on log, with the server's URL redacted.
+func LogEvents(log *slog.Logger) func(Event) {
+	return func(e Event) {
+		if e.Kind == Disconnected {
+			log.Warn("NATS disconnected; reconnecting", "url", e.URL, "err", e.Err)
+			return
+		}
+		log.Warn("NATS reconnected; messages in flight may be lost", "url", e.URL, "reconnects", e.Reconnects)
+	}
+}
+
+// PublishData publishes data, a message encoded with Marshal, on the job
+// subject name with the job subject reply as its reply subject ("" for
+// none), split into chunks if it exceeds the server's max_payload. Sending
+// the same bytes again is how a node repeats a message after a reconnect:
+// its receiver recognizes them (DESIGN §6).
+func (c *Conn) PublishData(name, reply string, data []byte) error {
+	if reply != "" {
+		reply = c.Subject(reply)
+	}
+	return c.send(c.Subject(name), reply, data)
 }
 
 // Job returns the name of the job that c is scoped to.
@@ -153,6 +276,12 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 	}
 	return rep, nil
 }
+
+// IsNoResponders reports whether msg is the server's answer to a request
+// that nobody listens to (status 503, no payload): what a reply subject
+// gets when a request is sent while its receiver is away, reconnecting
+// say.
+func IsNoResponders(msg *nats.Msg) bool { return isNoResponders(msg) }
 
 // isNoResponders reports whether msg is the server's answer to a request
 // that nobody listens to.
@@ -325,6 +454,13 @@ func (m *Mailbox) Next(ctx context.Context) (*nats.Msg, error) {
 	}
 }
 
+// Wake makes a Next that waits return a nil message and no error (or the
+// next Next, if none waits), so that its caller looks at what changed
+// meanwhile (a reconnect, say).
+func (m *Mailbox) Wake() {
+	go m.put(mail{})
+}
+
 // Close unsubscribes from every subject.
 func (m *Mailbox) Close() error {
 	select {
@@ -340,6 +476,15 @@ func (m *Mailbox) Close() error {
 	return errors.Join(errs...)
 }
 
+// ReconnectWait is how long a connection of Connect waits between two
+// attempts to reconnect (plus a random jitter of as much), and
+// ReconnectBuffer how many bytes it holds of what is published meanwhile:
+// a short outage of the server costs a job a fraction of a second.
+const (
+	ReconnectWait   = 100 * time.Millisecond
+	ReconnectBuffer = 64 << 20
+)
+
 // Connect dials the NATS server at url (a comma-separated list for a
 // cluster) and gives up after timeout; opts add to the connection's
 // options (credentials, TLS). Its error never shows the credentials of
@@ -348,8 +493,14 @@ func Connect(url, name string, timeout time.Duration, opts ...nats.Option) (*nat
 	all := append([]nats.Option{
 		nats.Name(name),
 		nats.Timeout(timeout),
+		// A server that is not there at the start is a usage error (a
+		// wrong URL), said at once; one that goes away later is waited
+		// for (DESIGN §6).
 		nats.RetryOnFailedConnect(false),
 		nats.MaxReconnects(-1),
+		nats.ReconnectWait(ReconnectWait),
+		nats.ReconnectJitter(ReconnectWait, time.Second),
+		nats.ReconnectBufSize(ReconnectBuffer),
 	}, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {

@@ -136,6 +136,23 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	}
 	log.Info("ready")
 
+	// A reconnect may have lost a partial in flight: send the recent ones
+	// again (the coordinator drops those it has), and look at the tasks
+	// that come again (DESIGN §6).
+	reconnected := make(chan struct{}, 1)
+	stopWatch := c.Watch(func(e wire.Event) {
+		wire.LogEvents(log)(e)
+		if e.Kind == wire.Reconnected {
+			select {
+			case reconnected <- struct{}{}:
+			default:
+			}
+			tasks.Wake()
+		}
+	})
+	defer stopWatch()
+	var answered answers // the partials sent, encoded, by task
+
 	// The first task comes once every worker is ready: allow the join time.
 	deadline := time.Now().Add(opts.JoinTimeout + opts.Timeout)
 	drop := func(msg *nats.Msg, reason string, err error) {
@@ -163,12 +180,21 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			tctx, cancel := context.WithDeadline(ctx, deadline)
 			msg, err := tasks.Next(tctx)
 			cancel()
+			select {
+			case <-reconnected:
+				answered.resend(c, log)
+			default:
+			}
+			if err == nil && msg == nil {
+				continue // woken by a reconnect
+			}
 			if errors.Is(err, wire.ErrIncomplete) {
 				drop(nil, protocol.DropIncomplete, err)
 				continue
 			}
 			if err != nil {
 				if ctx.Err() != nil {
+					interrupted(ctx, c, opts, log, protocol.Partial[R, S]{Header: protocol.Header{Type: protocol.TypePartial, Run: place.Run}, Round: last + 1, Shard: place.Shard})
 					return ctx.Err()
 				}
 				if errors.Is(err, context.DeadlineExceeded) {
@@ -204,6 +230,9 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			case err != nil:
 				return fmt.Errorf("worker shard %d: a task on %s: %w", place.Shard, msg.Subject, err)
 			case taken:
+				// The coordinator sends a task again after a reconnect,
+				// the same bytes: answer it again, never run it twice.
+				answered.again(c, key, log)
 				drop(msg, protocol.DropDuplicate, fmt.Errorf("round %d: a task taken already", task.Round))
 				continue
 			case task.Round <= last || task.Round > last+maxEarly:
@@ -237,7 +266,17 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			err = &protocol.NodeError{Node: self, Round: task.Round, Err: err}
 		}
 		if answer {
-			if perr := wire.Publish(c, protocol.SubjectPartial, p); perr != nil && err == nil {
+			data, perr := wire.Marshal(p)
+			if perr == nil {
+				answered.add(taskKey{task.Round, task.Check}, data)
+				perr = c.PublishData(protocol.SubjectPartial, "", data)
+				if lost(perr) {
+					// Sent again at the reconnect.
+					log.Warn("partial not sent; sending it at the reconnect", "round", task.Round, "err", perr)
+					perr = nil
+				}
+			}
+			if perr != nil && err == nil {
 				err = fmt.Errorf("worker shard %d: round %d: %w", place.Shard, task.Round, perr)
 			}
 		}
@@ -288,6 +327,88 @@ type heldTask[P, U any] struct {
 	task protocol.Task[P, U]
 	hash uint64
 }
+
+// answers holds the partials a worker sent last, encoded, by the task they
+// answer, so that a task that the coordinator sends again after a
+// reconnect is answered again with the same bytes, and the partials are
+// sent again after the worker's own reconnect (DESIGN §6). It keeps the
+// partials of the last MaxDepth tasks, up to maxAnswers bytes: the
+// coordinator has at most MaxDepth rounds in flight.
+type answers struct {
+	keys  []taskKey
+	data  [][]byte
+	bytes int
+}
+
+// maxAnswers bounds the bytes of the partials a worker keeps to answer
+// again.
+const maxAnswers = 256 << 20
+
+// add keeps data, the partial that answers key.
+func (a *answers) add(key taskKey, data []byte) {
+	a.keys, a.data = append(a.keys, key), append(a.data, data)
+	a.bytes += len(data)
+	for len(a.keys) > 1 && (len(a.keys) > 2*pipelineDepth || a.bytes > maxAnswers) {
+		a.bytes -= len(a.data[0])
+		a.keys, a.data = a.keys[1:], a.data[1:]
+	}
+}
+
+// again sends the partial that answered key again, if it is kept.
+func (a *answers) again(c *wire.Conn, key taskKey, log *slog.Logger) {
+	for i, k := range a.keys {
+		if k == key {
+			if err := c.PublishData(protocol.SubjectPartial, "", a.data[i]); err != nil {
+				log.Warn("partial not sent again", "round", key.round, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// resend sends every partial kept again, after a reconnect.
+func (a *answers) resend(c *wire.Conn, log *slog.Logger) {
+	for i, data := range a.data {
+		if err := c.PublishData(protocol.SubjectPartial, "", data); err != nil {
+			log.Warn("partial not sent again", "round", a.keys[i].round, "err", err)
+			return
+		}
+	}
+}
+
+// pipelineDepth is the most rounds a coordinator has in flight
+// (coordinator.MaxDepth), a check besides each.
+const pipelineDepth = 64
+
+// lost reports whether err is a publish that failed only because the
+// connection is down: nats.go's buffer for a reconnect is full. What was
+// published is then sent again after the reconnect.
+func lost(err error) bool {
+	return errors.Is(err, nats.ErrReconnectBufExceeded)
+}
+
+// interrupted tells the coordinator that the worker stops because its
+// context is done (a signal), with p, a partial carrying the error, and
+// flushes it, so that the job fails at once, naming the worker, instead
+// of at the coordinator's timeout. A context cancelled because the job
+// failed already (its cause matches ErrAborted: job.Run's other nodes)
+// says nothing.
+func interrupted[R, S any](ctx context.Context, c *wire.Conn, opts Options, log *slog.Logger, p protocol.Partial[R, S]) {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, protocol.ErrAborted) {
+		return
+	}
+	p.Err = protocol.Interrupted(cause)
+	if err := wire.Publish(c, protocol.SubjectPartial, p); err != nil {
+		log.Warn("report interrupt", "err", err)
+		return
+	}
+	flush(c, min(opts.Timeout, interruptFlush), log)
+}
+
+// interruptFlush bounds how long a node that was interrupted waits to
+// deliver the news.
+const interruptFlush = 2 * time.Second
 
 // flush waits, up to timeout, until the server has every message published
 // on c, so that the last partial of a worker that returns (and of a

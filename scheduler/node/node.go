@@ -133,6 +133,22 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		}
 		log.Debug("message dropped", "subject", subject, "reason", reason, "err", err)
 	}
+	// A reconnect may have lost a plan in flight: send the last ones
+	// again (the coordinator drops those it has), and answer a request
+	// that comes again with the same plan (DESIGN §6).
+	reconnected := make(chan struct{}, 1)
+	stopWatch := c.Watch(func(e wire.Event) {
+		wire.LogEvents(log)(e)
+		if e.Kind == wire.Reconnected {
+			select {
+			case reconnected <- struct{}{}:
+			default:
+			}
+			reqs.Wake()
+		}
+	})
+	defer stopWatch()
+	var replies []sentReply // the last replies, oldest first
 	planned := c.Subject(protocol.SubjectPlanned)
 	// The requests planned, by round, to tell a replay from a forgery; the
 	// part plans every round of its own in turn (DESIGN §3, §6).
@@ -143,12 +159,36 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		msg, err := reqs.Next(rctx)
 		cancel()
+		select {
+		case <-reconnected:
+			for _, r := range replies {
+				if err := c.PublishData(protocol.SubjectPlanned, "", r.data); err != nil {
+					log.Warn("plan not sent again", "round", r.round, "err", err)
+					break
+				}
+			}
+		default:
+		}
+		if err == nil && msg == nil {
+			continue // woken by a reconnect
+		}
 		if errors.Is(err, wire.ErrIncomplete) {
 			drop(nil, protocol.DropIncomplete, err)
 			continue
 		}
 		if err != nil {
 			if ctx.Err() != nil {
+				// Tell the coordinator, unless the job failed already
+				// (job.Run's other nodes): it fails the job at once,
+				// naming this node (DESIGN §6).
+				if cause := context.Cause(ctx); !errors.Is(cause, protocol.ErrAborted) {
+					rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: next, Part: part, Err: protocol.Interrupted(cause)}
+					if rerr := wire.Publish(c, protocol.SubjectPlanned, rep); rerr != nil {
+						log.Warn("report interrupt", "err", rerr)
+					} else if ferr := c.NATS().FlushTimeout(min(opts.Timeout, 2*time.Second)); ferr != nil {
+						log.Warn("flush", "err", ferr)
+					}
+				}
 				return ctx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -188,6 +228,15 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			}
 			return &protocol.NodeError{Node: self, Round: req.Round, Err: err}
 		case taken:
+			// The coordinator asks again after a reconnect, with the
+			// same bytes: answer again, never plan twice.
+			for _, r := range replies {
+				if r.round == req.Round {
+					if err := c.PublishData(protocol.SubjectPlanned, "", r.data); err != nil {
+						log.Warn("plan not sent again", "round", r.round, "err", err)
+					}
+				}
+			}
 			drop(msg, protocol.DropDuplicate, fmt.Errorf("round %d: a request planned already", req.Round))
 			continue
 		case req.Round != next || msg.Reply != planned:
@@ -222,7 +271,19 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		if err != nil {
 			rep.Err = err.Error()
 		}
-		if rerr := wire.Reply(c, msg, rep); rerr != nil && err == nil {
+		data, rerr := wire.Marshal(rep)
+		if rerr == nil {
+			replies = append(replies, sentReply{req.Round, data})
+			if len(replies) > keepReplies {
+				replies = replies[1:]
+			}
+			rerr = c.PublishData(protocol.SubjectPlanned, "", data)
+			if errors.Is(rerr, nats.ErrReconnectBufExceeded) {
+				log.Warn("plan not sent; sending it at the reconnect", "round", req.Round, "err", rerr)
+				rerr = nil
+			}
+		}
+		if rerr != nil && err == nil {
 			return fmt.Errorf("scheduler %d: round %d: %w", part, req.Round, rerr)
 		}
 		if err != nil {
@@ -235,3 +296,13 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		}
 	}
 }
+
+// sentReply is a plan reply sent, encoded, and its round.
+type sentReply struct {
+	round uint64
+	data  []byte
+}
+
+// keepReplies is how many of its last replies a scheduler keeps to send
+// again: the coordinator asks for at most MaxDepth (64) plans ahead.
+const keepReplies = 64

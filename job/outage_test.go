@@ -1,0 +1,143 @@
+package job_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/natsserver"
+)
+
+// restarter is a coordinator's progress writer that shuts the NATS server
+// down and starts it again on the same port at chosen progress lines, so
+// that the outage falls in the middle of the job, with messages in
+// flight, whatever the machine's speed.
+type restarter struct {
+	t      *testing.T
+	mu     sync.Mutex
+	srv    *natsserver.Server
+	port   int
+	lines  int
+	at     map[int]time.Duration // progress line → outage length
+	outage int                   // outages done
+}
+
+func (r *restarter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines++
+	d, ok := r.at[r.lines]
+	if !ok {
+		return len(p), nil
+	}
+	r.srv.Stop()
+	time.Sleep(d)
+	srv, err := natsserver.Start(natsserver.Options{Port: r.port})
+	if err != nil {
+		r.t.Errorf("restart the server: %v", err)
+		return len(p), nil
+	}
+	r.srv = srv
+	r.outage++
+	return len(p), nil
+}
+
+// outageJob runs a job of nnls on the server at url ("" for an embedded
+// one) with progress lines to w after every message, and returns its
+// model and result.
+func outageJob(ctx context.Context, url, out string, timeout time.Duration, w *restarter) ([]byte, *coordinator.Result, error) {
+	opts := job.Options{Job: "outage", NATS: url, Timeout: timeout,
+		Coordinator: coordinator.Options{Workers: 2, Schedulers: 2, Depth: 2, MaxRounds: 150, ReportEvery: 5, Out: out,
+			Timeout: timeout, JoinTimeout: 20 * time.Second}}
+	if w != nil {
+		opts.Coordinator.Progress, opts.Coordinator.ProgressEvery = w, time.Nanosecond
+	}
+	prog := nnls.Program(nnls.Config{Rows: 300, Cols: 40, Seed: 9, Block: 2})
+	res, err := job.Run(ctx, prog, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	model, err := os.ReadFile(out)
+	return model, res, err
+}
+
+// TestNATSOutage restarts the NATS server on its port several times
+// during a job whose roles connect over TCP, each time for a random
+// fraction of a second at a random point: the job goes on and ends with
+// the model of an undisturbed run, bit for bit, and its result counts the
+// reconnects (DESIGN §6).
+func TestNATSOutage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	want, _, err := outageJob(ctx, "", filepath.Join(dir, "clean.csv"), 20*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for trial := range 3 {
+		srv := startServer(t)
+		port := srv.Addr().(*net.TCPAddr).Port
+		rng := rand.New(rand.NewPCG(uint64(trial), 12))
+		r := &restarter{t: t, srv: srv, port: port, at: map[int]time.Duration{}}
+		for range 3 {
+			r.at[1+rng.IntN(300)] = time.Duration(rng.IntN(300)) * time.Millisecond
+		}
+		got, res, err := outageJob(ctx, srv.ClientURL(), filepath.Join(dir, "outage.csv"), 20*time.Second, r)
+		r.mu.Lock()
+		r.srv.Stop()
+		outages := r.outage
+		r.mu.Unlock()
+		if err != nil {
+			t.Fatalf("trial %d, after %d outages: %v", trial, outages, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("trial %d, after %d outages: the model differs from the undisturbed run's", trial, outages)
+		}
+		if outages > 0 && res.Reconnects == 0 {
+			t.Errorf("trial %d: %d outages, no reconnect counted", trial, outages)
+		}
+		t.Logf("trial %d: %d outages, %d reconnects, dropped %v", trial, outages, res.Reconnects, res.Dropped)
+	}
+}
+
+// TestNATSOutageLongerThanTimeout stops the server for good in the middle
+// of a job: the job fails after its timeout with an error that says that
+// the connection to the server is down.
+func TestNATSOutageLongerThanTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := startServer(t)
+	r := &restarter{t: t, srv: srv, at: map[int]time.Duration{}}
+	w := writerFunc(func(p []byte) (int, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.lines++; r.lines == 20 {
+			r.srv.Stop()
+		}
+		return len(p), nil
+	})
+	opts := job.Options{Job: "outage", NATS: srv.ClientURL(), Timeout: 2 * time.Second,
+		Coordinator: coordinator.Options{Workers: 2, Schedulers: 2, Depth: 2, MaxRounds: 150, ReportEvery: 5, Out: filepath.Join(t.TempDir(), "m.csv"),
+			Timeout: 2 * time.Second, JoinTimeout: 20 * time.Second, Progress: w, ProgressEvery: time.Nanosecond}}
+	_, err := job.Run(ctx, nnls.Program(nnls.Config{Rows: 300, Cols: 40, Seed: 9, Block: 2}), opts)
+	if err == nil || !errors.Is(err, coordinator.ErrTimeout) || !strings.Contains(err.Error(), "connection to the NATS server") {
+		t.Fatalf("got %v, want a timeout that says the connection to the NATS server is down", err)
+	}
+	t.Log(err)
+}
+
+// writerFunc is a function as an io.Writer.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
