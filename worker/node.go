@@ -81,7 +81,14 @@ var (
 // The worker's own failures (Configure, its load, Apply, Push or Report) are a
 // *protocol.NodeError naming its shard, host, pid and round; the
 // coordinator learns of them at once, flushed before Run returns, and fails
-// the job with an error of the same text (DESIGN §6).
+// the job with an error of the same text (DESIGN §6). So it does when ctx
+// ends (a signal): the worker sends "interrupted" and the cause, unless
+// the cause matches ErrAborted (the job failed already).
+//
+// The worker logs its connection's disconnects and reconnects. A task that
+// comes again with the same bytes (the coordinator resends after a
+// reconnect) is answered again with the partial sent, never run twice;
+// after its own reconnect the worker sends its recent partials again.
 func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx context.Context, shard, shards int) (schmp.Worker[P, R, U, S], error), opts Options) error {
 	opts.fill()
 	log := opts.Logger.With("role", "worker", "id", opts.ID)

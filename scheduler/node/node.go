@@ -62,7 +62,11 @@ var (
 // opts.Configure with the job's settings before it builds the scheduler.
 // Its own failures (Configure, building the scheduler, a plan) are a *protocol.NodeError naming its part, host, pid and round; the
 // coordinator learns of them at once and fails the job with an error of the
-// same text (DESIGN §6).
+// same text (DESIGN §6); so does an interrupt (ctx done), unless its cause
+// matches ErrAborted. A plan request that comes again with the same bytes
+// (a resend after a reconnect) is answered again with the plan sent, never
+// planned twice; after its own reconnect the node sends its last plans
+// again.
 func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts Options) error {
 	if opts.ID == "" {
 		opts.ID = nuid.Next()
