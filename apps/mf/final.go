@@ -11,7 +11,8 @@ import (
 // Outputs implements schmp.Outputter: the files of the model that the
 // runtime writes once the job is done, committed together (DESIGN §6).
 // With out, PREFIX.W.txt and PREFIX.H.txt (Model.WriteW, WriteH) and, with
-// biases, PREFIX.bias.txt (WriteBiases); with Config.PredictOut, the
+// biases, PREFIX.bias.txt (WriteBiases), and the side file PREFIX.json
+// that describes them (Meta); with Config.PredictOut, the
 // predictions of Config.Predict's pairs (Model.Predict), whose pairs with
 // an unseen id are counted on Config.Warn.
 func (b *base) Outputs(out string) ([]schmp.Output, error) {
@@ -22,6 +23,7 @@ func (b *base) Outputs(out string) ([]schmp.Output, error) {
 		if b.cfg.biased() {
 			outs = append(outs, schmp.Output{Path: out + ".bias.txt", Write: m.WriteBiases})
 		}
+		outs = append(outs, schmp.Output{Path: MetaFile(out), Write: func(w io.Writer) error { return m.writeMeta(w, b.cfg) }})
 	}
 	switch pairs, path := b.cfg.Predict, b.cfg.PredictOut; {
 	case (pairs == "") != (path == ""):

@@ -37,7 +37,9 @@ type SavedRow struct {
 
 // LoadSaved reads the model that --out prefix wrote. A model without
 // prefix.bias.txt is one without biases (--no-bias). Bad content is a
-// *ParseError naming the file and line.
+// *ParseError naming the file and line. The side file prefix.json (Meta),
+// where there is one, must describe the factor files found: their rank,
+// counts, biases and mean, or the error names it.
 func LoadSaved(prefix string) (*Saved, error) {
 	s := &Saved{Rank: -1, Users: map[int64]SavedRow{}, Items: map[int64]SavedRow{}}
 	for _, part := range []struct {
@@ -53,10 +55,19 @@ func LoadSaved(prefix string) (*Saved, error) {
 	}
 	slices.Sort(s.ItemIDs)
 	err := s.readBiases(prefix + ".bias.txt")
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
-	return s, err
+	meta, err := readMeta(prefix)
+	if err != nil {
+		return nil, err
+	}
+	if meta != nil {
+		if err := s.check(prefix, meta); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // readFactors reads a file of lines "id v1 … vK" into rows.

@@ -213,6 +213,7 @@ func saveAndLoad(t *testing.T, m *Model) *Saved {
 	if m.Biased {
 		writes[".bias.txt"] = func(w *bytes.Buffer) error { return m.WriteBiases(w) }
 	}
+	writes[".json"] = func(w *bytes.Buffer) error { return m.writeMeta(w, Config{}) }
 	for ext, write := range writes {
 		var b bytes.Buffer
 		if err := write(&b); err != nil {
@@ -374,6 +375,7 @@ func TestSavedBadInput(t *testing.T) {
 		".W.txt":    "1 0.5 0.25\n2 1 2\n",
 		".H.txt":    "10 1 1\n11 -1 0.5\n",
 		".bias.txt": "mean 3\nuser 1 0.1\nuser 2 -0.1\nitem 10 0.2\nitem 11 0\n",
+		".json":     `{"format": "strads mf model", "rank": 2, "biased": true, "users": 2, "items": 2, "mean": 3}`,
 	}
 	for _, tc := range []struct {
 		name, ext, content string
@@ -389,6 +391,15 @@ func TestSavedBadInput(t *testing.T) {
 		{"no mean", ".bias.txt", "user 1 0.1\n", 1, "mean"},
 		{"unknown", ".bias.txt", "mean 3\nitem 12 0.1\n", 2, "item 12 has a bias but no factor"},
 		{"kind", ".bias.txt", "mean 3\nthing 1 0.1\n", 2, "want \"user ID b\""},
+		// The side file describes other factor files than those of the
+		// prefix: another model's, or another run's.
+		{"meta format", ".json", `{"format": "strads lda model"}`, 0, "format"},
+		{"meta syntax", ".json", `{"format": `, 0, "not an mf model's JSON"},
+		{"meta rank", ".json", `{"format": "strads mf model", "rank": 3, "biased": true, "users": 2, "items": 2, "mean": 3}`, 0, "rank 3"},
+		{"meta users", ".json", `{"format": "strads mf model", "rank": 2, "biased": true, "users": 5, "items": 2, "mean": 3}`, 0, "5 users"},
+		{"meta items", ".json", `{"format": "strads mf model", "rank": 2, "biased": true, "users": 2, "items": 1, "mean": 3}`, 0, "1 items"},
+		{"meta biased", ".json", `{"format": "strads mf model", "rank": 2, "biased": false, "users": 2, "items": 2, "mean": 3}`, 0, "biased false"},
+		{"meta mean", ".json", `{"format": "strads mf model", "rank": 2, "biased": true, "users": 2, "items": 2, "mean": 3.5}`, 0, "mean 3.5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prefix := filepath.Join(t.TempDir(), "m")
@@ -421,8 +432,16 @@ func TestSavedBadInput(t *testing.T) {
 	if p, _ := s.predict(2, 11); p != 3-0.1+0+(-1+1) {
 		t.Errorf("prediction %v", p)
 	}
+	// Without its bias file, the model does not match its side file; a
+	// model without a side file (written before it existed) has no biases
+	// then.
 	os.Remove(prefix + ".bias.txt")
+	var pe *ParseError
+	if _, err := LoadSaved(prefix); !errors.As(err, &pe) || pe.File != prefix+".json" {
+		t.Fatalf("without the bias file: %v, want the side file's error", err)
+	}
+	os.Remove(prefix + ".json")
 	if s, err := LoadSaved(prefix); err != nil || s.Biased {
-		t.Fatalf("without the bias file: %+v, %v", s, err)
+		t.Fatalf("without the bias file and the side file: %+v, %v", s, err)
 	}
 }
