@@ -57,6 +57,18 @@ type Job[P, R, U, S any] struct {
 	opts    Options
 	ran     bool
 	applied int64 // the last round whose update the workers applied (−1: none)
+	// The parts that workers passed each other (schmp.Passer), by
+	// addressee, round and sender, until taken; and by worker, the rounds
+	// pushed whose parts it has not taken yet.
+	passed  map[passKey]R
+	untaken [][]uint64
+}
+
+// passKey names a part passed: its addressee, round and sender.
+type passKey struct {
+	to    int
+	round uint64
+	from  int
 }
 
 // New builds the roles of prog's job: opts.Parts scheduler parts (at least
@@ -68,7 +80,7 @@ func New[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	j := &Job[P, R, U, S]{opts: opts, applied: -1}
+	j := &Job[P, R, U, S]{opts: opts, applied: -1, passed: map[passKey]R{}, untaken: make([][]uint64, opts.Workers)}
 	parts := max(opts.Parts, 1)
 	for p := range parts {
 		s, err := prog.NewScheduler(ctx, p, parts)
@@ -229,6 +241,13 @@ func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S]
 // returns their answers (none to a stop without a report).
 func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]pipeline.Event[P, R, S], error) {
 	round := a.Task.Round
+	if !a.Task.Stop || a.Task.Report {
+		for k := range j.Workers {
+			if err := j.take(k); err != nil {
+				return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
+			}
+		}
+	}
 	for k, w := range j.Workers {
 		us, err := roundTrip(pipeline.ForShard(a.Task.Updates, k))
 		for _, u := range us {
@@ -271,6 +290,9 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 				e.Partial, err = w.Push(ctx, round, plan)
 			}
 			if err == nil {
+				e.Partial, err = j.pass(k, round, e.Partial)
+			}
+			if err == nil {
 				e.Partial, err = roundTrip(e.Partial)
 			}
 		}
@@ -293,4 +315,51 @@ func roundTrip[T any](v T) (T, error) {
 		return out, fmt.Errorf("local: msgpack: %w", err)
 	}
 	return out, nil
+}
+
+// pass keeps the part of r, worker k's partial of round, that it passes
+// to another worker (schmp.Passer), and returns what goes to the
+// coordinator.
+func (j *Job[P, R, U, S]) pass(k int, round uint64, r R) (R, error) {
+	w, ok := j.Workers[k].(schmp.Passer[R])
+	if !ok {
+		return r, nil
+	}
+	j.untaken[k] = append(j.untaken[k], round)
+	coord, part, to, ok := w.Pass(round, r)
+	if !ok {
+		return coord, nil
+	}
+	if to < 0 || to >= len(j.Workers) || to == k {
+		return coord, fmt.Errorf("a part passed to worker %d in a job of %d", to, len(j.Workers))
+	}
+	part, err := roundTrip(part)
+	j.passed[passKey{to, round, k}] = part
+	return coord, err
+}
+
+// take gives worker k the parts it awaits of the rounds it pushed since
+// it last took any, as a worker node does before its next task.
+func (j *Job[P, R, U, S]) take(k int) error {
+	w, ok := j.Workers[k].(schmp.Passer[R])
+	if !ok {
+		return nil
+	}
+	for _, round := range j.untaken[k] {
+		from, ok := w.Awaits(round)
+		if !ok {
+			continue
+		}
+		key := passKey{k, round, from}
+		part, ok := j.passed[key]
+		if !ok {
+			return fmt.Errorf("no block (pass) of round %d from worker shard %d", round, from)
+		}
+		delete(j.passed, key)
+		if err := w.Take(round, from, part); err != nil {
+			return err
+		}
+	}
+	j.untaken[k] = j.untaken[k][:0]
+	return nil
 }

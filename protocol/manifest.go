@@ -14,8 +14,9 @@ import (
 // the same one. It changes whenever a message of this package changes in a
 // way an older role would misread: 2 brought the check task (Task.Check),
 // 3 the message header (Header: type and run id), Partial.Check and the
-// presence probe, 4 the final report (Task.Final, Partial.Final).
-const Version = 4
+// presence probe, 4 the final report (Task.Final, Partial.Final), 5 the
+// parts that workers pass each other (Pass, on pass.<k>).
+const Version = 5
 
 // Manifest is what a role believes about the job it joins (DESIGN §2). The
 // coordinator holds the job's own; it refuses a role whose manifest differs

@@ -9,9 +9,10 @@
 //	coordinator → workers            task       publish: Task[P, U]  (one message, all workers)
 //	coordinator → worker shard k     task.<k>   publish: Task[P, U]  (updates that differ by worker)
 //	worker      → coordinator        partial    publish: Partial[R, S]
+//	worker      → worker shard k     pass.<k>   publish: Pass[R]     (schmp.Passer: a part for k)
 //
 // A worker reads only tasks (its own and the broadcast ones, which it puts
-// in round order), a scheduler only its plan requests; the coordinator
+// in round order) and the parts passed to it, a scheduler only its plan requests; the coordinator
 // reads joins, readies, plans and partials.
 // The end of the job travels on the same subjects: a Task or PlanRequest
 // with Stop set, and Abort set when the job failed.
@@ -57,6 +58,7 @@ const (
 	TypeTask        = "task"
 	TypePartial     = "partial"
 	TypePresence    = "presence"
+	TypePass        = "pass"
 )
 
 // Header opens every message of a job but the join reply (DESIGN §2).
@@ -78,6 +80,10 @@ func (h *Header) header() *Header { return h }
 // alone: a round whose updates implement schmp.Splitter goes to each
 // worker on its own subject.
 func SubjectTaskShard(k int) string { return "task." + strconv.Itoa(k) }
+
+// SubjectPass returns the subject on which worker shard k receives the
+// parts that other workers pass it (schmp.Passer).
+func SubjectPass(k int) string { return "pass." + strconv.Itoa(k) }
 
 // SubjectPlan returns the subject on which scheduler part reads its plan
 // requests.
@@ -205,4 +211,15 @@ type Partial[R, S any] struct {
 	// reporting and pushing.
 	Nanos int64  `msgpack:"ns"`
 	Err   string `msgpack:"err,omitempty"`
+}
+
+// Pass is a part of a worker's result of a round that it hands straight to
+// another worker (schmp.Passer): the rotation's block that worker From
+// finished in Round, for its next owner To.
+type Pass[R any] struct {
+	Header
+	Round uint64 `msgpack:"round"`
+	From  int    `msgpack:"from"`
+	To    int    `msgpack:"to"`
+	Part  R      `msgpack:"part"`
 }

@@ -239,3 +239,18 @@ func cmpOr(s, def string) string {
 	}
 	return s
 }
+
+// Validate checks a pass that worker shard to of a job of shards workers
+// received: a round, a sender in range other than itself, and itself as
+// the addressee (a replay on the wrong subject is invalid too).
+func (p *Pass[R]) Validate(to, shards int) error {
+	switch {
+	case p.Round == 0:
+		return invalid("a pass of round 0")
+	case p.From < 0 || p.From >= shards || p.From == to:
+		return invalid("round %d: a pass from worker %d to worker %d in a job of %d", p.Round, p.From, to, shards)
+	case p.To != to:
+		return invalid("round %d: a pass from worker %d for worker %d, received by worker %d", p.Round, p.From, p.To, to)
+	}
+	return nil
+}

@@ -154,3 +154,28 @@ type Program[P, R, U, S any] struct {
 	// NewCoordinator builds the coordinator side.
 	NewCoordinator func(ctx context.Context) (Coordinator[P, R, U, S], error)
 }
+
+// Passer is implemented by a worker that hands part of its result of a
+// round straight to another worker, rather than through the coordinator:
+// the rotation's block that a worker finished goes to the block's next
+// owner (DESIGN §2, §3). The runtime publishes the part on the addressee's
+// own subject, and the addressee takes it before it applies the updates of
+// its next task (a round, a check or a stop that asks for reports), so
+// that a worker's computation still depends only on the flags, never on
+// timing: a run gives the same model with or without passing.
+//
+// Both sides decide from the job's settings alone: Pass of round t on
+// worker p names worker q if and only if Awaits(t) on worker q names p.
+// A part that no worker awaits is dropped; a part awaited that does not
+// come in the worker's task timeout fails the job, naming its sender.
+type Passer[R any] interface {
+	// Pass splits r, the partial that Push returned for round, into what
+	// goes to the coordinator and a part for worker to; ok is false when
+	// the round passes nothing (then coord is r).
+	Pass(round uint64, r R) (coord, part R, to int, ok bool)
+	// Awaits returns the worker whose part of round this worker takes
+	// before its next task; ok is false when it awaits none.
+	Awaits(round uint64) (from int, ok bool)
+	// Take gives the worker the part that worker from passed in round.
+	Take(round uint64, from int, part R) error
+}

@@ -129,6 +129,23 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	if err == nil {
 		err = protocol.Guard("Describe", func() (err error) { summary, err = w.Describe(); return err })
 	}
+	drop := func(msg *nats.Msg, reason string, err error) {
+		opts.Monitor.Drop(protocol.RoleWorker, reason)
+		subject := ""
+		if msg != nil {
+			subject = msg.Subject
+		}
+		log.Debug("message dropped", "subject", subject, "reason", reason, "err", err)
+	}
+	// A worker that passes parts to others (schmp.Passer) subscribes to
+	// its own before it is ready, as to its tasks.
+	passer, _ := w.(schmp.Passer[R])
+	var box *passBox[R]
+	if err == nil && passer != nil {
+		if box, err = newPassBox[R](c, place.Shard, place.Shards, place.Run, opts.Timeout, drop); err == nil {
+			defer box.close()
+		}
+	}
 	ready := protocol.Ready[S]{Header: protocol.Header{Type: protocol.TypeReady, Run: place.Run}, ID: opts.ID, Role: protocol.RoleWorker, Shard: place.Shard, Summary: summary}
 	if err != nil {
 		// The coordinator names the worker itself: send the cause.
@@ -162,14 +179,6 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 
 	// The first task comes once every worker is ready: allow the join time.
 	deadline := time.Now().Add(opts.JoinTimeout + opts.Timeout)
-	drop := func(msg *nats.Msg, reason string, err error) {
-		opts.Monitor.Drop(protocol.RoleWorker, reason)
-		subject := ""
-		if msg != nil {
-			subject = msg.Subject
-		}
-		log.Debug("message dropped", "subject", subject, "reason", reason, "err", err)
-	}
 	var last uint64 // the round of the last task run
 	// The tasks run, by round: [0] of rounds, [1] of checks (DESIGN §6).
 	ran := [2]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger()}
@@ -260,7 +269,21 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			// A check is followed by a task of the same round (DESIGN §3).
 			last = task.Round
 		}
-		p, err := step(ctx, w, place.Shard, &task)
+		var p protocol.Partial[R, S]
+		// The parts passed to this worker come before its next task's
+		// updates; a stop that asks for nothing needs none.
+		if box != nil && (!task.Stop || task.Report) {
+			err = box.takeAll(ctx, passer)
+		}
+		if err == nil {
+			p, err = step(ctx, w, place.Shard, &task)
+			if err == nil && box != nil && !task.Stop && !task.Check {
+				p.Partial, err = box.pass(c, passer, task.Round, p.Partial)
+			}
+		}
+		if err != nil {
+			p.Round, p.Shard, p.Check, p.Final, p.Err = task.Round, place.Shard, task.Check, task.Final, err.Error()
+		}
 		p.Header = protocol.Header{Type: protocol.TypePartial, Run: place.Run}
 		// A stop without a report needs no answer, and is no work.
 		answer := !task.Stop || task.Report || err != nil

@@ -359,20 +359,25 @@ func (c *Coordinator) Pull(round uint64, turn scheduler.Turn, partials []Partial
 	}
 	u := Update{NK: slices.Clone(c.nk)}
 	fb := schmp.Feedback{Vars: make(wire.Int32s, len(partials)), Delta: make(wire.Float64s, len(partials))}
+	ring, gathered := c.cfg.ring(), c.cfg.gathers(round)
 	for p, r := range partials {
 		b := c.rot.Block(p, turn.SubRound)
 		if r.BlockID != b {
 			return Update{}, fb, fmt.Errorf("worker %d sent block %d in sub-round %d, want %d", p, r.BlockID, turn.SubRound, b)
 		}
-		if err := r.Counts.check(len(c.words[b]), c.k, false); err != nil {
-			return Update{}, fb, fmt.Errorf("worker %d: block %d: %w", p, b, err)
+		if gathered {
+			if err := r.Counts.check(len(c.words[b]), c.k, false); err != nil {
+				return Update{}, fb, fmt.Errorf("worker %d: block %d: %w", p, b, err)
+			}
+			c.blocks[b] = r.Counts
 		}
-		c.blocks[b] = r.Counts
-		u.Blocks = append(u.Blocks, Handoff{Owner: c.rot.Owner(b, turn.SubRound+1), ID: b, Counts: r.Counts})
+		if !ring {
+			u.Blocks = append(u.Blocks, Handoff{Owner: c.rot.Owner(b, turn.SubRound+1), ID: b, Counts: r.Counts})
+		}
 		fb.Vars[p] = int32(b)
 		fb.Delta[p] = float64(r.Moved)
 	}
-	if c.cfg.Check {
+	if c.cfg.Check && gathered {
 		if err := c.checkTable(); err != nil {
 			return Update{}, fb, fmt.Errorf("round %d: %w", round, err)
 		}

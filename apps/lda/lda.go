@@ -76,6 +76,11 @@ type Config struct {
 	// Check makes the coordinator check the count invariants after every
 	// round, not only at reports (a pass over the word-topic table).
 	Check bool
+	// Star sends the rotation's word blocks through the coordinator, in
+	// its partials and updates (the star), instead of straight from the
+	// worker that finished a block to its next owner (the ring, the
+	// default; DESIGN §5). Both give the same model, bit for bit.
+	Star bool
 	// Tokens is N if known (the command line counts them when it checks
 	// the input); 0 makes the scheduler count them.
 	Tokens int64

@@ -154,8 +154,16 @@ func (m *model) Finish(reports []Summary) error {
 // end of an iteration, once every token was sampled equally often.
 func (m *model) RoundsPerIteration() uint64 { return uint64(m.cfg.RoundsPerIteration()) }
 
-// LastRound implements coordinator.Iterated: LDA needs no notice.
-func (m *model) LastRound(uint64) error { return nil }
+// LastRound implements coordinator.Iterated: LDA needs no notice, but on
+// the ring the coordinator holds the table written only at an iteration's
+// end, where every stop of the runtime lands unless Options.MaxRounds cuts
+// an iteration short.
+func (m *model) LastRound(last uint64) error {
+	if !m.cfg.gathers(last) {
+		return fmt.Errorf("lda on the ring stops at the end of an iteration (%d rounds), not after round %d: set MaxRounds to whole iterations, or use the star (Config.Star)", m.cfg.RoundsPerIteration(), last)
+	}
+	return nil
+}
 
 // writeTopWords writes, for every topic, its share of the tokens and its
 // top words with their probabilities φ_kw.
