@@ -57,6 +57,9 @@ func (b *base) RoundsPerIteration() uint64 { return uint64(b.cfg.RoundsPerIter()
 // worker all of H with the update of the last round, so that the check's
 // report evaluates the state written.
 func (b *base) LastRound(last uint64) error {
+	if b.cfg.Algo == SGD && b.cfg.Schedule == Rotation && !b.cfg.gathers(last) {
+		return fmt.Errorf("mf's rotation on the ring stops at the end of an iteration (%d rounds), not after round %d: set MaxRounds to whole iterations, or use the star (Config.Star)", b.cfg.RoundsPerIter(), last)
+	}
 	b.lastRound = last
 	return nil
 }

@@ -110,6 +110,10 @@ func (w *rotationWorker) Apply(u RotationUpdate) error {
 		w.block = -1
 		return nil
 	}
+	if len(u.Blocks) == 0 && w.cfg.ring() {
+		// On the ring the block came from its last owner (Take).
+		return nil
+	}
 	if len(u.Blocks) != 1 {
 		return fmt.Errorf("update of round %d: %d blocks for worker %d, want 1", u.Round, len(u.Blocks), w.p)
 	}
@@ -203,15 +207,23 @@ func (c *rotationCoordinator) Pull(round uint64, turn scheduler.Turn, partials [
 	k := c.cfg.Rank
 	t := turn.SubRound
 	fb := schmp.Feedback{}
+	gathered := c.cfg.gathers(round)
 	for p, part := range partials {
 		b := c.rot.Block(p, t)
 		lo, hi := int(c.blockStart[b]), int(c.blockStart[b+1])
-		if part.Block != b || len(part.Rows) != (hi-lo)*k || c.c != nil && len(part.Bias) != hi-lo {
-			return RotationUpdate{}, fb, fmt.Errorf("worker %d sent block %d with %d values and %d biases, want block %d with %d", p, part.Block, len(part.Rows), len(part.Bias), b, (hi-lo)*k)
-		}
-		copy(c.h[lo*k:hi*k], part.Rows)
-		if c.c != nil {
-			copy(c.c[lo:hi], part.Bias)
+		if !gathered {
+			// On the ring the block went to its next owner.
+			if part.Block != b || len(part.Rows) != 0 || len(part.Bias) != 0 {
+				return RotationUpdate{}, fb, fmt.Errorf("worker %d sent block %d with %d values and %d biases in round %d, want block %d with none (the ring)", p, part.Block, len(part.Rows), len(part.Bias), round, b)
+			}
+		} else {
+			if part.Block != b || len(part.Rows) != (hi-lo)*k || c.c != nil && len(part.Bias) != hi-lo {
+				return RotationUpdate{}, fb, fmt.Errorf("worker %d sent block %d with %d values and %d biases, want block %d with %d", p, part.Block, len(part.Rows), len(part.Bias), b, (hi-lo)*k)
+			}
+			copy(c.h[lo*k:hi*k], part.Rows)
+			if c.c != nil {
+				copy(c.c[lo:hi], part.Bias)
+			}
 		}
 		c.account(part.Stats)
 		fb.Vars = append(fb.Vars, int32(b))
@@ -223,6 +235,10 @@ func (c *rotationCoordinator) Pull(round uint64, turn scheduler.Turn, partials [
 		// At an evaluation point, and at the job's last round (whose
 		// check evaluates the state written), every worker gets all of H.
 		u.Full, u.FullBias = slices.Clone(c.h), slices.Clone(c.c)
+		return u, fb, nil
+	}
+	if c.cfg.ring() {
+		// The workers passed the blocks on themselves.
 		return u, fb, nil
 	}
 	u.Blocks = make([]BlockRows, c.cfg.Workers)
