@@ -48,8 +48,12 @@ func newPassBox[R any](c *wire.Conn, shard, shards int, run string, timeout time
 	if err != nil {
 		return nil, err
 	}
+	// A part is sent before its sender's partial, so it is due by the time
+	// the next task comes: half the timeout lets the worker's error, which
+	// names the sender, reach the coordinator before the coordinator's own
+	// wait for this worker's answer ends.
 	return &passBox[R]{
-		mb: mb, shard: shard, shards: shards, run: run, timeout: timeout, drop: drop,
+		mb: mb, shard: shard, shards: shards, run: run, timeout: timeout / 2, drop: drop,
 		ledgers: map[int]*protocol.Ledger{}, held: map[passKey]heldPass[R]{},
 	}, nil
 }

@@ -39,6 +39,7 @@ var ldaFlagNames = map[string]string{"MinDocFreq": "min-df", "MHSteps": "mh-step
 type ldaFlags struct {
 	cfg      lda.Config
 	schedule string
+	ring     bool
 }
 
 func addLDAFlags(fs *flag.FlagSet) *ldaFlags {
@@ -60,6 +61,7 @@ func addLDAFlags(fs *flag.FlagSet) *ldaFlags {
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the initial topics and of the samplers: the same flags give the same model")
 	fs.IntVar(&c.MHSteps, "mh-steps", 2, "Metropolis-Hastings cycles per token (a word proposal and a document proposal each)")
 	fs.StringVar(&f.schedule, "schedule", "rotation", "rotation (word blocks rotate among the workers) or unscheduled (data-parallel baseline: every worker samples against its own copy of the whole table, merged once per iteration)")
+	fs.BoolVar(&f.ring, "ring", true, "the rotation: a worker sends the word block it finished straight to its next owner (the ring); false sends it through the coordinator (the star), as before; both give the same model")
 	fs.IntVar(&c.TopWords, "top-words", 10, "words per topic in --out")
 	fs.StringVar(&c.WordTopicOut, "word-topic", "", "write the word-topic counts to `file` (CSV word_id,word,topic,count); needs --out")
 	fs.StringVar(&c.DocTopicOut, "doc-topic", "", "write the document-topic proportions to `file` (CSV doc_id,topic,count,theta of the non-zero counts; θ = (n_dk+α)/(N_d+Kα)); needs --out")
@@ -95,6 +97,7 @@ func ldaCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		opts := env.Options
 		cfg := f.cfg
 		cfg.Workers, cfg.ReportEvery = opts.Workers, opts.ReportEvery
+		cfg.Star = !f.ring
 		switch f.schedule {
 		case "rotation":
 		case "unscheduled":

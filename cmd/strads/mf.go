@@ -34,6 +34,7 @@ type mfFlags struct {
 	cfg                 mf.Config
 	predict, predictOut string
 	lambda              *lambdaValue
+	ring                bool
 }
 
 func addMFFlags(fs *flag.FlagSet) *mfFlags {
@@ -50,6 +51,7 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	fs.BoolVar(&f.cfg.Unweighted, "unweighted", false, "regularize the factors by λ(‖W‖² + ‖H‖²), not weighted by ratings counts")
 	fs.BoolVar(&f.cfg.NoBias, "no-bias", false, "fit w_u·h_i alone: no global mean and no user or item biases")
 	fs.StringVar(&f.cfg.Algo, "algo", mf.SGD, "algorithm: sgd (stochastic gradient descent), ccd (CCD++, rank-one coordinate descent) or als (alternating least squares)")
+	fs.BoolVar(&f.ring, "ring", true, "sgd on the rotation: a worker sends the block of H it finished straight to its next owner (the ring); false sends it through the coordinator (the star), as before; both give the same model")
 	fs.StringVar(&f.cfg.Schedule, "schedule", mf.Rotation, "sgd only: rotation (DSGD: item blocks rotate among the workers) or unscheduled (Hogwild-style baseline: every worker updates all of H, merged once per iteration)")
 	fs.Float64Var(&f.cfg.LearningRate, "lr", 0.05, "sgd: step size η₀; iteration e uses η₀/(1 + decay·e^1.5)")
 	fs.Float64Var(&f.cfg.Decay, "decay", 0.05, "sgd: decay of the step size")
@@ -86,8 +88,12 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		opts := env.Options
 		cfg := f.cfg
 		cfg.Workers, cfg.ReportEvery = opts.Workers, opts.ReportEvery
+		cfg.Star = !f.ring
 		if err := cfg.Validate(); err != nil {
 			return nil, cli.UsageError(err)
+		}
+		if f.ring && cfg.Algo == mf.SGD && cfg.Schedule == mf.Rotation && opts.MaxRounds%uint64(max(cfg.Workers, 1)) != 0 {
+			return nil, cli.Usagef("--max-rounds %d: the ring stops at the end of an iteration (%d rounds): give whole iterations, or --ring=false", opts.MaxRounds, cfg.Workers)
 		}
 		if f.lambda.auto && env.Role != cli.All {
 			return nil, errAutoRole
