@@ -117,8 +117,8 @@ func TestRingHostile(t *testing.T) {
 	}
 	defer srv.Stop()
 	for _, tc := range []struct {
-		name     string
-		change   func(m map[string]any)
+		name    string
+		change  func(m map[string]any)
 		mayFail bool // the job may fail, with an error that says why
 	}{
 		{"another run", func(m map[string]any) { m["run"] = "forged" }, false},
