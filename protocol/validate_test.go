@@ -93,6 +93,11 @@ func TestValidate(t *testing.T) {
 		{"partial", (&Partial[int, int]{Round: 1, Shard: 1}).Validate(2), ""},
 		{"partial of shard 2 of 2", (&Partial[int, int]{Round: 1, Shard: 2}).Validate(2), "worker shard 2 in a job of 2"},
 		{"partial of negative time", (&Partial[int, int]{Round: 1, Nanos: -1}).Validate(1), "-1 ns"},
+		{"pass", (&Pass[int]{Round: 3, From: 1, To: 0}).Validate(0, 2), ""},
+		{"pass of round 0", (&Pass[int]{From: 1}).Validate(0, 2), "a pass of round 0"},
+		{"pass from worker 2 of 2", (&Pass[int]{Round: 1, From: 2}).Validate(0, 2), "from worker 2 to worker 0 in a job of 2"},
+		{"pass from itself", (&Pass[int]{Round: 1, From: 0}).Validate(0, 2), "from worker 0 to worker 0"},
+		{"pass for another worker", (&Pass[int]{Round: 1, From: 1, To: 2}).Validate(0, 3), "for worker 2, received by worker 0"},
 	} {
 		switch {
 		case tc.want == "" && tc.err != nil:
