@@ -230,6 +230,9 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 		var chosen []string
 		ours := map[string]*baseline{}
 		for _, a := range algos {
+			if lambda, ok := valLambda(a); ok {
+				names[a] = fmt.Sprintf("strads mf --validate %g --lambda %g (SGD, rotation; the best evaluation's test RMSE; time: until the stop)", o.baseValidate, lambda)
+			}
 			ours[a] = &baseline{method: names[a] + fmt.Sprintf(", %d workers", o.workers)}
 			res = append(res, ours[a])
 		}
@@ -247,6 +250,15 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 					ours[a].rmse = append(ours[a].rmse, f.TestRMSE)
 					ours[a].secs = append(ours[a].secs, secs)
 					chosen = append(chosen, strconv.FormatFloat(lambda, 'g', 3, 64))
+					continue
+				}
+				if lambda, ok := valLambda(a); ok {
+					f, err := o.validated(ctx, ds, lambda, uint64(n), log)
+					if err != nil {
+						return fmt.Errorf("%s %s run %d: %w", ds.name, a, n, err)
+					}
+					ours[a].rmse = append(ours[a].rmse, f.TestRMSE)
+					ours[a].secs = append(ours[a].secs, f.Time.Seconds())
 					continue
 				}
 				cfg := o.strads(a, ds, uint64(n))
@@ -304,6 +316,38 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 
 // auto is the --base-algos name of strads mf --lambda auto.
 const auto = "auto"
+
+// valLambda returns λ of a --base-algos name val:L, the command's defaults
+// with --validate and --lambda L.
+func valLambda(a string) (float64, bool) {
+	l, ok := strings.CutPrefix(a, "val:")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(l, 64)
+	return v, err == nil
+}
+
+// validated runs strads mf with the command's other defaults, --lambda
+// lambda and --validate o.baseValidate (patience mf.DefaultPatience,
+// evaluations every iteration, at most 20 iterations): the job writes the
+// evaluation with the lowest validation RMSE, which it returns, with the
+// training time of the whole job (to its stop) as its Time.
+func (o *options) validated(ctx context.Context, ds dataset, lambda float64, seed uint64, log io.Writer) (mf.Eval, error) {
+	cfg := o.strads(mf.SGD, ds, seed)
+	cfg.Lambda, cfg.Holdout, cfg.Patience, cfg.ReportEvery = lambda, o.baseValidate, mf.DefaultPatience, 1
+	res, err := runJob(ctx, cfg, job.Options{Job: "mfval", Timeout: 5 * time.Minute,
+		Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute}})
+	if err != nil {
+		return mf.Eval{}, err
+	}
+	m := mf.ModelOf(res.App)
+	b := m.Best()
+	b.Time = m.Final().Time
+	fmt.Fprintf(log, "%s val λ %g run %d: best validation RMSE %.4f at iteration %g of %d (stopped %v): test RMSE %.4f, %.2fs\n",
+		ds.name, lambda, seed, b.ValRMSE, b.Iter, len(m.Trace)-1, m.Stopped, b.TestRMSE, b.Time.Seconds())
+	return b, nil
+}
 
 // lambdaAuto runs what strads mf --lambda auto does with the command's
 // other defaults (SGD on the rotation, rank 10, 20 iterations at most,
