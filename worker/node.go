@@ -199,6 +199,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			select {
 			case <-reconnected:
 				answered.resend(c, log)
+				box.resend(c, log)
 			default:
 			}
 			if err == nil && msg == nil {
@@ -249,6 +250,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 				// The coordinator sends a task again after a reconnect,
 				// the same bytes: answer it again, never run it twice.
 				answered.again(c, key, log)
+				box.resend(c, log)
 				drop(msg, protocol.DropDuplicate, fmt.Errorf("round %d: a task taken already", task.Round))
 				continue
 			case task.Round <= last || task.Round > last+maxEarly:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,6 +28,11 @@ type passBox[R any] struct {
 	held          map[passKey]heldPass[R]
 	taken         uint64   // the last round taken
 	untaken       []uint64 // the rounds pushed whose parts are not taken yet
+	// The last part this worker passed, encoded, and its addressee's
+	// subject: sent again after a reconnect (DESIGN §6).
+	sent    []byte
+	sentTo  string
+	sentRnd uint64
 }
 
 // passKey names a part: its round and sender.
@@ -87,10 +93,28 @@ func (b *passBox[R]) pass(c *wire.Conn, w schmp.Passer[R], round uint64, r R) (R
 		return coord, fmt.Errorf("round %d: a part passed to worker %d in a job of %d", round, to, b.shards)
 	}
 	msg := protocol.Pass[R]{Header: protocol.Header{Type: protocol.TypePass, Run: b.run}, Round: round, From: b.shard, To: to, Part: part}
-	if err := wire.Publish(c, protocol.SubjectPass(to), msg); err != nil {
+	data, err := wire.Marshal(msg)
+	if err != nil {
+		return coord, fmt.Errorf("round %d: pass to worker %d: %w", round, to, err)
+	}
+	b.sent, b.sentTo, b.sentRnd = data, protocol.SubjectPass(to), round
+	if err := c.PublishData(b.sentTo, "", data); err != nil && !lost(err) {
+		// A pass lost to a reconnect is sent again after it (resend).
 		return coord, fmt.Errorf("round %d: pass to worker %d: %w", round, to, err)
 	}
 	return coord, nil
+}
+
+// resend sends the last part passed again: after a reconnect, or when the
+// coordinator sends the task it answered again (its own reconnect). The
+// addressee drops it if it has it (a duplicate).
+func (b *passBox[R]) resend(c *wire.Conn, log *slog.Logger) {
+	if b == nil || b.sent == nil {
+		return
+	}
+	if err := c.PublishData(b.sentTo, "", b.sent); err != nil {
+		log.Warn("pass not sent again", "round", b.sentRnd, "err", err)
+	}
 }
 
 // takeAll gives w, before its next task, the parts it awaits of the
