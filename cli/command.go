@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"unicode"
@@ -70,17 +71,38 @@ func Main(apps ...App) {
 }
 
 // Main runs the command line on the process's arguments, until done or
-// interrupted (SIGINT or SIGTERM cancel the job; a second one ends the
-// process at once), and exits with its status.
+// interrupted, and exits with its status. SIGINT or SIGTERM cancels the
+// job, which then ends cleanly, writing nothing, with the status 128 + the
+// signal's number (130, 143), as a shell reports a process the signal
+// killed; the first signal also gives the signals back their default
+// action, so that a second one ends the process at once, even one stuck
+// where no context reaches.
 func (cl *CommandLine) Main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal cancels the job, which then ends cleanly; it also
-	// gives the signals back their default action, so that a second one
-	// ends the process at once, even one stuck where no context reaches.
-	context.AfterFunc(ctx, stop)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Pointer[os.Signal]
+	go func() {
+		s := <-sigs
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		got.Store(&s)
+		name := map[os.Signal]string{os.Interrupt: "SIGINT", syscall.SIGTERM: "SIGTERM"}[s]
+		cancel(fmt.Errorf("%s received", name))
+	}()
 	code := cl.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	if s := got.Load(); s != nil && code != 0 {
+		code = signalStatus(*s)
+	}
 	os.Exit(code)
+}
+
+// signalStatus is the exit status of a command that a signal cut short:
+// 128 + its number, or 1 where it has none.
+func signalStatus(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
 }
 
 // roleNames are the role commands.
