@@ -148,6 +148,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  worker %d %.0f%%", s, busy(d))
 	}
 	fmt.Fprintln(w)
+	if r.Reconnects > 0 {
+		fmt.Fprintf(w, "NATS: %d reconnects; what was in flight was sent again, %d copies dropped\n", r.Reconnects, r.Dropped["duplicate"])
+	}
 }
 
 // MedianRound returns the median round latency.
