@@ -148,10 +148,6 @@ type node[P, R, U, S any] struct {
 	resendAt    time.Time
 	resendUntil time.Time
 	resendEvery time.Duration
-	// heard holds, by role and place, whether a message of the node came
-	// since the last reconnect: once all did, every node is back, and a
-	// last resend reaches them all.
-	heard map[string][]bool
 
 	// outputs are the model's files, written after the stop; files holds
 	// them and then the metrics CSV, committed together.
@@ -708,7 +704,6 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	if err := rep.Validate(n.opts.Schedulers); err != nil {
 		return n.invalid(msg, "a plan", from, err)
 	}
-	n.hear(protocol.RoleScheduler, rep.Part)
 	h := n.plans.Hash(msg.Data)
 	switch taken, err := n.plans.Check(rep.Round, h); {
 	case err != nil:
@@ -748,7 +743,6 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 	if err := p.Validate(n.opts.Workers); err != nil {
 		return n.invalid(msg, "a partial", from, err)
 	}
-	n.hear(protocol.RoleWorker, p.Shard)
 	kind := kindOf(p.Check, p.Final)
 	ledger := n.partials[p.Shard][kind]
 	h := ledger.Hash(msg.Data)
@@ -917,22 +911,15 @@ func (n *node[P, R, U, S]) publish(name, reply string, v any) (outbound, error) 
 }
 
 // Resending after a reconnect: at once, then after resendFirst, doubling
-// up to resendMax, for a Timeout after the last reconnect, or until a
-// message came from every node since (then once more). The other nodes
+// up to resendMax, for a Timeout after the last reconnect. The other nodes
 // reconnect on their own, some later than the coordinator, and a message
-// sent to a node not yet back is lost again; a node that sends is back.
+// sent to a node not yet back is lost again. (A message from a node is no
+// sign that it is back: it may have waited in the coordinator's queue
+// since before the outage.)
 const (
 	resendFirst = 100 * time.Millisecond
 	resendMax   = 2 * time.Second
 )
-
-// hear notes that a message of the run came from the node at place of
-// role: since the last reconnect, if the node resends after one.
-func (n *node[P, R, U, S]) hear(role string, place int) {
-	if h := n.heard[role]; place >= 0 && place < len(h) {
-		h[place] = true
-	}
-}
 
 // resend sends the plan requests and the tasks not answered again, the
 // same bytes, after a reconnect of the coordinator (DESIGN §6): core NATS
@@ -944,17 +931,13 @@ func (n *node[P, R, U, S]) resend() error {
 	if n.reconnected.Swap(false) {
 		n.resending, n.resendAt, n.resendEvery = true, now, resendFirst
 		n.resendUntil = now.Add(n.opts.Timeout)
-		n.heard = map[string][]bool{protocol.RoleWorker: make([]bool, n.opts.Workers), protocol.RoleScheduler: make([]bool, n.opts.Schedulers)}
 	}
-	if !n.resending {
+	if !n.resending || now.Before(n.resendAt) {
 		return nil
 	}
-	back := !slices.Contains(n.heard[protocol.RoleWorker], false) && !slices.Contains(n.heard[protocol.RoleScheduler], false)
-	if !back && now.Before(n.resendAt) {
-		return nil
-	}
-	if back || now.After(n.resendUntil) {
+	if now.After(n.resendUntil) {
 		n.resending = false
+		return nil
 	}
 	n.resendAt, n.resendEvery = now.Add(n.resendEvery), min(2*n.resendEvery, resendMax)
 	var all []outbound
@@ -1111,7 +1094,9 @@ func (n *node[P, R, U, S]) finish() error {
 			n.log.Warn("stop scheduler", "part", p, "err", err)
 		}
 	}
-	if err := n.c.NATS().FlushTimeout(n.opts.Timeout); err != nil {
+	// The stops, and the stop task before them, must reach the others
+	// even if the server is away for a moment (DESIGN §6).
+	if err := n.c.Flush(n.opts.Timeout); err != nil {
 		n.log.Warn("flush", "err", err)
 	}
 	if n.opts.Progress != nil {

@@ -154,6 +154,28 @@ func LogEvents(log *slog.Logger) func(Event) {
 	}
 }
 
+// Flush waits, up to timeout, until the server has every message
+// published on c. Across a reconnect it waits on: nats.go sends what was
+// published meanwhile once it is back, so that the last message of a node
+// that returns right after is not lost in a short outage.
+func (c *Conn) Flush(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("wire: flush: %w", nats.ErrTimeout)
+		}
+		err := c.nc.FlushTimeout(left)
+		if err == nil {
+			return nil
+		}
+		if c.nc.IsClosed() || !(c.nc.IsReconnecting() || errors.Is(err, nats.ErrConnectionReconnecting)) {
+			return fmt.Errorf("wire: flush: %w", err)
+		}
+		time.Sleep(min(ReconnectWait/4, time.Until(deadline)))
+	}
+}
+
 // PublishData publishes data, a message encoded with Marshal, on the job
 // subject name with the job subject reply as its reply subject ("" for
 // none), split into chunks if it exceeds the server's max_payload. Sending

@@ -443,10 +443,11 @@ func interrupted[R, S any](ctx context.Context, c *wire.Conn, opts Options, log 
 const interruptFlush = 2 * time.Second
 
 // flush waits, up to timeout, until the server has every message published
-// on c, so that the last partial of a worker that returns (and of a
-// process that may exit at once) is not lost in the connection's buffer.
+// on c (across a reconnect: wire.Conn.Flush), so that the last partial of a
+// worker that returns (and of a process that may exit at once) is not lost
+// in the connection's buffer.
 func flush(c *wire.Conn, timeout time.Duration, log *slog.Logger) {
-	if err := c.NATS().FlushTimeout(timeout); err != nil {
+	if err := c.Flush(timeout); err != nil {
 		log.Warn("flush", "err", err)
 	}
 }
