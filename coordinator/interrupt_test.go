@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,5 +85,49 @@ func TestInterruptTravels(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestCoordinatorInterruptAborts cancels the coordinator's context in the
+// middle of a job: it aborts the workers and the scheduler, which return
+// at once an error that matches ErrAborted, not at their timeout.
+func TestCoordinatorInterruptAborts(t *testing.T) {
+	ns := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cctx, interrupt := context.WithCancelCause(ctx)
+	defer interrupt(nil)
+	prog := counting{gate: func(round uint64) {
+		if round == 5 {
+			interrupt(errors.New("test signal"))
+		}
+	}}.program()
+	const job = "interrupt-coordinator"
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for k := range 2 {
+		c := connect(t, ns, job)
+		wg.Go(func() {
+			errs[k] = worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second})
+		})
+	}
+	sc := connect(t, ns, job)
+	wg.Go(func() {
+		errs[2] = node.Run(ctx, sc, prog.NewScheduler, node.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second})
+	})
+	_, err := coordinator.Run(cctx, connect(t, ns, job), prog.NewCoordinator,
+		coordinator.Options{Workers: 2, ReportEvery: 1, MaxRounds: 1000, JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second})
+	start := time.Now()
+	if err == nil || !strings.Contains(err.Error(), "test signal") {
+		t.Fatalf("coordinator: %v, want its cause", err)
+	}
+	wg.Wait()
+	if took := time.Since(start); took > failFast {
+		t.Errorf("the others ended %s after the coordinator, the timeout is 20s", took)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, worker.ErrAborted) || !strings.Contains(err.Error(), "test signal") {
+			t.Errorf("node %d: %v, want an abort carrying the cause", i, err)
+		}
 	}
 }
