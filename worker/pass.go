@@ -164,7 +164,7 @@ func (b *passBox[R]) take(ctx context.Context, round uint64, from int) (R, error
 		if err != nil {
 			var zero R
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				return zero, protocol.Timeout(fmt.Errorf("round %d: no block (pass) from worker shard %d for %s", round, from, b.timeout))
+				return zero, protocol.Timeout(fmt.Errorf("no block (pass) of round %d from worker shard %d in %s", round, from, b.timeout))
 			}
 			return zero, fmt.Errorf("round %d: awaiting the pass from worker shard %d: %w", round, from, err)
 		}
