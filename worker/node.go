@@ -374,7 +374,7 @@ type answers struct {
 
 // maxAnswers bounds the bytes of the partials a worker keeps to answer
 // again.
-const maxAnswers = 256 << 20
+const maxAnswers = 64 << 20
 
 // add keeps data, the partial that answers key.
 func (a *answers) add(key taskKey, data []byte) {
