@@ -285,6 +285,11 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 		}
 		if err != nil {
 			p.Round, p.Shard, p.Check, p.Final, p.Err = task.Round, place.Shard, task.Check, task.Final, err.Error()
+			if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, protocol.ErrAborted) {
+				// Interrupted while the app ran (its Push saw ctx
+				// end): say so, not the app's context error (DESIGN §6).
+				p.Err = protocol.Interrupted(cause)
+			}
 		}
 		p.Header = protocol.Header{Type: protocol.TypePartial, Run: place.Run}
 		// A stop without a report needs no answer, and is no work.
