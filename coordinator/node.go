@@ -1084,6 +1084,9 @@ func (n *node[P, R, U, S]) finish() error {
 	n.res.Elapsed = time.Since(n.start)
 	n.res.Rounds, n.res.Updates, n.res.Candidates = st.Rounds, st.Updates, st.Candidates
 	n.res.Final, n.res.Reason, n.res.AppReason, n.res.Trace = st.Final, st.Reason, st.AppReason, st.Trace
+	if _, ok := n.app.(Iterated); ok {
+		n.res.Period = n.core.Config().Period
+	}
 	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
 	n.res.MaxInFlight, n.res.MaxVarsInFlight = st.MaxInFlight, st.MaxVarsInFlight
 	n.res.App = n.app

@@ -54,6 +54,11 @@ type Result struct {
 	// AppReason, with StopApp, is the app's text of the report that
 	// certified the stop (the check's: DESIGN §3); "" otherwise.
 	AppReason string
+	// Period is the number of rounds of an iteration of an Iterated app
+	// (its RoundsPerIteration), 0 for an app whose rounds do not come in
+	// iterations. With it, Why says a MaxRounds stop in iterations: such
+	// an app's command sets MaxRounds from its number of iterations.
+	Period uint64
 	// Trace holds every report, in order.
 	Trace []Sample
 	// RoundTimes holds the latency of every round: from sending it to the
@@ -116,10 +121,14 @@ type Timing struct {
 }
 
 // Why returns why the run stopped, as text: the app's reason with StopApp,
-// otherwise the Reason.
+// "max-iterations" for a MaxRounds stop of an app whose rounds come in
+// iterations (Period), otherwise the Reason.
 func (r *Result) Why() string {
-	if r.Reason == StopApp && r.AppReason != "" {
+	switch {
+	case r.Reason == StopApp && r.AppReason != "":
 		return r.AppReason
+	case r.Reason == StopMaxRounds && r.Period > 0:
+		return "max-iterations"
 	}
 	return string(r.Reason)
 }
