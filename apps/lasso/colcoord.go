@@ -20,19 +20,20 @@ import (
 // stages (it implements coordinator.Staged): every update it sends carries
 // the λ being solved, and the workers switch to it.
 type ColCoordinator struct {
-	cfg     Config
-	workers int
-	n       float64
-	lambda  float64
-	y       []float64
-	meanY   float64
-	colSum  []float64
-	q       []float64
-	beta    []float64
-	pos     []int32 // column → its index in a round's feedback, or -1
-	held    []bool  // column → handed to the leader (several workers)
-	test    *testSet
-	regPath *Path // nil unless the job is a regularization path
+	cfg       Config
+	workers   int
+	n         float64
+	lambda    float64
+	lambdaMax float64
+	y         []float64
+	meanY     float64
+	colSum    []float64
+	q         []float64
+	beta      []float64
+	pos       []int32 // column → its index in a round's feedback, or -1
+	held      []bool  // column → handed to the leader (several workers)
+	test      *testSet
+	regPath   *Path // nil unless the job is a regularization path
 
 	// Rounds whose merged step was shorter than 1, and the shortest.
 	Shortened int
@@ -91,7 +92,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	for j := range c.pos {
 		c.pos[j] = -1
 	}
-	c.lambda = c.cfg.Lambda
+	c.lambda, c.lambdaMax = c.cfg.Lambda, lambdaMax
 	if c.cfg.LambdaRatio > 0 {
 		c.lambda = c.cfg.LambdaRatio * lambdaMax
 	}
@@ -119,6 +120,10 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 
 // Lambda returns the penalty in use (known after Start).
 func (c *ColCoordinator) Lambda() float64 { return c.lambda }
+
+// LambdaMax returns λ_max = ‖X̃ᵀỹ‖∞/n, the smallest λ whose solution is
+// β = 0 (known after Start).
+func (c *ColCoordinator) LambdaMax() float64 { return c.lambdaMax }
 
 // Path returns the regularization path, nil unless Config.Path is set
 // (known after Start).

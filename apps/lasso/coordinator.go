@@ -13,14 +13,15 @@ import (
 
 // Coordinator is the coordinator side of the Lasso: it holds β.
 type Coordinator struct {
-	cfg    Config
-	n      float64
-	lambda float64
-	beta   []float64
-	curv   []float64 // a_j = ‖x̃_j‖²/n
-	meanX  []float64 // nil when no intercept
-	meanY  float64
-	test   *testSet
+	cfg       Config
+	n         float64
+	lambda    float64
+	lambdaMax float64
+	beta      []float64
+	curv      []float64 // a_j = ‖x̃_j‖²/n
+	meanX     []float64 // nil when no intercept
+	meanY     float64
+	test      *testSet
 }
 
 // NewCoordinator returns the coordinator side for cfg.
@@ -96,7 +97,7 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 		}
 		lambdaMax = max(lambdaMax, math.Abs(g))
 	}
-	c.lambda = c.cfg.Lambda
+	c.lambda, c.lambdaMax = c.cfg.Lambda, lambdaMax
 	if c.cfg.LambdaRatio > 0 {
 		c.lambda = c.cfg.LambdaRatio * lambdaMax
 	}
@@ -105,6 +106,10 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 
 // Lambda returns the penalty in use (known after Start).
 func (c *Coordinator) Lambda() float64 { return c.lambda }
+
+// LambdaMax returns λ_max = ‖X̃ᵀỹ‖∞/n, the smallest λ whose solution is
+// β = 0 (known after Start).
+func (c *Coordinator) LambdaMax() float64 { return c.lambdaMax }
 
 // Pull implements schmp.Coordinator: one coordinate-descent step for every
 // variable of the plan, from the summed partials.

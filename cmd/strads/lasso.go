@@ -133,9 +133,16 @@ func lassoPath(res *coordinator.Result) *lasso.Path {
 	return nil
 }
 
-// print prints the end of a run: the runtime's lines, then the path's table.
+// print prints the end of a run: the runtime's lines, the penalty, then
+// the path's table.
 func (j *lassoJob) print(w io.Writer, res *coordinator.Result) {
 	cli.PrintResult(w, res)
+	if c, ok := res.App.(interface {
+		Lambda() float64
+		LambdaMax() float64
+	}); ok {
+		fmt.Fprintf(w, "λ %.6g (λ_max %.6g)\n", c.Lambda(), c.LambdaMax())
+	}
 	printPath(w, lassoPath(res))
 }
 
@@ -148,6 +155,7 @@ func (j *lassoJob) job(role cli.Role) *cli.Job {
 		job.Print = j.print
 	} else {
 		job = cli.NewJob(lasso.Program(j.cfg))
+		job.Print = j.print
 	}
 	if role != cli.Coordinator {
 		job.Data = j.cfg.Data
