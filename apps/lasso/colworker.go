@@ -43,11 +43,9 @@ type ColWorker struct {
 	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
 	set     []int32              // the leader's working set: its picked columns and the handed ones
 
-	// The leader's handed columns, copied as they arrived, and where[j],
-	// the local index of handed column j (0: not handed; nil until the
-	// first arrives). colSum, curv, beta and trial extend over them.
-	held  columnar.Columns
-	where []int32
+	// The leader's handed columns, copied as they arrived, with local
+	// indices after its own (columnar.Held). colSum, curv, beta and trial extend over them.
+	held columnar.Held
 
 	// With several workers: which of its columns a worker handed to the
 	// leader's working set (the leader: put in its own), the leader's own
@@ -79,6 +77,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	}
 	w := &ColWorker{
 		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
+		held:   columnar.NewHeld(first, x.Cols, total),
 		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
 		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
 		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),
@@ -119,16 +118,6 @@ func (w *ColWorker) colStats(vals []float64) (sum, curv float64) {
 		curv = a
 	}
 	return sum, curv
-}
-
-// local returns the local index of column j, which the worker owns or
-// holds (the leader's handed columns).
-func (w *ColWorker) local(j int32) int {
-	l := int(j) - w.first
-	if uint(l) < uint(w.x.Cols) {
-		return l
-	}
-	return int(w.where[j])
 }
 
 // col returns the row indices and values of the column of local index l.
@@ -188,12 +177,9 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		}
 	}
 	for k, j := range u.Vars {
-		l := int(j) - w.first
-		if uint(l) >= uint(w.x.Cols) {
-			if w.where == nil || j < 0 || int(j) >= len(w.where) || w.where[j] == 0 {
-				continue // another worker's column
-			}
-			l = int(w.where[j])
+		l := w.held.Local(j)
+		if l < 0 {
+			continue // another worker's column
 		}
 		w.beta[l] = step(w.beta[l], u.Value[k], u.Alpha)
 	}
@@ -203,26 +189,13 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 // take adds the columns handed to the leader, copied, with β_j = 0: only
 // the leader changes β, and a worker hands only columns whose β_j is 0.
 func (w *ColWorker) take(cols *columnar.Columns) error {
-	if err := cols.Check(len(w.q), w.total); err != nil {
-		return fmt.Errorf("update handing columns to the leader: %w", err)
-	}
-	if w.where == nil {
-		w.where = make([]int32, w.total)
-	}
-	for k, j := range cols.IDs {
-		if l := int(j) - w.first; l >= 0 && l < w.x.Cols || w.where[j] != 0 {
-			return fmt.Errorf("update handing the leader column %d, which it holds already", j)
-		}
-		rows, vals := cols.Col(k)
-		w.where[j] = int32(w.x.Cols + w.held.Len())
-		w.held.Add(j, rows, vals)
+	return w.held.Take(cols, len(w.q), func(vals []float64) {
 		sum, a := w.colStats(vals)
 		w.colSum = append(w.colSum, sum)
 		w.curv = append(w.curv, a)
 		w.beta = append(w.beta, 0)
 		w.trial = append(w.trial, 0)
-	}
-	return nil
+	})
 }
 
 // applyDir sets q ← q − alpha·dir, as every node of the job does it.
@@ -318,7 +291,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 	sweep := func(cols []int32) float64 {
 		var most float64
 		for _, j := range cols {
-			l := w.local(j)
+			l := w.held.Local(j)
 			rows, vals := w.col(l)
 			work += int64(len(rows)) + 1
 			a := w.curv[l]
@@ -366,7 +339,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		for work < budget {
 			w.active = w.active[:0]
 			for _, j := range block {
-				if w.trial[w.local(j)] != 0 {
+				if w.trial[w.held.Local(j)] != 0 {
 					w.active = append(w.active, j)
 				}
 			}
@@ -378,7 +351,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 	var part ColPartial
 	part.Work = work + scanWork
 	for _, j := range block {
-		l := w.local(j)
+		l := w.held.Local(j)
 		if w.trial[l] != w.beta[l] {
 			part.Vars = append(part.Vars, j)
 			part.Value = append(part.Value, w.trial[l])
@@ -391,7 +364,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		// them the coordinator's line search.
 		part.Dir = make([]float64, len(w.q))
 		for k, j := range part.Vars {
-			l := w.local(j)
+			l := w.held.Local(j)
 			d := part.Value[k] - w.beta[l]
 			rows, vals := w.col(l)
 			for t, i := range rows {
@@ -444,7 +417,7 @@ const minInnerTol = 1e-15
 func (w *ColWorker) blockNNZ(block []int32) int64 {
 	var n int64
 	for _, j := range block {
-		rows, _ := w.col(w.local(j))
+		rows, _ := w.col(w.held.Local(j))
 		n += int64(len(rows))
 	}
 	return n

@@ -115,7 +115,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 	}
 	part := ColPartial{Bias: b, AsOf: w.asOf, Work: work + scanWork}
 	for _, j := range block {
-		l := w.local(j)
+		l := w.held.Local(j)
 		if w.trial[l] != w.w[l] {
 			part.Vars = append(part.Vars, j)
 			part.Value = append(part.Value, w.trial[l])
@@ -132,7 +132,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 			}
 		}
 		for k, j := range part.Vars {
-			l := w.local(j)
+			l := w.held.Local(j)
 			d := part.Value[k] - w.w[l]
 			rows, vals := w.col(l)
 			for t, i := range rows {
@@ -165,7 +165,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		nt.s[i] = st.r
 	}
 	for _, j := range block {
-		l := w.local(j)
+		l := w.held.Local(j)
 		nt.next[l] = w.trial[l]
 	}
 	nb := *b
@@ -175,7 +175,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 	sweep := func(cols []int32, fresh bool) float64 {
 		var most float64
 		for _, j := range cols {
-			l := w.local(j)
+			l := w.held.Local(j)
 			rows, vals := w.col(l)
 			var g, h float64
 			if fresh {
@@ -243,7 +243,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 	for moved > tol && *work < budget {
 		w.active = w.active[:0]
 		for _, j := range block {
-			if nt.next[w.local(j)] != 0 {
+			if nt.next[w.held.Local(j)] != 0 {
 				w.active = append(w.active, j)
 			}
 		}
@@ -261,7 +261,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 	var slope float64
 	w.active = w.active[:0]
 	for _, j := range block {
-		l := w.local(j)
+		l := w.held.Local(j)
 		d := nt.next[l] - w.trial[l]
 		if d == 0 {
 			continue
@@ -297,7 +297,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		}
 		df := dl / w.n
 		for _, j := range w.active {
-			l := w.local(j)
+			l := w.held.Local(j)
 			df += w.lambda * (math.Abs(moveTo(w.trial[l], nt.next[l], alpha)) - math.Abs(w.trial[l]))
 		}
 		*work += int64(len(w.scratch))
@@ -307,7 +307,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		alpha /= 2
 	}
 	for _, j := range w.active {
-		l := w.local(j)
+		l := w.held.Local(j)
 		w.trial[l] = moveTo(w.trial[l], nt.next[l], alpha)
 	}
 	*b = moveBias(*b, nb, alpha)

@@ -44,11 +44,9 @@ type ColWorker struct {
 	nt      newtonScratch        // scratch for Push's Newton steps
 	set     []int32              // the leader's working set
 
-	// The leader's handed columns, copied as they arrived, and where[j],
-	// the local index of handed column j (0: not handed; nil until the
-	// first arrives). w and trial extend over them.
-	held  columnar.Columns
-	where []int32
+	// The leader's handed columns, copied as they arrived, with local
+	// indices after its own (columnar.Held). w and trial extend over them.
+	held columnar.Held
 
 	// With several workers: which of its columns a worker handed to the
 	// leader's working set (the leader: put in its own), the leader's own
@@ -95,6 +93,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	n := len(labels)
 	w := &ColWorker{
 		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
+		held: columnar.NewHeld(first, x.Cols, total),
 		bias: shard == 0 && cfg.Intercept,
 		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
 		scratch: make([]colRow, n), trial: make([]float64, x.Cols),
@@ -123,16 +122,6 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	return w, nil
 }
 
-// local returns the local index of column j, which the worker owns or
-// holds (the leader's handed columns).
-func (w *ColWorker) local(j int32) int {
-	l := int(j) - w.first
-	if uint(l) < uint(w.x.Cols) {
-		return l
-	}
-	return int(w.where[j])
-}
-
 // col returns the row indices and values of the column of local index l.
 func (w *ColWorker) col(l int) ([]int32, []float64) {
 	if l < w.x.Cols {
@@ -144,23 +133,10 @@ func (w *ColWorker) col(l int) ([]int32, []float64) {
 // take adds the columns handed to the leader, copied, with w_j = 0: only
 // the leader changes w, and a worker hands only columns whose w_j is 0.
 func (w *ColWorker) take(cols *columnar.Columns) error {
-	if err := cols.Check(len(w.rows), w.total); err != nil {
-		return fmt.Errorf("update handing columns to the leader: %w", err)
-	}
-	if w.where == nil {
-		w.where = make([]int32, w.total)
-	}
-	for k, j := range cols.IDs {
-		if l := int(j) - w.first; l >= 0 && l < w.x.Cols || w.where[j] != 0 {
-			return fmt.Errorf("update handing the leader column %d, which it holds already", j)
-		}
-		rows, vals := cols.Col(k)
-		w.where[j] = int32(w.x.Cols + w.held.Len())
-		w.held.Add(j, rows, vals)
+	return w.held.Take(cols, len(w.rows), func([]float64) {
 		w.w = append(w.w, 0)
 		w.trial = append(w.trial, 0)
-	}
-	return nil
+	})
 }
 
 // scan is a worker's pass, with several workers, over its columns not yet
@@ -295,12 +271,9 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		}
 	}
 	for k, j := range u.Vars {
-		l := int(j) - w.first
-		if uint(l) >= uint(w.x.Cols) {
-			if w.where == nil || j < 0 || int(j) >= len(w.where) || w.where[j] == 0 {
-				continue // another worker's column
-			}
-			l = int(w.where[j])
+		l := w.held.Local(j)
+		if l < 0 {
+			continue // another worker's column
 		}
 		w.w[l] = moveTo(w.w[l], u.Value[k], u.Alpha)
 	}

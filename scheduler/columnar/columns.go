@@ -173,3 +173,58 @@ func CheckHanded(k, workers, rows int, cols *Columns, held []bool, coef []float6
 	}
 	return nil
 }
+
+// Held is what a column worker holds besides its own columns: on the
+// leader, the columns that the other workers handed it, copied as they
+// arrived. A worker's columns have local indices: its own Own columns
+// [First, First+Own) first, then the held ones in the order they came, so
+// that its per-column state (coefficients, curvatures) extends over them.
+// The zero value holds nothing and owns nothing: make one with NewHeld.
+type Held struct {
+	Columns // the held columns
+	first   int
+	own     int
+	total   int
+	where   []int32 // column → its local index; 0: not held (nil until the first)
+}
+
+// NewHeld returns the empty Held of a worker that owns the columns
+// [first, first+own) of total.
+func NewHeld(first, own, total int) Held {
+	return Held{first: first, own: own, total: total}
+}
+
+// Local returns the local index of column j: of one the worker owns, or
+// holds; -1 for another worker's column.
+func (h *Held) Local(j int32) int {
+	if l := int(j) - h.first; uint(l) < uint(h.own) {
+		return l
+	}
+	if j < 0 || int(j) >= len(h.where) || h.where[j] == 0 {
+		return -1
+	}
+	return int(h.where[j])
+}
+
+// Take adds the columns of cols, an update's hand-over of data with rows
+// rows, checked (Columns.Check), calling added with each new column's
+// values, in order, so that the caller extends its per-column state. A
+// column the worker owns or holds already is an error.
+func (h *Held) Take(cols *Columns, rows int, added func(vals []float64)) error {
+	if err := cols.Check(rows, h.total); err != nil {
+		return fmt.Errorf("update handing columns to the leader: %w", err)
+	}
+	if h.where == nil {
+		h.where = make([]int32, h.total)
+	}
+	for k, j := range cols.IDs {
+		if h.Local(j) >= 0 {
+			return fmt.Errorf("update handing the leader column %d, which it holds already", j)
+		}
+		r, vals := cols.Col(k)
+		h.where[j] = int32(h.own + h.Len())
+		h.Add(j, r, vals)
+		added(vals)
+	}
+	return nil
+}
