@@ -20,6 +20,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/strads-go/strads/inputfile"
 )
 
 // File is an output file being written. Write to it, then Commit or Abort.
@@ -108,22 +110,7 @@ func Target(path string) (string, error) {
 // notRegular is the error of an output that is a file of mode m, not a
 // regular one.
 func notRegular(m fs.FileMode) error {
-	return fmt.Errorf("%w but %s: outputs are written whole or not at all, which this cannot be (leave the output out to write nothing)", ErrNotRegular, kind(m))
-}
-
-// kind says what a file that is not regular is.
-func kind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeCharDevice != 0, m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a " + m.Type().String() + " file"
+	return fmt.Errorf("%w but %s: outputs are written whole or not at all, which this cannot be (leave the output out to write nothing)", ErrNotRegular, inputfile.Kind(m))
 }
 
 // Same reports whether the paths a and b name the same file once written:
