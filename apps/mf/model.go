@@ -351,12 +351,7 @@ func (m *Model) Predict(path string, w io.Writer) (unseen int, err error) {
 		if !(ok1 && ok2) {
 			unseen++
 		}
-		buf = strconv.AppendInt(buf[:0], user, 10)
-		buf = append(buf, ' ')
-		buf = strconv.AppendInt(buf, item, 10)
-		buf = append(buf, ' ')
-		buf = strconv.AppendFloat(buf, p, 'g', -1, 64)
-		buf = append(buf, '\n')
+		buf = appendPrediction(buf[:0], user, item, p)
 		_, err := bw.Write(buf)
 		return err
 	})
@@ -364,6 +359,17 @@ func (m *Model) Predict(path string, w io.Writer) (unseen int, err error) {
 		return unseen, err
 	}
 	return unseen, bw.Flush()
+}
+
+// appendPrediction appends the line "user item prediction" of a
+// prediction file (the shortest decimal that reads back as p) to buf.
+func appendPrediction(buf []byte, user, item int64, p float64) []byte {
+	buf = strconv.AppendInt(buf, user, 10)
+	buf = append(buf, ' ')
+	buf = strconv.AppendInt(buf, item, 10)
+	buf = append(buf, ' ')
+	buf = strconv.AppendFloat(buf, p, 'g', -1, 64)
+	return append(buf, '\n')
 }
 
 // dot returns a·b, summing in four interleaved partial sums (for speed: a

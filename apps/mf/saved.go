@@ -198,12 +198,7 @@ func (s *Saved) Predict(path string, w io.Writer) (unseen int, err error) {
 			}
 			unseen++
 		}
-		buf = strconv.AppendInt(buf[:0], user, 10)
-		buf = append(buf, ' ')
-		buf = strconv.AppendInt(buf, item, 10)
-		buf = append(buf, ' ')
-		buf = strconv.AppendFloat(buf, p, 'g', -1, 64)
-		buf = append(buf, '\n')
+		buf = appendPrediction(buf[:0], user, item, p)
 		_, err := bw.Write(buf)
 		return err
 	})
