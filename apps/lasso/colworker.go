@@ -41,17 +41,15 @@ type ColWorker struct {
 	active  []int32
 	relTol  float64              // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
 	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
-	set     []int32              // the leader's working set: its picked columns and the handed ones
 
 	// The leader's handed columns, copied as they arrived, with local
 	// indices after its own (columnar.Held). colSum, curv, beta and trial extend over them.
 	held columnar.Held
 
 	// With several workers: which of its columns a worker handed to the
-	// leader's working set (the leader: put in its own), the leader's own
-	// columns so picked, and a scan's candidates with their scores.
+	// leader's working set (the leader: put in its own), and a scan's
+	// candidates with their scores.
 	handed []bool
-	own    []int32
 	// grad[l] is |x̃_jᵀr| of own column l as the last Report computed it,
 	// which the next scan uses if no update came in between (gradFresh):
 	// the runtime asks for a report just before the push of a round.
@@ -254,20 +252,14 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		}
 		picked, work := w.scan()
 		if w.shard != columnar.Leader {
-			var part ColPartial
-			part.Work = work
-			for _, j := range picked {
-				rows, vals := w.x.Col(int(j) - w.first)
-				part.Cols.Add(j, rows, vals)
-			}
+			part := ColPartial{Work: work}
+			part.Cols.AddOwned(w.x, w.first, picked)
 			return part, nil
 		}
 		// The leader's working set: the columns it picked from its own
 		// (this round's too) and those handed to it, not the plan's block.
 		scanWork = work
-		w.own = append(w.own, picked...)
-		w.set = append(append(w.set[:0], w.own...), w.held.IDs...)
-		block = w.set
+		block = w.held.WorkingSet(picked)
 	}
 	copy(w.scratch, w.q)
 	copy(w.trial, w.beta)
@@ -457,15 +449,5 @@ func (w *ColWorker) scan() (picked []int32, work int64) {
 			w.score = append(w.score, g)
 		}
 	}
-	nz := 0
-	for _, b := range w.beta[:w.x.Cols] {
-		if b != 0 {
-			nz++
-		}
-	}
-	picked = columnar.HandOver(w.cand, w.score, columnar.HandLimit(nz))
-	for _, j := range picked {
-		w.handed[int(j)-w.first] = true
-	}
-	return picked, work
+	return columnar.Pick(w.cand, w.score, w.beta[:w.x.Cols], w.handed, w.first), work
 }

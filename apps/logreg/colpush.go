@@ -60,16 +60,11 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		picked, work := w.scan()
 		if w.shard != columnar.Leader {
 			part := ColPartial{Bias: w.b, AsOf: w.asOf, Work: work}
-			for _, j := range picked {
-				rows, vals := w.x.Col(int(j) - w.first)
-				part.Cols.Add(j, rows, vals)
-			}
+			part.Cols.AddOwned(w.x, w.first, picked)
 			return part, nil
 		}
 		scanWork = work
-		w.own = append(w.own, picked...)
-		w.set = append(append(w.set[:0], w.own...), w.held.IDs...)
-		block = w.set
+		block = w.held.WorkingSet(picked)
 	}
 	w.nt.grow(len(w.rows), len(w.w))
 	copy(w.scratch, w.rows)

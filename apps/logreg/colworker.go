@@ -42,17 +42,15 @@ type ColWorker struct {
 	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
 	rp      []float64            // scratch for Report
 	nt      newtonScratch        // scratch for Push's Newton steps
-	set     []int32              // the leader's working set
 
 	// The leader's handed columns, copied as they arrived, with local
 	// indices after its own (columnar.Held). w and trial extend over them.
 	held columnar.Held
 
 	// With several workers: which of its columns a worker handed to the
-	// leader's working set (the leader: put in its own), the leader's own
-	// columns so picked, and a scan's candidates with their scores.
+	// leader's working set (the leader: put in its own), and a scan's
+	// candidates with their scores.
 	handed []bool
-	own    []int32
 	cand   []int32
 	score  []float64
 	// grad[l] is |Σ_i x_ij·r_i| of own column l as the last Report
@@ -168,17 +166,7 @@ func (w *ColWorker) scan() (picked []int32, work int64) {
 			w.score = append(w.score, g)
 		}
 	}
-	nz := 0
-	for _, v := range w.w[:w.x.Cols] {
-		if v != 0 {
-			nz++
-		}
-	}
-	picked = columnar.HandOver(w.cand, w.score, columnar.HandLimit(nz))
-	for _, j := range picked {
-		w.handed[int(j)-w.first] = true
-	}
-	return picked, work
+	return columnar.Pick(w.cand, w.score, w.w[:w.x.Cols], w.handed, w.first), work
 }
 
 // setMargins sets every margin to b.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/sparse"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -186,6 +187,8 @@ type Held struct {
 	own     int
 	total   int
 	where   []int32 // column → its local index; 0: not held (nil until the first)
+	picked  []int32 // the leader's own columns in its working set
+	set     []int32 // the working set, WorkingSet's buffer
 }
 
 // NewHeld returns the empty Held of a worker that owns the columns
@@ -227,4 +230,42 @@ func (h *Held) Take(cols *Columns, rows int, added func(vals []float64)) error {
 		added(vals)
 	}
 	return nil
+}
+
+// WorkingSet adds picked, the columns of its own that the leader's scan
+// found this round, to those it found before, and returns the leader's
+// working set: its picked columns, then every held one (valid until the
+// next call).
+func (h *Held) WorkingSet(picked []int32) []int32 {
+	h.picked = append(h.picked, picked...)
+	h.set = append(append(h.set[:0], h.picked...), h.IDs...)
+	return h.set
+}
+
+// AddOwned appends the columns ids of a worker's own columns x, whose
+// column l is column first+l of the data.
+func (c *Columns) AddOwned(x *sparse.CSC, first int, ids []int32) {
+	for _, j := range ids {
+		rows, vals := x.Col(int(j) - first)
+		c.Add(j, rows, vals)
+	}
+}
+
+// Pick ends a worker's scan: of the candidates cand (with their scores),
+// it takes what it hands to the leader this round (HandOver, at most
+// HandLimit of the number of non-zeros of coef, the coefficients of its own
+// columns) and marks them in handed, indexed from the worker's first
+// column.
+func Pick(cand []int32, score []float64, coef []float64, handed []bool, first int) []int32 {
+	nz := 0
+	for _, v := range coef {
+		if v != 0 {
+			nz++
+		}
+	}
+	picked := HandOver(cand, score, HandLimit(nz))
+	for _, j := range picked {
+		handed[int(j)-first] = true
+	}
+	return picked
 }
