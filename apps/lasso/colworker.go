@@ -43,7 +43,8 @@ type ColWorker struct {
 	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
 
 	// The leader's handed columns, copied as they arrived, with local
-	// indices after its own (columnar.Held). colSum, curv, beta and trial extend over them.
+	// indices after its own, and its working set (columnar.Held). colSum,
+	// curv, beta and trial extend over them.
 	held columnar.Held
 
 	// With several workers: which of its columns a worker handed to the

@@ -44,7 +44,8 @@ type ColWorker struct {
 	nt      newtonScratch        // scratch for Push's Newton steps
 
 	// The leader's handed columns, copied as they arrived, with local
-	// indices after its own (columnar.Held). w and trial extend over them.
+	// indices after its own, and its working set (columnar.Held). w and
+	// trial extend over them.
 	held columnar.Held
 
 	// With several workers: which of its columns a worker handed to the
