@@ -47,6 +47,11 @@ type Options struct {
 	// MaxPayload is the largest message the server accepts; 0 means the
 	// config file's max_payload, or MaxPayload where there is none.
 	MaxPayload int32
+	// StoreDir, if set, enables JetStream with its file store in this
+	// directory (created if missing): the checkpoints and the data sets of
+	// jobs live there (DESIGN §6), and survive the server. "" leaves
+	// JetStream as the config file says (off without one).
+	StoreDir string
 }
 
 // Server is a nats-server running in this process.
@@ -66,6 +71,10 @@ func serverOptions(opts Options) (*server.Options, error) {
 		so.NoLog = true
 	}
 	so.NoSigs = true
+	if opts.StoreDir != "" {
+		so.JetStream = true
+		so.StoreDir = opts.StoreDir
+	}
 	if opts.MaxPayload != 0 {
 		so.MaxPayload = opts.MaxPayload
 	}

@@ -149,3 +149,48 @@ func TestConfigFileErrors(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestStoreDir enables JetStream with a store directory and checks that
+// what is stored survives a restart of the server on the same directory.
+func TestStoreDir(t *testing.T) {
+	dir := t.TempDir()
+	put := func(first bool) {
+		srv, err := Start(Options{Port: -1, StoreDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Stop()
+		nc, err := srv.ConnectInProcess("test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := nc.JetStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first {
+			kv, err := js.CreateKeyValue(&nats.KeyValueConfig{Bucket: "t", Storage: nats.FileStorage})
+			if err != nil {
+				t.Fatalf("JetStream key-value: %v", err)
+			}
+			if _, err := kv.Put("k", []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		kv, err := js.KeyValue("t")
+		if err != nil {
+			t.Fatalf("bucket lost across a restart: %v", err)
+		}
+		e, err := kv.Get("k")
+		if err != nil || string(e.Value()) != "v" {
+			t.Fatalf("key after a restart: %v, %v", e, err)
+		}
+	}
+	put(true)
+	put(false)
+	if _, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil {
+		t.Errorf("store directory: %v", err)
+	}
+}

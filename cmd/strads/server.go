@@ -13,7 +13,7 @@ import (
 )
 
 // serverSynopsis is the usage line of strads server.
-const serverSynopsis = "strads server [--addr HOST:PORT] [--config FILE] [--max-payload BYTES]"
+const serverSynopsis = "strads server [--addr HOST:PORT] [--config FILE] [--max-payload BYTES] [--store DIR]"
 
 // runServer runs a NATS server until interrupted, for jobs whose roles run
 // as separate processes. Any nats-server works as well.
@@ -22,12 +22,13 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	addr := fs.String("addr", "127.0.0.1:4222", "listen on `HOST:PORT` (port 0: any free one); the default is this machine only: roles on other machines need 0.0.0.0:4222 (all interfaces) or one of this machine's addresses. Overrides the --config file's listen, host and port")
 	config := fs.String("config", "", "nats-server configuration `file` (nats-server's own format and parser: cluster, authorization, accounts, tls, logging, …); --addr and --max-payload, when given, override what it says")
 	maxPayload := fs.Int("max-payload", natsserver.MaxPayload, "largest message in `bytes` (larger ones travel in chunks); overrides the --config file's max_payload when given")
+	store := fs.String("store", "", "enable JetStream, with its store in `directory` DIR (created if missing): checkpoints (--checkpoint-every, --resume) and data sets (strads data put) live there and survive a restart; off by default, unless the --config file enables it")
 	if err := cli.Parse(fs, args, stdout, serverSynopsis); err != nil {
 		return err
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	opts := natsserver.Options{ConfigFile: *config, ConfigAddr: *config != "" && !given["addr"]}
+	opts := natsserver.Options{ConfigFile: *config, ConfigAddr: *config != "" && !given["addr"], StoreDir: *store}
 	if !opts.ConfigAddr {
 		host, port, err := net.SplitHostPort(*addr)
 		if err != nil {
