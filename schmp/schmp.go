@@ -179,3 +179,34 @@ type Passer[R any] interface {
 	// Take gives the worker the part that worker from passed in round.
 	Take(round uint64, from int, part R) error
 }
+
+// Snapshotter is implemented by the app's side of a role (a Coordinator, a
+// Scheduler or a Worker) whose state can be saved in a checkpoint and
+// restored from it (DESIGN §6). A job takes checkpoints (--checkpoint-every)
+// and resumes from them (--resume) only if every role's app is one.
+//
+// The runtime takes a role's snapshot at a round boundary, between two of
+// its calls: the coordinator's after it pulled round C; a worker's after it
+// finished round C (its Push, and a Passer's Take of what it awaits from
+// round C), before it applies the updates of its next task; a scheduler
+// part's after its last plan of a round up to C. Between Snapshot and the
+// role's next call the state does not change, so Snapshot may return
+// bytes that share nothing with it, or encode it at once.
+type Snapshotter interface {
+	// Snapshot returns the role's state, encoded: everything that its
+	// later calls depend on and that its constructor (and, for the
+	// coordinator, Start) does not rebuild from the job's settings and its
+	// own data shard: the model, residuals, priorities, the state of a
+	// random number generator, topic assignments. What the data and the
+	// settings give again need not be saved.
+	Snapshot() ([]byte, error)
+	// Restore sets the role's state from b, a Snapshot of the same role
+	// (the same worker shard, the same scheduler part) of a job with the
+	// same settings and data. The runtime calls it once, on a role just
+	// built by its constructor: on the coordinator after Start (whose
+	// update is then not sent), on a worker after Describe (it applies
+	// no Start update), on a scheduler before its first plan. The
+	// role's later calls must then give, bit for bit, what they would have
+	// given in the run the snapshot was taken from.
+	Restore(b []byte) error
+}
