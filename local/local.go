@@ -42,6 +42,17 @@ type Options struct {
 	// and committed, all or none, once it is done, as the coordinator node
 	// does.
 	Out string
+	// RestoreEvery, when > 0, moves the job to new roles at the round
+	// boundaries where the runtime takes a checkpoint with
+	// --checkpoint-every RestoreEvery (DESIGN §6): after the pull of every
+	// RestoreEvery-th round, the driver takes every role's snapshot and
+	// the core's (schmp.Snapshotter, pipeline.Snapshot), encodes them,
+	// builds every role anew with the program's constructors, restores
+	// them from the bytes (the coordinator after Start, whose update is
+	// dropped) and goes on with them, as a resumed job does. The model
+	// must come out the same, bit for bit; Restores counts the moves. It
+	// needs Depth 1 and an app whose roles are all Snapshotters.
+	RestoreEvery uint64
 }
 
 // Job is a job's roles, built on the caller's goroutine.
@@ -54,6 +65,11 @@ type Job[P, R, U, S any] struct {
 	// that the final report showed.
 	Coordinator schmp.Coordinator[P, R, U, S]
 
+	// Restores counts the moves to new roles (Options.RestoreEvery).
+	Restores int
+
+	prog    schmp.Program[P, R, U, S]
+	ctx     context.Context
 	opts    Options
 	ran     bool
 	applied int64 // the last round whose update the workers applied (−1: none)
@@ -80,28 +96,38 @@ func New[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	j := &Job[P, R, U, S]{opts: opts, applied: -1, passed: map[passKey]R{}, untaken: make([][]uint64, opts.Workers)}
+	j := &Job[P, R, U, S]{prog: prog, ctx: ctx, opts: opts, applied: -1, passed: map[passKey]R{}, untaken: make([][]uint64, opts.Workers)}
+	if err := j.build(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// build builds the roles anew with the program's constructors.
+func (j *Job[P, R, U, S]) build() error {
+	ctx, prog, opts := j.ctx, j.prog, j.opts
+	j.Schedulers, j.Workers = nil, nil
 	parts := max(opts.Parts, 1)
 	for p := range parts {
 		s, err := prog.NewScheduler(ctx, p, parts)
 		if err != nil {
-			return nil, fmt.Errorf("scheduler %d: %w", p, err)
+			return fmt.Errorf("scheduler %d: %w", p, err)
 		}
 		j.Schedulers = append(j.Schedulers, s)
 	}
 	for k := range opts.Workers {
 		w, err := prog.NewWorker(ctx, k, opts.Workers)
 		if err != nil {
-			return nil, fmt.Errorf("worker shard %d: %w", k, err)
+			return fmt.Errorf("worker shard %d: %w", k, err)
 		}
 		j.Workers = append(j.Workers, w)
 	}
 	c, err := prog.NewCoordinator(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: %w", err)
+		return fmt.Errorf("coordinator: %w", err)
 	}
 	j.Coordinator = c
-	return j, nil
+	return nil
 }
 
 // Run builds prog's job and runs it to the end. It returns the job, whose
@@ -126,22 +152,12 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		return pipeline.Status{}, errors.New("local: the job has already run")
 	}
 	j.ran = true
-	sums := make([]S, len(j.Workers))
-	for k, w := range j.Workers {
-		s, err := w.Describe()
-		if err == nil {
-			sums[k], err = roundTrip(s)
-		}
-		if err != nil {
-			return pipeline.Status{}, fmt.Errorf("worker shard %d: %w", k, err)
-		}
-	}
-	u, err := j.Coordinator.Start(sums)
+	u, err := j.start()
 	if err != nil {
-		return pipeline.Status{}, fmt.Errorf("coordinator: start: %w", err)
+		return pipeline.Status{}, err
 	}
 	cfg := j.opts.Config
-	finisher, final := j.Coordinator.(schmp.Finisher[S])
+	_, final := j.Coordinator.(schmp.Finisher[S])
 	cfg.Final = cfg.Final || final
 	core, err := pipeline.New(cfg, j.Coordinator, j.Coordinator)
 	if err != nil {
@@ -185,6 +201,16 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		queue = queue[1:]
 		switch a.Kind {
 		case pipeline.AskPlan:
+			if every := j.opts.RestoreEvery; every > 0 && a.Round > 1 && (a.Round-1)%every == 0 {
+				c, err := j.restore(cfg, core)
+				if err != nil {
+					return core.Status(), fmt.Errorf("local: restore after round %d: %w", a.Round-1, err)
+				}
+				if c != nil {
+					core, queue = c, append(c.Ready(), queue...)
+					continue
+				}
+			}
 			e, err := j.plan(a)
 			if err != nil {
 				return core.Status(), err
@@ -204,9 +230,15 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		}
 		queue = append(queue, core.Ready()...)
 	}
-	if final {
+	if finisher, ok := j.Coordinator.(schmp.Finisher[S]); ok {
 		if err := finisher.Finish(core.Finals()); err != nil {
 			return core.Status(), fmt.Errorf("coordinator: finish: %w", err)
+		}
+	}
+	if j.Restores > 0 {
+		// The files' writers are the first coordinator's.
+		if outs, err = schmp.ModelOutputs(j.Coordinator, j.opts.Out); err != nil {
+			return core.Status(), fmt.Errorf("coordinator: outputs: %w", err)
 		}
 	}
 	for i, o := range outs {
@@ -218,6 +250,109 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 }
 
 // plan asks the scheduler part for the plan that a asks for.
+// start describes the workers' shards and starts the coordinator with them,
+// returning its first update.
+func (j *Job[P, R, U, S]) start() (U, error) {
+	var u U
+	sums := make([]S, len(j.Workers))
+	for k, w := range j.Workers {
+		s, err := w.Describe()
+		if err == nil {
+			sums[k], err = roundTrip(s)
+		}
+		if err != nil {
+			return u, fmt.Errorf("worker shard %d: %w", k, err)
+		}
+	}
+	u, err := j.Coordinator.Start(sums)
+	if err != nil {
+		return u, fmt.Errorf("coordinator: start: %w", err)
+	}
+	return u, nil
+}
+
+// restore moves the job to new roles (Options.RestoreEvery) at the cut
+// after the pull of the last round, and returns the core that goes on with
+// them, or nil if core is not at a cut (a stop is decided, say).
+func (j *Job[P, R, U, S]) restore(cfg pipeline.Config, core *pipeline.Core[P, R, U, S]) (*pipeline.Core[P, R, U, S], error) {
+	snap, err := core.Snapshot()
+	if errors.Is(err, pipeline.ErrNoCut) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	coreBytes, err := wire.Marshal(snap)
+	if err != nil {
+		return nil, fmt.Errorf("core snapshot: %w", err)
+	}
+	// A worker has finished the round once it took what it awaits.
+	for k := range j.Workers {
+		if err := j.take(k); err != nil {
+			return nil, fmt.Errorf("worker shard %d: %w", k, err)
+		}
+	}
+	if len(j.passed) != 0 {
+		return nil, fmt.Errorf("%d parts passed and not taken", len(j.passed))
+	}
+	save := func(role string, v any) ([]byte, error) {
+		s, ok := v.(schmp.Snapshotter)
+		if !ok {
+			return nil, fmt.Errorf("%s: %T is not a schmp.Snapshotter", role, v)
+		}
+		b, err := s.Snapshot()
+		if err != nil {
+			return nil, fmt.Errorf("%s: snapshot: %w", role, err)
+		}
+		return b, nil
+	}
+	var scheds, works [][]byte
+	for p, s := range j.Schedulers {
+		b, err := save(fmt.Sprintf("scheduler %d", p), s)
+		if err != nil {
+			return nil, err
+		}
+		scheds = append(scheds, b)
+	}
+	for k, w := range j.Workers {
+		b, err := save(fmt.Sprintf("worker shard %d", k), w)
+		if err != nil {
+			return nil, err
+		}
+		works = append(works, b)
+	}
+	coord, err := save("coordinator", j.Coordinator)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := j.build(); err != nil {
+		return nil, err
+	}
+	for p, s := range j.Schedulers {
+		if err := s.(schmp.Snapshotter).Restore(scheds[p]); err != nil {
+			return nil, fmt.Errorf("scheduler %d: restore: %w", p, err)
+		}
+	}
+	if _, err := j.start(); err != nil {
+		return nil, err
+	}
+	for k, w := range j.Workers {
+		if err := w.(schmp.Snapshotter).Restore(works[k]); err != nil {
+			return nil, fmt.Errorf("worker shard %d: restore: %w", k, err)
+		}
+	}
+	if err := j.Coordinator.(schmp.Snapshotter).Restore(coord); err != nil {
+		return nil, fmt.Errorf("coordinator: restore: %w", err)
+	}
+	var back pipeline.Snapshot[U]
+	if err := wire.Unmarshal(coreBytes, &back); err != nil {
+		return nil, fmt.Errorf("core snapshot: %w", err)
+	}
+	j.Restores++
+	return pipeline.Resume(cfg, j.Coordinator, j.Coordinator, back, j.opts.Now())
+}
+
 func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S], error) {
 	e := pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Round: a.Round, From: a.Part}
 	fb, err := roundTrip(a.Request.Feedback)

@@ -30,6 +30,7 @@ type Core[P, R, U, S any] struct {
 	win     *window
 	asked   map[uint64]time.Time        // rounds whose plan is awaited → when asked
 	last    uint64                      // the last round asked for
+	lastAsk []schmp.Feedback            // the feedback its request carried
 	plans   map[uint64]planned[P]       // plans received, not yet sent
 	flight  map[uint64]*flight[P, R, S] // rounds sent, not yet pulled
 	sent    uint64                      // the last round sent
@@ -300,6 +301,7 @@ func (c *Core[P, R, U, S]) ask(round uint64, now time.Time) {
 	p := c.part(round)
 	c.ready = append(c.ready, Action[P, U]{Kind: AskPlan, Round: round, Part: p,
 		Request: protocol.PlanRequest{Round: round, Feedback: c.fb[p]}})
+	c.lastAsk = c.fb[p]
 	c.fb[p] = nil
 	c.asked[round] = now
 	c.last = round
