@@ -263,6 +263,7 @@ func (p program[P, R, U, S]) run(ctx context.Context, n *node) (*coordinator.Res
 			NATS:        rf.nats,
 			NATSOptions: rf.natsOptions(),
 			Listen:      rf.natsListen,
+			Store:       rf.store,
 			Listening: func(url string) {
 				fmt.Fprintf(n.stderr, "embedded nats-server listening on %s\n", url)
 			},

@@ -24,6 +24,7 @@ type secFlags struct {
 	tlsCert    string
 	tlsKey     string
 	natsListen string
+	store      string
 	pprof      bool
 }
 
@@ -34,15 +35,19 @@ func (f *secFlags) addSecurityFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM `file` of this role's client certificate, for a --nats server that verifies clients (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM `file` of the key of --tls-cert")
 	fs.StringVar(&f.natsListen, "nats-listen", "", "whole job without --nats: let the embedded NATS server also take TCP connections on `HOST:PORT` (no host: 127.0.0.1), say for a tool that watches the job's subjects; by default it takes none, its nodes connect in-process")
+	fs.StringVar(&f.store, "store", "", "whole job without --nats: enable JetStream in the embedded NATS server, with its store in `directory` DIR (created if missing), where checkpoints and data sets live and outlast the job; an external server (--nats) needs JetStream on instead (strads server --store DIR)")
 	fs.BoolVar(&f.pprof, "pprof", false, "with --http, also serve pprof profiles on /debug/pprof/")
 }
 
 // securityPerRole are the flags of secFlags, all per role.
-var securityPerRole = []string{"creds", "tls-ca", "tls-cert", "tls-key", "nats-listen", "pprof"}
+var securityPerRole = []string{"creds", "tls-ca", "tls-cert", "tls-key", "nats-listen", "store", "pprof"}
 
 // checkSecurity checks the flags of secFlags against the role and the
 // other runtime flags.
 func (f *runFlags) checkSecurity(role Role) error {
+	if f.store != "" && (role != All || f.nats != "") {
+		return Usagef("--store: only for a whole job's embedded server, without --nats (an external server has its own: strads server --store DIR)")
+	}
 	if f.natsListen != "" {
 		if role != All || f.nats != "" {
 			return Usagef("--nats-listen: only for a whole job's embedded server, without --nats")

@@ -43,6 +43,11 @@ type Options struct {
 	// (a tool that watches the job's subjects, say). Empty: none, so that
 	// no other process on the machine reaches the job (DESIGN §6).
 	Listen string
+	// Store, if set, enables JetStream in the embedded server, with its
+	// file store in this directory (created if missing): checkpoints and
+	// data sets live there and survive the job (DESIGN §6). Unused with
+	// NATS.
+	Store string
 	// Listening, if set, is called with the embedded server's client URL
 	// once it listens on Listen.
 	Listening func(url string)
@@ -75,7 +80,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		return wire.Connect(opts.NATS, name, 10*time.Second, opts.NATSOptions...)
 	}
 	if opts.NATS == "" {
-		srv, err := startEmbedded(opts.Listen)
+		srv, err := startEmbedded(opts.Listen, opts.Store)
 		if err != nil {
 			return nil, err
 		}
@@ -229,9 +234,10 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 var errJobFailed = protocol.Aborted(context.Canceled)
 
 // startEmbedded starts the embedded server of a job: on no TCP port if
-// listen is empty, else on listen (host:port; no host: loopback).
-func startEmbedded(listen string) (*natsserver.Server, error) {
-	o := natsserver.Options{Port: -1}
+// listen is empty, else on listen (host:port; no host: loopback); with
+// JetStream stored in store if it is not empty.
+func startEmbedded(listen, store string) (*natsserver.Server, error) {
+	o := natsserver.Options{Port: -1, StoreDir: store}
 	if listen != "" {
 		host, port, err := net.SplitHostPort(listen)
 		if err != nil {
