@@ -15,8 +15,10 @@ import (
 // way an older role would misread: 2 brought the check task (Task.Check),
 // 3 the message header (Header: type and run id), Partial.Check and the
 // presence probe, 4 the final report (Task.Final, Partial.Final), 5 the
-// parts that workers pass each other (Pass, on pass.<k>).
-const Version = 5
+// parts that workers pass each other (Pass, on pass.<k>), 6 checkpoints
+// (Task.Checkpoint, PlanRequest.Checkpoint, Stored, the join reply's
+// Resume).
+const Version = 6
 
 // Manifest is what a role believes about the job it joins (DESIGN §2). The
 // coordinator holds the job's own; it refuses a role whose manifest differs

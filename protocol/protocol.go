@@ -47,6 +47,9 @@ const (
 	// so that a second coordinator of the job's name finds the first and
 	// refuses to start (DESIGN §2).
 	SubjectCoordinator = "coordinator"
+	// SubjectStored is where a worker or scheduler tells the coordinator
+	// that it stored its piece of a checkpoint (Stored).
+	SubjectStored = "stored"
 )
 
 // The message types (Header.Type).
@@ -59,6 +62,7 @@ const (
 	TypePartial     = "partial"
 	TypePresence    = "presence"
 	TypePass        = "pass"
+	TypeStored      = "stored"
 )
 
 // Header opens every message of a job but the join reply (DESIGN §2).
@@ -126,6 +130,30 @@ type JoinReply struct {
 	// Mismatch is set, with Err, when the role was refused because its
 	// manifest differs from the job's (ErrManifest).
 	Mismatch bool `msgpack:"mismatch,omitempty"`
+	// Checkpoints is set when the job takes checkpoints: the role then
+	// opens the job's checkpoint store (package checkpoint) to store its
+	// pieces.
+	Checkpoints bool `msgpack:"ckpts,omitempty"`
+	// Resume, when not 0, is the round of the checkpoint that the job
+	// resumes from: the role restores its state from its piece, whose
+	// SHA-256 digest is Digest, before it reports ready, and its first
+	// task (or plan request) is of round Resume+1.
+	Resume uint64 `msgpack:"resume,omitempty"`
+	Digest string `msgpack:"digest,omitempty"`
+}
+
+// Stored tells the coordinator that a worker or a scheduler part stored
+// its piece of the checkpoint of Round, whose SHA-256 digest is Digest, or
+// why it could not (Err). The coordinator commits the checkpoint once every
+// piece is in (DESIGN §6).
+type Stored struct {
+	Header
+	Role   string `msgpack:"role"`
+	Place  int    `msgpack:"place"`
+	Round  uint64 `msgpack:"round"`
+	Digest string `msgpack:"digest,omitempty"`
+	Bytes  int64  `msgpack:"bytes"`
+	Err    string `msgpack:"err,omitempty"`
 }
 
 // Ready tells the coordinator that a node has loaded its data: a worker its
@@ -153,6 +181,11 @@ type PlanRequest struct {
 	Feedback []schmp.Feedback `msgpack:"fb"`
 	Stop     bool             `msgpack:"stop,omitempty"`
 	Abort    string           `msgpack:"abort,omitempty"`
+	// Checkpoint, when not 0, asks the scheduler part to store its state
+	// (schmp.Snapshotter) as its piece of the checkpoint of that round,
+	// before it plans this round: it has planned all its rounds up to
+	// Checkpoint and none after (DESIGN §6).
+	Checkpoint uint64 `msgpack:"ckpt,omitempty"`
 }
 
 // PlanReply carries the plan of a round.
@@ -191,6 +224,11 @@ type Task[P, U any] struct {
 	Stop  bool   `msgpack:"stop,omitempty"`
 	Final bool   `msgpack:"final,omitempty"`
 	Abort string `msgpack:"abort,omitempty"`
+	// Checkpoint, when not 0, asks the worker to store its state
+	// (schmp.Snapshotter) as its piece of the checkpoint of that round,
+	// the round before this task's: once it took the parts passed to it,
+	// before it applies the task's updates (DESIGN §6).
+	Checkpoint uint64 `msgpack:"ckpt,omitempty"`
 }
 
 // Partial is a worker's answer to a Task.

@@ -140,6 +140,9 @@ func (r *PlanRequest) Validate(part, parts int) error {
 	if r.Round == 0 || PlanPart(r.Round, parts) != part {
 		return invalid("a plan request of round %d, which scheduler %d of %d does not plan", r.Round, part, parts)
 	}
+	if r.Checkpoint >= r.Round {
+		return invalid("a plan request of round %d asks for the checkpoint of round %d", r.Round, r.Checkpoint)
+	}
 	var prev uint64
 	for _, fb := range r.Feedback {
 		switch {
@@ -193,6 +196,26 @@ func (t *Task[P, U]) Validate() error {
 		return invalid("round %d: a task that is both a check and a stop", t.Round)
 	case t.Final && !(t.Stop && t.Report):
 		return invalid("round %d: a final task that is not a stop asking for a report", t.Round)
+	case t.Checkpoint != 0 && (t.Checkpoint+1 != t.Round || t.Check || t.Stop):
+		return invalid("round %d: a task asking for the checkpoint of round %d", t.Round, t.Checkpoint)
+	}
+	return nil
+}
+
+// Validate checks a Stored of a job of workers worker shards and parts
+// scheduler parts: a role and place of the job, a round, a size not
+// negative, and a digest unless it says why it has none.
+func (s *Stored) Validate(workers, parts int) error {
+	places := map[string]int{RoleWorker: workers, RoleScheduler: parts}[s.Role]
+	switch {
+	case s.Place < 0 || s.Place >= places:
+		return invalid("a checkpoint piece of %s %d in a job of %d workers and %d schedulers", cmpOr(s.Role, "no role"), s.Place, workers, parts)
+	case s.Round == 0:
+		return invalid("a checkpoint piece of round 0")
+	case s.Bytes < 0:
+		return invalid("round %d: a checkpoint piece of %d bytes", s.Round, s.Bytes)
+	case s.Err == "" && len(s.Digest) != 64:
+		return invalid("round %d: a checkpoint piece with a digest of %d characters", s.Round, len(s.Digest))
 	}
 	return nil
 }
