@@ -48,12 +48,12 @@ func Bucket(job string) string { return "strads-ckpt-" + job }
 // manifestName is the object that holds the manifests committed.
 const manifestName = "manifest"
 
-// Piece returns the name of the piece of role's place: "coordinator",
-// "worker-3", "scheduler-0".
+// CoordinatorPiece is the name of the coordinator's piece.
+const CoordinatorPiece = "coordinator"
+
+// Piece returns the name of the piece of a worker's or scheduler part's
+// place: "worker-3", "scheduler-0".
 func Piece(role string, place int) string {
-	if role == "coordinator" {
-		return role
-	}
 	return role + "-" + strconv.Itoa(place)
 }
 

@@ -35,6 +35,9 @@ type runFlags struct {
 	job         string
 	verbose     bool
 	http        string
+	ckptEvery   uint64
+	ckptKeep    int
+	resume      bool
 	secFlags
 }
 
@@ -48,6 +51,7 @@ type runFlags struct {
 var perRole = map[string]bool{
 	"out": true, "metrics": true, "progress": true, "timeout": true, "join-timeout": true,
 	"nats": true, "job": true, "verbose": true, "http": true, "app": true,
+	"checkpoint-every": true, "checkpoint-keep": true, "resume": true,
 }
 
 func init() {
@@ -76,6 +80,9 @@ func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
 	fs.StringVar(&f.job, "job", job, "job `name`: every subject of the job is under strads.<name>.")
 	fs.BoolVar(&f.verbose, "verbose", false, "log what every role does")
 	fs.StringVar(&f.http, "http", "", "serve the live page (/), Prometheus metrics (/metrics) and, with --pprof, profiles on `addr`: :9090 is 127.0.0.1:9090, this machine only; other machines need a host, e.g. 0.0.0.0:9090")
+	fs.Uint64Var(&f.ckptEvery, "checkpoint-every", 0, "take a checkpoint every `n` rounds, in the NATS server's JetStream (a whole job's embedded server: in --store, by default ./strads-store); the rounds do not wait for it and the model is the same (0: none; needs --depth 1)")
+	fs.IntVar(&f.ckptKeep, "checkpoint-keep", coordinator.DefaultCheckpointKeep, "keep the last `k` checkpoints")
+	fs.BoolVar(&f.resume, "resume", false, "resume the job from its last checkpoint (the same --job, settings and data), and end with the model it would have ended with")
 	f.addSecurityFlags(fs)
 	return f
 }
@@ -96,6 +103,10 @@ func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 		Timeout:     f.timeout,
 		Metrics:     f.metrics,
 		Out:         f.out,
+
+		CheckpointEvery: f.ckptEvery,
+		CheckpointKeep:  f.ckptKeep,
+		Resume:          f.resume,
 	}
 	if f.progress > 0 {
 		o.Progress, o.ProgressEvery = w, f.progress
@@ -198,4 +209,30 @@ func SetDefault(fs *flag.FlagSet, name, value, usage string) {
 	if usage != "" {
 		f.Usage = usage
 	}
+}
+
+// defaultStore is the embedded server's JetStream store of a whole job
+// that takes checkpoints or resumes without --store.
+const defaultStore = "strads-store"
+
+// checkCheckpoints checks the checkpoint flags against the role and the
+// others, and gives a whole job that needs JetStream in its embedded
+// server the default store, saying so on w.
+func (f *runFlags) checkCheckpoints(role Role, w io.Writer) error {
+	if f.ckptEvery == 0 && !f.resume {
+		return nil
+	}
+	switch {
+	case !role.Has(Coordinator):
+		return Usagef("--checkpoint-every and --resume: for the coordinator (or a whole job); the other roles learn of them when they join")
+	case f.depth > 1:
+		return Usagef("--checkpoint-every and --resume need --depth 1 (a checkpoint with rounds in flight is not built)")
+	case f.ckptKeep < 1:
+		return Usagef("--checkpoint-keep %d: want at least 1", f.ckptKeep)
+	}
+	if role == All && f.nats == "" && f.store == "" {
+		f.store = defaultStore
+		fmt.Fprintf(w, "checkpoints in ./%s (the embedded NATS server's JetStream store; --store DIR to choose)\n", defaultStore)
+	}
+	return nil
 }

@@ -62,6 +62,9 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 	if err := wire.CheckJob(s.rf.job); err != nil {
 		return UsageError(fmt.Errorf("--job: %w", err))
 	}
+	if err := s.rf.checkCheckpoints(role, s.stderr); err != nil {
+		return err
+	}
 	s.log = s.rf.logger(s.stderr)
 	j, opts, err := s.makeJob()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -102,6 +103,23 @@ type node[P, R, U, S any] struct {
 	staged Staged
 	core   *pipeline.Core[P, R, U, S]
 	done   bool // the core's JobDone came
+
+	// Checkpoints (DESIGN §6): the job's store, open when the job takes
+	// checkpoints or resumes; the checkpointer that collects and commits
+	// them (nil when it takes none); the app as a Snapshotter. resume is
+	// the manifest of the checkpoint the job resumes from (nil for a job
+	// started afresh), resumePiece the coordinator's piece of it.
+	store       *checkpoint.Store
+	ckpt        *checkpointer
+	snap        schmp.Snapshotter
+	resume      *checkpoint.Manifest
+	resumePiece coordPiece
+	// ckptRound is the checkpoint being taken: ckptTask says that the next
+	// round's task is still to ask the workers for their pieces, and
+	// ckptParts which scheduler parts' next plan request is.
+	ckptRound uint64
+	ckptTask  bool
+	ckptParts []bool
 
 	// nodes holds, by role and place, the node that joined there (Host
 	// and PID empty before), for the errors that name it.
@@ -248,12 +266,18 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		}
 		defer present.Unsubscribe()
 	}
+	if err := n.openCheckpoints(ctx); err != nil {
+		return nil, err
+	}
+	if n.ckpt != nil {
+		defer func() { n.res.Checkpoints, n.res.LastCheckpoint = n.ckpt.close() }()
+	}
 	readies, err := wire.NewMailbox(n.c, protocol.SubjectReady)
 	if err != nil {
 		return nil, err
 	}
 	defer readies.Close()
-	if n.box, err = wire.NewMailbox(n.c, protocol.SubjectPlanned, protocol.SubjectPartial); err != nil {
+	if n.box, err = wire.NewMailbox(n.c, protocol.SubjectPlanned, protocol.SubjectPartial, protocol.SubjectStored); err != nil {
 		return nil, err
 	}
 	defer n.box.Close()
@@ -288,6 +312,12 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	n.staged, _ = n.app.(Staged)
+	if n.store != nil {
+		var ok bool
+		if n.snap, ok = n.app.(schmp.Snapshotter); !ok {
+			return nil, fmt.Errorf("coordinator: app %s takes no checkpoints: its coordinator is no schmp.Snapshotter", cmpOr(n.opts.Manifest.App, "of the job"))
+		}
+	}
 	cfg := n.opts.pipeline()
 	cfg.Name = func(role string, place int) string { return n.who(role, place).String() }
 	_, cfg.Final = n.app.(schmp.Finisher[S])
@@ -307,6 +337,11 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	var u U
 	if err := protocol.Guard("Start", func() (err error) { u, err = n.app.Start(summaries); return err }); err != nil {
 		return nil, fmt.Errorf("coordinator: start: %w", err)
+	}
+	if n.resume != nil {
+		if err := n.restore(cfg); err != nil {
+			return nil, err
+		}
 	}
 	n.log.Info("workers and schedulers ready; starting", "workers", n.opts.Workers, "schedulers", n.opts.Schedulers, "depth", n.opts.Depth)
 	if err := n.rounds(ctx, u); err != nil {
@@ -414,6 +449,10 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 				rep.Shard, rep.Shards = place, limit[role]
 				rep.Settings = n.opts.Manifest.Settings
 				rep.Run = n.runID
+				rep.Checkpoints = n.ckpt != nil
+				if n.resume != nil {
+					rep.Resume, rep.Digest = n.resume.Round, n.resume.Pieces[checkpoint.Piece(role, place)]
+				}
 			default:
 				rep.Err = fmt.Sprintf("the job already has its %d %ss", limit[role], role)
 			}
@@ -590,7 +629,17 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	n.nats0 = n.c.NATS().Stats()
 	n.start = time.Now()
 	lastProgress := n.start
-	n.core.Start(n.start, u)
+	if n.resume == nil {
+		n.core.Start(n.start, u)
+	} else {
+		// The reports before the checkpoint, as the job it resumes wrote
+		// them.
+		for _, s := range n.core.Status().Trace {
+			if err := n.record(s); err != nil {
+				return err
+			}
+		}
+	}
 	if err := n.perform(); err != nil {
 		return err
 	}
@@ -608,6 +657,8 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 				err = n.onPlan(msg)
 			case protocol.SubjectPartial:
 				err = n.onPartial(msg)
+			case protocol.SubjectStored:
+				err = n.onStored(msg)
 			}
 			if err == nil {
 				err = n.perform()
@@ -788,6 +839,10 @@ func (n *node[P, R, U, S]) perform() error {
 		case pipeline.AskPlan:
 			req := a.Request
 			req.Header = protocol.Header{Type: protocol.TypePlanRequest, Run: n.runID}
+			if a.Part < len(n.ckptParts) && n.ckptParts[a.Part] {
+				n.ckptParts[a.Part] = false
+				req.Checkpoint = n.ckptRound
+			}
 			// The feedback is the app's Pull's: a scheduler would refuse
 			// it, and blame itself, if it were not finite.
 			if err := req.Validate(a.Part, n.opts.Schedulers); err != nil {
@@ -799,7 +854,14 @@ func (n *node[P, R, U, S]) perform() error {
 			}
 			n.asked[a.Round] = o
 		case pipeline.SendTask:
-			if err := n.send(a.Task); err != nil {
+			task := a.Task
+			if n.ckptTask && !task.Stop && !task.Check {
+				n.ckptTask = false
+				if task.Round == n.ckptRound+1 {
+					task.Checkpoint = n.ckptRound
+				}
+			}
+			if err := n.send(task); err != nil {
 				return err
 			}
 		case pipeline.RecordReport:
@@ -814,6 +876,11 @@ func (n *node[P, R, U, S]) perform() error {
 			delete(n.sent, taskKey{a.Round, roundTask})
 			delete(n.tasks, taskKey{a.Round, roundTask})
 			n.pulled(a.Round, a.Info)
+			if n.ckpt != nil && a.Round%n.opts.CheckpointEvery == 0 {
+				if err := n.takeCheckpoint(a.Round); err != nil {
+					return err
+				}
+			}
 		case pipeline.StopDecided:
 			n.log.Info("stopping", "reason", a.Reason, "app_reason", n.core.Status().AppReason, "round", a.Round, "last", a.Last)
 		case pipeline.Resumed:

@@ -105,7 +105,30 @@ type Options struct {
 	// the presence probe (DESIGN §2), which waits at least 100 ms for
 	// answers.
 	Private bool
+	// CheckpointEvery, when > 0, takes a checkpoint after the pull of
+	// every CheckpointEvery-th round (DESIGN §6): every role stores its
+	// state (schmp.Snapshotter) in the job's checkpoint store on the NATS
+	// server's JetStream (package checkpoint), in the background, and the
+	// coordinator commits it once every piece is in. The rounds do not
+	// wait for it, and the model is the same with or without checkpoints.
+	// It needs Depth 1, JetStream on the server and an app whose roles are
+	// all Snapshotters; a checkpoint still being stored when the next is
+	// due makes the next one skipped.
+	CheckpointEvery uint64
+	// CheckpointKeep is how many committed checkpoints are kept; 0 means
+	// DefaultCheckpointKeep.
+	CheckpointKeep int
+	// Resume resumes the job from its last checkpoint committed, instead
+	// of starting it: every role restores its state from its piece, and
+	// the rounds go on after the checkpoint's, so that the job ends with
+	// the model it would have ended with had it not been stopped, bit for
+	// bit. The job's settings, data, app and numbers of workers and
+	// scheduler parts must be the checkpoint's.
+	Resume bool
 }
+
+// DefaultCheckpointKeep is how many checkpoints are kept by default.
+const DefaultCheckpointKeep = 2
 
 // Validate reports the first bad option, as a *schmp.FieldError.
 func (o *Options) Validate() error {
@@ -126,6 +149,10 @@ func (o *Options) Validate() error {
 		return schmp.Fieldf("TimeLimit", "must be >= 0, got %v", o.TimeLimit)
 	case o.ReportEvery < 1:
 		return schmp.Fieldf("ReportEvery", "must be at least 1, got %d", o.ReportEvery)
+	case o.CheckpointKeep < 0:
+		return schmp.Fieldf("CheckpointKeep", "must be >= 0, got %d", o.CheckpointKeep)
+	case (o.CheckpointEvery > 0 || o.Resume) && o.Depth > 1:
+		return schmp.Fieldf("Depth", "must be 1 with checkpoints (a checkpoint of a pipeline with rounds in flight is not built), got %d", o.Depth)
 	}
 	return nil
 }
@@ -159,5 +186,8 @@ func (o *Options) fill() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.CheckpointKeep == 0 {
+		o.CheckpointKeep = DefaultCheckpointKeep
 	}
 }

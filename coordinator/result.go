@@ -86,6 +86,13 @@ type Result struct {
 	// during the job; after each it sent again what was not answered
 	// (DESIGN §6).
 	Reconnects uint64
+	// Checkpoints counts the checkpoints committed during the job, and
+	// LastCheckpoint is the round of the last (Options.CheckpointEvery).
+	Checkpoints    int
+	LastCheckpoint uint64
+	// Resumed is the round of the checkpoint the job resumed from
+	// (Options.Resume); 0 for a job started afresh.
+	Resumed uint64
 }
 
 // Timing tells where the time of a run went. The sums over rounds divided

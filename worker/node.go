@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -129,6 +130,19 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	if err == nil {
 		err = protocol.Guard("Describe", func() (err error) { summary, err = w.Describe(); return err })
 	}
+	// A resumed job's worker restores its state from its piece of the
+	// checkpoint; a job that takes checkpoints has it store its pieces
+	// (DESIGN §6).
+	snap, _ := w.(schmp.Snapshotter)
+	if err == nil && place.Resume != 0 {
+		err = checkpoint.Restore(ctx, c, protocol.RoleWorker, place.Shard, place.Resume, place.Digest, snap, opts.Timeout)
+	}
+	var saver *checkpoint.Saver
+	if err == nil && place.Checkpoints {
+		if saver, err = checkpoint.NewSaver(ctx, c, protocol.RoleWorker, place.Shard, place.Run, opts.Timeout, log); err == nil {
+			defer saver.Close()
+		}
+	}
 	drop := func(msg *nats.Msg, reason string, err error) {
 		opts.Monitor.Drop(protocol.RoleWorker, reason)
 		subject := ""
@@ -179,7 +193,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 
 	// The first task comes once every worker is ready: allow the join time.
 	deadline := time.Now().Add(opts.JoinTimeout + opts.Timeout)
-	var last uint64 // the round of the last task run
+	last := place.Resume // the round of the last task run
 	// The tasks run, by round: [0] of rounds, [1] of checks (DESIGN §6).
 	ran := [2]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger()}
 	early := map[taskKey]heldTask[P, U]{} // tasks that came before their turn
@@ -276,6 +290,15 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 		// updates; a stop that asks for nothing needs none.
 		if box != nil && (!task.Stop || task.Report) {
 			err = box.takeAll(ctx, passer)
+		}
+		if err == nil && task.Checkpoint != 0 {
+			// The state after the checkpoint's round: its parts taken,
+			// this task's updates not applied.
+			if saver != nil {
+				saver.Save(task.Checkpoint, snap)
+			} else {
+				drop(nil, protocol.DropUnexpected, fmt.Errorf("round %d: a checkpoint asked of a job that takes none", task.Round))
+			}
 		}
 		if err == nil {
 			p, err = step(ctx, w, place.Shard, &task)

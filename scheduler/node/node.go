@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -109,6 +110,19 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	if err == nil {
 		err = protocol.Guard("NewScheduler", func() (err error) { s, err = newScheduler(ctx, part, place.Shards); return err })
 	}
+	// A resumed job's part restores its state from its piece of the
+	// checkpoint; a job that takes checkpoints has it store its pieces
+	// (DESIGN §6).
+	snap, _ := s.(schmp.Snapshotter)
+	if err == nil && place.Resume != 0 {
+		err = checkpoint.Restore(ctx, c, protocol.RoleScheduler, part, place.Resume, place.Digest, snap, opts.Timeout)
+	}
+	var saver *checkpoint.Saver
+	if err == nil && place.Checkpoints {
+		if saver, err = checkpoint.NewSaver(ctx, c, protocol.RoleScheduler, part, place.Run, opts.Timeout, log); err == nil {
+			defer saver.Close()
+		}
+	}
 	if err != nil {
 		// The coordinator names the scheduler itself: send the cause.
 		ready.Err = err.Error()
@@ -157,7 +171,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	// The requests planned, by round, to tell a replay from a forgery; the
 	// part plans every round of its own in turn (DESIGN §3, §6).
 	ledger := protocol.NewLedger()
-	next := uint64(part + 1) // the round to plan next
+	next := firstRound(part, place.Shards, place.Resume) // the round to plan next
 	deadline := time.Now().Add(opts.JoinTimeout + opts.Timeout)
 	for {
 		rctx, cancel := context.WithDeadline(ctx, deadline)
@@ -197,7 +211,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				wait := 2 * opts.Timeout
-				if next == uint64(part+1) {
+				if next == firstRound(part, place.Shards, place.Resume) {
 					wait = opts.JoinTimeout + opts.Timeout
 				}
 				return protocol.Timeout(fmt.Errorf("scheduler %d: no plan request from the coordinator for %s", part, wait))
@@ -255,6 +269,14 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		}
 		ledger.Take(req.Round, h)
 		next += uint64(place.Shards)
+		if req.Checkpoint != 0 {
+			// The state after the part's rounds up to the checkpoint's.
+			if saver != nil {
+				saver.Save(req.Checkpoint, snap)
+			} else {
+				drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d: a checkpoint asked of a job that takes none", req.Round))
+			}
+		}
 		deadline = time.Now().Add(2 * opts.Timeout)
 		t0 := time.Now()
 		rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: req.Round, Part: part}
@@ -299,6 +321,17 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			return &protocol.NodeError{Node: self, Round: req.Round, Err: err}
 		}
 	}
+}
+
+// firstRound returns the first round that part of parts plans after round
+// after: part+1 when the job starts (after 0), the first of its rounds past
+// the checkpoint that a resumed job goes on from.
+func firstRound(part, parts int, after uint64) uint64 {
+	r, n := uint64(part+1), uint64(max(parts, 1))
+	if r <= after {
+		r += (after - r + n) / n * n
+	}
+	return r
 }
 
 // sentReply is a plan reply sent, encoded, and its round.

@@ -1,0 +1,124 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// Saver stores the pieces of a worker or a scheduler part, in the
+// background, and tells the coordinator of each (protocol.Stored), so
+// that the role's rounds do not wait for the store.
+type Saver struct {
+	c       *wire.Conn
+	store   *Store
+	role    string
+	place   int
+	run     string
+	timeout time.Duration
+	log     *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewSaver returns the saver of role's place in the run of the job on c,
+// whose store the coordinator created; timeout bounds each store.
+func NewSaver(ctx context.Context, c *wire.Conn, role string, place int, run string, timeout time.Duration, log *slog.Logger) (*Saver, error) {
+	octx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	store, err := Open(octx, c.NATS(), c.Job(), false)
+	if err != nil {
+		return nil, err
+	}
+	s := &Saver{c: c, store: store, role: role, place: place, run: run, timeout: timeout, log: log}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return s, nil
+}
+
+// Save takes snap's snapshot now, as the role's piece of the checkpoint of
+// round, and stores it in the background. A role whose app is no
+// Snapshotter (snap nil), or whose snapshot fails, tells the coordinator
+// why; the checkpoint is then abandoned, not the job.
+func (s *Saver) Save(round uint64, snap schmp.Snapshotter) {
+	m := protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: s.run}, Role: s.role, Place: s.place, Round: round}
+	var b []byte
+	err := errors.New("the app cannot take snapshots")
+	if snap != nil {
+		err = protocol.Guard("Snapshot", func() (err error) { b, err = snap.Snapshot(); return err })
+	}
+	if err != nil {
+		m.Err = err.Error()
+		s.tell(m)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
+		defer cancel()
+		t0 := time.Now()
+		d, err := s.store.Put(ctx, round, Piece(s.role, s.place), b)
+		if err != nil {
+			m.Err = err.Error()
+		} else {
+			m.Digest, m.Bytes = d, int64(len(b))
+			s.log.Debug("checkpoint piece stored", "round", round, "bytes", len(b), "took", time.Since(t0))
+		}
+		s.tell(m)
+	}()
+}
+
+// tell sends m to the coordinator.
+func (s *Saver) tell(m protocol.Stored) {
+	if m.Err != "" {
+		s.log.Warn("checkpoint piece not stored", "round", m.Round, "err", m.Err)
+	}
+	if err := wire.Publish(s.c, protocol.SubjectStored, m); err != nil {
+		s.log.Warn("checkpoint piece: tell the coordinator", "round", m.Round, "err", err)
+	}
+}
+
+// Close waits for the stores in progress, up to the saver's timeout, then
+// abandons them.
+func (s *Saver) Close() {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.timeout):
+	}
+	s.cancel()
+	<-done
+}
+
+// Restore restores snap, the app of role's place, from its piece of the
+// checkpoint of round, which must hash to digest, read from the store of
+// the job on c; timeout bounds the read.
+func Restore(ctx context.Context, c *wire.Conn, role string, place int, round uint64, digest string, snap schmp.Snapshotter, timeout time.Duration) error {
+	if snap == nil {
+		return errors.New("resume: the app cannot restore snapshots")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	store, err := Open(ctx, c.NATS(), c.Job(), false)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	b, err := store.Get(ctx, round, Piece(role, place), digest)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if err := protocol.Guard("Restore", func() error { return snap.Restore(b) }); err != nil {
+		return fmt.Errorf("resume from the checkpoint of round %d: %w", round, err)
+	}
+	return nil
+}

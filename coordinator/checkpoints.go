@@ -1,0 +1,312 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// coordPiece is the coordinator's piece of a checkpoint: its app's state
+// and the pipeline's, each encoded.
+type coordPiece struct {
+	App  []byte `msgpack:"app"`
+	Core []byte `msgpack:"core"`
+}
+
+// checkpointer collects the pieces of the coordinator's checkpoints and
+// commits each once all are in (DESIGN §6). Its stores and commits run in
+// the background: the rounds never wait for them.
+type checkpointer struct {
+	store   *checkpoint.Store
+	log     *slog.Logger
+	keep    int
+	timeout time.Duration
+	base    checkpoint.Manifest // the job's fields of every manifest
+	want    int                 // pieces a checkpoint has
+
+	mu        sync.Mutex
+	cur       *checkpoint.Manifest // the checkpoint being collected, nil if none
+	have      int                  // its pieces in
+	committed int
+	last      uint64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// newCheckpointer returns the checkpointer of a job with base's fields.
+func newCheckpointer(ctx context.Context, store *checkpoint.Store, base checkpoint.Manifest, keep int, timeout time.Duration, log *slog.Logger) *checkpointer {
+	k := &checkpointer{store: store, log: log, keep: keep, timeout: timeout, base: base, want: 1 + base.Workers + base.Schedulers}
+	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return k
+}
+
+// begin starts the checkpoint of round with piece, the coordinator's, which
+// it stores in the background; data is the job's data fingerprint. It
+// reports false, and does nothing, while another checkpoint is still being
+// collected.
+func (k *checkpointer) begin(round uint64, piece []byte, data string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cur != nil {
+		k.log.Debug("checkpoint skipped: the one before is still being stored", "round", round, "before", k.cur.Round)
+		return false
+	}
+	m := k.base
+	m.Round, m.Data, m.Pieces, m.Settings = round, data, map[string]string{}, maps.Clone(k.base.Settings)
+	k.cur, k.have = &m, 0
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		ctx, cancel := context.WithTimeout(k.ctx, k.timeout)
+		defer cancel()
+		d, err := k.store.Put(ctx, round, checkpoint.CoordinatorPiece, piece)
+		errText := ""
+		if err != nil {
+			errText = err.Error()
+		}
+		k.stored(checkpoint.CoordinatorPiece, round, d, int64(len(piece)), errText)
+	}()
+	return true
+}
+
+// stored takes in the news that piece of the checkpoint of round was
+// stored (or why not: errText), and commits the checkpoint
+// once every piece is in.
+func (k *checkpointer) stored(piece string, round uint64, digest string, bytes int64, errText string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m := k.cur
+	switch {
+	case m == nil || m.Round != round:
+		k.log.Debug("checkpoint piece of no checkpoint being collected", "piece", piece, "round", round)
+		return
+	case errText != "":
+		k.log.Warn("checkpoint abandoned", "round", round, "piece", piece, "err", errText)
+		k.cur = nil
+		return
+	}
+	if _, ok := m.Pieces[piece]; ok {
+		return // a duplicate
+	}
+	m.Pieces[piece], m.Bytes = digest, m.Bytes+bytes
+	if k.have++; k.have < k.want {
+		return
+	}
+	k.cur = nil
+	m.Time = time.Now()
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		ctx, cancel := context.WithTimeout(k.ctx, k.timeout)
+		defer cancel()
+		if err := k.store.Commit(ctx, *m, k.keep); err != nil {
+			k.log.Warn("checkpoint not committed", "round", m.Round, "err", err)
+			return
+		}
+		k.mu.Lock()
+		k.committed++
+		k.last = max(k.last, m.Round)
+		k.mu.Unlock()
+		k.log.Info("checkpoint committed", "round", m.Round, "bytes", m.Bytes, "pieces", len(m.Pieces))
+	}()
+}
+
+// close waits for the stores and commits in progress, up to the timeout,
+// then abandons them, and returns the checkpoints committed and the last
+// one's round.
+func (k *checkpointer) close() (committed int, last uint64) {
+	done := make(chan struct{})
+	go func() { k.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(k.timeout):
+	}
+	k.cancel()
+	<-done
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.committed, k.last
+}
+
+// openCheckpoints opens the job's checkpoint store when the job takes
+// checkpoints or resumes, and, to resume, reads the last checkpoint's
+// manifest and the coordinator's piece, checking that the checkpoint is
+// of this job.
+func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
+	if n.opts.CheckpointEvery == 0 && !n.opts.Resume {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
+	defer cancel()
+	store, err := checkpoint.Open(ctx, n.c.NATS(), n.c.Job(), n.opts.CheckpointEvery > 0)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	n.store = store
+	if n.opts.CheckpointEvery > 0 {
+		base := checkpoint.Manifest{Job: n.c.Job(), Run: n.runID, App: n.opts.Manifest.App,
+			Workers: n.opts.Workers, Schedulers: n.opts.Schedulers, Settings: n.opts.Manifest.Settings}
+		n.ckpt = newCheckpointer(ctx, store, base, n.opts.CheckpointKeep, n.opts.Timeout, n.log)
+	}
+	if !n.opts.Resume {
+		return nil
+	}
+	m, err := store.Latest(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: resume: %w", err)
+	}
+	if err := n.sameJob(m); err != nil {
+		return fmt.Errorf("coordinator: resume from the checkpoint of round %d (run %s, %s): %w", m.Round, m.Run, m.Time.Format(time.RFC3339), err)
+	}
+	b, err := store.Get(ctx, m.Round, checkpoint.CoordinatorPiece, m.Pieces[checkpoint.CoordinatorPiece])
+	if err != nil {
+		return fmt.Errorf("coordinator: resume: %w", err)
+	}
+	var piece coordPiece
+	if err := wire.Unmarshal(b, &piece); err != nil {
+		return fmt.Errorf("coordinator: resume: the coordinator's piece of round %d: %w", m.Round, err)
+	}
+	n.resume, n.resumePiece = &m, piece
+	n.res.Resumed = m.Round
+	n.log.Info("resuming", "round", m.Round, "run", m.Run, "taken", m.Time)
+	return nil
+}
+
+// sameJob returns why the job cannot resume from the checkpoint m
+// describes, or nil: it was taken by a job of another app, with other
+// numbers of workers or scheduler parts, other settings, or pieces
+// missing. (The data are compared once the roles joined: resumeData.)
+func (n *node[P, R, U, S]) sameJob(m checkpoint.Manifest) error {
+	switch {
+	case m.App != n.opts.Manifest.App:
+		return fmt.Errorf("it is of app %q, the job's is %q", m.App, n.opts.Manifest.App)
+	case m.Workers != n.opts.Workers:
+		return fmt.Errorf("it has %d workers, the job %d", m.Workers, n.opts.Workers)
+	case m.Schedulers != n.opts.Schedulers:
+		return fmt.Errorf("it has %d schedulers, the job %d", m.Schedulers, n.opts.Schedulers)
+	}
+	if err := (protocol.Manifest{Settings: m.Settings}).Check(protocol.Manifest{Settings: n.opts.Manifest.Settings}); err != nil {
+		return fmt.Errorf("the job's settings differ from its: %w", err)
+	}
+	if err := (protocol.Manifest{Settings: n.opts.Manifest.Settings}).Check(protocol.Manifest{Settings: m.Settings}); err != nil {
+		return fmt.Errorf("its settings differ from the job's: %w", err)
+	}
+	for _, p := range n.pieces() {
+		if _, ok := m.Pieces[p]; !ok {
+			return fmt.Errorf("it lacks the piece %s", p)
+		}
+	}
+	return nil
+}
+
+// pieces returns the names of a checkpoint's pieces.
+func (n *node[P, R, U, S]) pieces() []string {
+	ps := []string{checkpoint.CoordinatorPiece}
+	for k := range n.opts.Workers {
+		ps = append(ps, checkpoint.Piece(protocol.RoleWorker, k))
+	}
+	for p := range n.opts.Schedulers {
+		ps = append(ps, checkpoint.Piece(protocol.RoleScheduler, p))
+	}
+	return ps
+}
+
+// takeCheckpoint starts the checkpoint of round, just pulled: it encodes
+// the app's state and the core's, hands them to the checkpointer, and
+// marks the next task and every scheduler part's next plan request, which
+// ask the roles for their pieces. A core not at a cut (a stop decided)
+// takes none.
+func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
+	snap, err := n.core.Snapshot()
+	if err != nil {
+		n.log.Debug("no checkpoint", "round", round, "err", err)
+		return nil
+	}
+	core, err := wire.Marshal(snap)
+	if err != nil {
+		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
+	}
+	var app []byte
+	if err := protocol.Guard("Snapshot", func() (err error) { app, err = n.snap.Snapshot(); return err }); err != nil {
+		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
+	}
+	piece, err := wire.Marshal(coordPiece{App: app, Core: core})
+	if err != nil {
+		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
+	}
+	n.mu.Lock()
+	data := n.data
+	n.mu.Unlock()
+	if !n.ckpt.begin(round, piece, data) {
+		return nil
+	}
+	n.ckptRound, n.ckptTask = round, true
+	n.ckptParts = make([]bool, n.opts.Schedulers)
+	for p := range n.ckptParts {
+		n.ckptParts[p] = true
+	}
+	return nil
+}
+
+// onStored takes in a role's news of its piece of a checkpoint.
+func (n *node[P, R, U, S]) onStored(msg *nats.Msg) error {
+	var s protocol.Stored
+	if err := protocol.Open(msg.Data, &s, protocol.TypeStored, n.runID); err != nil {
+		n.drop(msg, "", protocol.Reason(err), err)
+		return nil
+	}
+	if err := s.Validate(n.opts.Workers, n.opts.Schedulers); err != nil {
+		n.drop(msg, "", protocol.DropGarbage, err)
+		return nil
+	}
+	if n.ckpt == nil {
+		n.drop(msg, n.who(s.Role, s.Place).String(), protocol.DropUnexpected, errors.New("a checkpoint piece in a job that takes none"))
+		return nil
+	}
+	n.ckpt.stored(checkpoint.Piece(s.Role, s.Place), s.Round, s.Digest, s.Bytes, s.Err)
+	return nil
+}
+
+// restore restores the app and the core from the checkpoint the job
+// resumes from, once Start has run: the app from its state, the core from
+// its, with cfg.
+func (n *node[P, R, U, S]) restore(cfg pipeline.Config) error {
+	m := n.resume
+	n.mu.Lock()
+	data := n.data
+	n.mu.Unlock()
+	if m.Data != "" && data != "" && m.Data != data {
+		return fmt.Errorf("coordinator: resume from the checkpoint of round %d: its data fingerprint is %s, the job's %s", m.Round, m.Data, data)
+	}
+	if err := protocol.Guard("Restore", func() error { return n.snap.Restore(n.resumePiece.App) }); err != nil {
+		return fmt.Errorf("coordinator: resume from the checkpoint of round %d: %w", m.Round, err)
+	}
+	var snap pipeline.Snapshot[U]
+	if err := wire.Unmarshal(n.resumePiece.Core, &snap); err != nil {
+		return fmt.Errorf("coordinator: resume from the checkpoint of round %d: the pipeline's state: %w", m.Round, err)
+	}
+	if snap.Round != m.Round {
+		return fmt.Errorf("coordinator: resume from the checkpoint of round %d: the pipeline's state is of round %d", m.Round, snap.Round)
+	}
+	core, err := pipeline.Resume(cfg, schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{n.app, n}), guardedHooks(n.app), snap, time.Now())
+	if err != nil {
+		return fmt.Errorf("coordinator: resume from the checkpoint of round %d: %w", m.Round, err)
+	}
+	n.core = core
+	n.npulled, n.lastRound = m.Round, m.Round
+	return nil
+}
