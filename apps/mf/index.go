@@ -41,6 +41,10 @@ type Index struct {
 	ItemIDs    []int64
 	ItemCount  []int32
 	BlockStart []int32
+	// ItemSum holds the sum of each item's ratings, in index order, added
+	// in the file's order (so the same on every role): the item biases of
+	// the warm start begin from it (see shard.warmStart).
+	ItemSum []float64
 	// Ratings is the number of ratings; Mean and Std are their mean and
 	// standard deviation.
 	Ratings   int
@@ -64,6 +68,7 @@ func BuildIndex(path string, shards, blocks int) (*Index, error) {
 func buildIndex(path string, shards, blocks int, keep func(Rating) bool) (*Index, error) {
 	users := map[int64]int32{}
 	items := map[int64]int32{}
+	itemSum := map[int64]float64{}
 	var sum, sumSq float64
 	n := 0
 	err := ReadRatings(path, func(_ int, r Rating) error {
@@ -72,6 +77,7 @@ func buildIndex(path string, shards, blocks int, keep func(Rating) bool) (*Index
 		}
 		users[r.User]++
 		items[r.Item]++
+		itemSum[r.Item] += r.Value
 		sum += r.Value
 		sumSq += r.Value * r.Value
 		n++
@@ -108,6 +114,7 @@ func buildIndex(path string, shards, blocks int, keep func(Rating) bool) (*Index
 			ix.Items[id] = int32(len(ix.ItemIDs))
 			ix.ItemIDs = append(ix.ItemIDs, id)
 			ix.ItemCount = append(ix.ItemCount, items[id])
+			ix.ItemSum = append(ix.ItemSum, itemSum[id])
 		}
 	}
 	ix.BlockStart[blocks] = int32(len(ix.ItemIDs))

@@ -275,6 +275,21 @@ func TestRotationIsSequentialDSGD(t *testing.T) {
 	}
 	ix := shards[0].ix
 	h := initItems(ix.ItemIDs, cfg.Seed, ix.Mean, ix.Std, cfg.Rank, true)
+	// The warm start: the item biases from the workers' sums, then each
+	// worker's user biases given them.
+	sums := make([]Summary, workers)
+	for p, s := range shards {
+		sums[p] = s.describe()
+	}
+	b := newBase(cfg)
+	warm, err := b.warmItems(sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(c, warm)
+	for p, s := range shards {
+		s.fitUsers(bs[p], ws[p], h)
+	}
 	rot := scheduler.Rotation{Workers: workers}
 	for t := range uint64(workers * iters) {
 		for p, s := range shards {
@@ -402,12 +417,13 @@ func TestInitIndependentOfWorkers(t *testing.T) {
 // TestUnscheduledOneWorker checks the baseline's merge: with one worker
 // there is nothing to merge, and the unscheduled SGD is the rotation's
 // SGD (the same steps in the same order; the merge h + (h' − h) rounds, so
-// the objectives agree to rounding).
+// the objectives agree to rounding) from the same start: the rotation's
+// cold start (Config.ColdStart; the unscheduled SGD has no warm start).
 func TestUnscheduledOneWorker(t *testing.T) {
 	var objs [][]float64
 	for _, algo := range []string{"rotation", "unscheduled"} {
 		cfg := config(t, algo, 1, 5)
-		cfg.LearningRate = 0.05
+		cfg.LearningRate, cfg.ColdStart = 0.05, true
 		m, err := run(t, cfg, 1, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -41,6 +41,9 @@ type Summary struct {
 	// (Config.Holdout).
 	Val       int `msgpack:"nv,omitempty"`
 	ValUnseen int `msgpack:"nvu,omitempty"`
+	// ItemResid, for SGD's warm start (Config.ColdStart), holds for every
+	// item Σ(r − μ − b_u) over the worker's ratings of it (shard.warmStart).
+	ItemResid wire.Float64s `msgpack:"ir,omitempty"`
 
 	// At a report. Round is the number of rounds whose updates the state
 	// reflects. Exact says the worker could evaluate that state; if not
@@ -458,8 +461,10 @@ func (b *base) start(sums []Summary) error {
 		fmt.Fprintf(b.cfg.Warn, "mf: %d of %d validation ratings have a user or item that is in no other training rating: left out of the validation RMSE\n",
 			m.ValUnseen, m.ValUnseen+m.Val)
 	}
-	if b.cfg.Holdout > 0 && m.Val == 0 {
-		return fmt.Errorf("--validate %g holds out no rating that the model can predict: use a larger fraction", b.cfg.Holdout)
+	if b.cfg.Holdout > 0 && m.Val == 0 && b.cfg.Warn != nil {
+		// Validation is on by default (a command line's DefaultValidate):
+		// a set too small to hold any out still runs.
+		fmt.Fprintf(b.cfg.Warn, "mf: --validate %g holds out no rating that the model can predict (too few ratings): no validation RMSE and no validation stop; the outputs are of the last evaluation\n", b.cfg.Holdout)
 	}
 	b.t0 = time.Now()
 	return nil

@@ -108,6 +108,9 @@ func (w *rotationWorker) Apply(u RotationUpdate) error {
 		}
 		copy(w.h, u.Full)
 		w.block = -1
+		if u.Round == 0 && w.cfg.warm() {
+			w.fitUsers(w.bs, w.w, w.h)
+		}
 		return nil
 	}
 	if len(u.Blocks) == 0 && w.cfg.ring() {
@@ -188,15 +191,16 @@ type rotationCoordinator struct {
 // Start implements schmp.Coordinator: H starts from the seed, and every
 // worker receives all of it.
 func (c *rotationCoordinator) Start(sums []Summary) (RotationUpdate, error) {
-	if err := c.start(sums); err != nil {
+	err := c.start(sums)
+	if err != nil {
 		return RotationUpdate{}, err
 	}
 	if len(c.blockStart) != c.cfg.Workers+1 {
 		return RotationUpdate{}, fmt.Errorf("worker 0 sent %d block bounds for %d workers", len(c.blockStart), c.cfg.Workers)
 	}
-	c.h = initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank, c.m.Biased)
-	if c.m.Biased {
-		c.c = make([]float64, len(c.m.ItemIDs))
+	c.h, c.c, err = c.initItems(sums)
+	if err != nil {
+		return RotationUpdate{}, err
 	}
 	return RotationUpdate{Round: 0, Factors: c.reportFactors(), Full: slices.Clone(c.h), FullBias: slices.Clone(c.c)}, nil
 }

@@ -186,12 +186,13 @@ type unscheduledCoordinator struct {
 
 // Start implements schmp.Coordinator.
 func (c *unscheduledCoordinator) Start(sums []Summary) (FullUpdate, error) {
-	if err := c.start(sums); err != nil {
+	err := c.start(sums)
+	if err != nil {
 		return FullUpdate{}, err
 	}
-	c.h = initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank, c.m.Biased)
-	if c.m.Biased {
-		c.c = make([]float64, len(c.m.ItemIDs))
+	c.h, c.c, err = c.initItems(sums)
+	if err != nil {
+		return FullUpdate{}, err
 	}
 	c.weight = make([]float64, len(c.m.ItemIDs))
 	return FullUpdate{Factors: c.reportFactors(), H: slices.Clone(c.h), C: slices.Clone(c.c)}, nil

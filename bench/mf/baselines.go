@@ -23,8 +23,11 @@ import (
 //   - the global mean μ of the training ratings;
 //   - the bias-only model μ + b_u + c_i, fitted exactly (alternating
 //     least squares to convergence) with λ_b = mf.DefaultBiasLambda;
-//   - strads mf with the command's default flags (SGD on the rotation), and
-//     with --algo ccd and --algo als (--base-algos), --workers workers;
+//   - strads mf with the command's default flags (SGD on the rotation,
+//     warm-started from the bias-only fit, with the validation stop), and
+//     with --algo ccd, --algo als, --cold-start (cold), --lambda auto
+//     (auto) or --validate with another λ (val:L) (--base-algos), --workers
+//     workers;
 //   - a biased SVD peer, Funk's SGD as gorse's SVD and Surprise run it
 //     (funkSVD), with their default settings;
 //
@@ -195,12 +198,17 @@ type baseline struct {
 }
 
 // strads returns the configuration of strads mf with the command's
-// defaults for algo on ds.
+// defaults for algo on ds: rank 10, mf.DefaultLambda, SGD on the rotation
+// (warm-started from the bias-only fit) with lr 0.05 and decay 0.05, at
+// most 20 iterations, an evaluation every iteration, and mf.DefaultValidate
+// of the training ratings held out with the validation stop (patience
+// mf.DefaultPatience); the job writes the evaluation with the lowest
+// validation RMSE.
 func (o *options) strads(algo string, ds dataset, seed uint64) mf.Config {
 	return mf.Config{
 		Train: ds.train, Test: ds.test, Rank: 10, Lambda: mf.DefaultLambda, BiasLambda: mf.DefaultBiasLambda,
 		Algo: algo, Schedule: mf.Rotation, LearningRate: 0.05, Decay: 0.05, Inner: 1, Seed: seed,
-		Workers: o.workers, Iters: 20, ReportEvery: 20,
+		Workers: o.workers, Iters: 20, ReportEvery: 1, Holdout: mf.DefaultValidate, Patience: mf.DefaultPatience,
 	}
 }
 
@@ -226,7 +234,8 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 		res[1].secs = []float64{time.Since(t0).Seconds()}
 		res[1].rmse = []float64{te.rmse(func(u, i int32) float64 { return mu + b[u] + c[i] })}
 		algos := o.baseAlgos
-		names := map[string]string{mf.SGD: "strads mf, defaults (SGD, rotation)", mf.CCD: "strads mf --algo ccd", mf.ALS: "strads mf --algo als", auto: "strads mf --lambda auto (SGD, rotation)"}
+		names := map[string]string{mf.SGD: "strads mf, defaults (SGD, rotation)", mf.CCD: "strads mf --algo ccd", mf.ALS: "strads mf --algo als", auto: "strads mf --lambda auto (SGD, rotation)",
+			cold: "strads mf --cold-start (SGD, rotation, from biases of 0 and random factors)"}
 		var chosen []string
 		ours := map[string]*baseline{}
 		for _, a := range algos {
@@ -261,17 +270,25 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 					ours[a].secs = append(ours[a].secs, f.Time.Seconds())
 					continue
 				}
-				cfg := o.strads(a, ds, uint64(n))
+				algo := a
+				if a == cold {
+					algo = mf.SGD
+				}
+				cfg := o.strads(algo, ds, uint64(n))
+				cfg.ColdStart = a == cold
 				t0 := time.Now()
 				res, err := runJob(ctx, cfg, job.Options{Job: "mfbase", Timeout: 5 * time.Minute,
 					Coordinator: coordinator.Options{Timeout: 5 * time.Minute, JoinTimeout: 5 * time.Minute}})
 				if err != nil {
 					return fmt.Errorf("%s %s run %d: %w", ds.name, a, n, err)
 				}
-				f := mf.ModelOf(res.App).Final()
+				m := mf.ModelOf(res.App)
+				f := m.Best() // what the job writes: with validation, the evaluation with the lowest validation RMSE
+				secs := m.Final().Time.Seconds()
 				ours[a].rmse = append(ours[a].rmse, f.TestRMSE)
-				ours[a].secs = append(ours[a].secs, f.Time.Seconds())
-				fmt.Fprintf(log, "%s %s run %d: test RMSE %.4f, %.2fs (job %.2fs)\n", ds.name, a, n, f.TestRMSE, f.Time.Seconds(), time.Since(t0).Seconds())
+				ours[a].secs = append(ours[a].secs, secs)
+				fmt.Fprintf(log, "%s %s run %d: test RMSE %.4f (validation %.4f) at iteration %g of %d, %.2fs (job %.2fs)\n",
+					ds.name, a, n, f.TestRMSE, f.ValRMSE, f.Iter, len(m.Trace)-1, secs, time.Since(t0).Seconds())
 			}
 			if !o.peer {
 				continue
@@ -314,8 +331,12 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 	return f.Close()
 }
 
-// auto is the --base-algos name of strads mf --lambda auto.
-const auto = "auto"
+// auto is the --base-algos name of strads mf --lambda auto, and cold of
+// strads mf --cold-start (the defaults without the warm start).
+const (
+	auto = "auto"
+	cold = "cold"
+)
 
 // valLambda returns λ of a --base-algos name val:L, the command's defaults
 // with --validate and --lambda L.

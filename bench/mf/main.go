@@ -79,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.gen.Mean, "mean", 0, "global mean of the generated ratings")
 	fs.Float64Var(&o.gen.UserBias, "user-bias", 0, "standard deviation of the generated user biases")
 	fs.Float64Var(&o.gen.ItemBias, "item-bias", 0, "standard deviation of the generated item biases")
-	baseAlgos := fs.String("base-algos", "sgd,ccd,als", "baselines: the algorithms of strads mf, auto: SGD with --lambda auto, and val:L: SGD with λ L and the validation stop (--base-validate)")
+	baseAlgos := fs.String("base-algos", "sgd,ccd,als", "baselines: the algorithms of strads mf (sgd: the defaults), cold: the defaults with --cold-start, auto: SGD with --lambda auto, and val:L: SGD with λ L and the validation stop (--base-validate)")
 	fs.Float64Var(&o.baseValidate, "base-validate", 0.05, "baselines: the held-out fraction of the val:L runs (strads mf --validate)")
 	fs.BoolVar(&o.peer, "peer", true, "baselines: run the biased SVD peer")
 	fs.StringVar(&o.real, "real", "", "baselines: also a real ratings `file`, split 90/10 at random (seed 1)")

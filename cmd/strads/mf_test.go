@@ -34,7 +34,7 @@ func TestMFCommand(t *testing.T) {
 			dir := t.TempDir()
 			prefix, metrics, pred := filepath.Join(dir, "model"), filepath.Join(dir, "metrics.csv"), filepath.Join(dir, "pred.txt")
 			args := append([]string{"mf", "--train", train, "--test", test, "--rank", "3", "--lambda", "0.01",
-				"--iters", "8", "--workers", "2", "--tol", "0", "--out", prefix, "--metrics", metrics,
+				"--iters", "8", "--workers", "2", "--tol", "0", "--validate", "0", "--out", prefix, "--metrics", metrics,
 				"--predict", test, "--predict-out", pred, "--progress", "1ms"}, algo...)
 			code, stdout, stderr := runCLI(t, args...)
 			if code != 0 {

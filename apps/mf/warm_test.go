@@ -1,0 +1,69 @@
+package mf
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+)
+
+// defaults returns the configuration of strads mf with its default flags
+// (cmd/strads: rank 10, λ DefaultLambda, λ_b DefaultBiasLambda, SGD on the
+// rotation with lr 0.05 and decay 0.05, --validate DefaultValidate with
+// patience DefaultPatience, 20 iterations, an evaluation each, 2 workers)
+// on the files train and test.
+func defaults(train, test string, seed uint64) Config {
+	return Config{
+		Train: train, Test: test, Rank: 10, Lambda: DefaultLambda, BiasLambda: DefaultBiasLambda,
+		Algo: SGD, Schedule: Rotation, LearningRate: 0.05, Decay: 0.05, Inner: 1, Seed: seed, Workers: 2,
+		Holdout: DefaultValidate, Patience: DefaultPatience, Iters: 20, ReportEvery: 1,
+	}
+}
+
+// TestWarmStartNeverWorse checks the default run on generated data whose
+// factors explain little (noise of standard deviation 3 on factors of
+// variance 1, 45 ratings a user): its first evaluation, iteration 0, is
+// the bias-only model (the warm start: its validation RMSE is that of
+// FitBiasOnly's converged fit, to 1e-4), and the model it ends with, the
+// evaluation with the lowest validation RMSE, is no worse than the
+// bias-only model on validation, whereas the same run started cold ends
+// worse.
+func TestWarmStartNeverWorse(t *testing.T) {
+	dir := t.TempDir()
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			train, test := genSet(t, dir, 3, seed)
+			cfg := defaults(train, test, seed)
+			b, err := FitBiasOnly(cfg, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bias, _, err := b.RMSE(cfg.Train, cfg.ValidationFilter())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _, err := fitStatus(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, best := m.Trace[0], m.Best()
+			cold := cfg
+			cold.ColdStart = true
+			mc, _, err := fitStatus(context.Background(), cold)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("validation RMSE: bias only %.6f; warm: iteration 0 %.6f, best %.6f at iteration %g; cold: best %.6f at iteration %g",
+				bias, first.ValRMSE, best.ValRMSE, best.Iter, mc.Best().ValRMSE, mc.Best().Iter)
+			if first.Iter != 0 || math.Abs(first.ValRMSE-bias) > 1e-4*bias {
+				t.Errorf("iteration %g: validation RMSE %.6f, want the bias-only model's %.6f at iteration 0", first.Iter, first.ValRMSE, bias)
+			}
+			if !(best.ValRMSE <= bias*(1+1e-4)) {
+				t.Errorf("the model's validation RMSE %.6f is above the bias-only model's %.6f", best.ValRMSE, bias)
+			}
+			if !(mc.Best().ValRMSE > bias) {
+				t.Errorf("cold start: validation RMSE %.6f, not above the bias-only model's %.6f: the data are no test of the warm start", mc.Best().ValRMSE, bias)
+			}
+		})
+	}
+}
