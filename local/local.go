@@ -67,6 +67,10 @@ type Job[P, R, U, S any] struct {
 
 	// Restores counts the moves to new roles (Options.RestoreEvery).
 	Restores int
+	// restored is the round after which the roles last moved: the resumed
+	// core asks for the plan of the next round again, which must not move
+	// them once more.
+	restored uint64
 
 	prog    schmp.Program[P, R, U, S]
 	ctx     context.Context
@@ -201,12 +205,13 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		queue = queue[1:]
 		switch a.Kind {
 		case pipeline.AskPlan:
-			if every := j.opts.RestoreEvery; every > 0 && a.Round > 1 && (a.Round-1)%every == 0 {
+			if every := j.opts.RestoreEvery; every > 0 && a.Round > 1 && (a.Round-1)%every == 0 && a.Round-1 != j.restored {
 				c, err := j.restore(cfg, core)
 				if err != nil {
 					return core.Status(), fmt.Errorf("local: restore after round %d: %w", a.Round-1, err)
 				}
 				if c != nil {
+					j.restored = a.Round - 1
 					core, queue = c, append(c.Ready(), queue...)
 					continue
 				}
