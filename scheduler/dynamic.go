@@ -168,8 +168,9 @@ type Dynamic struct {
 	cand  int  // effective Candidates
 	block int  // effective Block
 	rng   *rand.Rand
-	round int     // rounds served so far
-	busy  []int32 // busy[j]: the position of j in inflight, or -1
+	pcg   *rand.PCG // rng's source, whose state a snapshot saves
+	round int       // rounds served so far
+	busy  []int32   // busy[j]: the position of j in inflight, or -1
 
 	inflight []int32 // the variables selected and not yet fed back
 
@@ -222,8 +223,9 @@ func NewDynamic(c Config, cols Columns) (*Dynamic, error) {
 		check: c.Rho < 1,
 		cand:  min(c.Candidates, c.Vars),
 		block: min(c.Block, c.Vars),
-		rng:   rand.New(rand.NewPCG(c.Seed, seedStream)),
+		pcg:   rand.NewPCG(c.Seed, seedStream),
 	}
+	d.rng = rand.New(d.pcg)
 	if cols == nil && d.check {
 		return nil, schmp.Fieldf("Rho", "%v needs the columns for the dependency check", c.Rho)
 	}

@@ -106,3 +106,27 @@ func (t *sumTree) checkLeaf(i int) {
 		panic(fmt.Sprintf("scheduler: sum tree leaf %d out of range [0,%d)", i, t.n))
 	}
 }
+
+// leaves returns a copy of the leaf weights.
+func (t *sumTree) leaves() []float64 {
+	return append([]float64(nil), t.node[t.size:t.size+t.n]...)
+}
+
+// setLeaves sets the leaf weights to ws (of length n) in O(n), every
+// internal node the sum of its children as set leaves them, so that the
+// tree is bit for bit the one whose leaves were ws. It panics like set.
+func (t *sumTree) setLeaves(ws []float64) {
+	if len(ws) != t.n {
+		panic(fmt.Sprintf("scheduler: %d weights for a sum tree of %d leaves", len(ws), t.n))
+	}
+	for _, w := range ws {
+		if !(w >= 0 && w <= t.maxWeight()) {
+			panic(fmt.Sprintf("scheduler: sum tree weight %v out of range", w))
+		}
+	}
+	copy(t.node[t.size:], ws)
+	clear(t.node[t.size+t.n:])
+	for p := t.size - 1; p >= 1; p-- {
+		t.node[p] = t.node[2*p] + t.node[2*p+1]
+	}
+}

@@ -1,0 +1,104 @@
+package columnar
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/strads-go/strads/wire"
+)
+
+// snapshotVersion is the version of the encoding of the schedulers'
+// snapshots.
+const snapshotVersion = 1
+
+// schedulerState is a Scheduler's snapshot: its range of the columns, to
+// check that it is restored into the same part, and its engine's state.
+type schedulerState struct {
+	Version uint8  `msgpack:"version"`
+	First   int32  `msgpack:"first"`
+	Vars    int32  `msgpack:"vars"`
+	Engine  []byte `msgpack:"engine"`
+}
+
+// Snapshot implements schmp.Snapshotter: the state of the engine.
+func (s *Scheduler) Snapshot() ([]byte, error) {
+	e, err := s.d.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return wire.Marshal(schedulerState{Version: snapshotVersion, First: s.first, Vars: s.vars, Engine: e})
+}
+
+// Restore implements schmp.Snapshotter. A snapshot of another part (other
+// columns) or of another version is an error.
+func (s *Scheduler) Restore(b []byte) error {
+	var st schedulerState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("columnar: restore: %w", err)
+	}
+	switch {
+	case st.Version != snapshotVersion:
+		return fmt.Errorf("columnar: restore: snapshot of version %d, want %d", st.Version, snapshotVersion)
+	case st.First != s.first || st.Vars != s.vars:
+		return fmt.Errorf("columnar: restore: snapshot of the scheduler of columns [%d, %d), this one has [%d, %d)",
+			st.First, int64(st.First)+int64(st.Vars), s.first, s.first+s.vars)
+	}
+	return s.d.Restore(st.Engine)
+}
+
+// blockState is a BlockScheduler's snapshot: each engine's range and state.
+type blockState struct {
+	Version  uint8       `msgpack:"version"`
+	NoBlocks bool        `msgpack:"no_blocks"`
+	Workers  int         `msgpack:"workers"`
+	First    wire.Int32s `msgpack:"first"`
+	Vars     wire.Int32s `msgpack:"vars"`
+	Engines  [][]byte    `msgpack:"engines"`
+}
+
+// Snapshot implements schmp.Snapshotter: the state of every worker's
+// engine (nothing with NoBlocks). A scheduler that failed to read its data
+// has no state: its snapshot is that error.
+func (s *BlockScheduler) Snapshot() ([]byte, error) {
+	if s.dataErr != nil {
+		return nil, s.dataErr
+	}
+	st := blockState{Version: snapshotVersion, NoBlocks: s.noBlocks, Workers: s.workers, First: s.first, Vars: s.vars}
+	for _, d := range s.engines {
+		e, err := d.Snapshot()
+		if err != nil {
+			return nil, err
+		}
+		st.Engines = append(st.Engines, e)
+	}
+	return wire.Marshal(st)
+}
+
+// Restore implements schmp.Snapshotter. A snapshot of a scheduler of other
+// blocks (another number of workers, other columns) or of another version
+// is an error.
+func (s *BlockScheduler) Restore(b []byte) error {
+	if s.dataErr != nil {
+		return s.dataErr
+	}
+	var st blockState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("columnar: restore: %w", err)
+	}
+	switch {
+	case st.Version != snapshotVersion:
+		return fmt.Errorf("columnar: restore: snapshot of version %d, want %d", st.Version, snapshotVersion)
+	case st.NoBlocks != s.noBlocks || st.Workers != s.workers:
+		return fmt.Errorf("columnar: restore: snapshot of a block scheduler for %d workers (no blocks: %t), this one is for %d (%t)",
+			st.Workers, st.NoBlocks, s.workers, s.noBlocks)
+	case len(st.Engines) != len(s.engines) || !slices.Equal(st.First, s.first) || !slices.Equal(st.Vars, s.vars):
+		return errors.New("columnar: restore: snapshot of a block scheduler of other blocks")
+	}
+	for k, d := range s.engines {
+		if err := d.Restore(st.Engines[k]); err != nil {
+			return fmt.Errorf("columnar: restore of worker %d's engine: %w", k, err)
+		}
+	}
+	return nil
+}

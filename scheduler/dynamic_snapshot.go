@@ -1,0 +1,174 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/strads-go/strads/wire"
+)
+
+// dynamicVersion is the version of the encoding of a Dynamic's snapshot.
+const dynamicVersion = 1
+
+// dynamicState is what a Dynamic's snapshot saves between two rounds: what
+// NewDynamic does not rebuild from the Config and the columns. The scratch
+// of a round (draws, rejections, the weights taken out of the tree) is
+// empty between rounds and is not saved.
+type dynamicState struct {
+	Version  uint8         `msgpack:"version"`
+	Vars     int           `msgpack:"vars"`
+	Policy   int           `msgpack:"policy"`
+	Round    int           `msgpack:"round"`
+	RNG      []byte        `msgpack:"rng"`      // the PCG's state
+	Inflight wire.Int32s   `msgpack:"inflight"` // in the engine's order
+	Walk     bool          `msgpack:"walk"`     // the walk (Cyclic, Priority's warm-up) is on
+	Cursor   int           `msgpack:"cursor"`
+	Queue    wire.Int32s   `msgpack:"queue"`
+	Perm     wire.Int32s   `msgpack:"perm"`    // Random and Priority
+	Weights  wire.Float64s `msgpack:"weights"` // Priority: the tree's leaves
+}
+
+// Snapshot returns the engine's state between two rounds (after a Next,
+// or the Feedback that follows it), encoded: the rounds served, the state
+// of the random number generator, the variables in flight, the walk's
+// cursor and queue, the permutation of the uniform draws and the
+// priorities. Restore sets an engine of the same Config and columns to it.
+// It must not be called during a round (there is none: Next returns only
+// at its end).
+func (d *Dynamic) Snapshot() ([]byte, error) {
+	rng, err := d.pcg.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: snapshot of the random state: %w", err)
+	}
+	s := dynamicState{
+		Version: dynamicVersion, Vars: d.cfg.Vars, Policy: int(d.cfg.Policy), Round: d.round, RNG: rng,
+		Inflight: d.inflight, Walk: d.queued != nil, Cursor: d.cursor, Queue: d.queue, Perm: d.perm,
+	}
+	if d.tree != nil {
+		s.Weights = d.tree.leaves()
+	}
+	b, err := wire.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: snapshot: %w", err)
+	}
+	return b, nil
+}
+
+// Restore sets the engine, which NewDynamic has just built and which has
+// served no round yet, to the state that b, a Snapshot of an engine of
+// the same Config and columns, encodes. Bytes that do not fit the engine
+// (another version, another number of variables or policy, a variable out
+// of range or twice, a weight out of range) are an error, and leave the
+// engine as it was.
+func (d *Dynamic) Restore(b []byte) error {
+	if d.round != 0 {
+		return errors.New("scheduler: restore of an engine that has served rounds")
+	}
+	var s dynamicState
+	if err := wire.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("scheduler: restore: %w", err)
+	}
+	if err := d.checkState(&s); err != nil {
+		return fmt.Errorf("scheduler: restore: %w", err)
+	}
+	if err := d.pcg.UnmarshalBinary(s.RNG); err != nil {
+		return fmt.Errorf("scheduler: restore: the random state: %w", err)
+	}
+	d.round = s.Round
+	for _, j := range s.Inflight {
+		d.busy[j] = int32(len(d.inflight))
+		d.inflight = append(d.inflight, j)
+		if d.flightSet != nil {
+			d.flightSet.Add(int(j))
+		}
+	}
+	if s.Walk {
+		d.cursor = s.Cursor
+		d.queue = append(d.queue[:0], s.Queue...)
+		for _, j := range d.queue {
+			d.queued[j] = true
+		}
+	} else if d.order != nil {
+		// Priority's warm-up is over: its walk is dropped.
+		d.order, d.queue, d.spare, d.queued = nil, nil, nil, nil
+	}
+	if d.perm != nil {
+		copy(d.perm, s.Perm)
+	}
+	if d.tree != nil {
+		d.tree.setLeaves(s.Weights)
+	}
+	return nil
+}
+
+// checkState reports why s is not a state of d's engine, or nil if it is.
+func (d *Dynamic) checkState(s *dynamicState) error {
+	m := d.cfg.Vars
+	switch {
+	case s.Version != dynamicVersion:
+		return fmt.Errorf("snapshot of version %d, want %d", s.Version, dynamicVersion)
+	case s.Vars != m || s.Policy != int(d.cfg.Policy):
+		return fmt.Errorf("snapshot of an engine of %d variables with policy %v, this one has %d with %v", s.Vars, Policy(s.Policy), m, d.cfg.Policy)
+	case s.Round < 0:
+		return fmt.Errorf("snapshot after %d rounds", s.Round)
+	case len(s.Inflight) > m:
+		return fmt.Errorf("%d variables in flight of %d", len(s.Inflight), m)
+	}
+	seen := make([]bool, m)
+	if err := distinct("in flight", s.Inflight, seen); err != nil {
+		return err
+	}
+	// The walk is on for Cyclic, and for Priority until the first round
+	// after its warm-up.
+	walk := d.cfg.Policy == Cyclic || d.cfg.Policy == Priority && d.cfg.Warmup > 0 && s.Round <= d.cfg.Warmup
+	switch {
+	case s.Walk != walk:
+		return fmt.Errorf("snapshot with the walk on: %t after %d rounds, want %t", s.Walk, s.Round, walk)
+	case walk && (s.Cursor < 0 || s.Cursor >= m):
+		return fmt.Errorf("the walk's cursor at %d of %d", s.Cursor, m)
+	case !walk && (s.Cursor != 0 || len(s.Queue) != 0):
+		return fmt.Errorf("a walk's cursor (%d) and queue (%d) without a walk", s.Cursor, len(s.Queue))
+	}
+	clear(seen)
+	if err := distinct("queued", s.Queue, seen); err != nil {
+		return err
+	}
+	if d.perm == nil && len(s.Perm) != 0 || d.perm != nil && len(s.Perm) != m {
+		return fmt.Errorf("a permutation of %d variables, want %d", len(s.Perm), len(d.perm))
+	}
+	clear(seen)
+	if err := distinct("in the permutation", s.Perm, seen); err != nil {
+		return err
+	}
+	if d.tree == nil {
+		if len(s.Weights) != 0 {
+			return fmt.Errorf("%d weights for policy %v", len(s.Weights), d.cfg.Policy)
+		}
+		return nil
+	}
+	if len(s.Weights) != m {
+		return fmt.Errorf("%d weights for %d variables", len(s.Weights), m)
+	}
+	for j, w := range s.Weights {
+		if !(w >= 0 && w <= d.tree.maxWeight()) || math.IsInf(w, 0) {
+			return fmt.Errorf("variable %d has weight %v", j, w)
+		}
+	}
+	return nil
+}
+
+// distinct reports an error naming what if vars has a variable out of
+// [0, len(seen)) or twice; seen must be all false, and marks vars after.
+func distinct(what string, vars []int32, seen []bool) error {
+	for _, j := range vars {
+		if j < 0 || int(j) >= len(seen) {
+			return fmt.Errorf("variable %d %s, of %d", j, what, len(seen))
+		}
+		if seen[j] {
+			return fmt.Errorf("variable %d %s twice", j, what)
+		}
+		seen[j] = true
+	}
+	return nil
+}
