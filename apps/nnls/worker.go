@@ -14,8 +14,9 @@ import (
 // Worker is the worker side: its own rows of X, by column, and the
 // residual r = y − Xβ over them.
 type Worker struct {
-	x [][]float64 // x[j] is column j over the worker's rows
-	r []float64
+	x  [][]float64 // x[j] is column j over the worker's rows
+	r  []float64
+	lo int // the first of its rows
 }
 
 // NewWorker generates the rows of worker shard of shards, a contiguous
@@ -25,7 +26,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 		return nil, err
 	}
 	lo, hi := libsvm.ShardRange(cfg.Rows, shard, shards)
-	w := &Worker{x: make([][]float64, cfg.Cols), r: make([]float64, hi-lo)}
+	w := &Worker{x: make([][]float64, cfg.Cols), r: make([]float64, hi-lo), lo: lo}
 	for j := range w.x {
 		w.x[j] = make([]float64, hi-lo)
 	}

@@ -1,0 +1,124 @@
+package nnls
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/local"
+	"github.com/strads-go/strads/wire"
+)
+
+// statusLines describes a job's status and trace as text, every number
+// bit for bit (%.17g), without the times.
+func statusLines(st pipeline.Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rounds %d updates %d candidates %d reason %q (%q) decided %d last %d refuted %d done %t in flight %d/%d\n",
+		st.Rounds, st.Updates, st.Candidates, st.Reason, st.AppReason, st.Decided, st.Last, st.Refuted, st.Done, st.MaxInFlight, st.MaxVarsInFlight)
+	fmt.Fprintf(&b, "final %.17g nnz %d\n", st.Final.Objective, st.Final.NNZ)
+	for _, s := range st.Trace {
+		fmt.Fprintf(&b, "%d: %.17g gap %.17g nnz %d updates %d\n", s.Round, s.Objective, s.Gap, s.NNZ, s.Updates)
+	}
+	return b.String()
+}
+
+// TestRestore runs NNLS jobs with and without moving every role to a new
+// one restored from its snapshot every k rounds (local.Options.RestoreEvery)
+// and checks that they end alike: the same model, bit for bit, the same
+// reports and the same stop.
+func TestRestore(t *testing.T) {
+	for _, tc := range []struct {
+		workers, parts, block int
+		tol                   float64
+	}{
+		{1, 1, 1, 1e-9}, {2, 1, 3, 1e-9}, {3, 2, 2, 0}, {2, 3, 1, 1e-10},
+	} {
+		t.Run(fmt.Sprintf("workers=%d/parts=%d/block=%d", tc.workers, tc.parts, tc.block), func(t *testing.T) {
+			cfg := Config{Rows: 120, Cols: 12, Seed: 3, Block: tc.block}
+			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: 1, ReportEvery: 4, Tol: tc.tol, MaxRounds: 300}
+			run := func(every uint64) (string, string, int) {
+				j, st, err := local.Run(context.Background(), Program(cfg), local.Options{Config: pc, RestoreEvery: every})
+				if err != nil {
+					t.Fatalf("restore every %d: %v", every, err)
+				}
+				var buf bytes.Buffer
+				if err := j.Coordinator.WriteModel(&buf); err != nil {
+					t.Fatal(err)
+				}
+				return buf.String(), statusLines(st), j.Restores
+			}
+			model, status, _ := run(0)
+			for _, every := range []uint64{1, 3, 7} {
+				m, s, restores := run(every)
+				if restores == 0 {
+					t.Errorf("restore every %d: no restore", every)
+				}
+				if m != model {
+					t.Errorf("restore every %d: the model differs:\n%s\nwant\n%s", every, m, model)
+				}
+				if s != status {
+					t.Errorf("restore every %d: the status differs:\n%s\nwant\n%s", every, s, status)
+				}
+			}
+		})
+	}
+}
+
+// TestRestoreBad checks that a snapshot that does not fit a role, or
+// bytes that are no snapshot, are an error on Restore.
+func TestRestoreBad(t *testing.T) {
+	cfg := Config{Rows: 40, Cols: 6, Seed: 3}
+	w0, _ := NewWorker(cfg, 0, 2)
+	w1, _ := NewWorker(cfg, 1, 2)
+	s0, _ := NewScheduler(cfg, 0, 2)
+	s1, _ := NewScheduler(cfg, 1, 2)
+	c, _ := NewCoordinator(cfg)
+	c2, _ := NewCoordinator(Config{Rows: 40, Cols: 7, Seed: 3})
+	snap := func(s interface{ Snapshot() ([]byte, error) }) []byte {
+		b, err := s.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	wb, sb, cb := snap(w0), snap(s0), snap(c)
+	for _, tc := range []struct {
+		name string
+		into interface{ Restore([]byte) error }
+		b    []byte
+	}{
+		{"worker of another shard", w1, wb},
+		{"scheduler of another part", s1, sb},
+		{"coordinator of another size", c2, cb},
+		{"worker from a scheduler", w0, sb},
+		{"truncated worker", w0, wb[:len(wb)-3]},
+		{"truncated scheduler", s0, sb[:len(sb)/2]},
+		{"truncated coordinator", c, cb[:len(cb)-1]},
+		{"empty", c, nil},
+		{"garbage", w0, []byte("\xdf\xff\xff\xff\xffgarbage")},
+		{"another version", c, otherVersion(t, cb)},
+	} {
+		if err := tc.into.Restore(tc.b); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// otherVersion returns snapshot b with another version.
+func otherVersion(t *testing.T, b []byte) []byte {
+	var m map[string]any
+	if err := wire.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["version"] = 99
+	b, err := wire.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
