@@ -83,8 +83,8 @@ func (d *Dynamic) Restore(b []byte) error {
 			d.flightSet.Add(int(j))
 		}
 	}
+	d.cursor = s.Cursor
 	if s.Walk {
-		d.cursor = s.Cursor
 		d.queue = append(d.queue[:0], s.Queue...)
 		for _, j := range d.queue {
 			d.queued[j] = true
@@ -125,10 +125,11 @@ func (d *Dynamic) checkState(s *dynamicState) error {
 	switch {
 	case s.Walk != walk:
 		return fmt.Errorf("snapshot with the walk on: %t after %d rounds, want %t", s.Walk, s.Round, walk)
-	case walk && (s.Cursor < 0 || s.Cursor >= m):
+	case s.Cursor < 0 || s.Cursor >= m:
+		// It stays where the walk left it once the warm-up is over.
 		return fmt.Errorf("the walk's cursor at %d of %d", s.Cursor, m)
-	case !walk && (s.Cursor != 0 || len(s.Queue) != 0):
-		return fmt.Errorf("a walk's cursor (%d) and queue (%d) without a walk", s.Cursor, len(s.Queue))
+	case !walk && len(s.Queue) != 0:
+		return fmt.Errorf("a walk's queue of %d variables without a walk", len(s.Queue))
 	}
 	clear(seen)
 	if err := distinct("queued", s.Queue, seen); err != nil {

@@ -1,0 +1,134 @@
+package scheduler
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/strads-go/strads/wire"
+)
+
+// TestDynamicRestore runs an engine with two rounds in flight (the
+// feedback of a round comes after the next plan), and after every round
+// of 40 restores a new engine from its snapshot: both must then plan the
+// same rounds, for every policy, with the dependency check on and off,
+// with a warm-up that ends before and after the snapshot.
+func TestDynamicRestore(t *testing.T) {
+	cols := NewSparseColumns(correlatedPairs(40, 30, 9), false)
+	for _, p := range []Policy{Priority, Random, Cyclic} {
+		for _, rho := range []float64{0.4, 1} {
+			for _, warmup := range []int{0, 6} {
+				t.Run(fmt.Sprintf("%v/rho=%v/warmup=%d", p, rho, warmup), func(t *testing.T) {
+					c := Config{Vars: 60, Policy: p, Gamma: 1.5, Eta: 0.01, Candidates: 10, Block: 5, Warmup: warmup, Rho: rho, Workers: 2, Seed: 3}
+					step := func(d *Dynamic, r int, prev Selection) Selection {
+						s := d.Next()
+						delta := make([]float64, len(prev.Vars))
+						for i, j := range prev.Vars {
+							delta[i] = float64((int(j)*7+r)%11) / 10
+						}
+						d.Feedback(prev.Vars, delta)
+						return s
+					}
+					a := mustDynamic(t, c, cols)
+					var prev Selection
+					for cut := range 40 {
+						b := mustDynamic(t, c, cols)
+						snap, err := a.Snapshot()
+						if err != nil {
+							t.Fatal(err)
+						}
+						if err := b.Restore(snap); err != nil {
+							t.Fatalf("after %d rounds: %v", cut, err)
+						}
+						pa, pb := prev, prev
+						for r := cut; r < min(cut+8, 40); r++ {
+							pa, pb = step(a, r, pa), step(b, r, pb)
+							if !reflect.DeepEqual(pa, pb) {
+								t.Fatalf("restored after %d rounds: round %d plans %v, want %v", cut, r+1, pb.Vars, pa.Vars)
+							}
+						}
+						a = mustDynamic(t, c, cols)
+						if err := a.Restore(snap); err != nil {
+							t.Fatal(err)
+						}
+						prev = step(a, cut, prev)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDynamicRestoreBad checks that bytes that are not a snapshot of the
+// engine are an error, and leave the engine able to run.
+func TestDynamicRestoreBad(t *testing.T) {
+	c := Config{Vars: 20, Policy: Priority, Gamma: 1, Eta: 0.01, Candidates: 4, Block: 2, Warmup: 3, Rho: 1, Workers: 1, Seed: 1}
+	d := mustDynamic(t, c, nil)
+	for range 2 {
+		s := d.Next()
+		d.Feedback(s.Vars, make([]float64, len(s.Vars)))
+	}
+	d.Next()
+	good, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := wire.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, err := wire.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cyclic := c
+	cyclic.Policy = Cyclic
+	other := c
+	other.Vars = 21
+	for _, tc := range []struct {
+		name string
+		c    Config
+		b    []byte
+	}{
+		{"empty", c, nil},
+		{"truncated", c, good[:len(good)-5]},
+		{"garbage", c, []byte{0x93, 1, 2, 3}},
+		{"another policy", cyclic, good},
+		{"more variables", other, good},
+		{"another version", c, edit(func(m map[string]any) { m["version"] = 2 })},
+		{"negative round", c, edit(func(m map[string]any) { m["round"] = -1 })},
+		{"walk over", c, edit(func(m map[string]any) { m["round"] = 9 })},
+		{"bad random state", c, edit(func(m map[string]any) { m["rng"] = []byte("pcg:1") })},
+		{"in flight twice", c, edit(func(m map[string]any) { m["inflight"] = wire.Int32s{1, 1} })},
+		{"in flight out of range", c, edit(func(m map[string]any) { m["inflight"] = wire.Int32s{20} })},
+		{"cursor out of range", c, edit(func(m map[string]any) { m["cursor"] = 20 })},
+		{"queue out of range", c, edit(func(m map[string]any) { m["queue"] = wire.Int32s{-1} })},
+		{"short permutation", c, edit(func(m map[string]any) { m["perm"] = wire.Int32s{0, 1} })},
+		{"not a permutation", c, edit(func(m map[string]any) { m["perm"] = make(wire.Int32s, 20) })},
+		{"negative weight", c, edit(func(m map[string]any) {
+			w := make(wire.Float64s, 20)
+			w[3] = -1
+			m["weights"] = w
+		})},
+		{"huge weight", c, edit(func(m map[string]any) {
+			w := make(wire.Float64s, 20)
+			w[3] = 1e308
+			m["weights"] = w
+		})},
+	} {
+		e := mustDynamic(t, tc.c, nil)
+		if err := e.Restore(tc.b); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+		e.Next() // the engine is still whole
+	}
+	if err := mustDynamic(t, c, nil).Restore(good); err != nil {
+		t.Errorf("the good snapshot: %v", err)
+	}
+}
