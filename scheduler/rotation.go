@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/strads-go/strads/schmp"
@@ -58,4 +59,31 @@ func (r Rotation) Schedule(round uint64, _ []schmp.Feedback) (Turn, schmp.PlanIn
 		blocks[b] = int32(b)
 	}
 	return Turn{SubRound: round - 1}, schmp.PlanInfo{Vars: blocks, Candidates: r.Workers, Selected: r.Workers}, nil
+}
+
+// rotationSnapshot is the version of the encoding of Rotation.Snapshot.
+const rotationSnapshot = 1
+
+// Snapshot implements schmp.Snapshotter. A rotation has no state beyond
+// its settings: the bytes are a version and the number of workers, which
+// Restore checks against its own.
+func (r Rotation) Snapshot() ([]byte, error) {
+	b := binary.AppendUvarint([]byte{rotationSnapshot}, uint64(r.Workers))
+	return b, nil
+}
+
+// Restore implements schmp.Snapshotter: it checks that b is the snapshot
+// of a rotation of as many workers as r; there is nothing to restore.
+func (r Rotation) Restore(b []byte) error {
+	if len(b) == 0 || b[0] != rotationSnapshot {
+		return fmt.Errorf("rotation: not a snapshot of version %d", rotationSnapshot)
+	}
+	p, n := binary.Uvarint(b[1:])
+	switch {
+	case n <= 0 || 1+n != len(b):
+		return fmt.Errorf("rotation: malformed snapshot of %d bytes", len(b))
+	case p != uint64(r.Workers):
+		return fmt.Errorf("rotation: the snapshot is of %d workers, the job has %d", p, r.Workers)
+	}
+	return nil
 }

@@ -1,6 +1,10 @@
 package scheduler
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/strads-go/strads/schmp"
+)
 
 func TestRotation(t *testing.T) {
 	for _, p := range []int{1, 2, 3, 5} {
@@ -33,5 +37,26 @@ func TestRotation(t *testing.T) {
 	}
 	if _, err := NewRotation(2, 0, 2); err == nil {
 		t.Error("NewRotation with two parts: no error")
+	}
+}
+
+// TestRotationSnapshot checks that a rotation restores from its own
+// snapshot and refuses another rotation's and malformed bytes.
+func TestRotationSnapshot(t *testing.T) {
+	var _ schmp.Snapshotter = Rotation{}
+	b, err := Rotation{Workers: 3}.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (Rotation{Workers: 3}).Restore(b); err != nil {
+		t.Errorf("restore: %v", err)
+	}
+	for _, bad := range [][]byte{nil, {}, {2, 3}, {1}, {1, 0x80}, append(b, 0), b[:1]} {
+		if err := (Rotation{Workers: 3}).Restore(bad); err == nil {
+			t.Errorf("restore of %x: no error", bad)
+		}
+	}
+	if err := (Rotation{Workers: 2}).Restore(b); err == nil {
+		t.Error("a rotation of 2 workers restored a snapshot of 3")
 	}
 }
