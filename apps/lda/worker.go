@@ -134,7 +134,8 @@ type Worker struct {
 	rot    scheduler.Rotation
 	held   *Sparse // the block held, until pushed
 	heldID int
-	ready  bool // the layout has been applied
+	ready  bool        // the layout has been applied
+	layout wire.Int32s // the block of every word, once applied
 }
 
 // NewWorker loads shard of shards of cfg's corpus and gives its tokens
@@ -157,7 +158,7 @@ func (w *Worker) Apply(u Update) error {
 		if err := w.sh.layout(u.Layout, w.p); err != nil {
 			return err
 		}
-		w.ready = true
+		w.layout, w.ready = slices.Clone(u.Layout), true
 	}
 	if !w.ready {
 		return fmt.Errorf("worker %d: an update before the layout", w.shard)
