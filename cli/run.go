@@ -66,6 +66,12 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 		return err
 	}
 	s.log = s.rf.logger(s.stderr)
+	got, removeCopies, err := s.fetchData(ctx)
+	if err != nil {
+		return err
+	}
+	defer removeCopies()
+	defer func() { err = renameCopies(err, got) }()
 	j, opts, err := s.makeJob()
 	if err != nil {
 		return err

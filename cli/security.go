@@ -30,13 +30,19 @@ type secFlags struct {
 
 // addSecurityFlags adds the flags of secFlags to fs.
 func (f *secFlags) addSecurityFlags(fs *flag.FlagSet) {
+	f.addCredentialFlags(fs)
+	fs.StringVar(&f.natsListen, "nats-listen", "", "whole job without --nats: let the embedded NATS server also take TCP connections on `HOST:PORT` (no host: 127.0.0.1), say for a tool that watches the job's subjects; by default it takes none, its nodes connect in-process")
+	fs.StringVar(&f.store, "store", "", "whole job without --nats: enable JetStream in the embedded NATS server, with its store in `directory` DIR (created if missing), where checkpoints and data sets live and outlast the job; an external server (--nats) needs JetStream on instead (strads server --store DIR)")
+	fs.BoolVar(&f.pprof, "pprof", false, "with --http, also serve pprof profiles on /debug/pprof/")
+}
+
+// addCredentialFlags adds the flags of secFlags that reach a protected
+// server to fs: --creds and --tls-*.
+func (f *secFlags) addCredentialFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.creds, "creds", "", "NATS credentials `file` (a user JWT and NKey seed, as nsc writes it) for the --nats server")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "PEM `file` of the CA that signed the --nats server's certificate (default: the system's CAs)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM `file` of this role's client certificate, for a --nats server that verifies clients (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM `file` of the key of --tls-cert")
-	fs.StringVar(&f.natsListen, "nats-listen", "", "whole job without --nats: let the embedded NATS server also take TCP connections on `HOST:PORT` (no host: 127.0.0.1), say for a tool that watches the job's subjects; by default it takes none, its nodes connect in-process")
-	fs.StringVar(&f.store, "store", "", "whole job without --nats: enable JetStream in the embedded NATS server, with its store in `directory` DIR (created if missing), where checkpoints and data sets live and outlast the job; an external server (--nats) needs JetStream on instead (strads server --store DIR)")
-	fs.BoolVar(&f.pprof, "pprof", false, "with --http, also serve pprof profiles on /debug/pprof/")
 }
 
 // securityPerRole are the flags of secFlags, all per role.
@@ -56,7 +62,19 @@ func (f *runFlags) checkSecurity(role Role) error {
 			return Usagef("--nats-listen %q: want HOST:PORT or :PORT", f.natsListen)
 		}
 	}
-	if f.nats == "" {
+	if err := f.checkCredentials(f.nats); err != nil {
+		return err
+	}
+	if f.pprof && f.http == "" {
+		return Usagef("--pprof: only with --http")
+	}
+	return nil
+}
+
+// checkCredentials checks --creds and --tls-*: only with a server's URL
+// (nats), the files regular.
+func (f *secFlags) checkCredentials(nats string) error {
+	if nats == "" {
 		for _, g := range []struct{ flag, v string }{{"--creds", f.creds}, {"--tls-ca", f.tlsCA}, {"--tls-cert", f.tlsCert}, {"--tls-key", f.tlsKey}} {
 			if g.v != "" {
 				return Usagef("%s: only with --nats, for an external server (the embedded one takes in-process connections only)", g.flag)
@@ -78,14 +96,11 @@ func (f *runFlags) checkSecurity(role Role) error {
 			return Usagef("%s %s: not a regular file", g.flag, g.path)
 		}
 	}
-	if f.pprof && f.http == "" {
-		return Usagef("--pprof: only with --http")
-	}
 	return nil
 }
 
 // natsOptions returns the connection options of --creds and --tls-*.
-func (f *runFlags) natsOptions() []nats.Option {
+func (f *secFlags) natsOptions() []nats.Option {
 	var opts []nats.Option
 	if f.creds != "" {
 		opts = append(opts, nats.UserCredentials(f.creds))
@@ -101,7 +116,7 @@ func (f *runFlags) natsOptions() []nats.Option {
 
 // connectError returns err, a failed connection to --nats, with a hint
 // of what the server may want.
-func (f *runFlags) connectError(err error) error {
+func (f *secFlags) connectError(err error) error {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):

@@ -8,6 +8,8 @@
 //	strads predict --model FILE --data FILE           predictions of a Lasso or logreg model
 //	strads plot --metrics FILE[,FILE…] -o OUT.png     a chart of metrics CSVs, a line per file
 //	strads server [--addr HOST:PORT] [--config FILE]  a NATS server for the roles
+//	strads data put FILE [--name N] (--nats URL | --store DIR)
+//	                                                  a data set in the server's object store (--data nats:N)
 //	strads version                                    the version and source revision
 //
 // Run any of them with --help for their flags. The exit status is 0 on
@@ -29,6 +31,7 @@ var commandLine = &cli.CommandLine{
 	Summary: "runs scheduled model-parallel (SchMP) machine learning jobs.",
 	Apps:    []cli.App{lassoApp(), ldaApp(), logregApp(), mfApp()},
 	Commands: []cli.Command{
+		{Name: "data", Synopsis: dataSynopsis, Summary: "store data sets in a NATS server's object store, which input flags read as nats:NAME", Run: runData},
 		{Name: "gen", Synopsis: "APP [flags] -o FILE", Summary: "write a synthetic data set", Run: runGen},
 		{Name: "plot", Synopsis: "--metrics FILE[,FILE…] -o OUT.png|.svg [flags]", Summary: "chart metrics CSVs (objective, gap, …), a line per file", Run: runPlot},
 		{Name: "predict", Synopsis: "--model FILE --data FILE [--out FILE]", Summary: "apply a Lasso or logreg model to data", Run: runPredict},
