@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/natsserver"
+)
+
+// putData stores file as the data set name with strads data put and the
+// server flags given.
+func putData(t *testing.T, file, name string, server ...string) {
+	t.Helper()
+	args := append([]string{"data", "put", file, "--name", name}, server...)
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdout, "as nats:"+name+":") {
+		t.Fatalf("data put %s: exit %d: %s%s", file, code, stdout, stderr)
+	}
+}
+
+// sameFiles fails t unless the files at got and want hold the same bytes.
+func sameFiles(t *testing.T, got, want string) {
+	t.Helper()
+	g, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g, w) || len(w) == 0 {
+		t.Errorf("%s (%d bytes) differs from %s (%d bytes)", got, len(g), want, len(w))
+	}
+}
+
+// TestDataAllInOne stores a LIBSVM file and an mf ratings set in the
+// object store of an embedded server's store directory (strads data put
+// --store), runs all-in-one jobs that read them as nats:NAME from the same
+// --store, and checks that their models are the local files' bit for bit,
+// and that the local copies are gone after the job.
+func TestDataAllInOne(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the roles' copies go
+	store := filepath.Join(t.TempDir(), "store")
+	dir := t.TempDir()
+	data := genData(t)
+	train, test := genMFData(t)
+	putData(t, data, "lasso.svm", "--store", store)
+	putData(t, train, "train", "--store", store)
+	putData(t, test, "test", "--store", store)
+	if code, stdout, stderr := runCLI(t, "data", "ls", "--store", store); code != 0 || strings.Count(stdout, "nats:") != 3 {
+		t.Errorf("data ls: exit %d: %s%s", code, stdout, stderr)
+	}
+
+	for _, layout := range []string{"rows", "cols"} {
+		t.Run("lasso/"+layout, func(t *testing.T) {
+			common := []string{"lasso", "--workers", "2", "--lambda-ratio", "0.05", "--seed", "7", "--max-rounds", "40",
+				"--tol", "0", "--progress", "0", "--layout", layout, "--test"}
+			local, remote := filepath.Join(dir, layout+"-local.csv"), filepath.Join(dir, layout+"-nats.csv")
+			if code, _, stderr := runCLI(t, append(common, data, "--data", data, "--out", local)...); code != 0 {
+				t.Fatalf("local: exit %d: %s", code, stderr)
+			}
+			if code, _, stderr := runCLI(t, append(common, "nats:lasso.svm", "--data", "nats:lasso.svm", "--store", store, "--out", remote)...); code != 0 {
+				t.Fatalf("nats: exit %d: %s", code, stderr)
+			}
+			sameFiles(t, remote, local)
+		})
+	}
+	t.Run("mf", func(t *testing.T) {
+		common := []string{"mf", "--rank", "3", "--workers", "2", "--iters", "3", "--progress", "0", "--seed", "5"}
+		local, remote := filepath.Join(dir, "mf-local"), filepath.Join(dir, "mf-nats")
+		if code, _, stderr := runCLI(t, append(common, "--train", train, "--test", test, "--out", local)...); code != 0 {
+			t.Fatalf("local: exit %d: %s", code, stderr)
+		}
+		code, stdout, stderr := runCLI(t, append(common, "--train", "nats:train", "--test", "nats:test", "--store", store, "--out", remote)...)
+		if code != 0 || !strings.Contains(stdout, "test RMSE") {
+			t.Fatalf("nats: exit %d: %s%s", code, stdout, stderr)
+		}
+		for _, suffix := range []string{".W.txt", ".H.txt"} {
+			sameFiles(t, remote+suffix, local+suffix)
+		}
+	})
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the copies are left in TMPDIR: %v", left)
+	}
+}
+
+// TestDataSeparateProcesses runs the roles of a Lasso job as separate OS
+// processes that read their data as nats:NAME from the server they join
+// through, with no file of the data given to any, and checks the model
+// against the all-in-one run on the local file.
+func TestDataSeparateProcesses(t *testing.T) {
+	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	url := srv.ClientURL()
+	data := genData(t)
+	putData(t, data, "procs.svm", "--nats", url)
+	dir := t.TempDir()
+	common := []string{"--workers", "2", "--lambda-ratio", "0.05", "--seed", "7", "--max-rounds", "200", "--tol", "0",
+		"--progress", "0", "--layout", "rows", "--depth", "2"}
+	local := filepath.Join(dir, "local.csv")
+	if code, _, stderr := runCLI(t, append([]string{"lasso", "--data", data, "--out", local}, common...)...); code != 0 {
+		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
+	}
+	remote := filepath.Join(dir, "nats.csv")
+	roles := append([]string{"--nats", url, "--job", "dataprocs", "--data", "nats:procs.svm"}, common...)
+	procs := []*process{
+		startProcess(t, "worker 1", append([]string{"worker"}, roles...)...),
+		startProcess(t, "worker 2", append([]string{"worker"}, roles...)...),
+		startProcess(t, "coordinator", append([]string{"coordinator", "--out", remote}, roles...)...),
+		startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
+	}
+	for _, p := range procs {
+		if code := p.wait(t, time.Minute); code != 0 {
+			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
+		}
+	}
+	sameFiles(t, remote, local)
+}
+
+// TestDataErrors checks that a data set that is not there, a bad name, a
+// server without JetStream and bad data in a data set are errors that say
+// so, with exit status 2, at once.
+func TestDataErrors(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	bad := filepath.Join(t.TempDir(), "bad.svm")
+	if err := os.WriteFile(bad, []byte("1 1:1\n1 2:x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	putData(t, bad, "bad.svm", "--store", store)
+	plain := startServer(t) // no JetStream
+	missingStore := filepath.Join(t.TempDir(), "none")
+	lasso := []string{"lasso", "--workers", "2", "--progress", "0"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing data set", append(lasso, "--data", "nats:nope", "--store", store), []string{"no such data set nats:nope", "strads data ls"}},
+		{"bad name", append(lasso, "--data", "nats:a/b", "--store", store), []string{"--data", `bad data set name "a/b"`}},
+		{"no server", append(lasso, "--data", "nats:bad.svm"), []string{"--data nats:bad.svm", "--nats URL", "--store DIR"}},
+		{"store of nothing", append(lasso, "--data", "nats:bad.svm", "--store", missingStore), []string{"--store " + missingStore, "no such directory"}},
+		{"no JetStream", append(lasso, "--data", "nats:bad.svm", "--nats", plain), []string{"no JetStream", "--store DIR"}},
+		{"no bucket", []string{"data", "ls", "--store", t.TempDir()}, []string{"stores no data sets"}},
+		{"bad data", append(lasso, "--data", "nats:bad.svm", "--store", store), []string{"nats:bad.svm:2:"}},
+		{"store and nats", append(lasso, "--data", "x", "--store", store, "--nats", plain), []string{"--store: only for a whole job"}},
+		{"store on a role", []string{"worker", "--app", "lasso", "--data", "x", "--nats", plain, "--store", store}, []string{"--store: only for a whole job"}},
+		{"rm missing", []string{"data", "rm", "nope", "--store", store}, []string{"no such data set nats:nope"}},
+		{"get missing", []string{"data", "get", "nope", "-o", filepath.Join(t.TempDir(), "x"), "--store", store}, []string{"no such data set nats:nope"}},
+		{"put missing file", []string{"data", "put", filepath.Join(t.TempDir(), "x"), "--store", store}, []string{"no such file"}},
+		{"put without server", []string{"data", "put", bad}, []string{"--nats URL", "--store DIR"}},
+		{"put bad name", []string{"data", "put", bad, "--name", ".x", "--store", store}, []string{"bad data set name"}},
+		{"data without a verb", []string{"data"}, []string{"put, ls, get or rm"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not say %q", stderr, w)
+				}
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %s", d)
+			}
+		})
+	}
+}
+
+// TestDataCommands checks put, ls, get and rm against a server of --nats.
+func TestDataCommands(t *testing.T) {
+	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	url := srv.ClientURL()
+	data := genData(t)
+	putData(t, data, "d1", "--nats", url)
+	// The default name is the file's.
+	if code, stdout, stderr := runCLI(t, "data", "put", "--nats", url, data); code != 0 || !strings.Contains(stdout, "nats:data.svm") {
+		t.Fatalf("put: exit %d: %s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "data", "ls", "--nats", url)
+	if code != 0 || !strings.Contains(stdout, "nats:d1 ") || !strings.Contains(stdout, "nats:data.svm ") || !strings.Contains(stdout, "SHA-256=") {
+		t.Errorf("ls: exit %d: %s%s", code, stdout, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "back.svm")
+	if code, _, stderr := runCLI(t, "data", "get", "nats:d1", "-o", out, "--nats", url); code != 0 {
+		t.Fatalf("get: exit %d: %s", code, stderr)
+	}
+	sameFiles(t, out, data)
+	if code, _, stderr := runCLI(t, "data", "rm", "d1", "--nats", url); code != 0 {
+		t.Fatalf("rm: exit %d: %s", code, stderr)
+	}
+	if _, stdout, _ := runCLI(t, "data", "ls", "--nats", url); strings.Contains(stdout, "nats:d1 ") {
+		t.Errorf("ls after rm: %s", stdout)
+	}
+}
