@@ -170,6 +170,26 @@ func renameCopies(err error, got []fetched) error {
 	return renamed{err, msg}
 }
 
+// renameWriter writes to w what it is given with the paths of the local
+// copies replaced by the data sets they copy, each Write on its own (a
+// line, a progress line, a log record, written whole).
+type renameWriter struct {
+	w   io.Writer
+	got []fetched
+}
+
+// Write implements io.Writer.
+func (r renameWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	for _, f := range r.got {
+		s = strings.ReplaceAll(s, f.path, f.ref)
+	}
+	if _, err := io.WriteString(r.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // renamed is an error with another message.
 type renamed struct {
 	err error

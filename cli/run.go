@@ -72,6 +72,11 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 	}
 	defer removeCopies()
 	defer func() { err = renameCopies(err, got) }()
+	if len(got) > 0 {
+		// What the job prints names the data sets, not the copies.
+		s.stdout, s.stderr = renameWriter{s.stdout, got}, renameWriter{s.stderr, got}
+		s.log = s.rf.logger(s.stderr)
+	}
 	j, opts, err := s.makeJob()
 	if err != nil {
 		return err
@@ -87,9 +92,9 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 	}
 	if err == nil {
 		if j.Print != nil {
-			j.Print(stdout, res)
+			j.Print(s.stdout, res)
 		} else {
-			PrintResult(stdout, res)
+			PrintResult(s.stdout, res)
 		}
 	}
 	if j.Done != nil {

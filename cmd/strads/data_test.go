@@ -38,11 +38,14 @@ func sameFiles(t *testing.T, got, want string) {
 	}
 }
 
-// TestDataAllInOne stores a LIBSVM file and an mf ratings set in the
-// object store of an embedded server's store directory (strads data put
-// --store), runs all-in-one jobs that read them as nats:NAME from the same
-// --store, and checks that their models are the local files' bit for bit,
-// and that the local copies are gone after the job.
+// TestDataAllInOne stores a LIBSVM file, an mf ratings set and an LDA
+// corpus in the object store of an embedded server's store directory
+// (strads data put --store), runs all-in-one jobs that read them as
+// nats:NAME from the same --store, and checks that their models are the
+// local files' bit for bit (LDA's: its word-topic and document-topic
+// files, since its summary names the test file), that what the command
+// prints names the data set, and that the local copies are gone after the
+// job.
 func TestDataAllInOne(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where the roles' copies go
@@ -82,6 +85,38 @@ func TestDataAllInOne(t *testing.T) {
 			t.Fatalf("nats: exit %d: %s%s", code, stdout, stderr)
 		}
 		for _, suffix := range []string{".W.txt", ".H.txt"} {
+			sameFiles(t, remote+suffix, local+suffix)
+		}
+	})
+	t.Run("lda", func(t *testing.T) {
+		prefix := filepath.Join(t.TempDir(), "corpus")
+		if code, _, stderr := runCLI(t, "gen", "lda", "--docs", "200", "--vocab", "150", "--topics", "4", "--doc-len", "40",
+			"--test-docs", "20", "--seed", "3", "-o", prefix); code != 0 {
+			t.Fatalf("gen lda: exit %d: %s", code, stderr)
+		}
+		for _, f := range []string{"docword", "test.docword", "vocab"} {
+			putData(t, prefix+"."+f+".txt", "lda-"+f, "--store", store)
+		}
+		common := []string{"lda", "--topics", "4", "--workers", "2", "--iters", "4", "--progress", "0", "--seed", "3"}
+		run := func(tag string, files ...string) string {
+			out := filepath.Join(dir, "lda-"+tag)
+			args := append(common, "--docword", files[0], "--test-docword", files[1], "--vocab", files[2],
+				"--out", out, "--word-topic", out+".wt.csv", "--doc-topic", out+".dt.csv")
+			if tag == "nats" {
+				args = append(args, "--store", store)
+			}
+			code, stdout, stderr := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", tag, code, stderr)
+			}
+			if tag == "nats" && !strings.Contains(stdout, "tokens of nats:lda-test.docword (") {
+				t.Errorf("the output does not name the data set: %s", stdout)
+			}
+			return out
+		}
+		local := run("local", prefix+".docword.txt", prefix+".test.docword.txt", prefix+".vocab.txt")
+		remote := run("nats", "nats:lda-docword", "nats:lda-test.docword", "nats:lda-vocab")
+		for _, suffix := range []string{".wt.csv", ".dt.csv"} {
 			sameFiles(t, remote+suffix, local+suffix)
 		}
 	})
