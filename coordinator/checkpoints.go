@@ -40,11 +40,39 @@ type checkpointer struct {
 	cur       *checkpoint.Manifest // the checkpoint being collected, nil if none
 	have      int                  // its pieces in
 	committed int
-	last      uint64
+	last      uint64 // the round of the last checkpoint committed
+	abandoned uint64 // the round of the last checkpoint abandoned
+
+	// commitMu orders the commits: one at a time, never an older
+	// checkpoint after a newer one.
+	commitMu sync.Mutex
+	// committedHook, if set, is called after each commit.
+	committedHook func()
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+}
+
+// state returns the round of the checkpoint being collected (0 if none),
+// of the last committed and of the last abandoned.
+func (k *checkpointer) state() (collecting, last, abandoned uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cur != nil {
+		collecting = k.cur.Round
+	}
+	return collecting, k.last, k.abandoned
+}
+
+// abandon records that the checkpoint of round will not be committed.
+func (k *checkpointer) abandon(round uint64) {
+	k.mu.Lock()
+	k.abandoned = max(k.abandoned, round)
+	k.mu.Unlock()
+	if k.committedHook != nil {
+		k.committedHook()
+	}
 }
 
 // newCheckpointer returns the checkpointer of a job with base's fields.
@@ -97,6 +125,10 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 	case errText != "":
 		k.log.Warn("checkpoint abandoned", "round", round, "piece", piece, "err", errText)
 		k.cur = nil
+		k.abandoned = max(k.abandoned, round)
+		if k.committedHook != nil {
+			go k.committedHook()
+		}
 		return
 	}
 	if _, ok := m.Pieces[piece]; ok {
@@ -113,8 +145,15 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 		defer k.wg.Done()
 		ctx, cancel := context.WithTimeout(k.ctx, k.timeout)
 		defer cancel()
+		k.commitMu.Lock()
+		defer k.commitMu.Unlock()
+		if _, last, _ := k.state(); last >= m.Round {
+			k.abandon(m.Round) // a newer one is committed: this one is of no use
+			return
+		}
 		if err := k.store.Commit(ctx, *m, k.keep); err != nil {
 			k.log.Warn("checkpoint not committed", "round", m.Round, "err", err)
+			k.abandon(m.Round)
 			return
 		}
 		k.mu.Lock()
@@ -122,6 +161,9 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 		k.last = max(k.last, m.Round)
 		k.mu.Unlock()
 		k.log.Info("checkpoint committed", "round", m.Round, "bytes", m.Bytes, "pieces", len(m.Pieces))
+		if k.committedHook != nil {
+			k.committedHook()
+		}
 	}()
 }
 
@@ -161,6 +203,8 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 		base := checkpoint.Manifest{Job: n.c.Job(), Run: n.runID, App: n.opts.Manifest.App,
 			Workers: n.opts.Workers, Schedulers: n.opts.Schedulers, Settings: n.opts.Manifest.Settings}
 		n.ckpt = newCheckpointer(ctx, store, base, n.opts.CheckpointKeep, n.opts.Timeout, n.log)
+		// An interrupted job waits for its final checkpoint's commit.
+		n.ckpt.committedHook = func() { n.box.Wake() }
 	}
 	if !n.opts.Resume {
 		return nil
@@ -234,6 +278,10 @@ func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
 	snap, err := n.core.Snapshot()
 	if err != nil {
 		n.log.Debug("no checkpoint", "round", round, "err", err)
+		if n.final != nil && n.finalRound == 0 {
+			// Interrupted while the job stops: no final checkpoint.
+			n.finalRound = ^uint64(0)
+		}
 		return nil
 	}
 	core, err := wire.Marshal(snap)
@@ -253,6 +301,9 @@ func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
 	n.mu.Unlock()
 	if !n.ckpt.begin(round, piece, data) {
 		return nil
+	}
+	if n.final != nil && n.finalRound == 0 {
+		n.finalRound = round
 	}
 	n.ckptRound, n.ckptTask = round, true
 	n.ckptParts = make([]bool, n.opts.Schedulers)
@@ -309,4 +360,57 @@ func (n *node[P, R, U, S]) restore(cfg pipeline.Config) error {
 	n.core = core
 	n.npulled, n.lastRound = m.Round, m.Round
 	return nil
+}
+
+// interrupt starts the final checkpoint of a job that takes checkpoints and
+// was interrupted (ctx done, with cause): the rounds go on until the
+// checkpoint being collected, or the one taken at the next pull, is
+// committed (finalDone), for at most the timeout.
+func (n *node[P, R, U, S]) interrupt(cause error) {
+	n.final = cause
+	if collecting, _, _ := n.ckpt.state(); collecting != 0 {
+		n.finalRound = collecting
+	}
+	n.log.Info("interrupted: taking a final checkpoint before stopping", "cause", cause)
+}
+
+// finalDone reports whether the final checkpoint of an interrupted job is
+// committed, or will not be (abandoned, or none could be taken).
+func (n *node[P, R, U, S]) finalDone() bool {
+	switch _, last, abandoned := n.ckpt.state(); {
+	case n.finalRound == ^uint64(0):
+		return true
+	case n.finalRound == 0:
+		return false
+	case last >= n.finalRound:
+		n.log.Info("final checkpoint committed", "round", n.finalRound)
+		return true
+	case abandoned >= n.finalRound:
+		n.log.Warn("final checkpoint abandoned", "round", n.finalRound)
+		return true
+	}
+	return false
+}
+
+// awaitFinal waits, until ctx is done, for the final checkpoint of an
+// interrupted job that stopped before it was committed: it takes in the
+// roles' news of their pieces (the roles store them as they stop), and
+// drops anything else.
+func (n *node[P, R, U, S]) awaitFinal(ctx context.Context) error {
+	for !n.finalDone() {
+		msg, err := n.box.Next(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return fmt.Errorf("%w (no final checkpoint: %v)", n.final, context.Cause(ctx))
+		case err != nil || msg == nil:
+			continue
+		case msg.Subject == n.c.Subject(protocol.SubjectStored):
+			if err := n.onStored(msg); err != nil {
+				return err
+			}
+		default:
+			n.drop(msg, "", protocol.DropUnexpected, errors.New("the job is over"))
+		}
+	}
+	return n.final
 }

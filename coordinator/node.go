@@ -120,6 +120,11 @@ type node[P, R, U, S any] struct {
 	ckptRound uint64
 	ckptTask  bool
 	ckptParts []bool
+	// final is the cause of the interrupt of a job that takes checkpoints,
+	// which then takes a final one (of round finalRound, once known;
+	// ^0: none can be) before it stops.
+	final      error
+	finalRound uint64
 
 	// nodes holds, by role and place, the node that joined there (Host
 	// and PID empty before), for the errors that name it.
@@ -643,9 +648,22 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	if err := n.perform(); err != nil {
 		return err
 	}
+	wctx := ctx // the context of the waits
 	for !n.done {
-		msg, err := n.next(ctx)
+		msg, err := n.next(wctx)
+		if err != nil && n.ckpt != nil && n.final == nil && ctx.Err() != nil {
+			// Interrupted: the job goes on until its final checkpoint is
+			// committed, for at most a timeout (DESIGN §6).
+			n.interrupt(context.Cause(ctx))
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), n.opts.Timeout)
+			defer cancel()
+			continue
+		}
 		if err != nil {
+			if n.final != nil {
+				return fmt.Errorf("%w (no final checkpoint: %v)", n.final, err)
+			}
 			return err
 		}
 		if err := n.resend(); err != nil {
@@ -667,10 +685,18 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 				return err
 			}
 		}
+		if n.final != nil && n.finalDone() {
+			return n.final
+		}
 		if n.opts.Progress != nil && !n.done && time.Since(lastProgress) >= n.opts.ProgressEvery {
 			lastProgress = time.Now()
 			n.progressLine()
 		}
+	}
+	if n.final != nil {
+		// The job ended before its final checkpoint was committed: it was
+		// interrupted all the same, and writes nothing.
+		return n.awaitFinal(wctx)
 	}
 	return nil
 }
@@ -876,7 +902,7 @@ func (n *node[P, R, U, S]) perform() error {
 			delete(n.sent, taskKey{a.Round, roundTask})
 			delete(n.tasks, taskKey{a.Round, roundTask})
 			n.pulled(a.Round, a.Info)
-			if n.ckpt != nil && a.Round%n.opts.CheckpointEvery == 0 {
+			if n.ckpt != nil && (a.Round%n.opts.CheckpointEvery == 0 || n.final != nil && n.finalRound == 0) {
 				if err := n.takeCheckpoint(a.Round); err != nil {
 					return err
 				}

@@ -104,6 +104,18 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(errJobFailed) }
 	defer cancel()
+	// The schedulers and workers run on rctx: ctx, unless the job takes
+	// checkpoints: an interrupt (ctx done) then reaches the coordinator
+	// alone, which takes a final checkpoint, with the others' help, before
+	// it stops and the others with it (DESIGN §6).
+	rctx := ctx
+	if opts.Coordinator.CheckpointEvery > 0 {
+		var rcancel context.CancelCauseFunc
+		rctx, rcancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		defer rcancel(errJobFailed)
+		inner := cancel
+		cancel = func() { inner(); rcancel(errJobFailed) }
+	}
 	var wg sync.WaitGroup
 	schedulers := max(opts.Coordinator.Schedulers, 1)
 	errs := make(chan error, opts.Coordinator.Workers+schedulers)
@@ -178,7 +190,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	join := opts.Coordinator.JoinTimeout
 	for i := range schedulers {
 		if err := start(fmt.Sprintf("scheduler-%d", i), func(c *wire.Conn) error {
-			return node.Run(ctx, c, prog.NewScheduler, node.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
+			return node.Run(rctx, c, prog.NewScheduler, node.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
 		}); err != nil {
 			cancel()
 			<-coordDone
@@ -188,7 +200,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	}
 	for i := 0; i < opts.Coordinator.Workers; i++ {
 		if err := start(fmt.Sprintf("worker-%d", i), func(c *wire.Conn) error {
-			return worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
+			return worker.Run(rctx, c, prog.NewWorker, worker.Options{JoinTimeout: join, Timeout: opts.Timeout, Logger: log, Monitor: opts.Monitor})
 		}); err != nil {
 			cancel()
 			<-coordDone

@@ -1,0 +1,246 @@
+package job_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// walk is a small app whose every role has state that a resume must
+// restore exactly: the scheduler's random source, each worker's sum of the
+// updates it applied, the coordinator's model. Its model depends on every
+// one of them, in every round, so a resume that restored any wrongly ends
+// with another model.
+type (
+	walkPlan    struct{ Var int }
+	walkPartial struct{ V float64 }
+	walkUpdate  struct {
+		Var int
+		D   float64
+	}
+	walkSummary struct{ S float64 }
+)
+
+const walkVars = 7
+
+type walkScheduler struct {
+	src *rand.PCG
+	rng *rand.Rand
+}
+
+func (s *walkScheduler) Schedule(round uint64, fb []schmp.Feedback) (walkPlan, schmp.PlanInfo, error) {
+	j := s.rng.IntN(walkVars)
+	return walkPlan{j}, schmp.PlanInfo{Vars: []int32{int32(j)}, Candidates: walkVars, Selected: 1}, nil
+}
+
+func (s *walkScheduler) Snapshot() ([]byte, error) { return s.src.MarshalBinary() }
+func (s *walkScheduler) Restore(b []byte) error    { return s.src.UnmarshalBinary(b) }
+
+type walkWorker struct {
+	shard int
+	data  []float64
+	sum   float64
+}
+
+func (w *walkWorker) Describe() (walkSummary, error) { return walkSummary{}, nil }
+func (w *walkWorker) Apply(u walkUpdate) error       { w.sum = w.sum*0.5 + u.D; return nil }
+func (w *walkWorker) Push(_ context.Context, round uint64, p walkPlan) (walkPartial, error) {
+	return walkPartial{w.data[p.Var] + w.sum/float64(round)}, nil
+}
+func (w *walkWorker) Report() (walkSummary, error) { return walkSummary{w.sum}, nil }
+func (w *walkWorker) Snapshot() ([]byte, error)    { return wire.Marshal(w.sum) }
+func (w *walkWorker) Restore(b []byte) error       { return wire.Unmarshal(b, &w.sum) }
+
+type walkCoordinator struct{ X []float64 }
+
+func (c *walkCoordinator) Start([]walkSummary) (walkUpdate, error) { return walkUpdate{}, nil }
+func (c *walkCoordinator) Pull(round uint64, p walkPlan, ps []walkPartial) (walkUpdate, schmp.Feedback, error) {
+	d := 0.0
+	for _, q := range ps {
+		d += q.V
+	}
+	d = d/float64(len(ps)) - 0.5*c.X[p.Var]
+	c.X[p.Var] += d
+	return walkUpdate{p.Var, d}, schmp.Feedback{Vars: []int32{int32(p.Var)}, Delta: []float64{d}}, nil
+}
+func (c *walkCoordinator) Objective(rs []walkSummary) (schmp.Progress, error) {
+	f := 0.0
+	for _, r := range rs {
+		f += r.S * r.S
+	}
+	for _, x := range c.X {
+		f += x * x
+	}
+	return schmp.Progress{Objective: f}, nil
+}
+func (c *walkCoordinator) WriteModel(w io.Writer) error {
+	for _, x := range c.X {
+		if _, err := fmt.Fprintf(w, "%x\n", x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (c *walkCoordinator) Snapshot() ([]byte, error) { return wire.Marshal(c.X) }
+func (c *walkCoordinator) Restore(b []byte) error {
+	var x []float64
+	if err := wire.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	if len(x) != walkVars {
+		return fmt.Errorf("%d variables, want %d", len(x), walkVars)
+	}
+	c.X = x
+	return nil
+}
+
+func walkProgram() schmp.Program[walkPlan, walkPartial, walkUpdate, walkSummary] {
+	return schmp.Program[walkPlan, walkPartial, walkUpdate, walkSummary]{
+		Name: "walk",
+		NewScheduler: func(_ context.Context, part, parts int) (schmp.Scheduler[walkPlan], error) {
+			src := rand.NewPCG(uint64(part), 7)
+			return &walkScheduler{src, rand.New(src)}, nil
+		},
+		NewWorker: func(_ context.Context, shard, shards int) (schmp.Worker[walkPlan, walkPartial, walkUpdate, walkSummary], error) {
+			r := rand.New(rand.NewPCG(uint64(shard), 3))
+			w := &walkWorker{shard: shard, data: make([]float64, walkVars)}
+			for j := range w.data {
+				w.data[j] = r.NormFloat64()
+			}
+			return w, nil
+		},
+		NewCoordinator: func(context.Context) (schmp.Coordinator[walkPlan, walkPartial, walkUpdate, walkSummary], error) {
+			return &walkCoordinator{X: make([]float64, walkVars)}, nil
+		},
+	}
+}
+
+// interrupter is a coordinator's progress writer that cancels the job at
+// a chosen line (progress lines come after every message).
+type interrupter struct {
+	mu     sync.Mutex
+	lines  int
+	at     int
+	cancel context.CancelCauseFunc
+}
+
+func (r *interrupter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lines++; r.lines == r.at {
+		r.cancel(errors.New("test interrupt"))
+	}
+	return len(p), nil
+}
+
+// walkJob runs a walk job of 2 workers and 2 scheduler parts, for 60
+// rounds, with its checkpoints in store; interruptAt > 0 interrupts it at
+// that progress line. It returns the model.
+func walkJob(t *testing.T, store string, every uint64, resume bool, interruptAt int) ([]byte, *coordinator.Result, error) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "model")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ctx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	co := coordinator.Options{Workers: 2, Schedulers: 2, MaxRounds: 60, ReportEvery: 4, Out: out,
+		Timeout: 10 * time.Second, CheckpointEvery: every, Resume: resume}
+	if interruptAt > 0 {
+		co.Progress, co.ProgressEvery = &interrupter{at: interruptAt, cancel: cancel}, time.Nanosecond
+	}
+	if os.Getenv("WALKLOG") != "" {
+		co.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	res, err := job.Run(ctx, walkProgram(), job.Options{Job: "walk", Store: store, Timeout: 10 * time.Second, Coordinator: co})
+	if err != nil {
+		return nil, res, err
+	}
+	b, err := os.ReadFile(out)
+	return b, res, err
+}
+
+// TestResume interrupts a job that takes checkpoints at several points,
+// resumes it each time from its store, and checks that the resumed job
+// ends with the model of the job that was never interrupted, bit for bit,
+// and that the interrupted one wrote nothing.
+func TestResume(t *testing.T) {
+	want, res, err := walkJob(t, "", 0, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rounds != 60 {
+		t.Fatalf("%d rounds, want 60", res.Rounds)
+	}
+	got, res, err := walkJob(t, t.TempDir(), 5, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) || res.Checkpoints == 0 || res.LastCheckpoint == 0 {
+		t.Fatalf("with checkpoints: model equal %t, %d checkpoints (the last of round %d)", bytes.Equal(got, want), res.Checkpoints, res.LastCheckpoint)
+	}
+	for _, at := range []int{30, 75, 130} {
+		t.Run(fmt.Sprint("line ", at), func(t *testing.T) {
+			store := t.TempDir()
+			_, _, err := walkJob(t, store, 3, false, at)
+			if err == nil || err.Error() != "test interrupt" {
+				t.Fatalf("interrupted job: %v, want the interrupt", err)
+			}
+			m := latest(t, store)
+			if m.Round == 0 || m.Round >= 60 {
+				t.Fatalf("last checkpoint of round %d", m.Round)
+			}
+			got, res, err := walkJob(t, store, 3, true, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Resumed != m.Round || res.Rounds != 60 {
+				t.Errorf("resumed from round %d (the checkpoint's %d), %d rounds", res.Resumed, m.Round, res.Rounds)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("resumed from round %d: the model differs from the uninterrupted job's:\n%s\nwant\n%s", m.Round, got, want)
+			}
+		})
+	}
+}
+
+// latest returns the manifest of the last checkpoint in store.
+func latest(t *testing.T, store string) checkpoint.Manifest {
+	t.Helper()
+	srv, err := natsserver.Start(natsserver.Options{Port: -1, StoreDir: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	nc, err := srv.ConnectInProcess("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := checkpoint.Open(ctx, nc, "walk", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
