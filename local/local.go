@@ -156,10 +156,6 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		return pipeline.Status{}, errors.New("local: the job has already run")
 	}
 	j.ran = true
-	u, err := j.start()
-	if err != nil {
-		return pipeline.Status{}, err
-	}
 	cfg := j.opts.Config
 	_, final := j.Coordinator.(schmp.Finisher[S])
 	cfg.Final = cfg.Final || final
@@ -167,6 +163,9 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 	if err != nil {
 		return pipeline.Status{}, err
 	}
+	// The outputs before Start, as the coordinator node makes them: an
+	// app may set itself up for them (mf's evaluations then carry the
+	// factors, Start's update says so).
 	outs, err := schmp.ModelOutputs(j.Coordinator, j.opts.Out)
 	if err != nil {
 		return pipeline.Status{}, fmt.Errorf("coordinator: outputs: %w", err)
@@ -180,6 +179,10 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		return pipeline.Status{}, err
 	}
 	defer files.Abort()
+	u, err := j.start()
+	if err != nil {
+		return pipeline.Status{}, err
+	}
 	core.Start(j.opts.Now(), u)
 
 	var partials []pipeline.Event[P, R, S] // computed, not yet taken in
@@ -338,6 +341,11 @@ func (j *Job[P, R, U, S]) restore(cfg pipeline.Config, core *pipeline.Core[P, R,
 		if err := s.(schmp.Snapshotter).Restore(scheds[p]); err != nil {
 			return nil, fmt.Errorf("scheduler %d: restore: %w", p, err)
 		}
+	}
+	// The outputs before Start, as the coordinator node of a resumed job
+	// makes them (their files are the first coordinator's).
+	if _, err := schmp.ModelOutputs(j.Coordinator, j.opts.Out); err != nil {
+		return nil, fmt.Errorf("coordinator: outputs: %w", err)
 	}
 	if _, err := j.start(); err != nil {
 		return nil, err
