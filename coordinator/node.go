@@ -125,6 +125,9 @@ type node[P, R, U, S any] struct {
 	// ^0: none can be) before it stops.
 	final      error
 	finalRound uint64
+	// seen holds, by role and place, when a node was last heard from (its
+	// heartbeat, or any message), once the rounds run (DESIGN §6).
+	seen map[string][]time.Time
 
 	// nodes holds, by role and place, the node that joined there (Host
 	// and PID empty before), for the errors that name it.
@@ -299,6 +302,14 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, err
 	}
 	defer joins.Unsubscribe()
+	if n.opts.Heartbeat > 0 {
+		defer protocol.Beat(n.c, protocol.SubjectBeatCoordinator, n.opts.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: n.runID}, Role: "coordinator"})()
+		beats, err := n.followBeats()
+		if err != nil {
+			return nil, err
+		}
+		defer beats.Unsubscribe()
+	}
 	if n.opts.Claimed != nil {
 		// The server has the subscription to joins once this returns.
 		if err := n.c.NATS().Flush(); err != nil {
@@ -455,6 +466,9 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 				rep.Settings = n.opts.Manifest.Settings
 				rep.Run = n.runID
 				rep.Checkpoints = n.ckpt != nil
+				if n.opts.Heartbeat > 0 {
+					rep.Heartbeat, rep.LostAfter = n.opts.Heartbeat, n.opts.LostAfter
+				}
 				if n.resume != nil {
 					rep.Resume, rep.Digest = n.resume.Round, n.resume.Pieces[checkpoint.Piece(role, place)]
 				}
@@ -688,6 +702,9 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 		if n.final != nil && n.finalDone() {
 			return n.final
 		}
+		if err := n.checkAlive(); err != nil {
+			return err
+		}
 		if n.opts.Progress != nil && !n.done && time.Since(lastProgress) >= n.opts.ProgressEvery {
 			lastProgress = time.Now()
 			n.progressLine()
@@ -706,10 +723,14 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 // in time; it returns a nil message when the tick is early.
 func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
 	wctx := ctx
-	if deadline, _, ok := n.core.Deadline(); ok {
-		if n.resending && n.resendAt.Before(deadline) {
-			deadline = n.resendAt // an early tick: the core waits on
-		}
+	deadline, _, ok := n.core.Deadline()
+	if ok && n.resending && n.resendAt.Before(deadline) {
+		deadline = n.resendAt // an early tick: the core waits on
+	}
+	if beat := time.Now().Add(n.opts.Heartbeat); n.opts.Heartbeat > 0 && (!ok || beat.Before(deadline)) {
+		deadline, ok = beat, true // an early tick, to look for lost nodes
+	}
+	if ok {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()

@@ -125,6 +125,14 @@ type Options struct {
 	// bit. The job's settings, data, app and numbers of workers and
 	// scheduler parts must be the checkpoint's.
 	Resume bool
+	// Heartbeat is how often every node sends a heartbeat, and LostAfter
+	// how long a node that sends none is waited for before it is taken
+	// for lost (DESIGN §6): a worker or scheduler part then fails the job
+	// at once, naming it, and a coordinator lost makes the others stop. 0
+	// means protocol.DefaultHeartbeat and DefaultLostAfter; a negative
+	// Heartbeat sends none (only the round deadlines, Timeout, then find
+	// a lost node).
+	Heartbeat, LostAfter time.Duration
 }
 
 // DefaultCheckpointKeep is how many checkpoints are kept by default.
@@ -189,5 +197,11 @@ func (o *Options) fill() {
 	}
 	if o.CheckpointKeep == 0 {
 		o.CheckpointKeep = DefaultCheckpointKeep
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = protocol.DefaultHeartbeat
+	}
+	if o.LostAfter <= 0 {
+		o.LostAfter = max(protocol.DefaultLostAfter, 3*o.Heartbeat)
 	}
 }

@@ -32,6 +32,7 @@ package protocol
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/strads-go/strads/schmp"
 )
@@ -140,6 +141,11 @@ type JoinReply struct {
 	// task (or plan request) is of round Resume+1.
 	Resume uint64 `msgpack:"resume,omitempty"`
 	Digest string `msgpack:"digest,omitempty"`
+	// Heartbeat is how often the role sends its heartbeat, and LostAfter
+	// how long a silent coordinator is waited for (DESIGN §6); 0: no
+	// heartbeats.
+	Heartbeat time.Duration `msgpack:"beat,omitempty"`
+	LostAfter time.Duration `msgpack:"lost,omitempty"`
 }
 
 // Stored tells the coordinator that a worker or a scheduler part stored

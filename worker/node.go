@@ -174,6 +174,22 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	}
 	log.Info("ready")
 
+	// Heartbeats (DESIGN §6): the worker's own, and the coordinator's,
+	// without which for LostAfter the worker stops.
+	var pulse *protocol.Pulse
+	if place.Heartbeat > 0 {
+		defer protocol.Beat(c, protocol.SubjectBeat, place.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: place.Run}, Role: protocol.RoleWorker, Place: place.Shard})()
+		if pulse, err = protocol.FollowCoordinator(c, place.Run, log); err != nil {
+			return err
+		}
+		defer pulse.Close()
+		var stop context.CancelFunc
+		ctx, stop = pulse.AwaitBeat(ctx, place.Heartbeat, place.LostAfter, func(silent time.Duration) error {
+			return errCoordinatorLost(place.Shard, silent)
+		})
+		defer stop()
+	}
+
 	// A reconnect may have lost a partial in flight: send the recent ones
 	// again (the coordinator drops those it has), and look at the tasks
 	// that come again (DESIGN §6).
@@ -181,6 +197,9 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	stopWatch := c.Watch(func(e wire.Event) {
 		wire.LogEvents(log)(e)
 		if e.Kind == wire.Reconnected {
+			if pulse != nil {
+				pulse.Reset()
+			}
 			select {
 			case reconnected <- struct{}{}:
 			default:
@@ -224,6 +243,9 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 				continue
 			}
 			if err != nil {
+				if cause := context.Cause(ctx); errors.Is(cause, errLost) {
+					return cause
+				}
 				if ctx.Err() != nil {
 					interrupted(ctx, c, opts, log, protocol.Partial[R, S]{Header: protocol.Header{Type: protocol.TypePartial, Run: place.Run}, Round: last + 1, Shard: place.Shard})
 					return ctx.Err()
@@ -353,6 +375,16 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			return nil
 		}
 	}
+}
+
+// errLost is in the chain of the error of a worker whose coordinator went
+// silent.
+var errLost = errors.New("the coordinator is lost")
+
+// errCoordinatorLost returns the error of worker shard, whose coordinator
+// has not been heard from for silent.
+func errCoordinatorLost(shard int, silent time.Duration) error {
+	return protocol.Timeout(fmt.Errorf("worker shard %d: no heartbeat from the coordinator for %s: %w", shard, silent.Round(time.Millisecond), errLost))
 }
 
 // wait returns how long a worker waits for the task after round: the

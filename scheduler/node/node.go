@@ -143,6 +143,22 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	}
 	log.Info("ready")
 
+	// Heartbeats (DESIGN §6): the part's own, and the coordinator's,
+	// without which for LostAfter the part stops.
+	var pulse *protocol.Pulse
+	if place.Heartbeat > 0 {
+		defer protocol.Beat(c, protocol.SubjectBeat, place.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: place.Run}, Role: protocol.RoleScheduler, Place: part})()
+		if pulse, err = protocol.FollowCoordinator(c, place.Run, log); err != nil {
+			return err
+		}
+		defer pulse.Close()
+		var stop context.CancelFunc
+		ctx, stop = pulse.AwaitBeat(ctx, place.Heartbeat, place.LostAfter, func(silent time.Duration) error {
+			return protocol.Timeout(fmt.Errorf("scheduler %d: no heartbeat from the coordinator for %s: %w", part, silent.Round(time.Millisecond), errLost))
+		})
+		defer stop()
+	}
+
 	drop := func(msg *nats.Msg, reason string, err error) {
 		opts.Monitor.Drop(protocol.RoleScheduler, reason)
 		subject := ""
@@ -158,6 +174,9 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	stopWatch := c.Watch(func(e wire.Event) {
 		wire.LogEvents(log)(e)
 		if e.Kind == wire.Reconnected {
+			if pulse != nil {
+				pulse.Reset()
+			}
 			select {
 			case reconnected <- struct{}{}:
 			default:
@@ -195,6 +214,9 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 			continue
 		}
 		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, errLost) {
+				return cause
+			}
 			if ctx.Err() != nil {
 				// Tell the coordinator, unless the job failed already
 				// (job.Run's other nodes): it fails the job at once,
@@ -322,6 +344,10 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		}
 	}
 }
+
+// errLost is in the chain of the error of a part whose coordinator went
+// silent.
+var errLost = errors.New("the coordinator is lost")
 
 // firstRound returns the first round that part of parts plans after round
 // after: part+1 when the job starts (after 0), the first of its rounds past

@@ -1,0 +1,79 @@
+package coordinator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/protocol"
+)
+
+// followBeats subscribes to the workers' and scheduler parts' heartbeats
+// (DESIGN §6), and notes when each node was last heard from.
+func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
+	n.mu.Lock()
+	n.seen = map[string][]time.Time{
+		protocol.RoleWorker:    make([]time.Time, n.opts.Workers),
+		protocol.RoleScheduler: make([]time.Time, n.opts.Schedulers),
+	}
+	n.mu.Unlock()
+	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectBeat), func(msg *nats.Msg) {
+		var h protocol.Heartbeat
+		if err := protocol.Open(msg.Data, &h, protocol.TypeHeartbeat, n.runID); err != nil {
+			n.drop(msg, "", protocol.Reason(err), err)
+			return
+		}
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if seen := n.seen[h.Role]; h.Place >= 0 && h.Place < len(seen) {
+			seen[h.Place] = time.Now()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: subscribe to heartbeats: %w", err)
+	}
+	return sub, nil
+}
+
+// checkAlive fails the job if a worker or a scheduler part has sent no
+// heartbeat for LostAfter while the rounds run: its process is gone (killed,
+// out of memory, its machine lost). The error names it and matches
+// ErrTimeout. Nothing is lost while the coordinator's own connection is
+// down or was just back: the silence would be the coordinator's.
+func (n *node[P, R, U, S]) checkAlive() error {
+	if n.opts.Heartbeat <= 0 {
+		return nil
+	}
+	now := time.Now()
+	if !n.c.NATS().IsConnected() || n.resending {
+		n.mu.Lock()
+		for _, seen := range n.seen {
+			for k := range seen {
+				seen[k] = now
+			}
+		}
+		n.mu.Unlock()
+		return nil
+	}
+	n.mu.Lock()
+	var lost protocol.Node
+	var silent time.Duration
+	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
+		for k, t := range n.seen[role] {
+			if t.IsZero() {
+				n.seen[role][k] = now // the rounds start: count from now
+				continue
+			}
+			if d := now.Sub(t); d >= n.opts.LostAfter && lost.Role == "" {
+				lost, silent = protocol.Node{Role: role, Place: k}, d
+			}
+		}
+	}
+	n.mu.Unlock()
+	if lost.Role == "" {
+		return nil
+	}
+	who := n.who(lost.Role, lost.Place)
+	return protocol.Timeout(fmt.Errorf("coordinator: %s: no heartbeat for %s: the node is lost", who, silent.Round(time.Millisecond)))
+}
