@@ -22,6 +22,7 @@ type Worker struct {
 	s      float64   // x̄ᵀβ
 	beta   []float64 // β, as the updates so far make it
 	data   libsvm.Fingerprint
+	lo     int // the first of its rows
 	// features is the number of features of the job, which Start's update
 	// (its Center) tells: it bounds every variable.
 	features int
@@ -42,7 +43,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{data: fp, x: x, y: y, colSum: make([]float64, x.Cols), q: append([]float64(nil), y...)}
+	w := &Worker{data: fp, lo: lo, x: x, y: y, colSum: make([]float64, x.Cols), q: append([]float64(nil), y...)}
 	for j := range x.Cols {
 		_, v := x.Col(j)
 		for _, a := range v {

@@ -102,3 +102,43 @@ func (s *BlockScheduler) Restore(b []byte) error {
 	}
 	return nil
 }
+
+// HeldState is what a snapshot of the leader's Held saves: the columns
+// handed to it, in the order they came, and its own columns in its working
+// set, in the order it picked them.
+type HeldState struct {
+	Cols   Columns     `msgpack:"cols"`
+	Picked wire.Int32s `msgpack:"picked"`
+}
+
+// State returns h's state for a snapshot; it shares h's slices.
+func (h *Held) State() HeldState { return HeldState{Cols: h.Columns, Picked: h.picked} }
+
+// Restore sets h, which holds nothing yet, to s over rows rows: it takes
+// s's columns as Take does, calling added for each, and sets the columns
+// picked. Columns that do not fit (as for Take), or picked columns that
+// are not h's own or are picked twice, are an error.
+func (h *Held) Restore(s HeldState, rows int, added func(vals []float64)) error {
+	if h.Len() != 0 || len(h.picked) != 0 {
+		return errors.New("restore of a leader's held columns that holds some already")
+	}
+	seen := make(map[int32]bool, len(s.Picked))
+	for _, j := range s.Picked {
+		if l := int(j) - h.first; l < 0 || l >= h.own {
+			return fmt.Errorf("column %d picked, outside the leader's own [%d, %d)", j, h.first, h.first+h.own)
+		}
+		if seen[j] {
+			return fmt.Errorf("column %d picked twice", j)
+		}
+		seen[j] = true
+	}
+	if s.Cols.Len() == 0 {
+		if err := s.Cols.Check(rows, h.total); err != nil {
+			return err
+		}
+	} else if err := h.Take(&s.Cols, rows, added); err != nil {
+		return err
+	}
+	h.picked = append(h.picked[:0], s.Picked...)
+	return nil
+}

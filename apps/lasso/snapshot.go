@@ -1,0 +1,293 @@
+package lasso
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/scheduler/columnar"
+	"github.com/strads-go/strads/wire"
+)
+
+// snapshotVersion is the version of the encoding of the roles' snapshots
+// (schmp.Snapshotter). The schedulers' are package columnar's.
+const snapshotVersion = 1
+
+// checkVersion reports an error unless v is snapshotVersion.
+func checkVersion(v uint8) error {
+	if v != snapshotVersion {
+		return fmt.Errorf("snapshot of version %d, want %d", v, snapshotVersion)
+	}
+	return nil
+}
+
+// restoreErr wraps the error of a Restore.
+func restoreErr(err error) error { return fmt.Errorf("lasso: restore: %w", err) }
+
+// workerState is a row layout Worker's snapshot: its residual and its β,
+// and the centering of Start's update, which a restored worker does not
+// apply; its data and rows, to check that it is restored into the same
+// shard.
+type workerState struct {
+	Version  uint8              `msgpack:"version"`
+	Data     libsvm.Fingerprint `msgpack:"data"`
+	First    int                `msgpack:"first"`
+	Rows     int                `msgpack:"rows"`
+	Features int                `msgpack:"features"`
+	MeanY    float64            `msgpack:"mean_y"`
+	MeanX    wire.Float64s      `msgpack:"mean_x"`
+	Q        wire.Float64s      `msgpack:"q"`
+	SumQ     float64            `msgpack:"sum_q"`
+	S        float64            `msgpack:"s"`
+	Beta     wire.Float64s      `msgpack:"beta"`
+}
+
+// Snapshot implements schmp.Snapshotter.
+func (w *Worker) Snapshot() ([]byte, error) {
+	return wire.Marshal(workerState{
+		Version: snapshotVersion, Data: w.data, First: w.lo, Rows: w.x.Rows, Features: w.features,
+		MeanY: w.meanY, MeanX: w.meanX, Q: w.q, SumQ: w.sumQ, S: w.s, Beta: w.beta,
+	})
+}
+
+// Restore implements schmp.Snapshotter. A snapshot of another shard or
+// data, or with numbers that are not finite, is an error.
+func (w *Worker) Restore(b []byte) error {
+	var st workerState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return restoreErr(err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return restoreErr(err)
+	}
+	switch {
+	case st.Data != w.data || st.First != w.lo || st.Rows != w.x.Rows || len(st.Q) != len(w.q):
+		return restoreErr(fmt.Errorf("snapshot of the worker of rows [%d, %d) of %v, this one has [%d, %d) of %v",
+			st.First, st.First+st.Rows, st.Data, w.lo, w.lo+w.x.Rows, w.data))
+	case st.Features < w.x.Cols || len(st.MeanX) != 0 && len(st.MeanX) != st.Features || len(st.Beta) > st.Features:
+		return restoreErr(fmt.Errorf("snapshot of %d features (the shard has %d) with %d means and %d coefficients",
+			st.Features, w.x.Cols, len(st.MeanX), len(st.Beta)))
+	case !finite(st.MeanY) || !finite(st.SumQ) || !finite(st.S) || !allFinite(st.MeanX) || !allFinite(st.Q) || !allFinite(st.Beta):
+		return restoreErr(errors.New("snapshot with numbers that are not finite"))
+	}
+	w.features, w.meanY, w.meanX = st.Features, st.MeanY, st.MeanX
+	copy(w.q, st.Q)
+	w.sumQ, w.s, w.beta = st.SumQ, st.S, st.Beta
+	return nil
+}
+
+// coordinatorState is a row layout Coordinator's snapshot: β (Start gives
+// the rest again).
+type coordinatorState struct {
+	Version uint8         `msgpack:"version"`
+	Beta    wire.Float64s `msgpack:"beta"`
+}
+
+// Snapshot implements schmp.Snapshotter.
+func (c *Coordinator) Snapshot() ([]byte, error) {
+	return wire.Marshal(coordinatorState{Version: snapshotVersion, Beta: c.beta})
+}
+
+// Restore implements schmp.Snapshotter.
+func (c *Coordinator) Restore(b []byte) error {
+	var st coordinatorState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return restoreErr(err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return restoreErr(err)
+	}
+	switch {
+	case len(st.Beta) != len(c.beta):
+		return restoreErr(fmt.Errorf("snapshot of %d coefficients, want %d", len(st.Beta), len(c.beta)))
+	case !allFinite(st.Beta):
+		return restoreErr(errors.New("snapshot with coefficients that are not finite"))
+	}
+	copy(c.beta, st.Beta)
+	return nil
+}
+
+// colWorkerState is a ColWorker's snapshot: the replica of q, β, the λ and
+// the inner tolerance, and with several workers the columns handed (the
+// leader's held columns, the others' marks); its data and columns, to
+// check that it is restored into the same shard. The last report's
+// correlations are not saved: an update, which makes them stale, comes
+// before the next push of a worker restored after a round.
+type colWorkerState struct {
+	Version uint8              `msgpack:"version"`
+	Data    libsvm.Fingerprint `msgpack:"data"`
+	Shard   int                `msgpack:"shard"`
+	First   int                `msgpack:"first"`
+	Cols    int                `msgpack:"cols"`
+	Lambda  float64            `msgpack:"lambda"`
+	RelTol  float64            `msgpack:"rel_tol"`
+	Q       wire.Float64s      `msgpack:"q"`
+	Beta    wire.Float64s      `msgpack:"beta"` // own columns, then held ones
+	Held    columnar.HeldState `msgpack:"held"`
+	Handed  []bool             `msgpack:"handed"`
+}
+
+// Snapshot implements schmp.Snapshotter.
+func (w *ColWorker) Snapshot() ([]byte, error) {
+	return wire.Marshal(colWorkerState{
+		Version: snapshotVersion, Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols,
+		Lambda: w.lambda, RelTol: w.relTol, Q: w.q, Beta: w.beta, Held: w.held.State(),
+		Handed: w.handed,
+	})
+}
+
+// Restore implements schmp.Snapshotter. A snapshot of another shard or
+// data, columns held that do not fit (as for an update that hands them),
+// or numbers that are not finite, are an error.
+func (w *ColWorker) Restore(b []byte) error {
+	var st colWorkerState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return restoreErr(err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return restoreErr(err)
+	}
+	switch {
+	case st.Data != w.data || st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Q) != len(w.q):
+		return restoreErr(fmt.Errorf("snapshot of worker shard %d, of columns [%d, %d) and %d rows of %v; this one is shard %d, of [%d, %d) and %d rows of %v",
+			st.Shard, st.First, st.First+st.Cols, len(st.Q), st.Data, w.shard, w.first, w.first+w.x.Cols, len(w.q), w.data))
+	case len(st.Handed) != len(w.handed):
+		return restoreErr(fmt.Errorf("snapshot with %d columns marked handed, want %d", len(st.Handed), len(w.handed)))
+	case st.Held.Cols.Len() > 0 && w.shard != columnar.Leader || len(st.Held.Picked) > 0 && w.handed == nil:
+		return restoreErr(fmt.Errorf("snapshot of worker shard %d holding columns", w.shard))
+	case len(st.Beta) != w.x.Cols+st.Held.Cols.Len():
+		return restoreErr(fmt.Errorf("snapshot of %d coefficients for %d columns", len(st.Beta), w.x.Cols+st.Held.Cols.Len()))
+	case !(st.Lambda >= 0) || math.IsInf(st.Lambda, 0) || !(st.RelTol >= 0 && st.RelTol <= 1) || !allFinite(st.Q) || !allFinite(st.Beta):
+		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
+	}
+	for _, j := range st.Held.Picked {
+		if l := int(j) - w.first; l < 0 || l >= len(st.Handed) || !st.Handed[l] {
+			return restoreErr(fmt.Errorf("snapshot of the leader with its column %d picked but not marked", j))
+		}
+	}
+	if err := w.held.Restore(st.Held, len(w.q), func(vals []float64) {
+		sum, a := w.colStats(vals)
+		w.colSum = append(w.colSum, sum)
+		w.curv = append(w.curv, a)
+		w.trial = append(w.trial, 0)
+	}); err != nil {
+		return restoreErr(err)
+	}
+	w.lambda, w.relTol = st.Lambda, st.RelTol
+	copy(w.q, st.Q)
+	w.beta = st.Beta
+	copy(w.handed, st.Handed)
+	return nil
+}
+
+// colCoordinatorState is a ColCoordinator's snapshot: its replica of q,
+// β, the columns handed to the leader, the line search's record and the
+// regularization path's progress (Start gives the rest again).
+type colCoordinatorState struct {
+	Version   uint8         `msgpack:"version"`
+	Q         wire.Float64s `msgpack:"q"`
+	Beta      wire.Float64s `msgpack:"beta"`
+	Held      []bool        `msgpack:"held"`
+	Shortened int           `msgpack:"shortened"`
+	MinAlpha  float64       `msgpack:"min_alpha"`
+	Path      []byte        `msgpack:"path"` // nil without a path
+}
+
+// Snapshot implements schmp.Snapshotter.
+func (c *ColCoordinator) Snapshot() ([]byte, error) {
+	st := colCoordinatorState{Version: snapshotVersion, Q: c.q, Beta: c.beta, Held: c.held, Shortened: c.Shortened, MinAlpha: c.MinAlpha}
+	if c.regPath != nil {
+		b, err := c.regPath.Snapshot()
+		if err != nil {
+			return nil, err
+		}
+		st.Path = b
+	}
+	return wire.Marshal(st)
+}
+
+// Restore implements schmp.Snapshotter.
+func (c *ColCoordinator) Restore(b []byte) error {
+	var st colCoordinatorState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return restoreErr(err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return restoreErr(err)
+	}
+	switch {
+	case len(st.Q) != len(c.q) || len(st.Beta) != len(c.beta) || len(st.Held) != len(c.held):
+		return restoreErr(fmt.Errorf("snapshot of %d rows and %d coefficients (%d marked held), want %d and %d",
+			len(st.Q), len(st.Beta), len(st.Held), len(c.q), len(c.beta)))
+	case (st.Path != nil) != (c.regPath != nil):
+		return restoreErr(fmt.Errorf("snapshot with a path: %t, this job's: %t", st.Path != nil, c.regPath != nil))
+	case !allFinite(st.Q) || !allFinite(st.Beta) || !(st.MinAlpha >= 0 && st.MinAlpha <= 1) || st.Shortened < 0:
+		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
+	}
+	if c.regPath != nil {
+		if err := c.regPath.Restore(st.Path); err != nil {
+			return restoreErr(err)
+		}
+		c.lambda = c.regPath.Lambda()
+	}
+	copy(c.q, st.Q)
+	copy(c.beta, st.Beta)
+	copy(c.held, st.Held)
+	c.Shortened, c.MinAlpha = st.Shortened, st.MinAlpha
+	return nil
+}
+
+// pathState is a Path's snapshot: the stage being solved, the round after
+// which it started, and the points found so far (NewPath gives the
+// penalties again).
+type pathState struct {
+	Version uint8       `msgpack:"version"`
+	Len     int         `msgpack:"len"`
+	Stage   int         `msgpack:"stage"`
+	From    uint64      `msgpack:"from"`
+	Points  []PathPoint `msgpack:"points"`
+}
+
+// Snapshot returns the path's progress, encoded: the penalty being solved
+// and what the path found at those before. A Path restored from it, built
+// by NewPath with the same arguments, goes on as p does.
+func (p *Path) Snapshot() ([]byte, error) {
+	return wire.Marshal(pathState{Version: snapshotVersion, Len: len(p.lambdas), Stage: p.stage, From: p.from, Points: p.points})
+}
+
+// Restore sets p, just built by NewPath and with no point recorded, to the
+// progress of b, a Snapshot of a path of the same penalties taken while
+// the job ran (every stage before the one being solved converged). A
+// snapshot of another path, or points that do not fit it, are an error.
+func (p *Path) Restore(b []byte) error {
+	var st pathState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("path: %w", err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return fmt.Errorf("path: %w", err)
+	}
+	switch {
+	case len(p.points) != 0 || p.stage != 0:
+		return errors.New("path: restore of a path that has gone on")
+	case st.Len != len(p.lambdas):
+		return fmt.Errorf("path: snapshot of a path of %d penalties, this one has %d", st.Len, len(p.lambdas))
+	case st.Stage < 0 || st.Stage >= len(p.lambdas) || len(st.Points) != st.Stage:
+		return fmt.Errorf("path: snapshot at penalty %d of %d with %d points", st.Stage+1, len(p.lambdas), len(st.Points))
+	}
+	for k, pt := range st.Points {
+		switch {
+		case pt.Step != k+1 || math.Float64bits(pt.Lambda) != math.Float64bits(p.lambdas[k]) || pt.Stop != "converged" || pt.Round > st.From:
+			return fmt.Errorf("path: snapshot with point %d of step %d at λ %v (%s, round %d), want step %d at λ %v, converged by round %d",
+				k+1, pt.Step, pt.Lambda, pt.Stop, pt.Round, k+1, p.lambdas[k], st.From)
+		case pt.Model == nil:
+			return fmt.Errorf("path: snapshot with point %d without a model", k+1)
+		}
+		if err := pt.Model.Check(); err != nil {
+			return fmt.Errorf("path: snapshot with point %d: %w", k+1, err)
+		}
+	}
+	p.stage, p.from, p.points = st.Stage, st.From, st.Points
+	return nil
+}

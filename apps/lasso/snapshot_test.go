@@ -1,0 +1,266 @@
+package lasso
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/local"
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// statusLines describes a job's status and trace as text, every number
+// bit for bit (%.17g), without the times.
+func statusLines(st pipeline.Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rounds %d updates %d candidates %d reason %q (%q) decided %d last %d refuted %d done %t in flight %d/%d\n",
+		st.Rounds, st.Updates, st.Candidates, st.Reason, st.AppReason, st.Decided, st.Last, st.Refuted, st.Done, st.MaxInFlight, st.MaxVarsInFlight)
+	fmt.Fprintf(&b, "final %.17g gap %.17g nnz %d\n", st.Final.Objective, st.Final.Gap, st.Final.NNZ)
+	for _, s := range st.Trace {
+		fmt.Fprintf(&b, "%d: %.17g gap %.17g nnz %d updates %d", s.Round, s.Objective, s.Gap, s.NNZ, s.Updates)
+		for _, m := range s.Metrics {
+			fmt.Fprintf(&b, " %s %.17g", m.Name, m.Value)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// pathLines describes a path's points as text, bit for bit, without the
+// times, with their models.
+func pathLines(t *testing.T, p *Path) string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, pt := range p.Points() {
+		fmt.Fprintf(&b, "step %d λ %.17g round %d rounds %d %s: %.17g gap %.17g nnz %d\n", pt.Step, pt.Lambda, pt.Round, pt.Rounds, pt.Stop, pt.Objective, pt.Gap, pt.NNZ)
+		for _, m := range pt.Metrics {
+			fmt.Fprintf(&b, " %s %.17g", m.Name, m.Value)
+		}
+		if err := pt.Model.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// checkRestores runs prog's job with pc, then again moving every role to
+// a new one restored from its snapshot every k rounds for each k of
+// every, and checks that every run ends as the first: the same model (and
+// what extra describes of the coordinator), bit for bit, the same reports
+// and the same stop, having restored at least once.
+func checkRestores[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], pc pipeline.Config, extra func(schmp.Coordinator[P, R, U, S]) string, every ...uint64) {
+	t.Helper()
+	run := func(k uint64) (model, status string, restores int) {
+		j, st, err := local.Run(context.Background(), prog, local.Options{Config: pc, RestoreEvery: k})
+		if err != nil {
+			t.Fatalf("restore every %d: %v", k, err)
+		}
+		var buf bytes.Buffer
+		if err := j.Coordinator.WriteModel(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if extra != nil {
+			buf.WriteString(extra(j.Coordinator))
+		}
+		return buf.String(), statusLines(st), j.Restores
+	}
+	model, status, _ := run(0)
+	t.Logf("%s", strings.SplitN(status, "\n", 2)[0])
+	for _, k := range every {
+		m, s, restores := run(k)
+		if restores == 0 {
+			t.Errorf("restore every %d: no restore", k)
+		}
+		if m != model {
+			t.Errorf("restore every %d: the model differs:\n%s\nwant\n%s", k, m, model)
+		}
+		if s != status {
+			t.Errorf("restore every %d: the status differs:\n%s\nwant\n%s", k, s, status)
+		}
+	}
+}
+
+// TestRestoreRows checks RestoreEvery in the row layout, with every
+// policy, one and two workers and scheduler parts.
+func TestRestoreRows(t *testing.T) {
+	for _, tc := range []struct {
+		policy          scheduler.Policy
+		workers, parts  int
+		intercept, test bool
+		tol             float64
+		maxRounds       uint64
+	}{
+		{scheduler.Priority, 1, 1, false, false, 1e-10, 400},
+		{scheduler.Priority, 2, 2, true, true, 1e-10, 400},
+		{scheduler.Random, 2, 1, true, false, 0, 60},
+		{scheduler.Cyclic, 1, 2, false, false, 1e-10, 400},
+	} {
+		t.Run(fmt.Sprintf("%v/workers=%d/parts=%d/intercept=%t", tc.policy, tc.workers, tc.parts, tc.intercept), func(t *testing.T) {
+			pr := newProblem(t, 40, 60, 42)
+			cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: tc.intercept, Schedule: schedule(tc.policy, tc.workers)}
+			if tc.test {
+				cfg.Test = newProblem(t, 20, 60, 43).path
+			}
+			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: 1, ReportEvery: 5, Tol: tc.tol, MaxRounds: tc.maxRounds}
+			checkRestores(t, Program(cfg), pc, nil, 1, 3, 7)
+		})
+	}
+}
+
+// TestRestoreColumns checks RestoreEvery in the column layout, with every
+// policy, one to three workers (the leader's working set and held
+// columns), and a regularization path.
+func TestRestoreColumns(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		n, p            int
+		policy          scheduler.Policy
+		workers         int
+		work, path      int
+		intercept, test bool
+	}{
+		{"p>n", 40, 120, scheduler.Priority, 1, 300, 0, false, false},
+		{"p>n/intercept", 40, 120, scheduler.Random, 2, 300, 0, true, false},
+		{"n>p", 100, 30, scheduler.Cyclic, 1, 200, 0, true, true},
+		{"p≫n/wide", 40, 1500, scheduler.Priority, 3, 0, 0, true, false},
+		{"path", 40, 120, scheduler.Priority, 1, 300, 5, false, false},
+		{"path/intercept/test", 40, 120, scheduler.Priority, 2, 300, 5, true, true},
+	} {
+		t.Run(fmt.Sprintf("%s/%v/workers=%d", tc.name, tc.policy, tc.workers), func(t *testing.T) {
+			pr := newProblem(t, tc.n, tc.p, 42)
+			cfg := Config{Data: pr.path, LambdaRatio: 0.05, Intercept: tc.intercept, Schedule: colSchedule(tc.policy),
+				Layout: LayoutColumns, RoundWork: tc.work, InnerTol: 1e-14, Path: tc.path}
+			if tc.test {
+				cfg.Test = newProblem(t, 20, tc.p, 43).path
+			}
+			pc := pipeline.Config{Workers: tc.workers, Depth: 1, ReportEvery: 1, Tol: 1e-10, MaxRounds: 3000}
+			extra := func(c schmp.Coordinator[ColPlan, ColPartial, ColUpdate, ColSummary]) string {
+				cc := c.(*ColCoordinator)
+				return fmt.Sprintf("shortened %d min α %.17g\n%s", cc.Shortened, cc.MinAlpha, pathLines(t, cc.Path()))
+			}
+			checkRestores(t, ColumnProgram(cfg, tc.workers), pc, extra, 1, 3, 7)
+		})
+	}
+}
+
+// snapshotter is a role whose state a checkpoint saves.
+type snapshotter interface {
+	Snapshot() ([]byte, error)
+	Restore([]byte) error
+}
+
+// otherVersion returns snapshot b with another version.
+func otherVersion(t *testing.T, b []byte) []byte {
+	var m map[string]any
+	if err := wire.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["version"] = 99
+	b, err := wire.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkBad checks that restoring into each role the bytes that do not fit
+// it, truncations of its own snapshot, garbage and another version is an
+// error.
+func checkBad(t *testing.T, name string, role snapshotter, bad ...[]byte) {
+	t.Helper()
+	good, err := role.Snapshot()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	bad = append(bad, nil, good[:len(good)/2], good[:len(good)-1], []byte("\x85garbage"), []byte{0xdd, 0xff, 0xff, 0xff, 0xff}, otherVersion(t, good))
+	for k, b := range bad {
+		if err := role.Restore(b); err == nil {
+			t.Errorf("%s: bad snapshot %d: no error", name, k)
+		} else {
+			t.Logf("%s: bad snapshot %d: %v", name, k, err)
+		}
+	}
+}
+
+// snap returns role's snapshot.
+func snap(t *testing.T, role snapshotter) []byte {
+	t.Helper()
+	b, err := role.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRestoreBad checks that every role refuses a snapshot of another
+// role, of another shard or part, or bytes that are no snapshot.
+func TestRestoreBad(t *testing.T) {
+	pr := newProblem(t, 40, 60, 42)
+	cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The row layout.
+	var ws []*Worker
+	var sums []Summary
+	for k := range 2 {
+		w, err := NewWorker(cfg, k, 2)
+		must(err)
+		s, err := w.Describe()
+		must(err)
+		ws, sums = append(ws, w), append(sums, s)
+	}
+	c := NewCoordinator(cfg)
+	_, err := c.Start(sums)
+	must(err)
+	s0, err := NewScheduler(cfg, 0, 2)
+	must(err)
+	s1, err := NewScheduler(cfg, 1, 2)
+	must(err)
+	checkBad(t, "worker", ws[0], snap(t, ws[1]), snap(t, c), snap(t, s0))
+	checkBad(t, "coordinator", c, snap(t, ws[0]))
+	checkBad(t, "scheduler", s0, snap(t, s1), snap(t, c))
+
+	// The column layout, with a path.
+	cfg.Layout, cfg.Path, cfg.Schedule = LayoutColumns, 3, colSchedule(scheduler.Priority)
+	var cws []*ColWorker
+	var csums []ColSummary
+	for k := range 2 {
+		w, err := NewColWorker(cfg, k, 2)
+		must(err)
+		s, err := w.Describe()
+		must(err)
+		cws, csums = append(cws, w), append(csums, s)
+	}
+	cc := NewColCoordinator(cfg)
+	_, err = cc.Start(csums)
+	must(err)
+	one := NewColCoordinator(Config{Data: pr.path, LambdaRatio: 0.1, Layout: LayoutColumns})
+	_, err = one.Start(csums)
+	must(err)
+	bs := columnarScheduler(t, cfg, 1)
+	checkBad(t, "column worker", cws[0], snap(t, cws[1]), snap(t, cc))
+	checkBad(t, "column coordinator", cc, snap(t, one), snap(t, cws[0]))
+	checkBad(t, "column coordinator without a path", one, snap(t, cc))
+	checkBad(t, "block scheduler", bs, snap(t, columnarScheduler(t, cfg, 2)), snap(t, cc))
+	checkBad(t, "path", cc.Path(), snap(t, cc))
+}
+
+// columnarScheduler returns the column layout's scheduler for workers.
+func columnarScheduler(t *testing.T, cfg Config, workers int) snapshotter {
+	s, err := ColumnProgram(cfg, workers).NewScheduler(context.Background(), 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.(snapshotter)
+}
