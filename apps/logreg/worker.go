@@ -13,6 +13,7 @@ import (
 // column-compressed, with their labels and margins.
 type Worker struct {
 	x         *sparse.CSC
+	lo        int       // the first of its rows
 	y         []float64 // ±1
 	intercept bool
 	pos, neg  int // labels as written: +1 or 1, −1
@@ -62,7 +63,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 	}
 	rows := x.Rows
 	w := &Worker{
-		x: x, y: make([]float64, rows), intercept: cfg.Intercept,
+		x: x, lo: lo, y: make([]float64, rows), intercept: cfg.Intercept,
 		rows:  make([]rowState, rows),
 		dirty: make([]bool, rows),
 	}

@@ -1,0 +1,303 @@
+package logreg
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/strads-go/strads/scheduler/columnar"
+	"github.com/strads-go/strads/wire"
+)
+
+// snapshotVersion is the version of the encoding of the roles' snapshots
+// (schmp.Snapshotter). The schedulers' are package columnar's, the path's
+// package lasso's.
+const snapshotVersion = 1
+
+// checkVersion reports an error unless v is snapshotVersion.
+func checkVersion(v uint8) error {
+	if v != snapshotVersion {
+		return fmt.Errorf("snapshot of version %d, want %d", v, snapshotVersion)
+	}
+	return nil
+}
+
+// restoreErr wraps the error of a Restore.
+func restoreErr(err error) error { return fmt.Errorf("logreg: restore: %w", err) }
+
+// finite reports whether x is neither NaN nor infinite.
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// workerState is a row layout Worker's snapshot: the margins (the rows'
+// other values are functions of them), their sums as Apply keeps them,
+// w and b as the worker has them, the number of features that Start's
+// update tells, and the loss changes not pushed yet; its rows and columns,
+// to check that it is restored into the same shard.
+type workerState struct {
+	Version  uint8         `msgpack:"version"`
+	First    int           `msgpack:"first"`
+	Cols     int           `msgpack:"cols"`
+	Z        wire.Float64s `msgpack:"z"`
+	SumR     float64       `msgpack:"sum_r"`
+	SumD     float64       `msgpack:"sum_d"`
+	W        wire.Float64s `msgpack:"w"`
+	B        float64       `msgpack:"b"`
+	Features int           `msgpack:"features"`
+	AsOf     uint64        `msgpack:"as_of"`
+	Rounds   []uint64      `msgpack:"rounds"`
+	Change   wire.Float64s `msgpack:"change"`
+}
+
+// Snapshot implements schmp.Snapshotter.
+func (w *Worker) Snapshot() ([]byte, error) {
+	st := workerState{
+		Version: snapshotVersion, First: w.lo, Cols: w.x.Cols, Z: make(wire.Float64s, len(w.rows)),
+		SumR: w.sumR, SumD: w.sumD, W: w.w, B: w.b, Features: w.features, AsOf: w.asOf, Rounds: w.rounds, Change: w.change,
+	}
+	for i, r := range w.rows {
+		st.Z[i] = r.z
+	}
+	return wire.Marshal(st)
+}
+
+// Restore implements schmp.Snapshotter. A snapshot of another shard, or
+// with numbers that are not finite, is an error.
+func (w *Worker) Restore(b []byte) error {
+	var st workerState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return restoreErr(err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return restoreErr(err)
+	}
+	switch {
+	case st.First != w.lo || len(st.Z) != len(w.rows) || st.Cols != w.x.Cols:
+		return restoreErr(fmt.Errorf("snapshot of the worker of rows [%d, %d) and %d columns, this one has [%d, %d) and %d",
+			st.First, st.First+len(st.Z), st.Cols, w.lo, w.lo+len(w.rows), w.x.Cols))
+	case st.Features < w.x.Cols || len(st.W) > st.Features || len(st.Rounds) != len(st.Change):
+		return restoreErr(fmt.Errorf("snapshot of %d features (the shard has %d) with %d weights, and %d rounds with %d loss changes",
+			st.Features, w.x.Cols, len(st.W), len(st.Rounds), len(st.Change)))
+	case !finite(st.SumR) || !finite(st.SumD) || !finite(st.B) || !allFinite(st.Z) || !allFinite(st.W) || !allFinite(st.Change):
+		return restoreErr(errors.New("snapshot with numbers that are not finite"))
+	}
+	for i, z := range st.Z {
+		s, q, d := row(w.y[i], z)
+		w.rows[i] = rowState{z: z, r: -w.y[i] * q, d: d, s: s}
+	}
+	w.sumR, w.sumD, w.w, w.b, w.features = st.SumR, st.SumD, st.W, st.B, st.Features
+	w.asOf, w.rounds, w.change = st.AsOf, st.Rounds, st.Change
+	return nil
+}
+
+// pendingState is a round whose realized change a Coordinator waits for.
+type pendingState struct {
+	Round     uint64  `msgpack:"round"`
+	Penalty   float64 `msgpack:"penalty"`
+	Predicted float64 `msgpack:"predicted"`
+}
+
+// coordinatorState is a row layout Coordinator's snapshot: w, b, the
+// joint-step safeguard's state and the intercept's schedule, and the
+// records of the reports (Start gives the rest again).
+type coordinatorState struct {
+	Version   uint8          `msgpack:"version"`
+	W         wire.Float64s  `msgpack:"w"`
+	B         float64        `msgpack:"b"`
+	Theta     float64        `msgpack:"theta"`
+	MinTheta  float64        `msgpack:"min_theta"`
+	Pending   []pendingState `msgpack:"pending"` // by round
+	Guard     Safeguard      `msgpack:"guard"`
+	BiasRound uint64         `msgpack:"bias_round"`
+	Work      int64          `msgpack:"work"`
+	Records   []Record       `msgpack:"records"`
+}
+
+// Snapshot implements schmp.Snapshotter.
+func (c *Coordinator) Snapshot() ([]byte, error) {
+	st := coordinatorState{
+		Version: snapshotVersion, W: c.w, B: c.b, Theta: c.theta, MinTheta: c.minTheta, Guard: c.guard,
+		BiasRound: c.biasRound, Work: c.work, Records: c.records,
+	}
+	for r, p := range c.pending {
+		st.Pending = append(st.Pending, pendingState{Round: r, Penalty: p.penalty, Predicted: p.predicted})
+	}
+	slices.SortFunc(st.Pending, func(a, b pendingState) int { return cmp.Compare(a.Round, b.Round) })
+	return wire.Marshal(st)
+}
+
+// Restore implements schmp.Snapshotter.
+func (c *Coordinator) Restore(b []byte) error {
+	var st coordinatorState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return restoreErr(err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return restoreErr(err)
+	}
+	switch {
+	case len(st.W) != len(c.w):
+		return restoreErr(fmt.Errorf("snapshot of %d weights, want %d", len(st.W), len(c.w)))
+	case !allFinite(st.W) || !finite(st.B) || !(st.Theta > 0 && st.Theta <= 1) || !(st.MinTheta > 0 && st.MinTheta <= 1) ||
+		st.Work < 0 || st.Guard.Rounds < 0 || st.Guard.Rose < 0 || !finite(st.Guard.MaxRise):
+		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
+	}
+	for k, p := range st.Pending {
+		if k > 0 && p.Round <= st.Pending[k-1].Round || !finite(p.Penalty) || !finite(p.Predicted) {
+			return restoreErr(fmt.Errorf("snapshot with a pending round %d out of order or not finite", p.Round))
+		}
+	}
+	copy(c.w, st.W)
+	c.b, c.theta, c.minTheta, c.guard = st.B, st.Theta, st.MinTheta, st.Guard
+	c.pending = make(map[uint64]pending, len(st.Pending))
+	for _, p := range st.Pending {
+		c.pending[p.Round] = pending{penalty: p.Penalty, predicted: p.Predicted}
+	}
+	c.biasRound, c.work, c.records = st.BiasRound, st.Work, st.Records
+	return nil
+}
+
+// colWorkerState is a ColWorker's snapshot: the margins (the rows' other
+// values and losses are functions of them), w and b, the λ and the inner
+// tolerance, the round of the last update, and with several workers the
+// columns handed (the leader's held columns, the others' marks); its data
+// and columns, to check that it is restored into the same shard. The last
+// report's correlations are not saved: an update, which makes them stale,
+// comes before the next push of a worker restored after a round.
+type colWorkerState struct {
+	Version uint8              `msgpack:"version"`
+	Shard   int                `msgpack:"shard"`
+	First   int                `msgpack:"first"`
+	Cols    int                `msgpack:"cols"`
+	Lambda  float64            `msgpack:"lambda"`
+	RelTol  float64            `msgpack:"rel_tol"`
+	Z       wire.Float64s      `msgpack:"z"`
+	W       wire.Float64s      `msgpack:"w"` // own columns, then held ones
+	B       float64            `msgpack:"b"`
+	AsOf    uint64             `msgpack:"as_of"`
+	Held    columnar.HeldState `msgpack:"held"`
+	Handed  []bool             `msgpack:"handed"`
+}
+
+// Snapshot implements schmp.Snapshotter.
+func (w *ColWorker) Snapshot() ([]byte, error) {
+	st := colWorkerState{
+		Version: snapshotVersion, Shard: w.shard, First: w.first, Cols: w.x.Cols, Lambda: w.lambda, RelTol: w.relTol,
+		Z: make(wire.Float64s, len(w.rows)), W: w.w, B: w.b, AsOf: w.asOf, Held: w.held.State(), Handed: w.handed,
+	}
+	for i, r := range w.rows {
+		st.Z[i] = r.z
+	}
+	return wire.Marshal(st)
+}
+
+// Restore implements schmp.Snapshotter. A snapshot of another shard,
+// columns held that do not fit (as for an update that hands them), or
+// numbers that are not finite, are an error.
+func (w *ColWorker) Restore(b []byte) error {
+	var st colWorkerState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return restoreErr(err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return restoreErr(err)
+	}
+	switch {
+	case st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Z) != len(w.rows):
+		return restoreErr(fmt.Errorf("snapshot of worker shard %d, of columns [%d, %d) and %d rows; this one is shard %d, of [%d, %d) and %d rows",
+			st.Shard, st.First, st.First+st.Cols, len(st.Z), w.shard, w.first, w.first+w.x.Cols, len(w.rows)))
+	case len(st.Handed) != len(w.handed):
+		return restoreErr(fmt.Errorf("snapshot with %d columns marked handed, want %d", len(st.Handed), len(w.handed)))
+	case st.Held.Cols.Len() > 0 && w.shard != columnar.Leader || len(st.Held.Picked) > 0 && w.handed == nil:
+		return restoreErr(fmt.Errorf("snapshot of worker shard %d holding columns", w.shard))
+	case len(st.W) != w.x.Cols+st.Held.Cols.Len():
+		return restoreErr(fmt.Errorf("snapshot of %d weights for %d columns", len(st.W), w.x.Cols+st.Held.Cols.Len()))
+	case !(st.Lambda >= 0) || math.IsInf(st.Lambda, 0) || !(st.RelTol >= 0 && st.RelTol <= 1) || !finite(st.B) || !allFinite(st.Z) || !allFinite(st.W):
+		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
+	}
+	for _, j := range st.Held.Picked {
+		if l := int(j) - w.first; l < 0 || l >= len(st.Handed) || !st.Handed[l] {
+			return restoreErr(fmt.Errorf("snapshot of the leader with its column %d picked but not marked", j))
+		}
+	}
+	if err := w.held.Restore(st.Held, len(w.rows), func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
+		return restoreErr(err)
+	}
+	for i, z := range st.Z {
+		y := w.y[i]
+		w.rows[i] = at(y, z)
+		w.loss[i] = lossAt(y, z)
+	}
+	w.lambda, w.relTol, w.w, w.b, w.asOf = st.Lambda, st.RelTol, st.W, st.B, st.AsOf
+	copy(w.handed, st.Handed)
+	return nil
+}
+
+// colCoordinatorState is a ColCoordinator's snapshot: its replica of the
+// margins, w and b, the columns handed to the leader, the rounds that
+// decide whether a partial is stale, what the merges did, the records of
+// the reports and the regularization path's progress (Start gives the rest
+// again).
+type colCoordinatorState struct {
+	Version   uint8         `msgpack:"version"`
+	Z         wire.Float64s `msgpack:"z"`
+	W         wire.Float64s `msgpack:"w"`
+	B         float64       `msgpack:"b"`
+	Held      []bool        `msgpack:"held"`
+	LastMoved uint64        `msgpack:"last_moved"`
+	Taken     []uint64      `msgpack:"taken"`
+	Stats     ColStats      `msgpack:"stats"`
+	Records   []Record      `msgpack:"records"`
+	Path      []byte        `msgpack:"path"` // nil without a path
+}
+
+// Snapshot implements schmp.Snapshotter.
+func (c *ColCoordinator) Snapshot() ([]byte, error) {
+	st := colCoordinatorState{
+		Version: snapshotVersion, Z: c.z, W: c.w, B: c.b, Held: c.held, LastMoved: c.lastMoved, Taken: c.taken,
+		Stats: c.stats, Records: c.records,
+	}
+	if c.regPath != nil {
+		b, err := c.regPath.Snapshot()
+		if err != nil {
+			return nil, err
+		}
+		st.Path = b
+	}
+	return wire.Marshal(st)
+}
+
+// Restore implements schmp.Snapshotter.
+func (c *ColCoordinator) Restore(b []byte) error {
+	var st colCoordinatorState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return restoreErr(err)
+	}
+	if err := checkVersion(st.Version); err != nil {
+		return restoreErr(err)
+	}
+	switch {
+	case len(st.Z) != len(c.z) || len(st.W) != len(c.w) || len(st.Held) != len(c.held) || len(st.Taken) != len(c.taken):
+		return restoreErr(fmt.Errorf("snapshot of %d rows, %d weights (%d marked held) and %d workers, want %d, %d and %d",
+			len(st.Z), len(st.W), len(st.Held), len(st.Taken), len(c.z), len(c.w), len(c.taken)))
+	case (st.Path != nil) != (c.regPath != nil):
+		return restoreErr(fmt.Errorf("snapshot with a path: %t, this job's: %t", st.Path != nil, c.regPath != nil))
+	case !allFinite(st.Z) || !allFinite(st.W) || !finite(st.B) || !(st.Stats.MinAlpha >= 0 && st.Stats.MinAlpha <= 1):
+		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
+	}
+	if c.regPath != nil {
+		if err := c.regPath.Restore(st.Path); err != nil {
+			return restoreErr(err)
+		}
+		c.lambda = c.regPath.Lambda()
+	}
+	for i, z := range st.Z {
+		c.setRow(i, z)
+	}
+	copy(c.w, st.W)
+	copy(c.held, st.Held)
+	copy(c.taken, st.Taken)
+	c.b, c.lastMoved, c.stats, c.records = st.B, st.LastMoved, st.Stats, st.Records
+	return nil
+}

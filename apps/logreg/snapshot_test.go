@@ -1,0 +1,271 @@
+package logreg
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/local"
+	"github.com/strads-go/strads/scheduler"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// statusLines describes a job's status and trace as text, every number
+// bit for bit (%.17g), without the times.
+func statusLines(st pipeline.Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rounds %d updates %d candidates %d reason %q (%q) decided %d last %d refuted %d done %t in flight %d/%d\n",
+		st.Rounds, st.Updates, st.Candidates, st.Reason, st.AppReason, st.Decided, st.Last, st.Refuted, st.Done, st.MaxInFlight, st.MaxVarsInFlight)
+	fmt.Fprintf(&b, "final %.17g gap %.17g nnz %d\n", st.Final.Objective, st.Final.Gap, st.Final.NNZ)
+	for _, s := range st.Trace {
+		fmt.Fprintf(&b, "%d: %.17g gap %.17g nnz %d updates %d", s.Round, s.Objective, s.Gap, s.NNZ, s.Updates)
+		for _, m := range s.Metrics {
+			fmt.Fprintf(&b, " %s %.17g", m.Name, m.Value)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// pathLines describes a path's points as text, bit for bit, without the
+// times, with their models.
+func pathLines(t *testing.T, p *lasso.Path) string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, pt := range p.Points() {
+		fmt.Fprintf(&b, "step %d λ %.17g round %d rounds %d %s: %.17g gap %.17g nnz %d\n", pt.Step, pt.Lambda, pt.Round, pt.Rounds, pt.Stop, pt.Objective, pt.Gap, pt.NNZ)
+		for _, m := range pt.Metrics {
+			fmt.Fprintf(&b, " %s %.17g", m.Name, m.Value)
+		}
+		if err := pt.Model.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// checkRestores runs prog's job with pc, then again moving every role to
+// a new one restored from its snapshot every k rounds for each k of
+// every, and checks that every run ends as the first: the same model (and
+// what extra describes of the coordinator), bit for bit, the same reports
+// and the same stop, having restored at least once.
+func checkRestores[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], pc pipeline.Config, extra func(schmp.Coordinator[P, R, U, S]) string, every ...uint64) {
+	t.Helper()
+	run := func(k uint64) (model, status string, restores int) {
+		j, st, err := local.Run(context.Background(), prog, local.Options{Config: pc, RestoreEvery: k})
+		if err != nil {
+			t.Fatalf("restore every %d: %v", k, err)
+		}
+		var buf bytes.Buffer
+		if err := j.Coordinator.WriteModel(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if extra != nil {
+			buf.WriteString(extra(j.Coordinator))
+		}
+		return buf.String(), statusLines(st), j.Restores
+	}
+	model, status, _ := run(0)
+	t.Logf("%s", strings.SplitN(status, "\n", 2)[0])
+	for _, k := range every {
+		m, s, restores := run(k)
+		if restores == 0 {
+			t.Errorf("restore every %d: no restore", k)
+		}
+		if m != model {
+			t.Errorf("restore every %d: the model differs:\n%s\nwant\n%s", k, m, model)
+		}
+		if s != status {
+			t.Errorf("restore every %d: the status differs:\n%s\nwant\n%s", k, s, status)
+		}
+	}
+}
+
+// TestRestoreRows checks RestoreEvery in the row layout, with every
+// policy, one and two workers and scheduler parts, with and without an
+// intercept (whose steps the coordinator schedules by the work done).
+func TestRestoreRows(t *testing.T) {
+	for _, tc := range []struct {
+		policy          scheduler.Policy
+		workers, parts  int
+		intercept, test bool
+		tol             float64
+		maxRounds       uint64
+		// Large blocks of correlated columns, whose rounds overshoot,
+		// so that the joint-step safeguard's θ moves.
+		overshoot bool
+	}{
+		{scheduler.Priority, 1, 1, false, false, 1e-9, 300, false},
+		{scheduler.Priority, 2, 2, true, true, 1e-9, 300, false},
+		{scheduler.Random, 2, 1, true, false, 0, 60, false},
+		{scheduler.Cyclic, 1, 2, false, false, 1e-9, 300, false},
+		{scheduler.Priority, 2, 1, false, false, 1e-10, 200, true},
+	} {
+		t.Run(fmt.Sprintf("%v/workers=%d/parts=%d/intercept=%t/overshoot=%t", tc.policy, tc.workers, tc.parts, tc.intercept, tc.overshoot), func(t *testing.T) {
+			g := genConfig(50, 60, 12, 1)
+			sc := schedule(tc.policy, tc.workers)
+			if tc.overshoot {
+				g = genConfig(100, 80, 8, 3)
+				g.Corr, g.Density = 0.95, 0.3
+				sc.Block, sc.Candidates, sc.Rho = 16, 32, 1
+			}
+			pr := newProblem(t, g)
+			cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: tc.intercept, Schedule: sc}
+			if tc.test {
+				g := genConfig(50, 60, 12, 1)
+				g.Samples, g.Seed = 30, 9
+				cfg.Test = newProblem(t, g).path
+			}
+			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: 1, ReportEvery: 5, Tol: tc.tol, MaxRounds: tc.maxRounds}
+			extra := func(c schmp.Coordinator[Plan, Partial, Update, Summary]) string {
+				cc := c.(*Coordinator)
+				return fmt.Sprintf("%+v %v\n", cc.Safeguard(), cc.Records())
+			}
+			checkRestores(t, Program(cfg), pc, extra, 1, 3, 7)
+		})
+	}
+}
+
+// TestRestoreColumns checks RestoreEvery in the column layout, with every
+// policy, one to three workers (the leader's working set and held
+// columns), and a regularization path.
+func TestRestoreColumns(t *testing.T) {
+	wide := genConfig(50, 120, 24, 1)
+	tall := genConfig(200, 30, 10, 2)
+	tall.Bias, tall.ZeroOne = 0.8, true
+	for _, tc := range []struct {
+		name            string
+		gen             GenConfig
+		policy          scheduler.Policy
+		workers         int
+		work, path      int
+		intercept, test bool
+	}{
+		{"p>n", wide, scheduler.Priority, 1, 150, 0, false, false},
+		{"p>n/intercept", wide, scheduler.Random, 2, 150, 0, true, false},
+		{"n>p/intercept", tall, scheduler.Cyclic, 1, 150, 0, true, true},
+		{"n>p/intercept/3", tall, scheduler.Priority, 3, 0, 0, true, false},
+		{"path", wide, scheduler.Priority, 1, 150, 4, false, false},
+		{"path/intercept/test", wide, scheduler.Priority, 2, 150, 4, true, true},
+	} {
+		t.Run(fmt.Sprintf("%s/%v/workers=%d", tc.name, tc.policy, tc.workers), func(t *testing.T) {
+			pr := newProblem(t, tc.gen)
+			cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: tc.intercept, Schedule: colSchedule(tc.policy), RoundWork: tc.work, Path: tc.path}
+			if tc.test {
+				g := tc.gen
+				g.Samples, g.Seed = 80, 9
+				cfg.Test = newProblem(t, g).path
+			}
+			pc := pipeline.Config{Workers: tc.workers, Depth: 1, ReportEvery: 1, Tol: 1e-9, MaxRounds: 3000}
+			extra := func(c schmp.Coordinator[ColPlan, ColPartial, ColUpdate, ColSummary]) string {
+				cc := c.(*ColCoordinator)
+				return fmt.Sprintf("%+v %v\n%s", cc.Stats(), cc.Records(), pathLines(t, cc.Path()))
+			}
+			checkRestores(t, ColumnProgram(cfg, tc.workers), pc, extra, 1, 3, 7)
+		})
+	}
+}
+
+// snapshotter is a role whose state a checkpoint saves.
+type snapshotter interface {
+	Snapshot() ([]byte, error)
+	Restore([]byte) error
+}
+
+// otherVersion returns snapshot b with another version.
+func otherVersion(t *testing.T, b []byte) []byte {
+	var m map[string]any
+	if err := wire.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["version"] = 99
+	b, err := wire.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkBad checks that restoring into role the bytes that do not fit it,
+// truncations of its own snapshot, garbage and another version is an
+// error.
+func checkBad(t *testing.T, name string, role snapshotter, bad ...[]byte) {
+	t.Helper()
+	good := snap(t, role)
+	bad = append(bad, nil, good[:len(good)/2], good[:len(good)-1], []byte("\x85garbage"), []byte{0xdd, 0xff, 0xff, 0xff, 0xff}, otherVersion(t, good))
+	for k, b := range bad {
+		if err := role.Restore(b); err == nil {
+			t.Errorf("%s: bad snapshot %d: no error", name, k)
+		} else {
+			t.Logf("%s: bad snapshot %d: %v", name, k, err)
+		}
+	}
+}
+
+// snap returns role's snapshot.
+func snap(t *testing.T, role snapshotter) []byte {
+	t.Helper()
+	b, err := role.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRestoreBad checks that every role refuses a snapshot of another
+// role, of another shard, or bytes that are no snapshot.
+func TestRestoreBad(t *testing.T) {
+	pr := newProblem(t, genConfig(50, 60, 12, 1))
+	cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ws []*Worker
+	var sums []Summary
+	for k := range 2 {
+		w, err := NewWorker(cfg, k, 2)
+		must(err)
+		s, err := w.Describe()
+		must(err)
+		ws, sums = append(ws, w), append(sums, s)
+	}
+	c, err := NewCoordinator(cfg)
+	must(err)
+	_, err = c.Start(sums)
+	must(err)
+	checkBad(t, "worker", ws[0], snap(t, ws[1]), snap(t, c))
+	checkBad(t, "coordinator", c, snap(t, ws[0]))
+
+	cfg.Path, cfg.Schedule = 3, colSchedule(scheduler.Priority)
+	var cws []*ColWorker
+	var csums []ColSummary
+	for k := range 2 {
+		w, err := NewColWorker(cfg, k, 2)
+		must(err)
+		s, err := w.Describe()
+		must(err)
+		cws, csums = append(cws, w), append(csums, s)
+	}
+	cc, err := NewColCoordinator(cfg)
+	must(err)
+	_, err = cc.Start(csums)
+	must(err)
+	cfg.Path = 0
+	one, err := NewColCoordinator(cfg)
+	must(err)
+	_, err = one.Start(csums)
+	must(err)
+	checkBad(t, "column worker", cws[0], snap(t, cws[1]), snap(t, cc))
+	checkBad(t, "column coordinator", cc, snap(t, one), snap(t, cws[0]))
+	checkBad(t, "column coordinator without a path", one, snap(t, cc))
+}
