@@ -40,6 +40,9 @@ func openDatasets(ctx context.Context, url string, opts []nats.Option, storeDir 
 	stop := func() {}
 	if url != "" {
 		var err error
+		// A write to a server that stalls fails after timeout, not after
+		// nats.go's default minute.
+		opts = append(slices.Clip(opts), nats.FlusherTimeout(timeout))
 		if nc, err = wire.Connect(url, "strads-data", timeout, opts...); err != nil {
 			return nil, nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -144,14 +145,25 @@ func (s *Store) deadline(ctx context.Context, size uint64) (context.Context, con
 }
 
 // Put stores the size bytes of r as the data set name, replacing one of
-// that name, and returns its Info.
+// that name, and returns its Info. A transfer that makes no progress for
+// the Store's timeout fails then; the whole has timeout + size/MinRate.
 func (s *Store) Put(ctx context.Context, name string, r io.Reader, size uint64) (Info, error) {
 	if err := CheckName(name); err != nil {
 		return Info{}, err
 	}
 	ctx, cancel := s.deadline(ctx, size)
 	defer cancel()
-	oi, err := s.obs.Put(ctx, jetstream.ObjectMeta{Name: name}, r)
+	ctx, stall := context.WithCancelCause(ctx)
+	defer stall(nil)
+	var sent atomic.Int64
+	stop := s.watch(&sent, func(n int64) {
+		stall(fmt.Errorf("nothing went for %s, after %d of %d bytes", s.timeout, n, size))
+	})
+	oi, err := s.obs.Put(ctx, jetstream.ObjectMeta{Name: name}, &counter{r, &sent})
+	stop()
+	if cause := context.Cause(ctx); err != nil && cause != nil && ctx.Err() != nil {
+		return Info{}, fmt.Errorf("dataset: put %s%s: %w", Scheme, name, cause)
+	}
 	if err != nil {
 		return Info{}, storeError(err, name)
 	}
@@ -232,31 +244,53 @@ func (s *Store) Get(ctx context.Context, name string, w io.Writer) (Info, error)
 		res.Close()
 		done <- err
 	}()
-	tick := time.NewTicker(min(s.timeout/4, time.Second))
-	defer tick.Stop()
-	last, since := int64(0), time.Now()
-	for {
-		select {
-		case err := <-done:
-			switch {
-			case err != nil:
-				return in, fmt.Errorf("dataset: read %s%s: %w", Scheme, name, err)
-			case uint64(got.Load()) != in.Size:
-				return in, fmt.Errorf("dataset: read %s%s: %d bytes, want %d", Scheme, name, got.Load(), in.Size)
-			}
-			return in, nil
-		case <-ctx.Done():
-			// The copy ends too: the object store's reads end at the
-			// context's deadline.
-			return in, fmt.Errorf("dataset: read %s%s: %w after %d of %d bytes", Scheme, name, context.Cause(ctx), got.Load(), in.Size)
-		case now := <-tick.C:
-			if n := got.Load(); n != last {
-				last, since = n, now
-			} else if now.Sub(since) >= s.timeout {
-				return in, fmt.Errorf("dataset: read %s%s: nothing came for %s, after %d of %d bytes", Scheme, name, s.timeout, n, in.Size)
+	stalled := make(chan int64, 1)
+	stop := s.watch(&got, func(n int64) { stalled <- n })
+	defer stop()
+	// A return before the copy's end leaves it to end by itself: a read of
+	// the object store's blocks until the next chunk comes or the
+	// context's deadline passes, whatever else ends the context, and
+	// nothing else ends it (its Close waits for the read).
+	select {
+	case err := <-done:
+		switch {
+		case err != nil:
+			return in, fmt.Errorf("dataset: read %s%s: %w", Scheme, name, err)
+		case uint64(got.Load()) != in.Size:
+			return in, fmt.Errorf("dataset: read %s%s: %d bytes, want %d", Scheme, name, got.Load(), in.Size)
+		}
+		return in, nil
+	case <-ctx.Done():
+		return in, fmt.Errorf("dataset: read %s%s: %w after %d of %d bytes", Scheme, name, context.Cause(ctx), got.Load(), in.Size)
+	case n := <-stalled:
+		return in, fmt.Errorf("dataset: read %s%s: nothing came for %s, after %d of %d bytes", Scheme, name, s.timeout, n, in.Size)
+	}
+}
+
+// watch calls stalled, once, with the count n if n stays the same for the
+// Store's timeout, until the returned function is called.
+func (s *Store) watch(n *atomic.Int64, stalled func(int64)) (stop func()) {
+	quit := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(min(s.timeout/4, time.Second))
+		defer tick.Stop()
+		last, since := n.Load(), time.Now()
+		for {
+			select {
+			case <-quit:
+				return
+			case now := <-tick.C:
+				if k := n.Load(); k != last {
+					last, since = k, now
+				} else if now.Sub(since) >= s.timeout {
+					stalled(k)
+					return
+				}
 			}
 		}
-	}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(quit) }) }
 }
 
 // counter is a reader that counts what it reads into n.
