@@ -3,16 +3,20 @@ package mf
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -443,5 +447,97 @@ func TestRestoreRefuses(t *testing.T) {
 	}
 	if err := (&rotationCoordinator{base: newBase(cfg)}).Restore(rotC); err == nil {
 		t.Error("rotation coordinator: restore before Start: no error")
+	}
+}
+
+// interrupter is a coordinator's progress writer that cancels the job at
+// its at-th line (with a tiny ProgressEvery, a line comes after every
+// message).
+type interrupter struct {
+	mu     sync.Mutex
+	lines  int
+	at     int
+	cancel context.CancelCauseFunc
+}
+
+func (r *interrupter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lines++; r.lines == r.at {
+		r.cancel(errors.New("test interrupt"))
+	}
+	return len(p), nil
+}
+
+// checkpointed runs cfg's job on the runtime (an embedded NATS server with
+// JetStream in store), taking a checkpoint every `every` rounds, resuming
+// from the last one if resume, and interrupted at progress line
+// interruptAt if > 0. It returns the model files and the result.
+func checkpointed(t *testing.T, cfg Config, store string, every uint64, resume bool, interruptAt int) ([]byte, *coordinator.Result, error) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ctx, stop := context.WithTimeout(ctx, 2*time.Minute)
+	defer stop()
+	co := coordinator.Options{Out: filepath.Join(dir, "m"), Timeout: 20 * time.Second, CheckpointEvery: every, Resume: resume}
+	if interruptAt > 0 {
+		co.Progress, co.ProgressEvery = &interrupter{at: interruptAt, cancel: cancel}, time.Nanosecond
+	}
+	res, err := runJob(ctx, cfg, job.Options{Job: "mfresume", Store: store, Timeout: 20 * time.Second, Coordinator: co})
+	if err != nil {
+		return nil, res, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, res, err
+	}
+	var files []byte
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, res, err
+		}
+		files = append(append(files, e.Name()+"\n"...), b...)
+	}
+	return files, res, nil
+}
+
+// TestResumeRuntime interrupts jobs on the runtime that take checkpoints
+// (the rotation on the ring with a validation stop, CCD++), resumes each
+// from its store, and checks that it ends with the model files of the job
+// never interrupted, bit for bit.
+func TestResumeRuntime(t *testing.T) {
+	train, test := genSet(t, t.TempDir(), 0.8, 3)
+	for _, algo := range []string{"rotation", "ccd"} {
+		t.Run(algo, func(t *testing.T) {
+			cfg := config(t, algo, 3, 40)
+			cfg.Train, cfg.Test, cfg.Rank, cfg.Lambda, cfg.Holdout, cfg.Patience = train, test, 8, 1e-4, 0.2, 2
+			if algo == "ccd" {
+				cfg.Rank, cfg.Iters = 3, 4
+			}
+			want, res, err := checkpointed(t, cfg, "", 0, false, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d rounds: %s", res.Rounds, res.Why())
+			for _, at := range []int{20, 50} {
+				store := t.TempDir()
+				if _, _, err := checkpointed(t, cfg, store, 2, false, at); err == nil || err.Error() != "test interrupt" {
+					t.Fatalf("interrupted job: %v, want the interrupt", err)
+				}
+				got, res, err := checkpointed(t, cfg, store, 2, true, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("line %d: resumed from round %d of %d", at, res.Resumed, res.Rounds)
+				if res.Resumed == 0 {
+					t.Errorf("line %d: resumed from round 0", at)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("line %d: resumed from round %d: the model files differ from the uninterrupted job's", at, res.Resumed)
+				}
+			}
+		})
 	}
 }
