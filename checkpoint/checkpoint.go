@@ -181,6 +181,21 @@ func (s *Store) Latest(ctx context.Context) (Manifest, error) {
 	return h.Checkpoints[len(h.Checkpoints)-1], nil
 }
 
+// Manifest returns the manifest of the checkpoint of round, which must be
+// one of those kept.
+func (s *Store) Manifest(ctx context.Context, round uint64) (Manifest, error) {
+	h, err := s.history(ctx)
+	if err != nil {
+		return Manifest{}, err
+	}
+	for _, m := range h.Checkpoints {
+		if m.Round == round {
+			return m, nil
+		}
+	}
+	return Manifest{}, fmt.Errorf("checkpoint: job %s: round %d: %w kept", s.job, round, ErrNone)
+}
+
 // Commit commits the checkpoint that m describes, whose pieces are all
 // stored, keeping it and the keep−1 committed before it (at least 1), and
 // removes every other piece of the bucket: of older checkpoints, and of

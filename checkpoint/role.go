@@ -101,8 +101,9 @@ func (s *Saver) Close() {
 }
 
 // Restore restores snap, the app of role's place, from its piece of the
-// checkpoint of round, which must hash to digest, read from the store of
-// the job on c; timeout bounds the read.
+// checkpoint of round, which must hash to digest ("": the digest the
+// checkpoint's manifest names), read from the store of the job on c;
+// timeout bounds the read.
 func Restore(ctx context.Context, c *wire.Conn, role string, place int, round uint64, digest string, snap schmp.Snapshotter, timeout time.Duration) error {
 	if snap == nil {
 		return errors.New("resume: the app cannot restore snapshots")
@@ -112,6 +113,13 @@ func Restore(ctx context.Context, c *wire.Conn, role string, place int, round ui
 	store, err := Open(ctx, c.NATS(), c.Job(), false)
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
+	}
+	if digest == "" {
+		m, err := store.Manifest(ctx, round)
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		digest = m.Pieces[Piece(role, place)]
 	}
 	b, err := store.Get(ctx, round, Piece(role, place), digest)
 	if err != nil {

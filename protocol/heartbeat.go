@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -125,4 +127,59 @@ func (p *Pulse) AwaitBeat(ctx context.Context, every, lost time.Duration, cause 
 		}
 	}()
 	return ctx, func() { cancel(context.Canceled) }
+}
+
+// AwaitAssign waits, as the spare that joined with place, on box (its
+// SubjectSpare) for its Assign (DESIGN §6), and returns its new place: the
+// lost node's, to be restored from the checkpoint that the assignment
+// names, under its run id. ok is false when the coordinator ends the wait
+// because the job is over (err nil if it succeeded, matching ErrAborted if
+// it failed). A coordinator not heard from for place.LostAfter ends the
+// wait with an error matching ErrTimeout; so does ctx.
+func AwaitAssign(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place JoinReply, role string, log *slog.Logger) (JoinReply, bool, error) {
+	log.Info("joined as a spare", "places", place.Shards)
+	if place.Heartbeat > 0 {
+		pulse, err := FollowCoordinator(c, place.Run, log)
+		if err != nil {
+			return place, false, err
+		}
+		defer pulse.Close()
+		var stop context.CancelFunc
+		ctx, stop = pulse.AwaitBeat(ctx, place.Heartbeat, place.LostAfter, func(silent time.Duration) error {
+			return Timeout(fmt.Errorf("spare %s: no heartbeat from the coordinator for %s", role, silent.Round(time.Millisecond)))
+		})
+		defer stop()
+	}
+	for {
+		msg, err := box.Next(ctx)
+		if err != nil {
+			if errors.Is(err, wire.ErrIncomplete) {
+				continue
+			}
+			return place, false, context.Cause(ctx)
+		}
+		if msg == nil {
+			continue
+		}
+		var a Assign
+		if err := Open(msg.Data, &a, TypeAssign, place.Run); err != nil {
+			log.Debug("message dropped", "subject", msg.Subject, "err", err)
+			continue
+		}
+		if err := a.Validate(); err != nil {
+			log.Debug("message dropped", "subject", msg.Subject, "err", err)
+			continue
+		}
+		switch {
+		case a.Stop && a.Abort != "":
+			return place, false, Aborted(fmt.Errorf("spare %s: job aborted: %s", role, a.Abort))
+		case a.Stop:
+			log.Info("the job is over; the spare was not needed")
+			return place, false, nil
+		}
+		place.Spare, place.Shard, place.Shards = false, a.Shard, a.Shards
+		place.Resume, place.Digest, place.Run = a.Rollback.Round, "", a.Rollback.Run
+		log.Info("taking a lost place", "place", a.Shard, "round", a.Rollback.Round)
+		return place, true, nil
+	}
 }

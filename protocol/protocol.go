@@ -64,6 +64,7 @@ const (
 	TypePresence    = "presence"
 	TypePass        = "pass"
 	TypeStored      = "stored"
+	TypeAssign      = "assign"
 )
 
 // Header opens every message of a job but the join reply (DESIGN §2).
@@ -146,6 +147,36 @@ type JoinReply struct {
 	// heartbeats.
 	Heartbeat time.Duration `msgpack:"beat,omitempty"`
 	LostAfter time.Duration `msgpack:"lost,omitempty"`
+	// Spare is set when the role is admitted as a spare (DESIGN §6): it
+	// holds no place (Shard is meaningless), loads nothing, and waits on
+	// SubjectSpare(its ID) for an Assign that gives it the place of a
+	// lost node, or tells it the job is over.
+	Spare bool `msgpack:"spare,omitempty"`
+}
+
+// SubjectSpare returns the subject on which the spare of ID id awaits its
+// Assign.
+func SubjectSpare(id string) string { return "spare." + id }
+
+// Rollback tells a node that the job goes back to the checkpoint of Round
+// (DESIGN §6): the node rebuilds its app, restores it from its piece of
+// that checkpoint (named in the checkpoint's manifest), reports ready again
+// under the run id Run, and takes the rounds after Round again.
+type Rollback struct {
+	Round uint64 `msgpack:"round"`
+	Run   string `msgpack:"run"`
+}
+
+// Assign gives a spare the place of a lost node: Shard of Shards, from
+// the checkpoint that Rollback names; or, with Stop, ends its wait (Abort
+// says why the job failed, "" when it succeeded).
+type Assign struct {
+	Header
+	Shard    int       `msgpack:"shard"`
+	Shards   int       `msgpack:"shards"`
+	Rollback *Rollback `msgpack:"rollback,omitempty"`
+	Stop     bool      `msgpack:"stop,omitempty"`
+	Abort    string    `msgpack:"abort,omitempty"`
 }
 
 // Stored tells the coordinator that a worker or a scheduler part stored
@@ -192,6 +223,9 @@ type PlanRequest struct {
 	// before it plans this round: it has planned all its rounds up to
 	// Checkpoint and none after (DESIGN §6).
 	Checkpoint uint64 `msgpack:"ckpt,omitempty"`
+	// Rollback, when set, takes the job back to a checkpoint: the rest of
+	// the request means nothing.
+	Rollback *Rollback `msgpack:"rollback,omitempty"`
 }
 
 // PlanReply carries the plan of a round.
@@ -235,6 +269,9 @@ type Task[P, U any] struct {
 	// the round before this task's: once it took the parts passed to it,
 	// before it applies the task's updates (DESIGN §6).
 	Checkpoint uint64 `msgpack:"ckpt,omitempty"`
+	// Rollback, when set, takes the job back to a checkpoint: the rest of
+	// the task means nothing.
+	Rollback *Rollback `msgpack:"rollback,omitempty"`
 }
 
 // Partial is a worker's answer to a Task.

@@ -137,6 +137,9 @@ func (r *PlanRequest) Validate(part, parts int) error {
 	if r.Stop {
 		return nil
 	}
+	if r.Rollback != nil {
+		return r.Rollback.validate()
+	}
 	if r.Round == 0 || PlanPart(r.Round, parts) != part {
 		return invalid("a plan request of round %d, which scheduler %d of %d does not plan", r.Round, part, parts)
 	}
@@ -190,6 +193,8 @@ func (t *Task[P, U]) Validate() error {
 	switch {
 	case t.Abort != "":
 		return nil
+	case t.Rollback != nil:
+		return t.Rollback.validate()
 	case t.Round == 0:
 		return invalid("a task of round 0")
 	case t.Check && t.Stop:
@@ -200,6 +205,28 @@ func (t *Task[P, U]) Validate() error {
 		return invalid("round %d: a task asking for the checkpoint of round %d", t.Round, t.Checkpoint)
 	}
 	return nil
+}
+
+// validate checks a rollback: a checkpoint's round and a run id.
+func (r *Rollback) validate() error {
+	if r.Round == 0 || r.Run == "" {
+		return invalid("a rollback to round %d under run %q", r.Round, r.Run)
+	}
+	return nil
+}
+
+// Validate checks an Assign: a stop is valid as it is; otherwise a place
+// within its job, and a rollback.
+func (a *Assign) Validate() error {
+	switch {
+	case a.Stop:
+		return nil
+	case a.Shards < 1 || a.Shard < 0 || a.Shard >= a.Shards:
+		return invalid("an assignment to place %d of %d", a.Shard, a.Shards)
+	case a.Rollback == nil:
+		return invalid("an assignment to place %d without a checkpoint", a.Shard)
+	}
+	return a.Rollback.validate()
 }
 
 // Validate checks a Stored of a job of workers worker shards and parts

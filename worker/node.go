@@ -101,10 +101,46 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	if manifest.Version == 0 {
 		manifest.Version = protocol.Version
 	}
+	// A spare awaits its place here: subscribe before joining.
+	spare, err := wire.NewMailbox(c, protocol.SubjectSpare(opts.ID))
+	if err != nil {
+		return err
+	}
+	defer spare.Close()
 	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleWorker, Manifest: manifest, Host: host, PID: pid}, opts.Timeout)
 	if err != nil {
 		return err
 	}
+	for {
+		if place.Spare {
+			var ok bool
+			if place, ok, err = protocol.AwaitAssign(ctx, c, spare, place, protocol.RoleWorker, log); err != nil || !ok {
+				return err
+			}
+		}
+		err := serve(ctx, c, newWorker, opts, place, log, host, pid)
+		var rb *rollback
+		if !errors.As(err, &rb) {
+			return err
+		}
+		// The job goes back to a checkpoint (DESIGN §6): build the worker
+		// again, from its piece.
+		log.Info("rolling back", "round", rb.Round)
+		place.Resume, place.Digest, place.Run = rb.Round, "", rb.Run
+	}
+}
+
+// rollback is the error of serve when the coordinator takes the job back
+// to a checkpoint.
+type rollback struct{ protocol.Rollback }
+
+func (r *rollback) Error() string { return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round) }
+
+// serve runs the worker of place until the job stops, fails, or rolls
+// back (a *rollback).
+func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx context.Context, shard, shards int) (schmp.Worker[P, R, U, S], error), opts Options, place protocol.JoinReply, log *slog.Logger, host string, pid int) error {
+	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
+	defer cancel()
 	self := protocol.Node{Role: protocol.RoleWorker, Place: place.Shard, Host: host, PID: pid}
 	log = log.With("shard", place.Shard)
 	log.Info("joined", "shards", place.Shards)
@@ -264,6 +300,9 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 			}
 			if task.Abort != "" {
 				return protocol.Aborted(fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort))
+			}
+			if task.Rollback != nil {
+				return &rollback{*task.Rollback}
 			}
 			if task.Split && task.Shard != place.Shard {
 				drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d: a task of worker shard %d", task.Round, task.Shard))

@@ -91,16 +91,53 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	if manifest.Version == 0 {
 		manifest.Version = protocol.Version
 	}
+	// A spare awaits its place here: subscribe before joining.
+	spare, err := wire.NewMailbox(c, protocol.SubjectSpare(opts.ID))
+	if err != nil {
+		return err
+	}
+	defer spare.Close()
 	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleScheduler, Manifest: manifest, Host: host, PID: pid}, opts.Timeout)
 	if err != nil {
 		return err
 	}
+	for {
+		if place.Spare {
+			var ok bool
+			if place, ok, err = protocol.AwaitAssign(ctx, c, spare, place, protocol.RoleScheduler, log); err != nil || !ok {
+				return err
+			}
+		}
+		err := serve(ctx, c, newScheduler, opts, place, log, host, pid)
+		var rb *rollback
+		if !errors.As(err, &rb) {
+			return err
+		}
+		// The job goes back to a checkpoint (DESIGN §6): build the part
+		// again, from its piece.
+		log.Info("rolling back", "round", rb.Round)
+		place.Resume, place.Digest, place.Run = rb.Round, "", rb.Run
+	}
+}
+
+// rollback is the error of serve when the coordinator takes the job back
+// to a checkpoint.
+type rollback struct{ protocol.Rollback }
+
+func (r *rollback) Error() string { return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round) }
+
+// serve runs the scheduler part of place until the job stops, fails, or
+// rolls back (a *rollback).
+func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts Options, place protocol.JoinReply, log *slog.Logger, host string, pid int) error {
+	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
+	defer cancel()
 	part := place.Shard
 	self := protocol.Node{Role: protocol.RoleScheduler, Place: part, Host: host, PID: pid}
 	log = log.With("part", part)
 	log.Info("joined", "parts", place.Shards)
 
 	ready := protocol.Ready[struct{}]{Header: protocol.Header{Type: protocol.TypeReady, Run: place.Run}, ID: opts.ID, Role: protocol.RoleScheduler, Shard: part}
+	var err error
 	if opts.Configure != nil {
 		if err = opts.Configure(place.Settings); err != nil {
 			err = fmt.Errorf("configure: %w", err)
@@ -244,6 +281,13 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		if err := protocol.Open(msg.Data, &req, protocol.TypePlanRequest, place.Run); err != nil {
 			drop(msg, protocol.Reason(err), err)
 			continue
+		}
+		if req.Rollback != nil {
+			if err := req.Validate(part, place.Shards); err != nil {
+				drop(msg, protocol.DropUnexpected, err)
+				continue
+			}
+			return &rollback{*req.Rollback}
 		}
 		if req.Stop {
 			if req.Abort != "" {
