@@ -134,7 +134,9 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 // to a checkpoint.
 type rollback struct{ protocol.Rollback }
 
-func (r *rollback) Error() string { return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round) }
+func (r *rollback) Error() string {
+	return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round)
+}
 
 // serve runs the worker of place until the job stops, fails, or rolls
 // back (a *rollback).

@@ -124,7 +124,9 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 // to a checkpoint.
 type rollback struct{ protocol.Rollback }
 
-func (r *rollback) Error() string { return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round) }
+func (r *rollback) Error() string {
+	return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round)
+}
 
 // serve runs the scheduler part of place until the job stops, fails, or
 // rolls back (a *rollback).
