@@ -175,6 +175,11 @@ func (c Config) warm() bool {
 	return c.biased() && c.Algo == SGD && c.Schedule == Rotation && !c.ColdStart
 }
 
+// folds reports whether the warm start also fits the bias-only model to
+// all the training ratings, the held-out ones included (with Holdout):
+// the model that the job writes if its best evaluation is iteration 0.
+func (c Config) folds() bool { return c.warm() && c.Holdout > 0 }
+
 // blocks returns the number of item blocks: one per worker with Rotation.
 func (c Config) blocks() int {
 	if c.Algo == SGD && c.Schedule == Rotation {

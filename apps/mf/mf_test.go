@@ -282,7 +282,7 @@ func TestRotationIsSequentialDSGD(t *testing.T) {
 		sums[p] = s.describe()
 	}
 	b := newBase(cfg)
-	warm, err := b.warmItems(sums)
+	warm, _, err := b.warmItems(sums)
 	if err != nil {
 		t.Fatal(err)
 	}

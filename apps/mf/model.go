@@ -42,8 +42,13 @@ type Summary struct {
 	Val       int `msgpack:"nv,omitempty"`
 	ValUnseen int `msgpack:"nvu,omitempty"`
 	// ItemResid, for SGD's warm start (Config.ColdStart), holds for every
-	// item Σ(r − μ − b_u) over the worker's ratings of it (shard.warmStart).
+	// item Σ(r − μ − b_u) over the worker's ratings of it (shard.warmStart);
+	// with validation, FoldResid the same over its ratings and its
+	// validation ratings, and FoldCount its validation ratings of every
+	// item (the folded fit).
 	ItemResid wire.Float64s `msgpack:"ir,omitempty"`
+	FoldResid wire.Float64s `msgpack:"fr,omitempty"`
+	FoldCount wire.Int32s   `msgpack:"fc,omitempty"`
 
 	// At a report. Round is the number of rounds whose updates the state
 	// reflects. Exact says the worker could evaluate that state; if not
@@ -68,6 +73,14 @@ type Summary struct {
 	// the coordinator asked for the factors.
 	W wire.Float64s `msgpack:"w,omitempty"`
 	B wire.Float64s `msgpack:"bu,omitempty"`
+	// Folded, in the report of round 0 with the folded fit
+	// (Config.folds), says that FoldTestSSE is Σ(r − μ − b_u − c_i)²
+	// over its test ratings of the bias-only model fitted to all the
+	// training ratings, held-out ones included, and FoldB holds that
+	// model's user biases when the coordinator asked for the factors.
+	Folded      bool          `msgpack:"fo,omitempty"`
+	FoldTestSSE float64       `msgpack:"fte,omitempty"`
+	FoldB       wire.Float64s `msgpack:"fb,omitempty"`
 }
 
 // Stats is what every partial says about the work behind it.
@@ -411,6 +424,10 @@ type base struct {
 	// lastRound is the job's last round, once the runtime decided its
 	// stop (LastRound); 0 before.
 	lastRound uint64
+	// foldC holds the item biases of the bias-only model of the training
+	// and validation ratings together (Config.folds), from the workers'
+	// sums at the start.
+	foldC []float64
 }
 
 func newBase(cfg Config) base {
@@ -513,6 +530,21 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 	if m.Val > 0 {
 		e.ValRMSE = math.Sqrt(valSSE / float64(m.Val))
 	}
+	// Iteration 0 of the warm start with validation: its validation
+	// RMSE is the bias-only model's of the training ratings less the
+	// held-out ones, but the model written for it, should it stay the
+	// best, is the bias-only model of all of them (Config.folds), whose
+	// test RMSE it reports.
+	folded := b.pulled == 0 && b.foldC != nil && len(reports) > 0 && reports[0].Folded
+	if folded {
+		var s float64
+		for _, r := range reports {
+			s += r.FoldTestSSE
+		}
+		if m.Test > 0 {
+			e.TestRMSE = math.Sqrt(s / float64(m.Test))
+		}
+	}
 	e.Objective += b.cfg.Lambda * (wn + hn)
 	if m.Biased {
 		e.Objective += b.cfg.BiasLambda * bn
@@ -553,6 +585,15 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 				m.B[p] = r.B
 			}
 			m.C = slices.Clone(c)
+		}
+		if folded && m.Biased {
+			for p, r := range reports {
+				if len(r.FoldB) != len(m.Users[p]) {
+					return b.last, fmt.Errorf("worker %d sent %d folded biases for %d users", p, len(r.FoldB), len(m.Users[p]))
+				}
+				m.B[p] = r.FoldB
+			}
+			m.C = slices.Clone(b.foldC)
 		}
 	}
 	if !stopped {

@@ -37,9 +37,13 @@ type RotationUpdate struct {
 	// Factors (in the first update) asks for the users' factors in the
 	// reports.
 	Factors bool `msgpack:"f,omitempty"`
-	// Full is all of H and FullBias all the item biases.
+	// Full is all of H and FullBias all the item biases. FoldBias, in
+	// the first update with the folded fit (Config.folds), holds the item
+	// biases of the bias-only model of the training and validation
+	// ratings together.
 	Full     wire.Float64s `msgpack:"h,omitempty"`
 	FullBias wire.Float64s `msgpack:"hc,omitempty"`
+	FoldBias wire.Float64s `msgpack:"fc,omitempty"`
 	Blocks   []BlockRows   `msgpack:"b,omitempty"`
 }
 
@@ -110,6 +114,12 @@ func (w *rotationWorker) Apply(u RotationUpdate) error {
 		w.block = -1
 		if u.Round == 0 && w.cfg.warm() {
 			w.fitUsers(w.bs, w.w, w.h)
+			if w.cfg.folds() {
+				if len(u.FoldBias) != len(w.h)/k {
+					return fmt.Errorf("update of round 0: %d folded item biases, want %d", len(u.FoldBias), len(w.h)/k)
+				}
+				w.fold(slices.Clone(u.FoldBias))
+			}
 		}
 		return nil
 	}
@@ -177,6 +187,9 @@ func (w *rotationWorker) Report() (Summary, error) {
 	if w.factors {
 		s.W, s.B = w.w, w.bs.b
 	}
+	if w.round == 0 {
+		w.foldReport(&s, w.factors)
+	}
 	return s, nil
 }
 
@@ -202,7 +215,7 @@ func (c *rotationCoordinator) Start(sums []Summary) (RotationUpdate, error) {
 	if err != nil {
 		return RotationUpdate{}, err
 	}
-	return RotationUpdate{Round: 0, Factors: c.reportFactors(), Full: slices.Clone(c.h), FullBias: slices.Clone(c.c)}, nil
+	return RotationUpdate{Round: 0, Factors: c.reportFactors(), Full: slices.Clone(c.h), FullBias: slices.Clone(c.c), FoldBias: slices.Clone(c.foldC)}, nil
 }
 
 // Pull implements schmp.Coordinator: it takes the blocks in and sends each

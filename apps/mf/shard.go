@@ -46,6 +46,14 @@ type shard struct {
 	// biases fitted to c⁰ (warmStart): the coordinator adds up every
 	// worker's into the item biases of the start.
 	itemResid []float64
+	// foldResid and foldCount, with the folded fit (Config.folds), are
+	// itemResid over the shard's ratings and its validation ratings, and
+	// its validation ratings of each item; foldB and foldC the folded
+	// bias-only model's user biases and all item biases, once the first
+	// update came.
+	foldResid    []float64
+	foldCount    []int32
+	foldB, foldC []float64
 }
 
 // loadShard reads worker p's shard: a counting pass over the training file
@@ -211,7 +219,7 @@ func (s *shard) describe() Summary {
 		Std:         s.ix.Std,
 		Items:       len(s.ix.ItemIDs),
 	}
-	sum.ItemResid = s.itemResid
+	sum.ItemResid, sum.FoldResid, sum.FoldCount = s.itemResid, s.foldResid, s.foldCount
 	if s.p == 0 {
 		sum.ItemIDs = s.ix.ItemIDs
 		sum.ItemCount = s.ix.ItemCount
@@ -416,6 +424,78 @@ func (s *shard) warmStart() {
 	for _, x := range s.train {
 		s.itemResid[x.i] += x.r - s.mu - b1[x.u]
 	}
+	if !s.cfg.folds() {
+		return
+	}
+	// The same two sweeps over the training and validation ratings
+	// together (from the same c⁰): the bias-only model of all of them.
+	clear(b1)
+	for _, x := range s.train {
+		b1[x.u] += x.r - s.mu - c0[x.i]
+	}
+	for _, x := range s.val {
+		b1[x.u] += x.r - s.mu - c0[x.i]
+	}
+	n := s.foldUserCounts()
+	for u := range b1 {
+		b1[u] /= n[u] + lb
+	}
+	s.foldResid = make([]float64, len(s.ix.ItemIDs))
+	s.foldCount = make([]int32, len(s.ix.ItemIDs))
+	for _, x := range s.train {
+		s.foldResid[x.i] += x.r - s.mu - b1[x.u]
+	}
+	for _, x := range s.val {
+		s.foldResid[x.i] += x.r - s.mu - b1[x.u]
+		s.foldCount[x.i]++
+	}
+}
+
+// foldUserCounts returns the training and validation ratings of each of
+// the shard's users.
+func (s *shard) foldUserCounts() []float64 {
+	n := make([]float64, len(s.users))
+	for u, c := range s.ix.UserCount[s.p] {
+		n[u] = float64(c)
+	}
+	for _, x := range s.val {
+		n[x.u]++
+	}
+	return n
+}
+
+// fold sets the folded bias-only model (Config.folds) from its item
+// biases c: the user biases b_u = Σ(r − μ − c_i)/(n_u + λ_b) over the
+// shard's training and validation ratings together.
+func (s *shard) fold(c []float64) {
+	s.foldC = c
+	s.foldB = make([]float64, len(s.users))
+	for _, x := range s.train {
+		s.foldB[x.u] += x.r - s.mu - c[x.i]
+	}
+	for _, x := range s.val {
+		s.foldB[x.u] += x.r - s.mu - c[x.i]
+	}
+	n := s.foldUserCounts()
+	for u := range s.foldB {
+		s.foldB[u] /= n[u] + s.cfg.BiasLambda
+	}
+}
+
+// foldReport adds the folded bias-only model's figures to r, the report
+// of round 0 (Summary.Folded), with its user biases if factors.
+func (s *shard) foldReport(r *Summary, factors bool) {
+	if s.foldB == nil {
+		return
+	}
+	r.Folded = true
+	for _, x := range s.test {
+		e := x.r - s.mu - s.foldB[x.u] - s.foldC[x.i]
+		r.FoldTestSSE += e * e
+	}
+	if factors {
+		r.FoldB = s.foldB
+	}
 }
 
 // fitUsers sets the shard's user biases in bs to their exact fit given
@@ -433,32 +513,53 @@ func (s *shard) fitUsers(bs biases, w, h []float64) {
 
 // warmItems returns the item biases of the warm start (shard.warmStart,
 // step 3) from the workers' summaries: c_i = Σ_p itemResid_p[i]/(n_i +
-// λ_b), summed in worker order.
-func (b *base) warmItems(sums []Summary) ([]float64, error) {
+// λ_b), summed in worker order; and with the folded fit (Config.folds)
+// those of the bias-only model of the training and validation ratings
+// together, Σ_p foldResid_p[i]/(n_i + Σ_p foldCount_p[i] + λ_b).
+func (b *base) warmItems(sums []Summary) (c, fold []float64, err error) {
 	counts := sums[0].ItemCount
-	c := make([]float64, len(counts))
+	c = make([]float64, len(counts))
+	n := make([]float64, len(counts))
+	for i, k := range counts {
+		n[i] = float64(k) + b.cfg.BiasLambda
+	}
+	folds := b.cfg.folds()
+	if folds {
+		fold = make([]float64, len(counts))
+	}
+	fn := slices.Clone(n)
 	for p, s := range sums {
-		if len(s.ItemResid) != len(c) {
-			return nil, fmt.Errorf("worker %d sent %d item sums for the warm start, want %d", p, len(s.ItemResid), len(c))
+		if len(s.ItemResid) != len(c) || folds && (len(s.FoldResid) != len(c) || len(s.FoldCount) != len(c)) {
+			return nil, nil, fmt.Errorf("worker %d sent %d item sums for the warm start (%d folded, %d counts), want %d", p, len(s.ItemResid), len(s.FoldResid), len(s.FoldCount), len(c))
 		}
 		for i, v := range s.ItemResid {
 			c[i] += v
 		}
+		if folds {
+			for i, v := range s.FoldResid {
+				fold[i] += v
+				fn[i] += float64(s.FoldCount[i])
+			}
+		}
 	}
-	for i, n := range counts {
-		c[i] /= float64(n) + b.cfg.BiasLambda
+	for i := range c {
+		c[i] /= n[i]
+		if folds {
+			fold[i] /= fn[i]
+		}
 	}
-	return c, nil
+	return c, fold, nil
 }
 
 // initItems returns the coordinator's initial H, from the seed, and item
 // biases (nil without biases) for SGD: with the warm start
-// (Config.ColdStart) those of warmItems, otherwise 0.
+// (Config.ColdStart) those of warmItems, otherwise 0. With the folded
+// fit it sets b.foldC.
 func (b *base) initItems(sums []Summary) (h, c []float64, err error) {
 	h = initItems(b.m.ItemIDs, b.cfg.Seed, sums[0].Mean, sums[0].Std, b.cfg.Rank, b.m.Biased)
 	switch {
 	case b.cfg.warm():
-		c, err = b.warmItems(sums)
+		c, b.foldC, err = b.warmItems(sums)
 	case b.m.Biased:
 		c = make([]float64, len(b.m.ItemIDs))
 	}

@@ -42,6 +42,16 @@ func TestWarmStartNeverWorse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			all := cfg
+			all.Holdout = 0
+			ba, err := FitBiasOnly(all, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			biasTest, _, err := ba.RMSE(cfg.Test, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			m, _, err := fitStatus(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -55,8 +65,20 @@ func TestWarmStartNeverWorse(t *testing.T) {
 			}
 			t.Logf("validation RMSE: bias only %.6f; warm: iteration 0 %.6f, best %.6f at iteration %g; cold: best %.6f at iteration %g",
 				bias, first.ValRMSE, best.ValRMSE, best.Iter, mc.Best().ValRMSE, mc.Best().Iter)
+			t.Logf("test RMSE: bias only (all the training ratings) %.6f; warm: iteration 0 %.6f, best %.6f; cold: best %.6f",
+				biasTest, first.TestRMSE, best.TestRMSE, mc.Best().TestRMSE)
 			if first.Iter != 0 || math.Abs(first.ValRMSE-bias) > 1e-4*bias {
 				t.Errorf("iteration %g: validation RMSE %.6f, want the bias-only model's %.6f at iteration 0", first.Iter, first.ValRMSE, bias)
+			}
+			if math.Abs(first.TestRMSE-biasTest) > 1e-4*biasTest {
+				t.Errorf("iteration 0: test RMSE %.6f, want that of the bias-only model of all the training ratings, %.6f (the folded fit)", first.TestRMSE, biasTest)
+			}
+			var tests []Rating
+			if err := ReadRatings(cfg.Test, func(_ int, r Rating) error { tests = append(tests, r); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if got := savedRMSE(t, m, tests); math.Abs(got-best.TestRMSE) > 1e-9*got {
+				t.Errorf("the model written has test RMSE %.9f, its evaluation says %.9f", got, best.TestRMSE)
 			}
 			if !(best.ValRMSE <= bias*(1+1e-4)) {
 				t.Errorf("the model's validation RMSE %.6f is above the bias-only model's %.6f", best.ValRMSE, bias)

@@ -195,6 +195,25 @@ type baseline struct {
 	method string
 	rmse   []float64
 	secs   []float64 // training time
+	// traces holds each run's evaluations (strads mf's plain runs), for
+	// the time to the peer's test RMSE.
+	traces [][]mf.Eval
+}
+
+// timeTo returns, for each trace, the training time of its first
+// evaluation with a test RMSE at most target (NaN if none).
+func timeTo(traces [][]mf.Eval, target float64) []float64 {
+	out := make([]float64, len(traces))
+	for k, tr := range traces {
+		out[k] = math.NaN()
+		for _, e := range tr {
+			if e.TestRMSE <= target {
+				out[k] = e.Time.Seconds()
+				break
+			}
+		}
+	}
+	return out
 }
 
 // strads returns the configuration of strads mf with the command's
@@ -287,6 +306,7 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 				secs := m.Final().Time.Seconds()
 				ours[a].rmse = append(ours[a].rmse, f.TestRMSE)
 				ours[a].secs = append(ours[a].secs, secs)
+				ours[a].traces = append(ours[a].traces, m.Trace)
 				fmt.Fprintf(log, "%s %s run %d: test RMSE %.4f (validation %.4f) at iteration %g of %d, %.2fs (job %.2fs)\n",
 					ds.name, a, n, f.TestRMSE, f.ValRMSE, f.Iter, len(m.Trace)-1, secs, time.Since(t0).Seconds())
 			}
@@ -299,6 +319,16 @@ func (o *options) baselines(ctx context.Context, sets []dataset, log io.Writer) 
 			peer.rmse = append(peer.rmse, te.rmse(predict))
 			peer.secs = append(peer.secs, secs)
 			fmt.Fprintf(log, "%s peer run %d: test RMSE %.4f, %.2fs\n", ds.name, n, peer.rmse[len(peer.rmse)-1], secs)
+		}
+		if o.peer && len(peer.rmse) > 0 {
+			target := median(peer.rmse)
+			for _, a := range algos {
+				if b := ours[a]; len(b.traces) > 0 {
+					ts := timeTo(b.traces, target)
+					b.method += fmt.Sprintf(" (time to the peer's median test RMSE %.4f: %s s, median %.2f s; the peer's whole fit: median %.2f s)",
+						target, runsOf(ts), median(ts), median(peer.secs))
+				}
+			}
 		}
 		if b := ours[auto]; b != nil {
 			b.method += fmt.Sprintf(" (λ chosen: %s; time: the 5 fits and the refit, loading included)", strings.Join(chosen, ", "))
