@@ -125,7 +125,12 @@
 //
 // The biases start at 0 and the factors at c + U(−a, a) per entry, with a
 // = √σ/(2K^¼) for the standard deviation σ of the training ratings, and c
-// = 0, or without biases c = √(|μ|/K) (so that w·h starts near μ), drawn from a stream of the seed and the id alone: the start does
-// not depend on the number of workers, and a run is deterministic given its
-// configuration, at any number of workers.
+// = 0, or without biases c = √(|μ|/K) (so that w·h starts near μ), drawn
+// from a stream of the seed and the id alone: the start does not depend on
+// the number of workers, and a run is deterministic given its
+// configuration, at any number of workers. SGD on the rotation with biases
+// starts warm instead (Config.ColdStart): from the bias-only fit, computed
+// from the workers' sums when they join, with W = 0, so that iteration 0 is
+// the bias-only model; with validation, the model written for iteration 0
+// is the bias-only fit of all the training ratings, held-out ones included.
 package mf

@@ -151,19 +151,32 @@ func compareBiasOnly(cfg mf.Config, e mf.Eval, stdout, stderr io.Writer) {
 		fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
 		return
 	}
+	// On the test ratings the baseline is fitted to all the training
+	// ratings, held-out ones included, as the bias-only model that a job
+	// writes for its iteration 0 is.
+	all := b
+	if cfg.Holdout > 0 && test {
+		c := cfg
+		c.Holdout = 0
+		if all, err = mf.FitBiasOnly(c, biasSweeps); err != nil {
+			fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
+			return
+		}
+	}
 	for _, c := range []struct {
 		on         bool
 		name, path string
 		keep       func(mf.Rating) bool
 		model      float64
+		base       *mf.BiasOnly
 	}{
-		{val, "validation", cfg.Train, cfg.ValidationFilter(), e.ValRMSE},
-		{test, "test", cfg.Test, nil, e.TestRMSE},
+		{val, "validation", cfg.Train, cfg.ValidationFilter(), e.ValRMSE, b},
+		{test, "test", cfg.Test, nil, e.TestRMSE, all},
 	} {
 		if !c.on {
 			continue
 		}
-		rmse, _, err := b.RMSE(c.path, c.keep)
+		rmse, _, err := c.base.RMSE(c.path, c.keep)
 		if err != nil {
 			fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
 			return
