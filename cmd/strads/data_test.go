@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,5 +242,55 @@ func TestDataCommands(t *testing.T) {
 	}
 	if _, stdout, _ := runCLI(t, "data", "ls", "--nats", url); strings.Contains(stdout, "nats:d1 ") {
 		t.Errorf("ls after rm: %s", stdout)
+	}
+}
+
+// TestDataCredentials checks strads data and a job's data sets against a
+// server that takes only a user with a password: refused without them,
+// with exit status 1 and a hint; taken with them in the URL, which no
+// output shows.
+func TestDataCredentials(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "nats.conf")
+	text := fmt.Sprintf("authorization { user: strads, password: s3cret }\nlisten: 127.0.0.1:-1\njetstream { store_dir: %q }\nlog_file: %q\n",
+		filepath.Join(dir, "store"), filepath.Join(dir, "nats.log"))
+	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := natsserver.Start(natsserver.Options{ConfigFile: config, ConfigAddr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	url := "nats://127.0.0.1:" + port(t, srv.ClientURL())
+	good := strings.Replace(url, "nats://", "nats://strads:s3cret@", 1)
+	bad := strings.Replace(url, "nats://", "nats://strads:wrong@", 1)
+	data := genData(t)
+	code, _, stderr := runCLI(t, "data", "put", data, "--nats", url)
+	if code != 1 || !strings.Contains(stderr, "Authorization Violation") || !strings.Contains(stderr, "refused this role's credentials") {
+		t.Errorf("put without credentials: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "data", "ls", "--nats", bad)
+	if code != 1 || strings.Contains(stderr, "wrong") {
+		t.Errorf("ls with a wrong password: exit %d, want 1 and the password hidden: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "data", "put", data, "--name", "secure", "--nats", good)
+	if code != 0 || strings.Contains(stdout+stderr, "s3cret") {
+		t.Fatalf("put with credentials: exit %d: %s%s", code, stdout, stderr)
+	}
+	out := filepath.Join(dir, "model.csv")
+	code, stdout, stderr = runCLI(t, "lasso", "--data", "nats:secure", "--nats", good, "--workers", "2", "--lambda-ratio", "0.05",
+		"--progress", "0", "--verbose", "--out", out)
+	if code != 0 || strings.Contains(stdout+stderr, "s3cret") || !strings.Contains(stderr, "fetched a data set") {
+		t.Fatalf("all-in-one on --nats: exit %d: %s%s", code, stdout, stderr)
+	}
+	local := filepath.Join(dir, "local.csv")
+	if code, _, stderr := runCLI(t, "lasso", "--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--progress", "0", "--out", local); code != 0 {
+		t.Fatalf("local: exit %d: %s", code, stderr)
+	}
+	sameFiles(t, out, local)
+	code, _, stderr = runCLI(t, "lasso", "--data", "nats:secure", "--nats", url, "--workers", "2", "--progress", "0")
+	if code != 1 || !strings.Contains(stderr, "--data nats:secure") || !strings.Contains(stderr, "Authorization Violation") {
+		t.Errorf("a job without credentials: exit %d: %s", code, stderr)
 	}
 }
