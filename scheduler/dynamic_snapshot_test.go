@@ -132,3 +132,38 @@ func TestDynamicRestoreBad(t *testing.T) {
 		t.Errorf("the good snapshot: %v", err)
 	}
 }
+
+// FuzzDynamicRestore checks that Restore of any bytes into an engine of
+// each policy is an error or a state from which the engine runs, never a
+// panic.
+func FuzzDynamicRestore(f *testing.F) {
+	configs := []Config{
+		{Vars: 12, Policy: Priority, Gamma: 1, Eta: 0.01, Candidates: 4, Block: 2, Warmup: 3, Rho: 1, Workers: 2, Seed: 1},
+		{Vars: 12, Policy: Random, Candidates: 4, Block: 2, Rho: 1, Workers: 2, Seed: 1},
+		{Vars: 12, Policy: Cyclic, Candidates: 4, Block: 2, Rho: 1, Workers: 2, Seed: 1},
+	}
+	for _, c := range configs {
+		d, _ := NewDynamic(c, nil)
+		for range 3 {
+			b, _ := d.Snapshot()
+			f.Add(b)
+			s := d.Next()
+			d.Feedback(s.Vars, make([]float64, len(s.Vars)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, c := range configs {
+			d, err := NewDynamic(c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Restore(b) != nil {
+				continue
+			}
+			for range 3 {
+				s := d.Next()
+				d.Feedback(s.Vars, make([]float64, len(s.Vars)))
+			}
+		}
+	})
+}

@@ -264,3 +264,84 @@ func columnarScheduler(t *testing.T, cfg Config, workers int) snapshotter {
 	}
 	return s.(snapshotter)
 }
+
+// FuzzRestore checks that Restore of any bytes into a worker of each
+// layout (the column layout's leader) and the column layout's coordinator
+// of a path is an error or a state from which the role runs, never a
+// panic. The seeds are snapshots of the roles of short jobs.
+func FuzzRestore(f *testing.F) {
+	pr := newProblem(f, 30, 80, 42)
+	rows := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
+	cols := Config{Data: pr.path, LambdaRatio: 0.05, Intercept: true, Schedule: colSchedule(scheduler.Priority), Layout: LayoutColumns, Path: 3}
+	seed := func(roles ...any) {
+		for _, r := range roles {
+			b, err := r.(snapshotter).Snapshot()
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+			// And the bytes with one of them changed, at 16 places.
+			for k := range 16 {
+				bad := bytes.Clone(b)
+				bad[k*len(b)/16] ^= 0x5a
+				f.Add(bad)
+			}
+		}
+	}
+	for _, rounds := range []uint64{1, 4} {
+		pc := pipeline.Config{Workers: 2, Depth: 1, ReportEvery: 1, MaxRounds: rounds}
+		j, _, err := local.Run(context.Background(), Program(rows), local.Options{Config: pc})
+		if err != nil {
+			f.Fatal(err)
+		}
+		seed(j.Workers[0], j.Coordinator)
+		jc, _, err := local.Run(context.Background(), ColumnProgram(cols, 2), local.Options{Config: pc})
+		if err != nil {
+			f.Fatal(err)
+		}
+		seed(jc.Workers[0], jc.Coordinator)
+	}
+	start := func(t *testing.T) (*Worker, *ColWorker, *ColCoordinator) {
+		w, err := NewWorker(rows, 0, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sums []ColSummary
+		var cw *ColWorker
+		for k := range 2 {
+			x, err := NewColWorker(cols, k, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := x.Describe()
+			sums = append(sums, s)
+			if k == 0 {
+				cw = x
+			}
+		}
+		c := NewColCoordinator(cols)
+		if _, err := c.Start(sums); err != nil {
+			t.Fatal(err)
+		}
+		return w, cw, c
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		w, cw, c := start(t)
+		if w.Restore(b) == nil {
+			w.Report()
+			w.Push(context.Background(), 1, Plan{Vars: wire.Int32s{0, 79}})
+			w.Apply(Update{Vars: wire.Int32s{1}, Delta: wire.Float64s{0.5}, Value: wire.Float64s{0.5}})
+		}
+		if cw.Restore(b) == nil {
+			cw.Report()
+			cw.Push(context.Background(), 1, ColPlan{Blocks: make([]wire.Int32s, 2)})
+			cw.Apply(ColUpdate{Alpha: 1, Lambda: 0.1})
+			cw.Snapshot()
+		}
+		if c.Restore(b) == nil {
+			c.WriteModel(&bytes.Buffer{})
+			c.Pull(1, ColPlan{Blocks: make([]wire.Int32s, 2)}, make([]ColPartial, 2))
+			c.Snapshot()
+		}
+	})
+}

@@ -269,3 +269,96 @@ func TestRestoreBad(t *testing.T) {
 	checkBad(t, "column coordinator", cc, snap(t, one), snap(t, cws[0]))
 	checkBad(t, "column coordinator without a path", one, snap(t, cc))
 }
+
+// FuzzRestore checks that Restore of any bytes into a worker of each
+// layout (the column layout's leader) and the coordinators is an error or
+// a state from which the role runs, never a panic. The seeds are
+// snapshots of the roles of short jobs, and those with a byte changed.
+func FuzzRestore(f *testing.F) {
+	pr := newProblem(f, genConfig(40, 60, 12, 1))
+	rows := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
+	cols := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: colSchedule(scheduler.Priority), Path: 3}
+	seed := func(roles ...any) {
+		for _, r := range roles {
+			b, err := r.(snapshotter).Snapshot()
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+			for k := range 16 {
+				bad := bytes.Clone(b)
+				bad[k*len(b)/16] ^= 0x5a
+				f.Add(bad)
+			}
+		}
+	}
+	for _, rounds := range []uint64{1, 4} {
+		pc := pipeline.Config{Workers: 2, Depth: 1, ReportEvery: 1, MaxRounds: rounds}
+		j, _, err := local.Run(context.Background(), Program(rows), local.Options{Config: pc})
+		if err != nil {
+			f.Fatal(err)
+		}
+		seed(j.Workers[0], j.Coordinator)
+		jc, _, err := local.Run(context.Background(), ColumnProgram(cols, 2), local.Options{Config: pc})
+		if err != nil {
+			f.Fatal(err)
+		}
+		seed(jc.Workers[0], jc.Coordinator)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		must := func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, err := NewWorker(rows, 0, 2)
+		must(err)
+		var sums []Summary
+		for k := range 2 {
+			x, err := NewWorker(rows, k, 2)
+			must(err)
+			s, _ := x.Describe()
+			sums = append(sums, s)
+		}
+		c, err := NewCoordinator(rows)
+		must(err)
+		_, err = c.Start(sums)
+		must(err)
+		var csums []ColSummary
+		var cw *ColWorker
+		for k := range 2 {
+			x, err := NewColWorker(cols, k, 2)
+			must(err)
+			s, _ := x.Describe()
+			csums = append(csums, s)
+			if k == 0 {
+				cw = x
+			}
+		}
+		cc, err := NewColCoordinator(cols)
+		must(err)
+		_, err = cc.Start(csums)
+		must(err)
+		if w.Restore(b) == nil {
+			w.Report()
+			w.Push(context.Background(), 1, Plan{Vars: wire.Int32s{0, 59}})
+			w.Apply(Update{Round: 9, Vars: wire.Int32s{1}, Delta: wire.Float64s{0.5}})
+		}
+		if c.Restore(b) == nil {
+			c.WriteModel(&bytes.Buffer{})
+			c.Pull(9, Plan{Vars: wire.Int32s{1}}, []Partial{{Grad: wire.Float64s{1}, Curv: wire.Float64s{1}}, {Grad: wire.Float64s{1}, Curv: wire.Float64s{1}}})
+			c.Snapshot()
+		}
+		if cw.Restore(b) == nil {
+			cw.Report()
+			cw.Push(context.Background(), 1, ColPlan{Blocks: make([]wire.Int32s, 2)})
+			cw.Apply(ColUpdate{Alpha: 1, Lambda: 0.1})
+			cw.Snapshot()
+		}
+		if cc.Restore(b) == nil {
+			cc.WriteModel(&bytes.Buffer{})
+			cc.Pull(1, ColPlan{Blocks: make([]wire.Int32s, 2)}, make([]ColPartial, 2))
+			cc.Snapshot()
+		}
+	})
+}
