@@ -17,6 +17,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -201,4 +202,32 @@ func Write(path string, fn func(w *bufio.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return a.Commit()
+}
+
+// Mark returns how much has been written, flushed, so that Rewind can
+// discard what is written after it (a job rolled back to a checkpoint
+// rewinds its metrics).
+func (a *File) Mark() (int64, error) {
+	if err := a.Flush(); err != nil {
+		return 0, fmt.Errorf("write %s: %w", a.path, err)
+	}
+	off, err := a.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", a.path, err)
+	}
+	return off, nil
+}
+
+// Rewind discards what was written after mark, a Mark of the file.
+func (a *File) Rewind(mark int64) error {
+	if err := a.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	if err := a.f.Truncate(mark); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	if _, err := a.f.Seek(mark, io.SeekStart); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	return nil
 }

@@ -38,6 +38,7 @@ type runFlags struct {
 	ckptEvery   uint64
 	ckptKeep    int
 	resume      bool
+	spares      int
 	secFlags
 }
 
@@ -51,7 +52,7 @@ type runFlags struct {
 var perRole = map[string]bool{
 	"out": true, "metrics": true, "progress": true, "timeout": true, "join-timeout": true,
 	"nats": true, "job": true, "verbose": true, "http": true, "app": true,
-	"checkpoint-every": true, "checkpoint-keep": true, "resume": true,
+	"checkpoint-every": true, "checkpoint-keep": true, "resume": true, "spares": true,
 }
 
 func init() {
@@ -82,6 +83,7 @@ func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
 	fs.StringVar(&f.http, "http", "", "serve the live page (/), Prometheus metrics (/metrics) and, with --pprof, profiles on `addr`: :9090 is 127.0.0.1:9090, this machine only; other machines need a host, e.g. 0.0.0.0:9090")
 	fs.Uint64Var(&f.ckptEvery, "checkpoint-every", 0, "take a checkpoint every `n` rounds, in the NATS server's JetStream (a whole job's embedded server: in --store, by default ./strads-store); the rounds do not wait for it and the model is the same (0: none; needs --depth 1)")
 	fs.IntVar(&f.ckptKeep, "checkpoint-keep", coordinator.DefaultCheckpointKeep, "keep the last `k` checkpoints")
+	fs.IntVar(&f.spares, "spares", 0, "coordinator: admit up to `n` spare workers and n spare schedulers (roles started when every place is taken); when a node is lost (no heartbeat for 5s) a spare takes its place and the job goes back to its last checkpoint (--checkpoint-every) and on, to the same model")
 	fs.BoolVar(&f.resume, "resume", false, "resume the job from its last checkpoint (the same --job, settings and data), and end with the model it would have ended with")
 	f.addSecurityFlags(fs)
 	return f
@@ -107,6 +109,7 @@ func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 		CheckpointEvery: f.ckptEvery,
 		CheckpointKeep:  f.ckptKeep,
 		Resume:          f.resume,
+		Spares:          f.spares,
 	}
 	if f.progress > 0 {
 		o.Progress, o.ProgressEvery = w, f.progress

@@ -20,7 +20,10 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 	n.mu.Unlock()
 	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectBeat), func(msg *nats.Msg) {
 		var h protocol.Heartbeat
-		if err := protocol.Open(msg.Data, &h, protocol.TypeHeartbeat, n.runID); err != nil {
+		n.mu.Lock()
+		run := n.runID
+		n.mu.Unlock()
+		if err := protocol.Open(msg.Data, &h, protocol.TypeHeartbeat, run); err != nil {
 			n.drop(msg, "", protocol.Reason(err), err)
 			return
 		}
@@ -41,9 +44,9 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 // out of memory, its machine lost). The error names it and matches
 // ErrTimeout. Nothing is lost while the coordinator's own connection is
 // down or was just back: the silence would be the coordinator's.
-func (n *node[P, R, U, S]) checkAlive() error {
+func (n *node[P, R, U, S]) checkAlive() (protocol.Node, error) {
 	if n.opts.Heartbeat <= 0 {
-		return nil
+		return protocol.Node{}, nil
 	}
 	now := time.Now()
 	if !n.c.NATS().IsConnected() || n.resending {
@@ -54,7 +57,7 @@ func (n *node[P, R, U, S]) checkAlive() error {
 			}
 		}
 		n.mu.Unlock()
-		return nil
+		return protocol.Node{}, nil
 	}
 	n.mu.Lock()
 	var lost protocol.Node
@@ -72,8 +75,8 @@ func (n *node[P, R, U, S]) checkAlive() error {
 	}
 	n.mu.Unlock()
 	if lost.Role == "" {
-		return nil
+		return lost, nil
 	}
 	who := n.who(lost.Role, lost.Place)
-	return protocol.Timeout(fmt.Errorf("coordinator: %s: no heartbeat for %s: the node is lost", who, silent.Round(time.Millisecond)))
+	return lost, protocol.Timeout(fmt.Errorf("coordinator: %s: no heartbeat for %s: the node is lost", who, silent.Round(time.Millisecond)))
 }

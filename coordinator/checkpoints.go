@@ -54,6 +54,15 @@ type checkpointer struct {
 	wg     sync.WaitGroup
 }
 
+// reset abandons the checkpoint being collected, and makes the next ones
+// of run.
+func (k *checkpointer) reset(run string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cur = nil
+	k.base.Run = run
+}
+
 // state returns the round of the checkpoint being collected (0 if none),
 // of the last committed and of the last abandoned.
 func (k *checkpointer) state() (collecting, last, abandoned uint64) {
@@ -299,6 +308,19 @@ func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
 	n.mu.Lock()
 	data := n.data
 	n.mu.Unlock()
+	if n.metrics != nil {
+		// A rollback to this checkpoint rewinds the metrics here.
+		mark, err := n.metrics.Mark()
+		if err != nil {
+			return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
+		}
+		n.metricMarks[round] = mark
+		for r := range n.metricMarks {
+			if r+uint64(n.opts.CheckpointKeep+2)*n.opts.CheckpointEvery < round {
+				delete(n.metricMarks, r)
+			}
+		}
+	}
 	if !n.ckpt.begin(round, piece, data) {
 		return nil
 	}

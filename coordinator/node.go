@@ -78,6 +78,11 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 		dropped: map[string]int{},
 		asked:   map[uint64]outbound{},
 		tasks:   map[taskKey][]outbound{},
+		spares:  map[string][]spareNode{},
+
+		spareCount: map[string]int{},
+
+		metricMarks: map[uint64]int64{},
 	}
 	for range opts.Workers {
 		n.partials = append(n.partials, [3]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger(), protocol.NewLedger()})
@@ -86,8 +91,10 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 	res, err := n.run(ctx, newCoordinator)
 	if err != nil {
 		n.abort(err)
+		n.releaseSpares(err)
 		return nil, err
 	}
+	n.releaseSpares(nil)
 	return res, nil
 }
 
@@ -128,6 +135,19 @@ type node[P, R, U, S any] struct {
 	// seen holds, by role and place, when a node was last heard from (its
 	// heartbeat, or any message), once the rounds run (DESIGN §6).
 	seen map[string][]time.Time
+	// spares holds, by role, the spares admitted and not used
+	// (Options.Spares).
+	spares     map[string][]spareNode
+	spareCount map[string]int // the spares ever admitted, by role
+	// What a rollback to a checkpoint needs (replace): the readies'
+	// mailbox, the app's constructor, the pipeline's configuration, the
+	// stop of the coordinator's heartbeats, and by checkpoint round the
+	// size of the metrics CSV written at its pull.
+	readies     *wire.Mailbox
+	newApp      func(ctx context.Context) (schmp.Coordinator[P, R, U, S], error)
+	cfg         pipeline.Config
+	stopBeat    func()
+	metricMarks map[uint64]int64
 
 	// nodes holds, by role and place, the node that joined there (Host
 	// and PID empty before), for the errors that name it.
@@ -285,6 +305,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, err
 	}
 	defer readies.Close()
+	n.readies, n.newApp = readies, newCoordinator
 	if n.box, err = wire.NewMailbox(n.c, protocol.SubjectPlanned, protocol.SubjectPartial, protocol.SubjectStored); err != nil {
 		return nil, err
 	}
@@ -303,7 +324,8 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	}
 	defer joins.Unsubscribe()
 	if n.opts.Heartbeat > 0 {
-		defer protocol.Beat(n.c, protocol.SubjectBeatCoordinator, n.opts.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: n.runID}, Role: "coordinator"})()
+		n.restartBeat()
+		defer func() { n.stopBeat() }()
 		beats, err := n.followBeats()
 		if err != nil {
 			return nil, err
@@ -337,6 +359,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	cfg := n.opts.pipeline()
 	cfg.Name = func(role string, place int) string { return n.who(role, place).String() }
 	_, cfg.Final = n.app.(schmp.Finisher[S])
+	n.cfg = cfg
 	if n.core, err = pipeline.New(cfg, schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{n.app, n}), guardedHooks(n.app)); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -437,10 +460,18 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			have := places[role]
 			place, ok := have[req.ID]
 			free := !ok && len(have) < limit[role]
+			// A node that finds every place taken may wait as a spare
+			// (Options.Spares), even once the job runs.
+			spare := !ok && !free && n.spareCount[role] < n.opts.Spares
 			var bad error
-			if !started && (ok || free) {
+			if !started && (ok || free) || spare {
 				bad = n.checkManifest(protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}, req.Manifest)
 			}
+			if spare && bad == nil {
+				n.spareCount[role]++
+				n.spares[role] = append(n.spares[role], spareNode{id: req.ID, run: n.runID, node: protocol.Node{Role: role, Host: req.Host, PID: req.PID}})
+			}
+			run := n.runID
 			if !started && free && bad == nil {
 				place, ok = len(have), true
 				have[req.ID] = place
@@ -451,6 +482,17 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			}
 			n.mu.Unlock()
 			switch {
+			case spare && bad != nil:
+				rep.Err, rep.Mismatch = bad.Error(), true
+				n.log.Warn("spare refused", "err", bad)
+			case spare:
+				rep.Spare, rep.Shards, rep.Run = true, limit[role], run
+				rep.Settings = n.opts.Manifest.Settings
+				rep.Checkpoints = n.ckpt != nil
+				if n.opts.Heartbeat > 0 {
+					rep.Heartbeat, rep.LostAfter = n.opts.Heartbeat, n.opts.LostAfter
+				}
+				n.log.Info("spare admitted", "node", role, "id", req.ID, "host", req.Host, "pid", req.PID)
 			case started:
 				// A replay, or a node of another job of this name: the job
 				// runs, and goes on.
@@ -464,7 +506,7 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			case ok:
 				rep.Shard, rep.Shards = place, limit[role]
 				rep.Settings = n.opts.Manifest.Settings
-				rep.Run = n.runID
+				rep.Run = run
 				rep.Checkpoints = n.ckpt != nil
 				if n.opts.Heartbeat > 0 {
 					rep.Heartbeat, rep.LostAfter = n.opts.Heartbeat, n.opts.LostAfter
@@ -658,6 +700,13 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 				return err
 			}
 		}
+		if n.metrics != nil {
+			mark, err := n.metrics.Mark()
+			if err != nil {
+				return fmt.Errorf("coordinator: %w", err)
+			}
+			n.metricMarks[n.res.Resumed] = mark
+		}
 	}
 	if err := n.perform(); err != nil {
 		return err
@@ -702,8 +751,10 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 		if n.final != nil && n.finalDone() {
 			return n.final
 		}
-		if err := n.checkAlive(); err != nil {
-			return err
+		if lost, err := n.checkAlive(); err != nil {
+			if err := n.replace(ctx, lost, err); err != nil {
+				return err
+			}
 		}
 		if n.opts.Progress != nil && !n.done && time.Since(lastProgress) >= n.opts.ProgressEvery {
 			lastProgress = time.Now()

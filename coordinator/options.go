@@ -133,6 +133,14 @@ type Options struct {
 	// Heartbeat sends none (only the round deadlines, Timeout, then find
 	// a lost node).
 	Heartbeat, LostAfter time.Duration
+	// Spares is how many spare workers, and how many spare scheduler
+	// parts, the coordinator admits beyond the job's places (DESIGN §6):
+	// a spare joins, loads nothing and waits; when a node is lost
+	// (Heartbeat), a spare of its role takes its place and the job goes
+	// back to its last checkpoint (CheckpointEvery) and on, to the model
+	// it would have ended with. Without a spare, or a checkpoint, a lost
+	// node fails the job.
+	Spares int
 }
 
 // DefaultCheckpointKeep is how many checkpoints are kept by default.
@@ -157,6 +165,8 @@ func (o *Options) Validate() error {
 		return schmp.Fieldf("TimeLimit", "must be >= 0, got %v", o.TimeLimit)
 	case o.ReportEvery < 1:
 		return schmp.Fieldf("ReportEvery", "must be at least 1, got %d", o.ReportEvery)
+	case o.Spares < 0:
+		return schmp.Fieldf("Spares", "must be >= 0, got %d", o.Spares)
 	case o.CheckpointKeep < 0:
 		return schmp.Fieldf("CheckpointKeep", "must be >= 0, got %d", o.CheckpointKeep)
 	case (o.CheckpointEvery > 0 || o.Resume) && o.Depth > 1:

@@ -93,6 +93,9 @@ type Result struct {
 	// Resumed is the round of the checkpoint the job resumed from
 	// (Options.Resume); 0 for a job started afresh.
 	Resumed uint64
+	// Replaced counts the lost nodes whose place a spare took, the job
+	// rolling back to a checkpoint (Options.Spares).
+	Replaced int
 }
 
 // Timing tells where the time of a run went. The sums over rounds divided

@@ -70,13 +70,21 @@ type Pulse struct {
 	last atomic.Int64 // unix nanoseconds of the last beat, or of the start
 }
 
-// FollowCoordinator subscribes to the coordinator's heartbeats of run.
+// FollowCoordinator subscribes to the coordinator's heartbeats of run, or
+// of any run if run is "" (a spare's: a rollback changes the run).
 func FollowCoordinator(c *wire.Conn, run string, log *slog.Logger) (*Pulse, error) {
 	p := &Pulse{}
 	p.last.Store(time.Now().UnixNano())
 	sub, err := c.NATS().Subscribe(c.Subject(SubjectBeatCoordinator), func(msg *nats.Msg) {
 		var h Heartbeat
-		if err := Open(msg.Data, &h, TypeHeartbeat, run); err != nil {
+		err := wire.Unmarshal(msg.Data, &h)
+		switch {
+		case err == nil && h.Type != TypeHeartbeat:
+			err = fmt.Errorf("a message of type %q", h.Type)
+		case err == nil && run != "" && h.Run != run:
+			err = fmt.Errorf("%w: run %.32q", ErrForeign, h.Run)
+		}
+		if err != nil {
 			log.Debug("message dropped", "subject", msg.Subject, "err", err)
 			return
 		}
@@ -139,7 +147,7 @@ func (p *Pulse) AwaitBeat(ctx context.Context, every, lost time.Duration, cause 
 func AwaitAssign(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place JoinReply, role string, log *slog.Logger) (JoinReply, bool, error) {
 	log.Info("joined as a spare", "places", place.Shards)
 	if place.Heartbeat > 0 {
-		pulse, err := FollowCoordinator(c, place.Run, log)
+		pulse, err := FollowCoordinator(c, "", log)
 		if err != nil {
 			return place, false, err
 		}
