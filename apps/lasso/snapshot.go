@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/apps/linear"
+	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/wire"
@@ -246,14 +248,30 @@ type pathState struct {
 	Len     int         `msgpack:"len"`
 	Stage   int         `msgpack:"stage"`
 	From    uint64      `msgpack:"from"`
-	Points  []PathPoint `msgpack:"points"`
+	Points  []pathPoint `msgpack:"points"`
+}
+
+// pathPoint is a PathPoint in a snapshot, its report a field of its own:
+// the Stop of the point and the Stop of its report's Progress would share
+// a name if the report were inlined.
+type pathPoint struct {
+	Step   int                `msgpack:"step"`
+	Lambda float64            `msgpack:"lambda"`
+	Sample coordinator.Sample `msgpack:"sample"`
+	Rounds uint64             `msgpack:"rounds"`
+	Stop   string             `msgpack:"stop"`
+	Model  *linear.Model      `msgpack:"model"`
 }
 
 // Snapshot returns the path's progress, encoded: the penalty being solved
 // and what the path found at those before. A Path restored from it, built
 // by NewPath with the same arguments, goes on as p does.
 func (p *Path) Snapshot() ([]byte, error) {
-	return wire.Marshal(pathState{Version: snapshotVersion, Len: len(p.lambdas), Stage: p.stage, From: p.from, Points: p.points})
+	st := pathState{Version: snapshotVersion, Len: len(p.lambdas), Stage: p.stage, From: p.from}
+	for _, pt := range p.points {
+		st.Points = append(st.Points, pathPoint{Step: pt.Step, Lambda: pt.Lambda, Sample: pt.Sample, Rounds: pt.Rounds, Stop: pt.Stop, Model: pt.Model})
+	}
+	return wire.Marshal(st)
 }
 
 // Restore sets p, just built by NewPath and with no point recorded, to the
@@ -278,9 +296,9 @@ func (p *Path) Restore(b []byte) error {
 	}
 	for k, pt := range st.Points {
 		switch {
-		case pt.Step != k+1 || math.Float64bits(pt.Lambda) != math.Float64bits(p.lambdas[k]) || pt.Stop != "converged" || pt.Round > st.From:
+		case pt.Step != k+1 || math.Float64bits(pt.Lambda) != math.Float64bits(p.lambdas[k]) || pt.Stop != "converged" || pt.Sample.Round > st.From:
 			return fmt.Errorf("path: snapshot with point %d of step %d at λ %v (%s, round %d), want step %d at λ %v, converged by round %d",
-				k+1, pt.Step, pt.Lambda, pt.Stop, pt.Round, k+1, p.lambdas[k], st.From)
+				k+1, pt.Step, pt.Lambda, pt.Stop, pt.Sample.Round, k+1, p.lambdas[k], st.From)
 		case pt.Model == nil:
 			return fmt.Errorf("path: snapshot with point %d without a model", k+1)
 		}
@@ -288,6 +306,9 @@ func (p *Path) Restore(b []byte) error {
 			return fmt.Errorf("path: snapshot with point %d: %w", k+1, err)
 		}
 	}
-	p.stage, p.from, p.points = st.Stage, st.From, st.Points
+	p.stage, p.from, p.points = st.Stage, st.From, nil
+	for _, pt := range st.Points {
+		p.points = append(p.points, PathPoint{Step: pt.Step, Lambda: pt.Lambda, Sample: pt.Sample, Rounds: pt.Rounds, Stop: pt.Stop, Model: pt.Model})
+	}
 	return nil
 }
