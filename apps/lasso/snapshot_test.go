@@ -97,10 +97,10 @@ func TestRestoreRows(t *testing.T) {
 		tol             float64
 		maxRounds       uint64
 	}{
-		{scheduler.Priority, 1, 1, false, false, 1e-10, 400},
-		{scheduler.Priority, 2, 2, true, true, 1e-10, 400},
+		{scheduler.Priority, 1, 1, false, false, 1e-10, 150},
+		{scheduler.Priority, 2, 2, true, true, 1e-10, 150},
 		{scheduler.Random, 2, 1, true, false, 0, 60},
-		{scheduler.Cyclic, 1, 2, false, false, 1e-10, 400},
+		{scheduler.Cyclic, 1, 2, false, false, 1e-10, 150},
 	} {
 		t.Run(fmt.Sprintf("%v/workers=%d/parts=%d/intercept=%t", tc.policy, tc.workers, tc.parts, tc.intercept), func(t *testing.T) {
 			pr := newProblem(t, 40, 60, 42)

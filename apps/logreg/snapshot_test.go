@@ -102,10 +102,10 @@ func TestRestoreRows(t *testing.T) {
 		// so that the joint-step safeguard's θ moves.
 		overshoot bool
 	}{
-		{scheduler.Priority, 1, 1, false, false, 1e-9, 300, false},
-		{scheduler.Priority, 2, 2, true, true, 1e-9, 300, false},
+		{scheduler.Priority, 1, 1, false, false, 1e-9, 150, false},
+		{scheduler.Priority, 2, 2, true, true, 1e-9, 150, false},
 		{scheduler.Random, 2, 1, true, false, 0, 60, false},
-		{scheduler.Cyclic, 1, 2, false, false, 1e-9, 300, false},
+		{scheduler.Cyclic, 1, 2, false, false, 1e-9, 150, false},
 		{scheduler.Priority, 2, 1, false, false, 1e-10, 200, true},
 	} {
 		t.Run(fmt.Sprintf("%v/workers=%d/parts=%d/intercept=%t/overshoot=%t", tc.policy, tc.workers, tc.parts, tc.intercept, tc.overshoot), func(t *testing.T) {
