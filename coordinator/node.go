@@ -462,12 +462,13 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			free := !ok && len(have) < limit[role]
 			// A node that finds every place taken may wait as a spare
 			// (Options.Spares), even once the job runs.
-			spare := !ok && !free && n.spareCount[role] < n.opts.Spares
+			again := slices.ContainsFunc(n.spares[role], func(s spareNode) bool { return s.id == req.ID })
+			spare := !ok && !free && (again || n.spareCount[role] < n.opts.Spares)
 			var bad error
 			if !started && (ok || free) || spare {
 				bad = n.checkManifest(protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}, req.Manifest)
 			}
-			if spare && bad == nil {
+			if spare && !again && bad == nil {
 				n.spareCount[role]++
 				n.spares[role] = append(n.spares[role], spareNode{id: req.ID, run: n.runID, node: protocol.Node{Role: role, Host: req.Host, PID: req.PID}})
 			}

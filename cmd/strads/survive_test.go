@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/natsserver"
+)
+
+// survival is a job of separate OS processes against a JetStream server,
+// whose nodes a test kills with SIGKILL (DESIGN §6).
+type survival struct {
+	t     *testing.T
+	url   string
+	data  string
+	job   string
+	nc    *nats.Conn
+	flags []string
+}
+
+func newSurvival(t *testing.T, job string) *survival {
+	t.Helper()
+	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	s := &survival{t: t, url: srv.ClientURL(), data: genData(t), job: job, nc: nc}
+	// Rounds slow enough (a worker's Push of thousands of coordinate
+	// steps) that a kill falls in the middle of the job.
+	s.flags = []string{"--nats", s.url, "--data", s.data, "--workers", "2", "--lambda-ratio", "0.01",
+		"--max-rounds", "400", "--tol", "0", "--report-every", "20", "--progress", "0", "--job", job,
+		"--timeout", "30s", "--join-timeout", "30s"}
+	return s
+}
+
+// start starts a role process with the job's flags and extra ones.
+func (s *survival) start(name, role string, extra ...string) *process {
+	return startProcess(s.t, name, append(append([]string{role}, s.flags...), extra...)...)
+}
+
+// partials returns a subscription to the job's partials, whose count tells
+// how far the job is.
+func (s *survival) partials() *nats.Subscription {
+	sub, err := s.nc.SubscribeSync("strads." + s.job + ".partial")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.nc.Flush(); err != nil {
+		s.t.Fatal(err)
+	}
+	return sub
+}
+
+// await waits for n partials of the job.
+func (s *survival) await(sub *nats.Subscription, n int) {
+	s.t.Helper()
+	for range n {
+		if _, err := sub.NextMsg(time.Minute); err != nil {
+			s.t.Fatalf("the job did not go on: %v", err)
+		}
+	}
+}
+
+// reference runs the job whole, in one process, and returns its model.
+func (s *survival) reference() []byte {
+	s.t.Helper()
+	out := filepath.Join(s.t.TempDir(), "ref.csv")
+	args := []string{"lasso", "--data", s.data, "--workers", "2", "--lambda-ratio", "0.01", "--max-rounds", "400",
+		"--tol", "0", "--report-every", "20", "--progress", "0", "--out", out}
+	if code, _, stderr := runCLI(s.t, args...); code != 0 {
+		s.t.Fatalf("reference run: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return b
+}
+
+// TestKillWorkerWithSpare kills a worker process with SIGKILL at a random
+// point of a job with a spare and checkpoints: the spare takes its place,
+// the job rolls back to its last checkpoint and ends with the model of the
+// job that lost nothing, bit for bit.
+func TestKillWorkerWithSpare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for trial := range 3 {
+		t.Run(fmt.Sprint("trial ", trial), func(t *testing.T) {
+			s := newSurvival(t, fmt.Sprint("spare", trial))
+			want := s.reference()
+			sub := s.partials()
+			out := filepath.Join(t.TempDir(), "m.csv")
+			coord := s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--spares", "1", "--out", out)
+			sched := s.start("scheduler", "scheduler")
+			w0 := s.start("worker 0", "worker")
+			w1 := s.start("worker 1", "worker")
+			s.await(sub, 2) // both workers hold their places
+			spare := s.start("spare", "worker", "--verbose")
+			at := 40 + rand.IntN(300)
+			s.await(sub, at)
+			victim := w1
+			if rand.IntN(2) == 0 {
+				victim = w0
+			}
+			if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if code := coord.wait(t, time.Minute); code != 0 {
+				t.Fatalf("coordinator: exit %d after a worker was killed at partial %d: %s\nspare: %s", code, at, coord.stderr.String(), spare.stderr.String())
+			}
+			for _, p := range []*process{sched, w0, w1, spare} {
+				if p == victim {
+					continue
+				}
+				if code := p.wait(t, 30*time.Second); code != 0 {
+					t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
+				}
+			}
+			got, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("killed at partial %d: the model differs from the job's that lost nothing", at)
+			}
+			if msg := coord.stderr.String(); !strings.Contains(msg, "replacing a lost node") {
+				t.Errorf("the coordinator did not say it replaced the worker: %s", msg)
+			}
+		})
+	}
+}
+
+// TestKillAndResume kills a worker, a scheduler or the coordinator with
+// SIGKILL at a random point of a job without spares: the others exit
+// non-zero within seconds, naming the lost node (a lost coordinator: the
+// others stop), and the job, started again with --resume, ends with the
+// model of the job that was never interrupted, bit for bit.
+func TestKillAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, victim := range []string{"worker 1", "scheduler", "coordinator"} {
+		t.Run(victim, func(t *testing.T) {
+			s := newSurvival(t, "resume-"+strings.ReplaceAll(victim, " ", ""))
+			want := s.reference()
+			sub := s.partials()
+			out := filepath.Join(t.TempDir(), "m.csv")
+			procs := map[string]*process{
+				"coordinator": s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--out", out),
+				"scheduler":   s.start("scheduler", "scheduler"),
+				"worker 0":    s.start("worker 0", "worker"),
+				"worker 1":    s.start("worker 1", "worker"),
+			}
+			at := 60 + rand.IntN(280)
+			s.await(sub, at)
+			if err := procs[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			for name, p := range procs {
+				if name == victim {
+					continue
+				}
+				if code := p.wait(t, time.Minute); code == 0 {
+					t.Errorf("%s: exit 0 after %s was killed", name, victim)
+				}
+				if took := time.Since(killed); took > 10*time.Second {
+					t.Errorf("%s exited %s after %s was killed, want within 10s (the timeout is 30s)", name, took.Round(time.Millisecond), victim)
+				}
+			}
+			if victim != "coordinator" {
+				msg := procs["coordinator"].stderr.String()
+				if want := map[string]string{"worker 1": "worker shard", "scheduler": "scheduler 0"}[victim]; !strings.Contains(msg, want) || !strings.Contains(msg, "no heartbeat") {
+					t.Errorf("the coordinator said %q, want the lost node named", msg)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatal("the failed job wrote its model")
+			}
+			coord := s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--resume", "--out", out)
+			rest := []*process{s.start("scheduler", "scheduler"), s.start("worker 0", "worker"), s.start("worker 1", "worker")}
+			if code := coord.wait(t, time.Minute); code != 0 {
+				t.Fatalf("resumed coordinator: exit %d: %s", code, coord.stderr.String())
+			}
+			for _, p := range rest {
+				if code := p.wait(t, 30*time.Second); code != 0 {
+					t.Errorf("resumed %s: exit %d: %s", p.name, code, p.stderr.String())
+				}
+			}
+			got, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s killed at partial %d, resumed: the model differs from the uninterrupted job's", victim, at)
+			}
+		})
+	}
+}
