@@ -165,9 +165,6 @@ func (f *runFlags) logger(w io.Writer) *slog.Logger {
 	if f.verbose {
 		level = slog.LevelInfo
 	}
-	if os.Getenv("STRADS_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 

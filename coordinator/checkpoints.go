@@ -406,9 +406,11 @@ func (n *node[P, R, U, S]) finalDone() bool {
 		return false
 	case last >= n.finalRound:
 		n.log.Info("final checkpoint committed", "round", n.finalRound)
+		n.final = fmt.Errorf("%w (the state after round %d is checkpointed: the same command with --resume goes on from it)", n.final, n.finalRound)
 		return true
 	case abandoned >= n.finalRound:
 		n.log.Warn("final checkpoint abandoned", "round", n.finalRound)
+		n.final = fmt.Errorf("%w (its final checkpoint, of round %d, could not be stored; the last stored is of round %d)", n.final, n.finalRound, last)
 		return true
 	}
 	return false

@@ -213,3 +213,66 @@ func TestKillAndResume(t *testing.T) {
 		})
 	}
 }
+
+// TestSignalResume interrupts a whole job that takes checkpoints with
+// SIGINT or SIGTERM: it takes a final checkpoint, exits 130 or 143 and
+// writes nothing; the same command with --resume then ends with the model
+// of the job that was never interrupted, bit for bit.
+func TestSignalResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	data := genData(t)
+	job := []string{"lasso", "--data", data, "--workers", "2", "--lambda-ratio", "0.01", "--max-rounds", "3000",
+		"--tol", "0", "--report-every", "20", "--progress", "10ms"}
+	ref := filepath.Join(t.TempDir(), "ref.csv")
+	if code, _, stderr := runCLI(t, append(job, "--out", ref)...); code != 0 {
+		t.Fatalf("reference run: exit %d: %s", code, stderr)
+	}
+	want, err := os.ReadFile(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			store, out := t.TempDir(), filepath.Join(t.TempDir(), "m.csv")
+			args := append(job, "--checkpoint-every", "50", "--store", store, "--out", out)
+			p := startProcess(t, "job", args...)
+			// The progress lines say that the rounds run.
+			deadline := time.Now().Add(time.Minute)
+			for !strings.Contains(p.stderr.String(), "round ") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the job did not start: %s", p.stderr.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			code := p.wait(t, time.Minute)
+			if code == 0 {
+				t.Skip("the job ended before the signal")
+			}
+			if code != 128+int(sig) {
+				t.Fatalf("exit %d, want %d: %s", code, 128+int(sig), p.stderr.String())
+			}
+			if msg := p.stderr.String(); !strings.Contains(msg, "checkpoint") {
+				t.Errorf("no word of the final checkpoint: %s", msg)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatal("the interrupted job wrote its model")
+			}
+			if code, _, stderr := runCLI(t, append(args, "--resume")...); code != 0 {
+				t.Fatalf("resume: exit %d: %s", code, stderr)
+			}
+			got, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatal("the resumed job's model differs from the uninterrupted job's")
+			}
+		})
+	}
+}
