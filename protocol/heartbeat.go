@@ -66,6 +66,7 @@ func Beat(c *wire.Conn, name string, every time.Duration, h Heartbeat) (stop fun
 
 // Pulse follows the coordinator's heartbeats, for a worker or a scheduler.
 type Pulse struct {
+	nc   *nats.Conn
 	sub  *nats.Subscription
 	last atomic.Int64 // unix nanoseconds of the last beat, or of the start
 }
@@ -73,7 +74,7 @@ type Pulse struct {
 // FollowCoordinator subscribes to the coordinator's heartbeats of run, or
 // of any run if run is "" (a spare's: a rollback changes the run).
 func FollowCoordinator(c *wire.Conn, run string, log *slog.Logger) (*Pulse, error) {
-	p := &Pulse{}
+	p := &Pulse{nc: c.NATS()}
 	p.last.Store(time.Now().UnixNano())
 	sub, err := c.NATS().Subscribe(c.Subject(SubjectBeatCoordinator), func(msg *nats.Msg) {
 		var h Heartbeat
@@ -114,7 +115,8 @@ func (p *Pulse) Close() {
 }
 
 // AwaitBeat is a context that ends, with cause, once the coordinator has
-// been silent for lost, checked every every: the context of a node's waits,
+// been silent for lost while this node's connection was up, checked every
+// every: the context of a node's waits,
 // so that a node whose coordinator is gone stops within seconds rather than
 // at its timeout.
 func (p *Pulse) AwaitBeat(ctx context.Context, every, lost time.Duration, cause func(silent time.Duration) error) (context.Context, context.CancelFunc) {
@@ -127,6 +129,12 @@ func (p *Pulse) AwaitBeat(ctx context.Context, every, lost time.Duration, cause 
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				if !p.nc.IsConnected() {
+					// The node's own connection is down: the silence is
+					// its own (its reconnect resets the count too).
+					p.Reset()
+					continue
+				}
 				if s := p.Silent(); s >= lost {
 					cancel(cause(s))
 					return
