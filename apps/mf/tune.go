@@ -75,10 +75,21 @@ func Tune(ctx context.Context, cfg Config, grid []float64, fit Fit) ([]GridPoint
 // Refit returns the configuration that refits cfg on all the training
 // ratings with the λ of point p of a search: no holdout, and as many
 // iterations as p's best evaluation had had (at least one; cfg.Iters stays
-// the cap if set).
+// the cap if set). Where that is iteration 0 of SGD's warm start, the
+// bias-only model, the refit keeps the holdout and the validation stop
+// instead: it is then the same job as p's fit, and writes iteration 0's
+// model, which is the bias-only fit of all the training ratings, held-out
+// ones included (Config.ColdStart); a refit without the holdout would run
+// an iteration of SGD that the search found to do worse.
 func Refit(cfg Config, p GridPoint) Config {
 	c := cfg
 	c.Lambda = p.Lambda
+	if p.Best.Iter == 0 && c.Holdout > 0 && c.folds() {
+		if c.Patience < 1 {
+			c.Patience = DefaultPatience
+		}
+		return c
+	}
 	c.Holdout = 0
 	iters := max(int(math.Ceil(p.Best.Iter)), 1)
 	if c.Iters == 0 || iters < c.Iters {

@@ -89,3 +89,24 @@ func TestWarmStartNeverWorse(t *testing.T) {
 		})
 	}
 }
+
+// TestRefitKeepsBiasOnly checks Refit after a search whose best fit kept
+// iteration 0 of the warm start: the refit keeps the holdout and the
+// validation stop (it is that fit again, and writes the bias-only model
+// of all the training ratings), where a later best iteration, or a cold
+// start, is refitted on all the ratings for that many iterations.
+func TestRefitKeepsBiasOnly(t *testing.T) {
+	cfg := defaults("train", "test", 1)
+	at := func(iter float64) GridPoint { return GridPoint{Lambda: 0.1, Best: Eval{Iter: iter}} }
+	if r := Refit(cfg, at(0)); r.Holdout != cfg.Holdout || r.Patience != cfg.Patience || r.Iters != cfg.Iters || r.Lambda != 0.1 {
+		t.Errorf("best at iteration 0: refit with holdout %g, patience %d, %d iterations, λ %g; want the fit again at λ 0.1", r.Holdout, r.Patience, r.Iters, r.Lambda)
+	}
+	if r := Refit(cfg, at(3)); r.Holdout != 0 || r.Iters != 3 {
+		t.Errorf("best at iteration 3: refit with holdout %g, %d iterations; want none, 3", r.Holdout, r.Iters)
+	}
+	cold := cfg
+	cold.ColdStart = true
+	if r := Refit(cold, at(0)); r.Holdout != 0 || r.Iters != 1 {
+		t.Errorf("cold start, best at iteration 0: refit with holdout %g, %d iterations; want none, 1", r.Holdout, r.Iters)
+	}
+}

@@ -435,8 +435,9 @@ func (o *options) lambdaAuto(ctx context.Context, ds dataset, seed uint64, log i
 		return mf.Eval{}, 0, 0, err
 	}
 	secs := time.Since(t0).Seconds()
-	f := mf.ModelOf(res.App).Final()
-	fmt.Fprintf(log, "%s auto run %d: chose λ %.4g, refit %d iterations: test RMSE %.4f, %.2fs in all\n", ds.name, seed, r.Lambda, r.Iters, f.TestRMSE, secs)
+	f := mf.ModelOf(res.App).Best() // the model written (the last evaluation without validation)
+	fmt.Fprintf(log, "%s auto run %d: chose λ %.4g, refit %d iterations (validation %g): test RMSE %.4f at iteration %g, %.2fs in all\n",
+		ds.name, seed, r.Lambda, r.Iters, r.Holdout, f.TestRMSE, f.Iter, secs)
 	return f, r.Lambda, secs, nil
 }
 

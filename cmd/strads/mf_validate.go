@@ -96,6 +96,10 @@ func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w,
 		fmt.Fprintf(w, "  the lowest validation RMSE is at the grid's edge: a λ beyond it may do better (try --lambda with --validate)\n")
 	}
 	r := mf.Refit(cfg, points[best])
+	if r.Holdout > 0 {
+		fmt.Fprintf(w, "--lambda auto: chose λ %.4g; its best evaluation is iteration 0, the bias-only model: running its fit again, which writes the bias-only model of all the training ratings\n", r.Lambda)
+		return r, nil
+	}
 	fmt.Fprintf(w, "--lambda auto: chose λ %.4g; refitting on all the training ratings for %d iterations (those of its best evaluation)\n", r.Lambda, r.Iters)
 	return r, nil
 }
