@@ -21,6 +21,7 @@ package checkpoint
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -138,6 +139,25 @@ func (s *Store) Put(ctx context.Context, round uint64, piece string, b []byte) (
 		return "", fmt.Errorf("checkpoint: store %s of round %d: %w", piece, round, err)
 	}
 	return Digest(b), nil
+}
+
+// Stat returns the digest and size of piece of the checkpoint of round, as
+// the store computed them when it was stored, or an error matching ErrNone
+// if it is not there.
+func (s *Store) Stat(ctx context.Context, round uint64, piece string) (digest string, size int64, err error) {
+	info, err := s.obs.GetInfo(ctx, object(round, piece))
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return "", 0, fmt.Errorf("checkpoint: %s of round %d: %w", piece, round, ErrNone)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("checkpoint: %s of round %d: %w", piece, round, err)
+	}
+	b64, ok := strings.CutPrefix(info.Digest, "SHA-256=")
+	sum, derr := base64.URLEncoding.DecodeString(b64)
+	if !ok || derr != nil || len(sum) != sha256.Size {
+		return "", 0, fmt.Errorf("checkpoint: %s of round %d: a digest %q", piece, round, info.Digest)
+	}
+	return hex.EncodeToString(sum), int64(info.Size), nil
 }
 
 // Get returns piece of the checkpoint of round, which must hash to digest.

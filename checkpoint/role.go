@@ -28,6 +28,12 @@ type Saver struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// told is the last news sent, sent again after a reconnect: an outage
+	// may have lost it, and a checkpoint would then never be committed.
+	mu        sync.Mutex
+	told      *protocol.Stored
+	stopWatch func()
 }
 
 // NewSaver returns the saver of role's place in the run of the job on c,
@@ -41,6 +47,17 @@ func NewSaver(ctx context.Context, c *wire.Conn, role string, place int, run str
 	}
 	s := &Saver{c: c, store: store, role: role, place: place, run: run, timeout: timeout, log: log}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.stopWatch = c.Watch(func(e wire.Event) {
+		if e.Kind != wire.Reconnected {
+			return
+		}
+		s.mu.Lock()
+		m := s.told
+		s.mu.Unlock()
+		if m != nil {
+			s.publish(*m)
+		}
+	})
 	return s, nil
 }
 
@@ -66,7 +83,11 @@ func (s *Saver) Save(round uint64, snap schmp.Snapshotter) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
 		defer cancel()
 		t0 := time.Now()
-		d, err := s.store.Put(ctx, round, Piece(s.role, s.place), b)
+		var d string
+		err := Retry(ctx, s.c, func(ctx context.Context) (err error) {
+			d, err = s.store.Put(ctx, round, Piece(s.role, s.place), b)
+			return err
+		})
 		if err != nil {
 			m.Err = err.Error()
 		} else {
@@ -77,11 +98,22 @@ func (s *Saver) Save(round uint64, snap schmp.Snapshotter) {
 	}()
 }
 
-// tell sends m to the coordinator.
+// tell sends m to the coordinator, and keeps it to send again after a
+// reconnect.
 func (s *Saver) tell(m protocol.Stored) {
 	if m.Err != "" {
 		s.log.Warn("checkpoint piece not stored", "round", m.Round, "err", m.Err)
 	}
+	s.mu.Lock()
+	if s.told == nil || s.told.Round <= m.Round {
+		s.told = &m
+	}
+	s.mu.Unlock()
+	s.publish(m)
+}
+
+// publish sends m to the coordinator.
+func (s *Saver) publish(m protocol.Stored) {
 	if err := wire.Publish(s.c, protocol.SubjectStored, m); err != nil {
 		s.log.Warn("checkpoint piece: tell the coordinator", "round", m.Round, "err", err)
 	}
@@ -90,6 +122,7 @@ func (s *Saver) tell(m protocol.Stored) {
 // Close waits for the stores in progress, up to the saver's timeout, then
 // abandons them.
 func (s *Saver) Close() {
+	s.stopWatch()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -130,3 +163,28 @@ func Restore(ctx context.Context, c *wire.Conn, role string, place int, round ui
 	}
 	return nil
 }
+
+// Retry runs op with a context that a reconnect of c cancels, and runs it
+// again after such a cancel, up to 3 times, within ctx: JetStream's
+// acknowledgement of a store in flight when the connection broke is lost,
+// and op would otherwise wait for it until ctx ends (DESIGN §6).
+func Retry(ctx context.Context, c *wire.Conn, op func(ctx context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithCancelCause(ctx)
+		stop := c.Watch(func(e wire.Event) {
+			if e.Kind == wire.Reconnected {
+				cancel(errReconnected)
+			}
+		})
+		err := op(actx)
+		stop()
+		again := errors.Is(context.Cause(actx), errReconnected) && ctx.Err() == nil
+		cancel(nil)
+		if err == nil || !again || attempt == 3 {
+			return err
+		}
+	}
+}
+
+// errReconnected is the cause of an attempt that a reconnect ended.
+var errReconnected = errors.New("the connection was re-established")

@@ -30,15 +30,18 @@ type coordPiece struct {
 // the background: the rounds never wait for them.
 type checkpointer struct {
 	store   *checkpoint.Store
+	c       *wire.Conn
 	log     *slog.Logger
 	keep    int
 	timeout time.Duration
 	base    checkpoint.Manifest // the job's fields of every manifest
-	want    int                 // pieces a checkpoint has
+	pieces  []string            // the names of a checkpoint's pieces
+	want    int                 // how many
 
 	mu        sync.Mutex
 	cur       *checkpoint.Manifest // the checkpoint being collected, nil if none
 	have      int                  // its pieces in
+	began     time.Time            // when it began
 	committed int
 	last      uint64 // the round of the last checkpoint committed
 	abandoned uint64 // the round of the last checkpoint abandoned
@@ -63,6 +66,32 @@ func (k *checkpointer) reset(run string) {
 	k.base.Run = run
 }
 
+// recheck looks in the store, in the background, for the pieces of the
+// checkpoint being collected whose news has not come (lost in an outage,
+// say): a piece stored is as good as its news, the store having computed
+// its digest. It is called with k.mu held.
+func (k *checkpointer) recheck() {
+	m := k.cur
+	var missing []string
+	for _, p := range k.pieces {
+		if _, ok := m.Pieces[p]; !ok {
+			missing = append(missing, p)
+		}
+	}
+	round := m.Round
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		ctx, cancel := context.WithTimeout(k.ctx, k.timeout)
+		defer cancel()
+		for _, p := range missing {
+			if d, size, err := k.store.Stat(ctx, round, p); err == nil {
+				k.stored(p, round, d, size, "")
+			}
+		}
+	}()
+}
+
 // state returns the round of the checkpoint being collected (0 if none),
 // of the last committed and of the last abandoned.
 func (k *checkpointer) state() (collecting, last, abandoned uint64) {
@@ -85,8 +114,8 @@ func (k *checkpointer) abandon(round uint64) {
 }
 
 // newCheckpointer returns the checkpointer of a job with base's fields.
-func newCheckpointer(ctx context.Context, store *checkpoint.Store, base checkpoint.Manifest, keep int, timeout time.Duration, log *slog.Logger) *checkpointer {
-	k := &checkpointer{store: store, log: log, keep: keep, timeout: timeout, base: base, want: 1 + base.Workers + base.Schedulers}
+func newCheckpointer(ctx context.Context, c *wire.Conn, store *checkpoint.Store, base checkpoint.Manifest, pieces []string, keep int, timeout time.Duration, log *slog.Logger) *checkpointer {
+	k := &checkpointer{store: store, c: c, log: log, keep: keep, timeout: timeout, base: base, pieces: pieces, want: len(pieces)}
 	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return k
 }
@@ -99,18 +128,31 @@ func (k *checkpointer) begin(round uint64, piece []byte, data string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cur != nil {
-		k.log.Debug("checkpoint skipped: the one before is still being stored", "round", round, "before", k.cur.Round)
-		return false
+		if time.Since(k.began) > time.Second {
+			k.recheck()
+		}
+		if time.Since(k.began) < k.timeout {
+			k.log.Debug("checkpoint skipped: the one before is still being stored", "round", round, "before", k.cur.Round)
+			return false
+		}
+		// Its pieces cannot come any more (a store takes at most the
+		// timeout): a node's news was lost, say in an outage.
+		k.log.Warn("checkpoint abandoned: pieces missing", "round", k.cur.Round, "have", k.have, "want", k.want)
+		k.abandoned = max(k.abandoned, k.cur.Round)
 	}
 	m := k.base
 	m.Round, m.Data, m.Pieces, m.Settings = round, data, map[string]string{}, maps.Clone(k.base.Settings)
-	k.cur, k.have = &m, 0
+	k.cur, k.have, k.began = &m, 0, time.Now()
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
 		ctx, cancel := context.WithTimeout(k.ctx, k.timeout)
 		defer cancel()
-		d, err := k.store.Put(ctx, round, checkpoint.CoordinatorPiece, piece)
+		var d string
+		err := checkpoint.Retry(ctx, k.c, func(ctx context.Context) (err error) {
+			d, err = k.store.Put(ctx, round, checkpoint.CoordinatorPiece, piece)
+			return err
+		})
 		errText := ""
 		if err != nil {
 			errText = err.Error()
@@ -160,7 +202,7 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 			k.abandon(m.Round) // a newer one is committed: this one is of no use
 			return
 		}
-		if err := k.store.Commit(ctx, *m, k.keep); err != nil {
+		if err := checkpoint.Retry(ctx, k.c, func(ctx context.Context) error { return k.store.Commit(ctx, *m, k.keep) }); err != nil {
 			k.log.Warn("checkpoint not committed", "round", m.Round, "err", err)
 			k.abandon(m.Round)
 			return
@@ -176,15 +218,15 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 	}()
 }
 
-// close waits for the stores and commits in progress, up to the timeout,
-// then abandons them, and returns the checkpoints committed and the last
-// one's round.
-func (k *checkpointer) close() (committed int, last uint64) {
+// close waits for the stores and commits in progress, up to wait, then
+// abandons them, and returns the checkpoints committed and the last one's
+// round.
+func (k *checkpointer) close(wait time.Duration) (committed int, last uint64) {
 	done := make(chan struct{})
 	go func() { k.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(k.timeout):
+	case <-time.After(wait):
 	}
 	k.cancel()
 	<-done
@@ -211,7 +253,7 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 	if n.opts.CheckpointEvery > 0 {
 		base := checkpoint.Manifest{Job: n.c.Job(), Run: n.runID, App: n.opts.Manifest.App,
 			Workers: n.opts.Workers, Schedulers: n.opts.Schedulers, Settings: n.opts.Manifest.Settings}
-		n.ckpt = newCheckpointer(ctx, store, base, n.opts.CheckpointKeep, n.opts.Timeout, n.log)
+		n.ckpt = newCheckpointer(ctx, n.c, store, base, n.pieces(), n.opts.CheckpointKeep, n.opts.Timeout, n.log)
 		// An interrupted job waits for its final checkpoint's commit.
 		n.ckpt.committedHook = func() { n.box.Wake() }
 	}

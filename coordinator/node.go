@@ -132,6 +132,7 @@ type node[P, R, U, S any] struct {
 	// ^0: none can be) before it stops.
 	final      error
 	finalRound uint64
+	succeeded  bool // the job succeeded: its checkpoints are of no more use
 	// seen holds, by role and place, when a node was last heard from (its
 	// heartbeat, or any message), once the rounds run (DESIGN §6).
 	seen map[string][]time.Time
@@ -298,7 +299,16 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, err
 	}
 	if n.ckpt != nil {
-		defer func() { n.res.Checkpoints, n.res.LastCheckpoint = n.ckpt.close() }()
+		// A failed job waits for the checkpoints being stored, which a
+		// resume may use, up to the timeout; one that succeeded has no
+		// more use for them, and gives them a moment only.
+		defer func() {
+			wait := n.opts.Timeout
+			if n.succeeded {
+				wait = min(wait, time.Second)
+			}
+			n.res.Checkpoints, n.res.LastCheckpoint = n.ckpt.close(wait)
+		}()
 	}
 	readies, err := wire.NewMailbox(n.c, protocol.SubjectReady)
 	if err != nil {
@@ -392,6 +402,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	n.mu.Lock()
 	n.res.Dropped = n.dropped
 	n.mu.Unlock()
+	n.succeeded = true
 	return &n.res, nil
 }
 

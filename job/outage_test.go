@@ -31,6 +31,7 @@ type restarter struct {
 	lines  int
 	at     map[int]time.Duration // progress line → outage length
 	outage int                   // outages done
+	store  string                // the server's JetStream store, kept across restarts
 }
 
 func (r *restarter) Write(p []byte) (int, error) {
@@ -43,7 +44,7 @@ func (r *restarter) Write(p []byte) (int, error) {
 	}
 	r.srv.Stop()
 	time.Sleep(d)
-	srv, err := natsserver.Start(natsserver.Options{Port: r.port})
+	srv, err := natsserver.Start(natsserver.Options{Port: r.port, StoreDir: r.store})
 	if err != nil {
 		r.t.Errorf("restart the server: %v", err)
 		return len(p), nil
@@ -144,3 +145,58 @@ func TestNATSOutageLongerThanTimeout(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestNATSOutageCheckpoints restarts a JetStream server, its store kept,
+// during a job that takes checkpoints: the job goes on (a checkpoint whose
+// pieces the outage lost is abandoned, the next one is taken), ends with
+// the undisturbed model bit for bit, and has committed checkpoints that a
+// resume can use.
+func TestNATSOutageCheckpoints(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	run := func(url string, w *restarter) ([]byte, *coordinator.Result, error) {
+		out := filepath.Join(dir, "m.csv")
+		opts := job.Options{Job: "outage-ckpt", NATS: url, Timeout: 20 * time.Second,
+			Coordinator: coordinator.Options{Workers: 2, Schedulers: 2, MaxRounds: 1000, ReportEvery: 5, Out: out,
+				Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second, CheckpointEvery: 10}}
+		if w != nil {
+			opts.Coordinator.Progress, opts.Coordinator.ProgressEvery = w, time.Nanosecond
+		}
+		res, err := job.Run(ctx, nnls.Program(nnls.Config{Rows: 300, Cols: 40, Seed: 9, Block: 2}), opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		model, err := os.ReadFile(out)
+		return model, res, err
+	}
+	want, _, err := run("", nil)
+	if err == nil {
+		t.Fatal("a job with checkpoints ran on a server without JetStream")
+	}
+	store := t.TempDir()
+	srv, err := natsserver.Start(natsserver.Options{StoreDir: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _, err = run(srv.ClientURL(), nil); err != nil {
+		t.Fatal(err)
+	}
+	port := srv.Addr().(*net.TCPAddr).Port
+	r := &restarter{t: t, srv: srv, port: port, store: store, at: map[int]time.Duration{40: 200 * time.Millisecond, 200: 100 * time.Millisecond}}
+	got, res, err := run(srv.ClientURL(), r)
+	r.mu.Lock()
+	r.srv.Stop()
+	outages := r.outage
+	r.mu.Unlock()
+	if err != nil {
+		t.Fatalf("after %d outages: %v", outages, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after %d outages: the model differs from the undisturbed run's", outages)
+	}
+	if res.Checkpoints == 0 {
+		t.Errorf("after %d outages: no checkpoint committed", outages)
+	}
+	t.Logf("%d outages, %d reconnects, %d checkpoints (the last of round %d)", outages, res.Reconnects, res.Checkpoints, res.LastCheckpoint)
+}
