@@ -119,6 +119,14 @@ func (s *Saver) publish(m protocol.Stored) {
 	}
 }
 
+// Abandon makes Close abandon the stores in progress at once: the job goes
+// back to a checkpoint before them.
+func (s *Saver) Abandon() {
+	if s != nil {
+		s.cancel()
+	}
+}
+
 // Close waits for the stores in progress, up to the saver's timeout, then
 // abandons them.
 func (s *Saver) Close() {

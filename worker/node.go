@@ -304,6 +304,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 				return protocol.Aborted(fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort))
 			}
 			if task.Rollback != nil {
+				saver.Abandon()
 				return &rollback{*task.Rollback}
 			}
 			if task.Split && task.Shard != place.Shard {

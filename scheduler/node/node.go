@@ -289,6 +289,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 				drop(msg, protocol.DropUnexpected, err)
 				continue
 			}
+			saver.Abandon()
 			return &rollback{*req.Rollback}
 		}
 		if req.Stop {
