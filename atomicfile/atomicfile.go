@@ -11,6 +11,17 @@
 // node itself) nor written all or nothing (a pipe blocks until someone
 // reads it, whatever the job's timeouts, and a reader sees a half-written
 // model), so a job that writes there cannot keep this package's promise.
+//
+// A temporary file is named after its target and its owner,
+// ".NAME.tmp-HOST-PID-START-RANDOM" (the process's id and, on Linux, its
+// start time), so that one a killed process left can be told from one a
+// live process writes: Create (and so Write and CreateGroup) removes the
+// temporaries of its target whose owner, on this machine, is dead (no
+// process PID, or one that started at another time, its pid reused),
+// best effort, silently. It keeps a live process's, another target's,
+// another machine's, one whose owner cannot be told (on systems other
+// than Linux a reused pid counts as alive; without kill(pid, 0) every
+// owner does), and any file not named exactly so.
 package atomicfile
 
 import (
@@ -51,7 +62,8 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	removeStale(target)
+	f, err := os.CreateTemp(filepath.Dir(target), tmpPattern(target))
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}

@@ -20,7 +20,8 @@ import (
 // are lost). A rename is atomic but a group of them is not: a crash
 // between two renames leaves the first files of the group new, the others
 // as they were before (or absent), and the temporary files of the others
-// beside them (".NAME.tmp-*"). The fixed order lets a reader that needs a
+// beside them (".NAME.tmp-*", which the next Create of the same target
+// removes once the process is dead). The fixed order lets a reader that needs a
 // complete set check the last file of the group: if it is the new one,
 // so are all the others.
 type Group struct {
