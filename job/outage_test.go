@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
@@ -170,16 +171,16 @@ func TestNATSOutageCheckpoints(t *testing.T) {
 		model, err := os.ReadFile(out)
 		return model, res, err
 	}
-	want, _, err := run("", nil)
-	if err == nil {
-		t.Fatal("a job with checkpoints ran on a server without JetStream")
+	if _, _, err := run("", nil); !errors.Is(err, checkpoint.ErrNoJetStream) {
+		t.Fatalf("a job with checkpoints on a server without JetStream: %v, want ErrNoJetStream", err)
 	}
 	store := t.TempDir()
 	srv, err := natsserver.Start(natsserver.Options{StoreDir: store})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _, err = run(srv.ClientURL(), nil); err != nil {
+	want, _, err := run(srv.ClientURL(), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	port := srv.Addr().(*net.TCPAddr).Port
