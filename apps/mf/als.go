@@ -156,7 +156,15 @@ func newALSWorker(cfg Config, p int) (*alsWorker, error) {
 func (w *alsWorker) Describe() (Summary, error) { return w.describe(), nil }
 
 // Apply implements schmp.Worker: all of H and the item biases.
-func (w *alsWorker) Apply(u FullUpdate) error { return w.apply(u, len(w.ix.ItemIDs)) }
+func (w *alsWorker) Apply(u FullUpdate) error {
+	if err := w.apply(u, len(w.ix.ItemIDs)); err != nil {
+		return err
+	}
+	if u.Round == 0 {
+		return w.warmApply(w.bs, w.w, w.h, u.FoldBias)
+	}
+	return nil
+}
 
 // Push implements schmp.Worker: it solves its users' rows, then sums its
 // share of the items' normal equations.
@@ -223,6 +231,9 @@ func (w *alsWorker) Report() (Summary, error) {
 	if w.factors {
 		s.W, s.B = w.w, w.bs.b
 	}
+	if w.round == 0 {
+		w.foldReport(&s, w.factors)
+	}
 	return s, nil
 }
 
@@ -243,12 +254,12 @@ func (c *alsCoordinator) Start(sums []Summary) (FullUpdate, error) {
 	if c.itemCount = sums[0].ItemCount; len(c.itemCount) != len(c.m.ItemIDs) {
 		return FullUpdate{}, fmt.Errorf("worker 0 sent %d item counts for %d items", len(c.itemCount), len(c.m.ItemIDs))
 	}
-	c.h = initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank, c.m.Biased)
-	if c.m.Biased {
-		c.c = make([]float64, len(c.m.ItemIDs))
+	var err error
+	if c.h, c.c, err = c.initItems(sums); err != nil {
+		return FullUpdate{}, err
 	}
 	c.sol = newSolver(c.cfg.dim())
-	return FullUpdate{Factors: c.reportFactors(), H: slices.Clone(c.h), C: slices.Clone(c.c)}, nil
+	return FullUpdate{Factors: c.reportFactors(), H: slices.Clone(c.h), C: slices.Clone(c.c), FoldBias: slices.Clone(c.foldC)}, nil
 }
 
 // Pull implements schmp.Coordinator.

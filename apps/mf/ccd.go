@@ -138,6 +138,9 @@ func (w *ccdWorker) Apply(u FullUpdate) error {
 		if err := w.bs.setItems(0, u.C, 0, len(w.ix.ItemIDs)); err != nil {
 			return err
 		}
+		if err := w.warmApply(w.bs, rows(w.w), u.H, u.FoldBias); err != nil {
+			return err
+		}
 		w.h = columns(u.H, len(w.ix.ItemIDs), k)
 		w.cur = w.cfg.slot(0)
 		for j, e := range w.train {
@@ -283,6 +286,9 @@ func (w *ccdWorker) Report() (Summary, error) {
 	if w.factors {
 		s.W, s.B = rows(w.w), w.bs.b
 	}
+	if w.round == 0 {
+		w.foldReport(&s, w.factors)
+	}
 	return s, nil
 }
 
@@ -305,12 +311,12 @@ func (c *ccdCoordinator) Start(sums []Summary) (FullUpdate, error) {
 	if c.itemCount = sums[0].ItemCount; len(c.itemCount) != len(c.m.ItemIDs) {
 		return FullUpdate{}, fmt.Errorf("worker 0 sent %d item counts for %d items", len(c.itemCount), len(c.m.ItemIDs))
 	}
-	h := initItems(c.m.ItemIDs, c.cfg.Seed, sums[0].Mean, sums[0].Std, c.cfg.Rank, c.m.Biased)
-	c.h = columns(h, len(c.m.ItemIDs), c.cfg.Rank)
-	if c.m.Biased {
-		c.c = make([]float64, len(c.m.ItemIDs))
+	h, cb, err := c.initItems(sums)
+	if err != nil {
+		return FullUpdate{}, err
 	}
-	return FullUpdate{Factors: c.reportFactors(), H: h, C: slices.Clone(c.c)}, nil
+	c.h, c.c = columns(h, len(c.m.ItemIDs), c.cfg.Rank), cb
+	return FullUpdate{Factors: c.reportFactors(), H: h, C: slices.Clone(c.c), FoldBias: slices.Clone(c.foldC)}, nil
 }
 
 // Pull implements schmp.Coordinator.

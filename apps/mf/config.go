@@ -74,13 +74,14 @@ type Config struct {
 	// ratings is shrunk toward 0 more than one with many. Unused with
 	// NoBias.
 	BiasLambda float64
-	// ColdStart (SGD on the rotation, with biases) starts SGD from
-	// biases of 0 and random W, as the other algorithms start. By default
-	// SGD on the rotation starts warm: μ + b_u + c_i is the bias-only fit
-	// (two sweeps of exact alternating updates, from the workers' sums; see
+	// ColdStart (with biases) starts from biases of 0 and random W. By
+	// default a job starts warm: μ + b_u + c_i is the bias-only fit (two
+	// sweeps of exact alternating updates, from the workers' sums; see
 	// shard.warmStart) and W is 0 (H is random), so that the state of
-	// iteration 0 is the bias-only model. CCD++ and ALS fit the biases
-	// exactly in their first round anyway.
+	// iteration 0 is the bias-only model; with Holdout, the model written
+	// for iteration 0 is the bias-only fit of all the training ratings
+	// (folds). SGD on the rotation, CCD++ and ALS start warm; the
+	// unscheduled SGD baseline always starts cold.
 	ColdStart bool
 	// Algo is SGD, CCD or ALS; Schedule (SGD only) Rotation or
 	// Unscheduled.
@@ -167,12 +168,13 @@ func (c Config) weight(n int32) float64 {
 // biased reports whether the model has the global mean and biases.
 func (c Config) biased() bool { return !c.NoBias }
 
-// warm reports whether SGD starts from the bias-only fit (ColdStart): on
-// the rotation only. (The unscheduled baseline starts cold: from W = 0 its
-// workers' copies of H, merged every iteration, learned far more slowly,
-// test RMSE 0.45 against 0.11 after 30 iterations on TestConverges' set.)
+// warm reports whether the job starts from the bias-only fit (ColdStart):
+// SGD on the rotation, CCD++ and ALS. (The unscheduled SGD baseline
+// starts cold: from W = 0 its workers' copies of H, merged every
+// iteration, learned far more slowly, test RMSE 0.45 against 0.11 after
+// 30 iterations on TestConverges' set.)
 func (c Config) warm() bool {
-	return c.biased() && c.Algo == SGD && c.Schedule == Rotation && !c.ColdStart
+	return c.biased() && !c.ColdStart && (c.Algo != SGD || c.Schedule == Rotation)
 }
 
 // folds reports whether the warm start also fits the bias-only model to

@@ -112,14 +112,8 @@ func (w *rotationWorker) Apply(u RotationUpdate) error {
 		}
 		copy(w.h, u.Full)
 		w.block = -1
-		if u.Round == 0 && w.cfg.warm() {
-			w.fitUsers(w.bs, w.w, w.h)
-			if w.cfg.folds() {
-				if len(u.FoldBias) != len(w.h)/k {
-					return fmt.Errorf("update of round 0: %d folded item biases, want %d", len(u.FoldBias), len(w.h)/k)
-				}
-				w.fold(slices.Clone(u.FoldBias))
-			}
+		if u.Round == 0 {
+			return w.warmApply(w.bs, w.w, w.h, u.FoldBias)
 		}
 		return nil
 	}

@@ -482,6 +482,25 @@ func (s *shard) fold(c []float64) {
 	}
 }
 
+// warmApply completes the warm start (Config.ColdStart) when a worker
+// applies the first update: its users' biases fitted to the item biases
+// in bs, given W and H (row by row), and with the folded fit
+// (Config.folds) the folded model from fold, the update's FoldBias.
+func (s *shard) warmApply(bs biases, w, h, fold []float64) error {
+	if !s.cfg.warm() {
+		return nil
+	}
+	s.fitUsers(bs, w, h)
+	if !s.cfg.folds() {
+		return nil
+	}
+	if len(fold) != len(s.ix.ItemIDs) {
+		return fmt.Errorf("update of round 0: %d folded item biases, want %d", len(fold), len(s.ix.ItemIDs))
+	}
+	s.fold(slices.Clone(fold))
+	return nil
+}
+
 // foldReport adds the folded bias-only model's figures to r, the report
 // of round 0 (Summary.Folded), with its user biases if factors.
 func (s *shard) foldReport(r *Summary, factors bool) {

@@ -22,9 +22,12 @@ type FullUpdate struct {
 	// reports.
 	Factors bool `msgpack:"f,omitempty"`
 	// H is all of H, row by row, and C all the item biases (none without
-	// biases).
-	H wire.Float64s `msgpack:"h,omitempty"`
-	C wire.Float64s `msgpack:"hc,omitempty"`
+	// biases). FoldBias, in the first update with the folded fit
+	// (Config.folds), holds the item biases of the bias-only model of the
+	// training and validation ratings together.
+	H        wire.Float64s `msgpack:"h,omitempty"`
+	C        wire.Float64s `msgpack:"hc,omitempty"`
+	FoldBias wire.Float64s `msgpack:"fc,omitempty"`
 	// Feature and Col (CCD++): column Feature of H is now Col, or with
 	// Bias, the item biases are.
 	Feature int           `msgpack:"k,omitempty"`
