@@ -128,8 +128,9 @@
 // = 0, or without biases c = √(|μ|/K) (so that w·h starts near μ), drawn
 // from a stream of the seed and the id alone: the start does not depend on
 // the number of workers, and a run is deterministic given its
-// configuration, at any number of workers. SGD on the rotation with biases
-// starts warm instead (Config.ColdStart): from the bias-only fit, computed
+// configuration, at any number of workers. With biases, SGD on the
+// rotation, CCD++ and ALS start warm instead (Config.ColdStart): from the
+// bias-only fit, computed
 // from the workers' sums when they join, with W = 0, so that iteration 0 is
 // the bias-only model; with validation, the model written for iteration 0
 // is the bias-only fit of all the training ratings, held-out ones included.
