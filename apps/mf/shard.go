@@ -269,7 +269,7 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// initUsers returns the shard's initial W, row by row: 0 with SGD's warm
+// initUsers returns the shard's initial W, row by row: 0 with the warm
 // start (Config.ColdStart), so that the first evaluation is of the
 // bias-only model. (Not H: with the unscheduled SGD every worker's users
 // would then learn their w_u and h_i in directions of their own, which
