@@ -168,6 +168,10 @@ func (c Config) weight(n int32) float64 {
 // biased reports whether the model has the global mean and biases.
 func (c Config) biased() bool { return !c.NoBias }
 
+// WarmStart reports whether a job of c starts from the bias-only fit, so
+// that its iteration 0 is the bias-only model (see ColdStart).
+func (c Config) WarmStart() bool { return c.warm() }
+
 // warm reports whether the job starts from the bias-only fit (ColdStart):
 // SGD on the rotation, CCD++ and ALS. (The unscheduled SGD baseline
 // starts cold: from W = 0 its workers' copies of H, merged every

@@ -225,6 +225,9 @@ func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
 	}
 	fmt.Fprintf(w, "train RMSE %.6f  test RMSE %.6f  objective %.12g  iterations %g  rounds %d  time %.3fs  (%s)\n",
 		e.TrainRMSE, e.TestRMSE, e.Objective, e.Iter, res.Rounds, res.Elapsed.Seconds(), res.Why())
+	if e.Iter == 0 && j.cfg.WarmStart() && j.cfg.Holdout > 0 {
+		fmt.Fprintln(w, "the job kept iteration 0, the bias-only model μ + b_u + c_i (two sweeps of its fit, to all the training ratings): the factors did not lower the validation RMSE")
+	}
 	compareBiasOnly(j.cfg, e, w, j.cfg.Warn)
 	if j.cfg.Holdout > 0 {
 		res.WriteSummary(w)

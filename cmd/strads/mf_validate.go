@@ -186,6 +186,11 @@ func compareBiasOnly(cfg mf.Config, e mf.Eval, stdout, stderr io.Writer) {
 			return
 		}
 		fmt.Fprintf(stdout, "bias-only μ + b_u + c_i (λ_b %g): %s RMSE %.6f; this model's %.6f\n", cfg.BiasLambda, c.name, rmse, c.model)
+		if e.Iter == 0 && cfg.WarmStart() {
+			// The model is the bias-only one, fitted in two sweeps: no
+			// factor advice helps.
+			continue
+		}
 		if !(c.model < rmse) {
 			fmt.Fprintf(stderr, "mf: warning: the model's %s RMSE %.6f is not below the bias-only baseline's %.6f: the factors do not help at λ %g, rank %d (try --lambda auto, a larger --lambda, or a smaller --rank)\n",
 				c.name, c.model, rmse, cfg.Lambda, cfg.Rank)
