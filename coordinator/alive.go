@@ -43,7 +43,8 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 // heartbeat for LostAfter while the rounds run: its process is gone (killed,
 // out of memory, its machine lost). The error names it and matches
 // ErrTimeout. Nothing is lost while the coordinator's own connection is
-// down or was just back: the silence would be the coordinator's.
+// down or was just back, or while it hears no node at all: the silence
+// would be the coordinator's.
 func (n *node[P, R, U, S]) checkAlive() (protocol.Node, error) {
 	if n.opts.Heartbeat <= 0 {
 		return protocol.Node{}, nil
@@ -62,20 +63,26 @@ func (n *node[P, R, U, S]) checkAlive() (protocol.Node, error) {
 	n.mu.Lock()
 	var lost protocol.Node
 	var silent time.Duration
+	freshest := n.opts.LostAfter // the least silence of a node
 	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
 		for k, t := range n.seen[role] {
 			if t.IsZero() {
 				n.seen[role][k] = now // the rounds start: count from now
+				freshest = 0
 				continue
 			}
-			if d := now.Sub(t); d >= n.opts.LostAfter && lost.Role == "" {
+			d := now.Sub(t)
+			freshest = min(freshest, d)
+			if d >= n.opts.LostAfter && lost.Role == "" {
 				lost, silent = protocol.Node{Role: role, Place: k}, d
 			}
 		}
 	}
 	n.mu.Unlock()
-	if lost.Role == "" {
-		return lost, nil
+	if lost.Role == "" || freshest >= n.opts.LostAfter/2 {
+		// None lost, or none heard at all: the coordinator's own process
+		// or connection stalled, not every node at once.
+		return protocol.Node{}, nil
 	}
 	who := n.who(lost.Role, lost.Place)
 	return lost, protocol.Timeout(fmt.Errorf("coordinator: %s: no heartbeat for %s: the node is lost", who, silent.Round(time.Millisecond)))

@@ -42,6 +42,7 @@ type checkpointer struct {
 	cur       *checkpoint.Manifest // the checkpoint being collected, nil if none
 	have      int                  // its pieces in
 	began     time.Time            // when it began
+	rechecked time.Time            // when the store was last looked in for its pieces
 	committed int
 	last      uint64 // the round of the last checkpoint committed
 	abandoned uint64 // the round of the last checkpoint abandoned
@@ -69,9 +70,14 @@ func (k *checkpointer) reset(run string) {
 // recheck looks in the store, in the background, for the pieces of the
 // checkpoint being collected whose news has not come (lost in an outage,
 // say): a piece stored is as good as its news, the store having computed
-// its digest. It is called with k.mu held.
+// its digest. It does so at most every 100 ms, and not in the checkpoint's
+// first 100 ms, when the news is on its way. It is called with k.mu held.
 func (k *checkpointer) recheck() {
 	m := k.cur
+	if m == nil || time.Since(k.began) < recheckEvery || time.Since(k.rechecked) < recheckEvery {
+		return
+	}
+	k.rechecked = time.Now()
 	var missing []string
 	for _, p := range k.pieces {
 		if _, ok := m.Pieces[p]; !ok {
@@ -90,6 +96,27 @@ func (k *checkpointer) recheck() {
 			}
 		}
 	}()
+}
+
+// overdue reports whether the checkpoint being collected has had its
+// time (the timeout) and may be abandoned for a new one.
+func (k *checkpointer) overdue() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cur != nil && time.Since(k.began) >= k.timeout
+}
+
+// recheckEvery is the least time between two looks in the store for the
+// pieces of a checkpoint.
+const recheckEvery = 100 * time.Millisecond
+
+// late looks in the store for the pieces of the checkpoint being collected
+// whose news has not come: after a reconnect, whose outage may have lost
+// it.
+func (k *checkpointer) late() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.recheck()
 }
 
 // state returns the round of the checkpoint being collected (0 if none),
@@ -128,9 +155,7 @@ func (k *checkpointer) begin(round uint64, piece []byte, data string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cur != nil {
-		if time.Since(k.began) > time.Second {
-			k.recheck()
-		}
+		k.recheck()
 		if time.Since(k.began) < k.timeout {
 			k.log.Debug("checkpoint skipped: the one before is still being stored", "round", round, "before", k.cur.Round)
 			return false
@@ -326,6 +351,15 @@ func (n *node[P, R, U, S]) pieces() []string {
 // ask the roles for their pieces. A core not at a cut (a stop decided)
 // takes none.
 func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
+	if collecting, _, _ := n.ckpt.state(); collecting != 0 && n.final == nil {
+		// Still storing the one before: begin would skip this one (or
+		// abandon that one, which it may look in the store for first).
+		n.ckpt.late()
+		if !n.ckpt.overdue() {
+			n.log.Debug("checkpoint skipped: the one before is still being stored", "round", round, "before", collecting)
+			return nil
+		}
+	}
 	snap, err := n.core.Snapshot()
 	if err != nil {
 		n.log.Debug("no checkpoint", "round", round, "err", err)

@@ -1117,6 +1117,9 @@ func (n *node[P, R, U, S]) resend() error {
 		return nil
 	}
 	n.resendAt, n.resendEvery = now.Add(n.resendEvery), min(2*n.resendEvery, resendMax)
+	if n.ckpt != nil {
+		n.ckpt.late()
+	}
 	var all []outbound
 	for _, r := range slices.Sorted(maps.Keys(n.asked)) {
 		all = append(all, n.asked[r])

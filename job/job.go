@@ -164,6 +164,9 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	if opts.Monitor != nil {
 		copts.Monitor = opts.Monitor
 	}
+	if copts.Logger == nil {
+		copts.Logger = log
+	}
 	claimed := make(chan struct{})
 	copts.Claimed = func() {
 		close(claimed)

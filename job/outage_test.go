@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -163,6 +164,10 @@ func TestNATSOutageCheckpoints(t *testing.T) {
 				Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second, CheckpointEvery: 10}}
 		if w != nil {
 			opts.Coordinator.Progress, opts.Coordinator.ProgressEvery = w, time.Nanosecond
+		}
+		if os.Getenv("OUTAGELOG") != "" {
+			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			opts.Coordinator.Logger = opts.Logger
 		}
 		res, err := job.Run(ctx, nnls.Program(nnls.Config{Rows: 300, Cols: 40, Seed: 9, Block: 2}), opts)
 		if err != nil {

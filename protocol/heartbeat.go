@@ -66,35 +66,44 @@ func Beat(c *wire.Conn, name string, every time.Duration, h Heartbeat) (stop fun
 
 // Pulse follows the coordinator's heartbeats, for a worker or a scheduler.
 type Pulse struct {
-	nc   *nats.Conn
-	sub  *nats.Subscription
-	last atomic.Int64 // unix nanoseconds of the last beat, or of the start
+	nc     *nats.Conn
+	subs   []*nats.Subscription
+	last   atomic.Int64 // unix nanoseconds of the coordinator's last beat, or of the start
+	others atomic.Int64 // of the last beat of another node
 }
 
 // FollowCoordinator subscribes to the coordinator's heartbeats of run, or
 // of any run if run is "" (a spare's: a rollback changes the run).
 func FollowCoordinator(c *wire.Conn, run string, log *slog.Logger) (*Pulse, error) {
 	p := &Pulse{nc: c.NATS()}
-	p.last.Store(time.Now().UnixNano())
-	sub, err := c.NATS().Subscribe(c.Subject(SubjectBeatCoordinator), func(msg *nats.Msg) {
-		var h Heartbeat
-		err := wire.Unmarshal(msg.Data, &h)
-		switch {
-		case err == nil && h.Type != TypeHeartbeat:
-			err = fmt.Errorf("a message of type %q", h.Type)
-		case err == nil && run != "" && h.Run != run:
-			err = fmt.Errorf("%w: run %.32q", ErrForeign, h.Run)
-		}
+	p.Reset()
+	// The other nodes' beats tell a silent coordinator from a node that
+	// hears nothing at all (its own process or connection stalled).
+	for _, s := range []struct {
+		name string
+		last *atomic.Int64
+	}{{SubjectBeatCoordinator, &p.last}, {SubjectBeat, &p.others}} {
+		sub, err := c.NATS().Subscribe(c.Subject(s.name), func(msg *nats.Msg) {
+			var h Heartbeat
+			err := wire.Unmarshal(msg.Data, &h)
+			switch {
+			case err == nil && h.Type != TypeHeartbeat:
+				err = fmt.Errorf("a message of type %q", h.Type)
+			case err == nil && run != "" && h.Run != run:
+				err = fmt.Errorf("%w: run %.32q", ErrForeign, h.Run)
+			}
+			if err != nil {
+				log.Debug("message dropped", "subject", msg.Subject, "err", err)
+				return
+			}
+			s.last.Store(time.Now().UnixNano())
+		})
 		if err != nil {
-			log.Debug("message dropped", "subject", msg.Subject, "err", err)
-			return
+			p.Close()
+			return nil, err
 		}
-		p.last.Store(time.Now().UnixNano())
-	})
-	if err != nil {
-		return nil, err
+		p.subs = append(p.subs, sub)
 	}
-	p.sub = sub
 	return p, nil
 }
 
@@ -105,18 +114,26 @@ func (p *Pulse) Silent() time.Duration {
 
 // Reset counts the coordinator as heard from now (after a reconnect of
 // this node, whose own silence was the cause).
-func (p *Pulse) Reset() { p.last.Store(time.Now().UnixNano()) }
+func (p *Pulse) Reset() {
+	now := time.Now().UnixNano()
+	p.last.Store(now)
+	p.others.Store(now)
+}
 
 // Close stops following.
 func (p *Pulse) Close() {
-	if p != nil && p.sub != nil {
-		_ = p.sub.Unsubscribe()
+	if p == nil {
+		return
+	}
+	for _, s := range p.subs {
+		_ = s.Unsubscribe()
 	}
 }
 
 // AwaitBeat is a context that ends, with cause, once the coordinator has
-// been silent for lost while this node's connection was up, checked every
-// every: the context of a node's waits,
+// been silent for lost while this node's connection was up and the other
+// nodes' beats came (a node that hears nothing at all is stalled itself,
+// and waits on), checked every every: the context of a node's waits,
 // so that a node whose coordinator is gone stops within seconds rather than
 // at its timeout.
 func (p *Pulse) AwaitBeat(ctx context.Context, every, lost time.Duration, cause func(silent time.Duration) error) (context.Context, context.CancelFunc) {
@@ -135,7 +152,9 @@ func (p *Pulse) AwaitBeat(ctx context.Context, every, lost time.Duration, cause 
 					p.Reset()
 					continue
 				}
-				if s := p.Silent(); s >= lost {
+				others := time.Since(time.Unix(0, p.others.Load()))
+				if s := p.Silent(); s >= lost && others < lost/2 {
+					// The others are heard, the coordinator is not.
 					cancel(cause(s))
 					return
 				}
