@@ -131,8 +131,9 @@ func TestMFValidateAndAuto(t *testing.T) {
 
 // TestMFWarnsBelowBiasOnly checks that a run whose model does worse than
 // the bias-only baseline says so on stderr: a rank-20 fit with almost no
-// regularization of noisy ratings (noise 3) overfits; the same fit of
-// ratings with little noise (0.1) does not, and says nothing.
+// regularization of noisy ratings (noise 3) and no validation (which would
+// keep iteration 0, the bias-only model) overfits; the same fit of ratings
+// with little noise (0.1) does not, and says nothing.
 func TestMFWarnsBelowBiasOnly(t *testing.T) {
 	noisy := filepath.Join(t.TempDir(), "noisy")
 	if code, _, stderr := runCLI(t, "gen", "mf", "--users", "600", "--items", "200", "--rank", "3", "--ratings", "30000",
@@ -141,15 +142,22 @@ func TestMFWarnsBelowBiasOnly(t *testing.T) {
 	}
 	clean, cleanTest := genMFData(t)
 	for _, tc := range []struct {
-		name, train, test string
-		warn              bool
-	}{{"noisy", noisy + ".train.txt", noisy + ".test.txt", true}, {"clean", clean, cleanTest, false}} {
+		name, train, test, validate string
+		warn, kept                  bool
+	}{
+		{"noisy", noisy + ".train.txt", noisy + ".test.txt", "0", true, false},
+		{"clean", clean, cleanTest, "0", false, false},
+		// With the default validation the noisy fit keeps iteration 0,
+		// the bias-only model, and says so instead of warning.
+		{"noisy/validated", noisy + ".train.txt", noisy + ".test.txt", "0.05", false, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, "mf", "--train", tc.train, "--test", tc.test, "--rank", "20",
-				"--lambda", "0.0001", "--iters", "30", "--tol", "0", "--progress", "0")
+				"--lambda", "0.0001", "--iters", "30", "--tol", "0", "--progress", "0", "--validate", tc.validate)
 			warned := strings.Contains(stderr, "mf: warning: the model's test RMSE")
-			if code != 0 || warned != tc.warn || !strings.Contains(stdout, "bias-only μ + b_u + c_i (λ_b 5): test RMSE") {
-				t.Errorf("exit %d, warned %v (want %v): %s\n%s", code, warned, tc.warn, stdout, stderr)
+			kept := strings.Contains(stdout, "the job kept iteration 0, the bias-only model")
+			if code != 0 || warned != tc.warn || kept != tc.kept || !strings.Contains(stdout, "bias-only μ + b_u + c_i (λ_b 5): test RMSE") {
+				t.Errorf("exit %d, warned %v (want %v), kept iteration 0 %v (want %v): %s\n%s", code, warned, tc.warn, kept, tc.kept, stdout, stderr)
 			}
 		})
 	}
