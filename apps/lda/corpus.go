@@ -3,6 +3,7 @@ package lda
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,9 @@ type corpus struct {
 	words int // W
 	nnz   int // UCI: the header's NNZ
 	text  *textVocab
+	// maxTokens, if not 0, bounds the corpus's tokens below the package's
+	// maxTokens: a reader that holds every token (ReadDocword).
+	maxTokens int64
 }
 
 // maxTokens bounds the tokens of a corpus: counts are int32.
@@ -75,11 +79,25 @@ func openDocword(path string) (*corpus, error) {
 	defer f.Close()
 	lr := newLineReader(path, f)
 	c := &corpus{path: path}
-	if c.docs, c.words, c.nnz, err = lr.header(); err != nil {
+	if c.docs, c.words, c.nnz, err = lr.header(f); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
+
+// maxDocs and maxWords bound a docword file's D and W: the header's
+// numbers size allocations (a table of W words, a list of D documents)
+// before any entry shows that the file holds them, so that a header
+// alone (three lines announcing 2³¹−1) would cost gigabytes. 2²⁴ is
+// twice PubMed's D (8.2 million) and 118 times its W.
+const (
+	maxDocs  = 1 << 24
+	maxWords = 1 << 24
+)
+
+// minEntry is the size of the shortest entry line, "1 1 1\n": a file of
+// n bytes holds at most n/minEntry entries.
+const minEntry = 6
 
 // lineReader reads a file line by line, strictly: no carriage returns.
 type lineReader struct {
@@ -122,9 +140,16 @@ func (lr *lineReader) errorf(format string, args ...any) *ParseError {
 	return parseErrorf(lr.file, lr.line, format, args...)
 }
 
-// header reads the three header lines of a docword file: D, W and NNZ.
-func (lr *lineReader) header() (d, w, nnz int, err error) {
+// header reads the three header lines of a docword file, f: D, W and NNZ.
+// D and W must be at most maxDocs and maxWords, and NNZ no more entries
+// than f's size allows.
+func (lr *lineReader) header(f *os.File) (d, w, nnz int, err error) {
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
 	vals := [3]int{}
+	limits := [3]int64{maxDocs, maxWords, math.MaxInt32}
 	for i, name := range []string{"D (the number of documents)", "W (the size of the vocabulary)", "NNZ (the number of docID wordID count lines)"} {
 		b, err := lr.next()
 		if err == io.EOF {
@@ -140,6 +165,12 @@ func (lr *lineReader) header() (d, w, nnz int, err error) {
 		v, ok := parseUint(f[0])
 		if !ok || v < 1 || v > math.MaxInt32 {
 			return 0, 0, 0, lr.errorf("header line %d: %s must be an integer in [1, %d], got %q", i+1, name, math.MaxInt32, f[0])
+		}
+		if v > limits[i] {
+			return 0, 0, 0, lr.errorf("header line %d: %s = %d exceeds the limit of %d", i+1, name, v, limits[i])
+		}
+		if i == 2 && size >= 0 && v > size/minEntry {
+			return 0, 0, 0, lr.errorf("header line 3: NNZ = %d entries, but the file's %d bytes hold at most %d (an entry line takes at least %d bytes)", v, size, size/minEntry, minEntry)
 		}
 		vals[i] = int(v)
 	}
@@ -208,7 +239,7 @@ func (c *corpus) read(lo, hi int, full bool, fn docFunc) error {
 	}
 	defer f.Close()
 	lr := newLineReader(c.path, f)
-	if _, _, _, err := lr.header(); err != nil {
+	if _, _, _, err := lr.header(f); err != nil {
 		return err
 	}
 	seen := make([]int32, c.words) // seen[w] = 1 + the last document with word w
@@ -277,8 +308,8 @@ func (c *corpus) read(lo, hi int, full bool, fn docFunc) error {
 			return lr.errorf("word %d appears twice in document %d", word, doc)
 		}
 		seen[w] = int32(d + 1)
-		if tokens += count; tokens > maxTokens {
-			return lr.errorf("the corpus has more than %d tokens", maxTokens)
+		if tokens += count; tokens > maxTokens || (c.maxTokens > 0 && tokens > c.maxTokens) {
+			return lr.errorf("the corpus has more than %d tokens", cmp.Or(c.maxTokens, maxTokens))
 		}
 		if d >= lo && d < hi {
 			words, counts = append(words, w), append(counts, int32(count))
@@ -317,7 +348,7 @@ func readVocab(path string, w int) ([]string, error) {
 	}
 	defer f.Close()
 	lr := newLineReader(path, f)
-	words := make([]string, 0, w)
+	words := make([]string, 0, min(w, 1<<16)) // grows with the lines read, not with W
 	for {
 		b, err := lr.next()
 		if err == io.EOF {

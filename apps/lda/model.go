@@ -66,6 +66,11 @@ type WordTopicCount struct {
 	Word, Topic, Count int32
 }
 
+// maxPhi bounds K × W, the values of φ that a model holds (8 bytes each:
+// 16 GiB): a model file's "topics" and "words" announce them, and φ is
+// built from those numbers whatever else the file holds.
+const maxPhi = 1 << 31
+
 // modelFormat and modelVersion name the JSON format of a model.
 const (
 	modelFormat  = "strads-lda"
@@ -145,8 +150,11 @@ func (m *Model) check() error {
 	switch {
 	case m.Topics < 1 || m.Topics > maxTopics:
 		return fmt.Errorf("lda: Model.Topics = %d, want [1, %d]", m.Topics, maxTopics)
-	case m.Words < 1 || m.Words > math.MaxInt32:
-		return fmt.Errorf("lda: Model.Words = %d, want at least 1", m.Words)
+	case m.Words < 1 || m.Words > maxWords:
+		return fmt.Errorf("lda: Model.Words = %d, want [1, %d]", m.Words, maxWords)
+	case m.Words*m.Topics > maxPhi:
+		// φ, K × W numbers, is what the model costs in memory.
+		return fmt.Errorf("lda: %d topics × %d words = %d values of φ, more than the limit of %d", m.Topics, m.Words, m.Topics*m.Words, maxPhi)
 	case !(m.Beta > 0) || math.IsInf(m.Beta, 0):
 		return fmt.Errorf("lda: Model.Beta = %v, want a finite number > 0", m.Beta)
 	case len(m.TopicTotals) != m.Topics:
@@ -487,11 +495,14 @@ func (f *folder) draw(w int32, r *rng) int32 {
 	return int32(min(k, f.k-1))
 }
 
+// maxInferTokens bounds the tokens that ReadDocword holds (512 MiB).
+const maxInferTokens = 1 << 27
+
 // ReadDocword reads the documents of a UCI docword file (header D, W, NNZ,
 // then "docID wordID count" lines) whose W must be words: document d
 // (0-based, docID d+1) is its word ids (0-based), each repeated by its
-// count, in file order; an empty document is empty. Bad input is a
-// *ParseError.
+// count, in file order; an empty document is empty. It holds at most
+// maxInferTokens tokens. Bad input is a *ParseError.
 func ReadDocword(path string, words int) ([][]int32, error) {
 	c, err := openDocword(path)
 	if err != nil {
@@ -500,6 +511,9 @@ func ReadDocword(path string, words int) ([][]int32, error) {
 	if c.words != words {
 		return nil, parseErrorf(path, 2, "W = %d, but the model has W = %d", c.words, words)
 	}
+	// Every token is held, 4 bytes each, however few bytes its count
+	// takes in the file.
+	c.maxTokens = maxInferTokens
 	docs := make([][]int32, c.docs)
 	err = c.read(0, c.docs, true, func(doc int, ws, counts []int32) error {
 		var d []int32
