@@ -227,6 +227,11 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 			k.abandon(m.Round) // a newer one is committed: this one is of no use
 			return
 		}
+		if err := checkpoint.Retry(ctx, k.c, func(ctx context.Context) error { return k.store.Verify(ctx, *m) }); err != nil {
+			k.log.Warn("checkpoint not committed: a piece is not as its notice says", "round", m.Round, "err", err)
+			k.abandon(m.Round)
+			return
+		}
 		if err := checkpoint.Retry(ctx, k.c, func(ctx context.Context) error { return k.store.Commit(ctx, *m, k.keep) }); err != nil {
 			k.log.Warn("checkpoint not committed", "round", m.Round, "err", err)
 			k.abandon(m.Round)
