@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,10 @@ import (
 // trials is the number of trials of TestKillWithSpare: each loses a node
 // and waits out its heartbeats (5s).
 var trials = flag.Int("survive.trials", 3, "trials of TestKillWithSpare")
+
+// resumeTrials is the number of trials of TestKillAndResume for each node
+// it kills.
+var resumeTrials = flag.Int("survive.resume", 1, "trials of TestKillAndResume for each node killed")
 
 // survival is a job of separate OS processes against a JetStream server,
 // whose nodes a test kills with SIGKILL (DESIGN §6).
@@ -165,9 +170,9 @@ func TestKillAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for _, victim := range []string{"worker 1", "scheduler", "coordinator"} {
+	for trial, victim := range slices.Repeat([]string{"worker 1", "scheduler", "coordinator"}, *resumeTrials) {
 		t.Run(victim, func(t *testing.T) {
-			s := newSurvival(t, "resume-"+strings.ReplaceAll(victim, " ", ""))
+			s := newSurvival(t, fmt.Sprintf("resume-%s-%d", strings.ReplaceAll(victim, " ", ""), trial))
 			want := s.reference()
 			sub := s.partials()
 			out := filepath.Join(t.TempDir(), "m.csv")
