@@ -35,7 +35,7 @@ type runFlags struct {
 	job         string
 	verbose     bool
 	http        string
-	ckptEvery   uint64
+	ckptEvery   every
 	ckptKeep    int
 	resume      bool
 	spares      int
@@ -81,7 +81,7 @@ func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
 	fs.StringVar(&f.job, "job", job, "job `name`: every subject of the job is under strads.<name>.")
 	fs.BoolVar(&f.verbose, "verbose", false, "log what every role does")
 	fs.StringVar(&f.http, "http", "", "serve the live page (/), Prometheus metrics (/metrics) and, with --pprof, profiles on `addr`: :9090 is 127.0.0.1:9090, this machine only; other machines need a host, e.g. 0.0.0.0:9090")
-	fs.Uint64Var(&f.ckptEvery, "checkpoint-every", 0, "take a checkpoint every `n` rounds, in the NATS server's JetStream (a whole job's embedded server: in --store, by default ./strads-store); the rounds do not wait for it and the model is the same (0: none; needs --depth 1)")
+	fs.Var(&f.ckptEvery, "checkpoint-every", "take a checkpoint every `n` rounds (50), or this often (10m), in the NATS server's JetStream (a whole job's embedded server: in --store, by default ./strads-store); the rounds do not wait for it and the model is the same (0: none; needs --depth 1)")
 	fs.IntVar(&f.ckptKeep, "checkpoint-keep", coordinator.DefaultCheckpointKeep, "keep the last `k` checkpoints")
 	fs.IntVar(&f.spares, "spares", 0, "coordinator: admit up to `n` spare workers and n spare schedulers (roles started when every place is taken); when a node is lost (no heartbeat for 5s) a spare takes its place and the job goes back to its last checkpoint (--checkpoint-every) and on, to the same model")
 	fs.BoolVar(&f.resume, "resume", false, "resume the job from its last checkpoint (the same --job, settings and data), and end with the model it would have ended with")
@@ -106,10 +106,11 @@ func (f *runFlags) options(w io.Writer) (coordinator.Options, error) {
 		Metrics:     f.metrics,
 		Out:         f.out,
 
-		CheckpointEvery: f.ckptEvery,
-		CheckpointKeep:  f.ckptKeep,
-		Resume:          f.resume,
-		Spares:          f.spares,
+		CheckpointEvery:    f.ckptEvery.rounds,
+		CheckpointInterval: f.ckptEvery.interval,
+		CheckpointKeep:     f.ckptKeep,
+		Resume:             f.resume,
+		Spares:             f.spares,
 	}
 	if f.progress > 0 {
 		o.Progress, o.ProgressEvery = w, f.progress
@@ -168,6 +169,32 @@ func (f *runFlags) logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
+// every is a flag of a number of rounds (50) or a duration (10m).
+type every struct {
+	rounds   uint64
+	interval time.Duration
+}
+
+func (e *every) String() string {
+	if e.interval > 0 {
+		return e.interval.String()
+	}
+	return strconv.FormatUint(e.rounds, 10)
+}
+
+func (e *every) Set(s string) error {
+	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+		*e = every{rounds: n}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return fmt.Errorf("want a number of rounds (50) or a duration (10m), got %q", s)
+	}
+	*e = every{interval: d}
+	return nil
+}
+
 // optionalFloat is a float flag that knows whether it was given.
 type optionalFloat struct {
 	v   float64
@@ -222,7 +249,7 @@ const defaultStore = "strads-store"
 // others, and gives a whole job that needs JetStream in its embedded
 // server the default store, saying so on w.
 func (f *runFlags) checkCheckpoints(role Role, w io.Writer) error {
-	if f.ckptEvery == 0 && !f.resume {
+	if f.ckptEvery == (every{}) && !f.resume {
 		return nil
 	}
 	switch {

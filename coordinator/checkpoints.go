@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -270,17 +271,17 @@ func (k *checkpointer) close(wait time.Duration) (committed int, last uint64) {
 // manifest and the coordinator's piece, checking that the checkpoint is
 // of this job.
 func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
-	if n.opts.CheckpointEvery == 0 && !n.opts.Resume {
+	if !n.opts.Checkpointing() && !n.opts.Resume {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
 	defer cancel()
-	store, err := checkpoint.Open(ctx, n.c.NATS(), n.c.Job(), n.opts.CheckpointEvery > 0)
+	store, err := checkpoint.Open(ctx, n.c.NATS(), n.c.Job(), n.opts.Checkpointing())
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	n.store = store
-	if n.opts.CheckpointEvery > 0 {
+	if n.opts.Checkpointing() {
 		base := checkpoint.Manifest{Job: n.c.Job(), Run: n.runID, App: n.opts.Manifest.App,
 			Workers: n.opts.Workers, Schedulers: n.opts.Schedulers, Settings: n.opts.Manifest.Settings}
 		n.ckpt = newCheckpointer(ctx, n.c, store, base, n.pieces(), n.opts.CheckpointKeep, n.opts.Timeout, n.log)
@@ -350,6 +351,21 @@ func (n *node[P, R, U, S]) pieces() []string {
 	return ps
 }
 
+// checkpointDue reports whether a checkpoint is due after the pull of
+// round: every CheckpointEvery rounds, CheckpointInterval after the last
+// one began, or at once when an interrupted job takes its final one.
+func (n *node[P, R, U, S]) checkpointDue(round uint64) bool {
+	switch {
+	case n.ckpt == nil:
+		return false
+	case n.final != nil:
+		return n.finalRound == 0
+	case n.opts.CheckpointEvery > 0 && round%n.opts.CheckpointEvery == 0:
+		return true
+	}
+	return n.opts.CheckpointInterval > 0 && time.Since(n.ckptAt) >= n.opts.CheckpointInterval
+}
+
 // takeCheckpoint starts the checkpoint of round, just pulled: it encodes
 // the app's state and the core's, hands them to the checkpointer, and
 // marks the next task and every scheduler part's next plan request, which
@@ -396,8 +412,8 @@ func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
 			return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
 		}
 		n.metricMarks[round] = mark
-		for r := range n.metricMarks {
-			if r+uint64(n.opts.CheckpointKeep+2)*n.opts.CheckpointEvery < round {
+		if rounds := slices.Sorted(maps.Keys(n.metricMarks)); len(rounds) > n.opts.CheckpointKeep+2 {
+			for _, r := range rounds[:len(rounds)-n.opts.CheckpointKeep-2] {
 				delete(n.metricMarks, r)
 			}
 		}
@@ -405,6 +421,7 @@ func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
 	if !n.ckpt.begin(round, piece, data) {
 		return nil
 	}
+	n.ckptAt = time.Now()
 	if n.final != nil && n.finalRound == 0 {
 		n.finalRound = round
 	}

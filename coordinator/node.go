@@ -132,7 +132,8 @@ type node[P, R, U, S any] struct {
 	// ^0: none can be) before it stops.
 	final      error
 	finalRound uint64
-	succeeded  bool // the job succeeded: its checkpoints are of no more use
+	succeeded  bool      // the job succeeded: its checkpoints are of no more use
+	ckptAt     time.Time // when the last checkpoint began (or the rounds started)
 	// seen holds, by role and place, when a node was last heard from (its
 	// heartbeat, or any message), once the rounds run (DESIGN §6).
 	seen map[string][]time.Time
@@ -701,6 +702,7 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	n.stats.init(n.opts.Workers, n.opts.Schedulers)
 	n.nats0 = n.c.NATS().Stats()
 	n.start = time.Now()
+	n.ckptAt = n.start
 	lastProgress := n.start
 	if n.resume == nil {
 		n.core.Start(n.start, u)
@@ -986,7 +988,7 @@ func (n *node[P, R, U, S]) perform() error {
 			delete(n.sent, taskKey{a.Round, roundTask})
 			delete(n.tasks, taskKey{a.Round, roundTask})
 			n.pulled(a.Round, a.Info)
-			if n.ckpt != nil && (a.Round%n.opts.CheckpointEvery == 0 || n.final != nil && n.finalRound == 0) {
+			if n.checkpointDue(a.Round) {
 				if err := n.takeCheckpoint(a.Round); err != nil {
 					return err
 				}

@@ -115,6 +115,11 @@ type Options struct {
 	// all Snapshotters; a checkpoint still being stored when the next is
 	// due makes the next one skipped.
 	CheckpointEvery uint64
+	// CheckpointInterval, when > 0, takes a checkpoint at the first pull
+	// at least that long after the last one began (or the job started),
+	// with CheckpointEvery or instead of it. Which rounds that is depends
+	// on timing; the model does not.
+	CheckpointInterval time.Duration
 	// CheckpointKeep is how many committed checkpoints are kept; 0 means
 	// DefaultCheckpointKeep.
 	CheckpointKeep int
@@ -143,6 +148,10 @@ type Options struct {
 	Spares int
 }
 
+// Checkpointing reports whether the job takes checkpoints
+// (CheckpointEvery or CheckpointInterval).
+func (o *Options) Checkpointing() bool { return o.CheckpointEvery > 0 || o.CheckpointInterval > 0 }
+
 // DefaultCheckpointKeep is how many checkpoints are kept by default.
 const DefaultCheckpointKeep = 2
 
@@ -169,7 +178,9 @@ func (o *Options) Validate() error {
 		return schmp.Fieldf("Spares", "must be >= 0, got %d", o.Spares)
 	case o.CheckpointKeep < 0:
 		return schmp.Fieldf("CheckpointKeep", "must be >= 0, got %d", o.CheckpointKeep)
-	case (o.CheckpointEvery > 0 || o.Resume) && o.Depth > 1:
+	case o.CheckpointInterval < 0:
+		return schmp.Fieldf("CheckpointInterval", "must be >= 0, got %v", o.CheckpointInterval)
+	case (o.Checkpointing() || o.Resume) && o.Depth > 1:
 		return schmp.Fieldf("Depth", "must be 1 with checkpoints (a checkpoint of a pipeline with rounds in flight is not built), got %d", o.Depth)
 	}
 	return nil

@@ -245,3 +245,28 @@ func latest(t *testing.T, store string) checkpoint.Manifest {
 	}
 	return m
 }
+
+// TestCheckpointInterval takes checkpoints by time, not by rounds: some
+// are committed, and the model is the one of the job without them.
+func TestCheckpointInterval(t *testing.T) {
+	want, _, err := walkJob(t, "", 0, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "model")
+	co := coordinator.Options{Workers: 2, Schedulers: 2, MaxRounds: 60, ReportEvery: 4, Out: out,
+		Timeout: 10 * time.Second, CheckpointInterval: time.Nanosecond}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := job.Run(ctx, walkProgram(), job.Options{Job: "walk", Store: t.TempDir(), Timeout: 10 * time.Second, Coordinator: co})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) || res.Checkpoints == 0 {
+		t.Fatalf("model equal %t, %d checkpoints", bytes.Equal(got, want), res.Checkpoints)
+	}
+}

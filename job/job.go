@@ -109,7 +109,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	// alone, which takes a final checkpoint, with the others' help, before
 	// it stops and the others with it (DESIGN §6).
 	rctx := ctx
-	if opts.Coordinator.CheckpointEvery > 0 {
+	if opts.Coordinator.Checkpointing() {
 		var rcancel context.CancelCauseFunc
 		rctx, rcancel = context.WithCancelCause(context.WithoutCancel(ctx))
 		defer rcancel(errJobFailed)
