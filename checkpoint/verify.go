@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Verify checks, before m is committed, that every piece it names is
@@ -22,4 +23,26 @@ func (s *Store) Verify(ctx context.Context, m Manifest) error {
 		}
 	}
 	return nil
+}
+
+// Settle makes m name every piece with the digest the store computed as
+// it came (Stat), and its size, and returns the pieces whose digest in m
+// differed (a notice forged before the role's own: DESIGN §6). A piece not
+// stored is an error: m cannot be committed.
+func (s *Store) Settle(ctx context.Context, m *Manifest) (changed []string, err error) {
+	var total int64
+	for piece, digest := range m.Pieces {
+		d, size, err := s.Stat(ctx, m.Round, piece)
+		if err != nil {
+			return nil, err
+		}
+		if d != digest {
+			changed = append(changed, piece)
+			m.Pieces[piece] = d
+		}
+		total += size
+	}
+	m.Bytes = total
+	slices.Sort(changed)
+	return changed, nil
 }

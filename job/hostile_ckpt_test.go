@@ -371,10 +371,14 @@ func TestForgedStoredNotice(t *testing.T) {
 	if forged.Load() == 0 {
 		t.Fatal("no notice forged")
 	}
+	// A forged notice that came before the real one either left its
+	// checkpoint abandoned (its piece not yet stored at the commit) or was
+	// corrected from the store's digest.
 	abandoned := strings.Count(logs.String(), "checkpoint not committed")
-	t.Logf("%d notices forged, %d checkpoints abandoned", forged.Load(), abandoned)
-	if abandoned == 0 {
-		t.Errorf("no checkpoint abandoned: no forged notice came before the real one?")
+	corrected := strings.Count(logs.String(), "forged?")
+	t.Logf("%d notices forged, %d checkpoints abandoned, %d corrected", forged.Load(), abandoned, corrected)
+	if abandoned+corrected == 0 {
+		t.Errorf("no checkpoint abandoned or corrected: no forged notice came before the real one?")
 	}
 
 	// Whatever checkpoint was committed holds the pieces it names.
