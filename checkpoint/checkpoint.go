@@ -12,7 +12,9 @@
 // the manifest names is refused. The store keeps the last Keep
 // checkpoints committed and removes the pieces of older or abandoned ones.
 //
-// The bucket of job J is "strads-ckpt-J", in file storage: with the
+// The manifests of job J are in the bucket "strads-ckpt-J", the pieces of
+// its checkpoint of round C in "strads-ckpt-J-rC", deleted whole with the
+// checkpoint. All are in file storage: with the
 // embedded server's --store, or a server started with JetStream (strads
 // server --store DIR, nats-server -js), it outlasts every process of the
 // job.
@@ -29,6 +31,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -89,10 +92,55 @@ type history struct {
 	Checkpoints []Manifest `json:"checkpoints"`
 }
 
-// Store is a job's checkpoint store.
+// Store is a job's checkpoint store. The manifests live in the job's
+// bucket, the pieces of each checkpoint in a bucket of their own (Bucket
+// and round), which is deleted whole when the checkpoint is no longer kept:
+// JetStream's file store gives the space of a deleted stream back at once,
+// that of objects deleted from a stream only lazily (30 checkpoints of
+// 1 MiB, 2 kept, left 31 MB in one bucket).
 type Store struct {
-	obs jetstream.ObjectStore
+	js  jetstream.JetStream
+	obs jetstream.ObjectStore // the manifests
 	job string
+
+	mu     sync.Mutex
+	rounds map[uint64]jetstream.ObjectStore // the pieces' buckets opened
+}
+
+// roundBucket returns the name of the bucket of the pieces of the
+// checkpoint of round.
+func roundBucket(job string, round uint64) string {
+	return fmt.Sprintf("%s-r%d", Bucket(job), round)
+}
+
+// pieces returns the bucket of the pieces of the checkpoint of round,
+// created if create is set; otherwise a missing one is ErrNone.
+func (s *Store) pieces(ctx context.Context, round uint64, create bool) (jetstream.ObjectStore, error) {
+	s.mu.Lock()
+	obs, ok := s.rounds[round]
+	s.mu.Unlock()
+	if ok {
+		return obs, nil
+	}
+	name := roundBucket(s.job, round)
+	var err error
+	if create {
+		obs, err = s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: name, Description: fmt.Sprintf("strads checkpoint of round %d of job %s", round, s.job), Storage: jetstream.FileStorage,
+		})
+	} else {
+		obs, err = s.js.ObjectStore(ctx, name)
+	}
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, fmt.Errorf("checkpoint: round %d: %w (bucket %s not found)", round, ErrNone, name)
+	case err != nil:
+		return nil, fmt.Errorf("checkpoint: bucket %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.rounds[round] = obs
+	s.mu.Unlock()
+	return obs, nil
 }
 
 // Open returns the checkpoint store of job on nc's server, creating its
@@ -119,12 +167,7 @@ func Open(ctx context.Context, nc *nats.Conn, job string, create bool) (*Store, 
 	case err != nil:
 		return nil, fmt.Errorf("checkpoint: bucket %s: %w", Bucket(job), err)
 	}
-	return &Store{obs: obs, job: job}, nil
-}
-
-// object returns the name of piece of the checkpoint of round.
-func object(round uint64, piece string) string {
-	return fmt.Sprintf("%020d/%s", round, piece)
+	return &Store{js: js, obs: obs, job: job, rounds: map[uint64]jetstream.ObjectStore{}}, nil
 }
 
 // Digest returns b's SHA-256, in hex, as a Manifest names it.
@@ -135,7 +178,11 @@ func Digest(b []byte) string {
 
 // Put stores piece of the checkpoint of round and returns its digest.
 func (s *Store) Put(ctx context.Context, round uint64, piece string, b []byte) (string, error) {
-	if _, err := s.obs.PutBytes(ctx, object(round, piece), b); err != nil {
+	obs, err := s.pieces(ctx, round, true)
+	if err != nil {
+		return "", err
+	}
+	if _, err := obs.PutBytes(ctx, piece, b); err != nil {
 		return "", fmt.Errorf("checkpoint: store %s of round %d: %w", piece, round, err)
 	}
 	return Digest(b), nil
@@ -145,7 +192,11 @@ func (s *Store) Put(ctx context.Context, round uint64, piece string, b []byte) (
 // the store computed them when it was stored, or an error matching ErrNone
 // if it is not there.
 func (s *Store) Stat(ctx context.Context, round uint64, piece string) (digest string, size int64, err error) {
-	info, err := s.obs.GetInfo(ctx, object(round, piece))
+	obs, err := s.pieces(ctx, round, false)
+	if err != nil {
+		return "", 0, err
+	}
+	info, err := obs.GetInfo(ctx, piece)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return "", 0, fmt.Errorf("checkpoint: %s of round %d: %w", piece, round, ErrNone)
 	}
@@ -162,7 +213,11 @@ func (s *Store) Stat(ctx context.Context, round uint64, piece string) (digest st
 
 // Get returns piece of the checkpoint of round, which must hash to digest.
 func (s *Store) Get(ctx context.Context, round uint64, piece, digest string) ([]byte, error) {
-	b, err := s.obs.GetBytes(ctx, object(round, piece))
+	obs, err := s.pieces(ctx, round, false)
+	if err != nil {
+		return nil, err
+	}
+	b, err := obs.GetBytes(ctx, piece)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %s of round %d: %w", piece, round, err)
 	}
@@ -244,23 +299,18 @@ func (s *Store) Commit(ctx context.Context, m Manifest, keep int) error {
 	return s.prune(ctx, cps, m.Round)
 }
 
-// prune removes the pieces that no manifest kept names, except those of
-// rounds after last (a checkpoint being stored).
+// prune deletes the buckets of the checkpoints that no manifest kept
+// names, except those of rounds after last (a checkpoint being stored).
 func (s *Store) prune(ctx context.Context, kept []Manifest, last uint64) error {
-	objs, err := s.obs.List(ctx)
-	if errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("checkpoint: list: %w", err)
-	}
 	keep := map[uint64]bool{}
 	for _, m := range kept {
 		keep[m.Round] = true
 	}
-	var errs []error
-	for _, o := range objs {
-		r, _, ok := strings.Cut(o.Name, "/")
+	prefix := Bucket(s.job) + "-r"
+	names := s.js.ObjectStoreNames(ctx)
+	var old []uint64
+	for name := range names.Name() {
+		r, ok := strings.CutPrefix(name, prefix)
 		if !ok {
 			continue
 		}
@@ -268,12 +318,19 @@ func (s *Store) prune(ctx context.Context, kept []Manifest, last uint64) error {
 		if err != nil || keep[round] || round > last {
 			continue
 		}
-		if err := s.obs.Delete(ctx, o.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		old = append(old, round)
+	}
+	errs := []error{names.Error()}
+	for _, round := range old {
+		s.mu.Lock()
+		delete(s.rounds, round)
+		s.mu.Unlock()
+		if err := s.js.DeleteObjectStore(ctx, roundBucket(s.job, round)); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("checkpoint: remove old pieces: %w", err)
+		return fmt.Errorf("checkpoint: remove old checkpoints: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -103,5 +105,50 @@ func TestNoJetStream(t *testing.T) {
 	defer cancel()
 	if _, err := checkpoint.Open(ctx, connect(t, false), "j", true); !errors.Is(err, checkpoint.ErrNoJetStream) {
 		t.Fatalf("open without JetStream: %v, want ErrNoJetStream", err)
+	}
+}
+
+// TestSpaceReclaimed stores 30 checkpoints of 1 MiB, keeping 2: the
+// store's directory holds about the 2 kept, not all that were written.
+func TestSpaceReclaimed(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := natsserver.Start(natsserver.Options{Port: -1, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	nc, err := srv.ConnectInProcess("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := checkpoint.Open(ctx, nc, "j", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1<<20)
+	for r := uint64(1); r <= 30; r++ {
+		d, err := s.Put(ctx, r, "worker-0", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(ctx, checkpoint.Manifest{Job: "j", Round: r, Pieces: map[string]string{"worker-0": d}}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var total int64
+	err = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			total += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total > 8<<20 {
+		t.Errorf("the store holds %d bytes after 30 checkpoints of 1 MiB, 2 kept", total)
 	}
 }

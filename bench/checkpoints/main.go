@@ -13,7 +13,8 @@
 // on a TCP port (--nats-listen 127.0.0.1:0, every variant, the baseline
 // too; the nodes still connect in-process), and an observer subscribes to
 // the object store's metadata subjects ($O.<bucket>.M.>) as soon as the
-// command prints the port. A piece "<round>/coordinator" stored is a
+// command prints the port. A piece "coordinator" stored in the bucket of a
+// round (strads-ckpt-<job>-r<round>) is a
 // checkpoint begun; an object "manifest" stored is a commit. Once the job
 // is over, the manifest is read from the store (an embedded server started
 // on the job's --store).
@@ -245,13 +246,23 @@ func measure(bin, data string, a app, r int, every uint64, resume bool) run {
 				continue
 			}
 			nc = c
-			_, err = nc.Subscribe("$O.strads-ckpt-"+jobName+".M.>", func(msg *nats.Msg) {
+			// The manifests are in bucket strads-ckpt-<job>, the pieces of
+			// round C in strads-ckpt-<job>-rC: a piece is seen as
+			// "<round>/<piece>".
+			_, err = nc.Subscribe("$O.*.M.>", func(msg *nats.Msg) {
 				var info struct {
 					Name    string `json:"name"`
 					Size    int64  `json:"size"`
 					Deleted bool   `json:"deleted"`
 				}
 				if json.Unmarshal(msg.Data, &info) != nil {
+					return
+				}
+				bucket := strings.Split(msg.Subject, ".")[1]
+				switch r, ok := strings.CutPrefix(bucket, "strads-ckpt-"+jobName+"-r"); {
+				case ok:
+					info.Name = r + "/" + info.Name
+				case bucket != "strads-ckpt-"+jobName:
 					return
 				}
 				mu.Lock()
