@@ -31,14 +31,15 @@ type spareNode struct {
 // have ended with had no node been lost. It returns lostErr, the job's
 // failure, when there is no spare or no checkpoint.
 func (n *node[P, R, U, S]) replace(ctx context.Context, lost protocol.Node, lostErr error) error {
-	n.mu.Lock()
-	spares := n.spares[lost.Role]
-	n.mu.Unlock()
 	round := n.res.Resumed
 	if n.ckpt != nil {
 		if _, last, _ := n.ckpt.state(); last > 0 {
 			round = last
 		}
+	}
+	var spares []spareNode
+	if round > 0 {
+		spares = n.awaitSpare(ctx, lost)
 	}
 	switch {
 	case len(spares) == 0:
@@ -103,6 +104,28 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost protocol.Node, lost
 	n.res.Replaced++
 	n.log.Info("rolled back; going on", "round", round, "node", n.who(lost.Role, lost.Place))
 	return n.perform()
+}
+
+// awaitSpare returns the spares of lost's role. When none waits but the
+// job admits spares (Options.Spares), it waits up to JoinTimeout for one to
+// join: a worker (or scheduler) started after the loss takes the place.
+func (n *node[P, R, U, S]) awaitSpare(ctx context.Context, lost protocol.Node) []spareNode {
+	deadline := time.Now().Add(n.opts.JoinTimeout)
+	for said := false; ; said = true {
+		n.mu.Lock()
+		spares := n.spares[lost.Role]
+		n.mu.Unlock()
+		if len(spares) > 0 || n.opts.Spares == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return spares
+		}
+		if !said {
+			n.log.Warn("waiting for a spare to take the place of a lost node: start one", "node", n.who(lost.Role, lost.Place), "within", n.opts.JoinTimeout)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // forget forgets everything of the rounds in flight and the messages of the

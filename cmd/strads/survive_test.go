@@ -291,3 +291,48 @@ func TestSignalResume(t *testing.T) {
 		})
 	}
 }
+
+// TestKillThenStartSpare kills a worker of a job that admits a spare but
+// has none waiting: the coordinator waits for one, a worker started after
+// the loss takes the place, and the job ends with the model of the job
+// that lost nothing.
+func TestKillThenStartSpare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	s := newSurvival(t, "late-spare")
+	want := s.reference()
+	sub := s.partials()
+	out := filepath.Join(t.TempDir(), "m.csv")
+	coord := s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--spares", "1", "--out", out)
+	sched := s.start("scheduler", "scheduler")
+	w0 := s.start("worker 0", "worker")
+	w1 := s.start("worker 1", "worker")
+	s.await(sub, 100+rand.IntN(200))
+	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(coord.stderr.String(), "waiting for a spare") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator did not wait for a spare: %s", coord.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	late := s.start("late worker", "worker")
+	if code := coord.wait(t, time.Minute); code != 0 {
+		t.Fatalf("coordinator: exit %d: %s", code, coord.stderr.String())
+	}
+	for _, p := range []*process{sched, w0, late} {
+		if code := p.wait(t, 30*time.Second); code != 0 {
+			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
+		}
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the model differs from the job's that lost nothing")
+	}
+}
