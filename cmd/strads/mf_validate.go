@@ -92,7 +92,8 @@ func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w,
 	if v := points[best].Best.ValRMSE; !(v < rmse) {
 		fmt.Fprintf(stderr, "mf: warning: the best validation RMSE of the grid, %.6f at λ %g, is not below the bias-only baseline's %.6f: the factors do not help (try a smaller --rank)\n", v, points[best].Lambda, rmse)
 	}
-	if best == 0 || best == len(points)-1 {
+	if (best == 0 || best == len(points)-1) && points[best].Best.Iter > 0 {
+		// (At iteration 0 the factors are zero: λ made no difference.)
 		fmt.Fprintf(w, "  the lowest validation RMSE is at the grid's edge: a λ beyond it may do better (try --lambda with --validate)\n")
 	}
 	r := mf.Refit(cfg, points[best])
