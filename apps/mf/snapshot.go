@@ -1,10 +1,8 @@
 package mf
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"slices"
 	"time"
@@ -56,52 +54,11 @@ const (
 	kindStepper                = "mf/stepper"
 )
 
-// envelope is a snapshot's outer layer.
-type envelope struct {
-	Kind    string `msgpack:"kind"`
-	Version int    `msgpack:"version"`
-	Body    []byte `msgpack:"body"`
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // seal encodes v as the snapshot of a role of kind.
-func seal(kind string, v any) ([]byte, error) {
-	body, err := wire.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("%s snapshot: %w", kind, err)
-	}
-	b, err := wire.Marshal(envelope{Kind: kind, Version: snapshotVersion, Body: body})
-	if err != nil {
-		return nil, fmt.Errorf("%s snapshot: %w", kind, err)
-	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
-}
+func seal(kind string, v any) ([]byte, error) { return schmp.Seal(kind, snapshotVersion, v) }
 
 // unseal decodes b, a snapshot of a role of kind, into v.
-func unseal(b []byte, kind string, v any) error {
-	if len(b) < 4 {
-		return fmt.Errorf("%s snapshot: %d bytes, too short", kind, len(b))
-	}
-	data, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(data, castagnoli) != sum {
-		return fmt.Errorf("%s snapshot: checksum mismatch (truncated or corrupted)", kind)
-	}
-	var e envelope
-	if err := wire.Unmarshal(data, &e); err != nil {
-		return fmt.Errorf("%s snapshot: %w", kind, err)
-	}
-	switch {
-	case e.Kind != kind:
-		return fmt.Errorf("%s snapshot: the bytes are a snapshot of %q", kind, e.Kind)
-	case e.Version != snapshotVersion:
-		return fmt.Errorf("%s snapshot: version %d, want %d", kind, e.Version, snapshotVersion)
-	}
-	if err := wire.Unmarshal(e.Body, v); err != nil {
-		return fmt.Errorf("%s snapshot: %w", kind, err)
-	}
-	return nil
-}
+func unseal(b []byte, kind string, v any) error { return schmp.Unseal(b, kind, snapshotVersion, v) }
 
 // finite reports the first value of v that is not a finite number.
 func finite(what string, v []float64) error {
