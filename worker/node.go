@@ -111,35 +111,13 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	if err != nil {
 		return err
 	}
-	for {
-		if place.Spare {
-			var ok bool
-			if place, ok, err = protocol.AwaitAssign(ctx, c, spare, place, protocol.RoleWorker, log); err != nil || !ok {
-				return err
-			}
-		}
-		err := serve(ctx, c, newWorker, opts, place, log, host, pid)
-		var rb *rollback
-		if !errors.As(err, &rb) {
-			return err
-		}
-		// The job goes back to a checkpoint (DESIGN §6): build the worker
-		// again, from its piece.
-		log.Info("rolling back", "round", rb.Round)
-		place.Resume, place.Digest, place.Run = rb.Round, "", rb.Run
-	}
-}
-
-// rollback is the error of serve when the coordinator takes the job back
-// to a checkpoint.
-type rollback struct{ protocol.Rollback }
-
-func (r *rollback) Error() string {
-	return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round)
+	return protocol.ServePlace(ctx, c, spare, place, protocol.RoleWorker, log, func(place protocol.JoinReply) error {
+		return serve(ctx, c, newWorker, opts, place, log, host, pid)
+	})
 }
 
 // serve runs the worker of place until the job stops, fails, or rolls
-// back (a *rollback).
+// back (a *protocol.RollbackError).
 func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx context.Context, shard, shards int) (schmp.Worker[P, R, U, S], error), opts Options, place protocol.JoinReply, log *slog.Logger, host string, pid int) error {
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
@@ -214,19 +192,11 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 
 	// Heartbeats (DESIGN §6): the worker's own, and the coordinator's,
 	// without which for LostAfter the worker stops.
-	var pulse *protocol.Pulse
-	if place.Heartbeat > 0 {
-		defer protocol.Beat(c, protocol.SubjectBeat, place.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: place.Run}, Role: protocol.RoleWorker, Place: place.Shard})()
-		if pulse, err = protocol.FollowCoordinator(c, place.Run, log); err != nil {
-			return err
-		}
-		defer pulse.Close()
-		var stop context.CancelFunc
-		ctx, stop = pulse.AwaitBeat(ctx, place.Heartbeat, place.LostAfter, func(silent time.Duration) error {
-			return errCoordinatorLost(place.Shard, silent)
-		})
-		defer stop()
+	ctx, pulse, stopBeats, err := protocol.Heartbeats(ctx, c, place, protocol.Node{Role: protocol.RoleWorker, Place: place.Shard}, log)
+	if err != nil {
+		return err
 	}
+	defer stopBeats()
 
 	// A reconnect may have lost a partial in flight: send the recent ones
 	// again (the coordinator drops those it has), and look at the tasks
@@ -281,7 +251,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 				continue
 			}
 			if err != nil {
-				if cause := context.Cause(ctx); errors.Is(cause, errLost) {
+				if cause := context.Cause(ctx); errors.Is(cause, protocol.ErrCoordinatorLost) {
 					return cause
 				}
 				if ctx.Err() != nil {
@@ -305,7 +275,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 			}
 			if task.Rollback != nil {
 				saver.Abandon()
-				return &rollback{*task.Rollback}
+				return &protocol.RollbackError{Rollback: *task.Rollback}
 			}
 			if task.Split && task.Shard != place.Shard {
 				drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d: a task of worker shard %d", task.Round, task.Shard))
@@ -417,16 +387,6 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 			return nil
 		}
 	}
-}
-
-// errLost is in the chain of the error of a worker whose coordinator went
-// silent.
-var errLost = errors.New("the coordinator is lost")
-
-// errCoordinatorLost returns the error of worker shard, whose coordinator
-// has not been heard from for silent.
-func errCoordinatorLost(shard int, silent time.Duration) error {
-	return protocol.Timeout(fmt.Errorf("worker shard %d: no heartbeat from the coordinator for %s: %w", shard, silent.Round(time.Millisecond), errLost))
 }
 
 // wait returns how long a worker waits for the task after round: the

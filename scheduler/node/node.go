@@ -101,35 +101,13 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	if err != nil {
 		return err
 	}
-	for {
-		if place.Spare {
-			var ok bool
-			if place, ok, err = protocol.AwaitAssign(ctx, c, spare, place, protocol.RoleScheduler, log); err != nil || !ok {
-				return err
-			}
-		}
-		err := serve(ctx, c, newScheduler, opts, place, log, host, pid)
-		var rb *rollback
-		if !errors.As(err, &rb) {
-			return err
-		}
-		// The job goes back to a checkpoint (DESIGN §6): build the part
-		// again, from its piece.
-		log.Info("rolling back", "round", rb.Round)
-		place.Resume, place.Digest, place.Run = rb.Round, "", rb.Run
-	}
-}
-
-// rollback is the error of serve when the coordinator takes the job back
-// to a checkpoint.
-type rollback struct{ protocol.Rollback }
-
-func (r *rollback) Error() string {
-	return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round)
+	return protocol.ServePlace(ctx, c, spare, place, protocol.RoleScheduler, log, func(place protocol.JoinReply) error {
+		return serve(ctx, c, newScheduler, opts, place, log, host, pid)
+	})
 }
 
 // serve runs the scheduler part of place until the job stops, fails, or
-// rolls back (a *rollback).
+// rolls back (a *protocol.RollbackError).
 func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts Options, place protocol.JoinReply, log *slog.Logger, host string, pid int) error {
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
@@ -184,19 +162,11 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 
 	// Heartbeats (DESIGN §6): the part's own, and the coordinator's,
 	// without which for LostAfter the part stops.
-	var pulse *protocol.Pulse
-	if place.Heartbeat > 0 {
-		defer protocol.Beat(c, protocol.SubjectBeat, place.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: place.Run}, Role: protocol.RoleScheduler, Place: part})()
-		if pulse, err = protocol.FollowCoordinator(c, place.Run, log); err != nil {
-			return err
-		}
-		defer pulse.Close()
-		var stop context.CancelFunc
-		ctx, stop = pulse.AwaitBeat(ctx, place.Heartbeat, place.LostAfter, func(silent time.Duration) error {
-			return protocol.Timeout(fmt.Errorf("scheduler %d: no heartbeat from the coordinator for %s: %w", part, silent.Round(time.Millisecond), errLost))
-		})
-		defer stop()
+	ctx, pulse, stopBeats, err := protocol.Heartbeats(ctx, c, place, protocol.Node{Role: protocol.RoleScheduler, Place: part}, log)
+	if err != nil {
+		return err
 	}
+	defer stopBeats()
 
 	drop := func(msg *nats.Msg, reason string, err error) {
 		opts.Monitor.Drop(protocol.RoleScheduler, reason)
@@ -253,7 +223,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 			continue
 		}
 		if err != nil {
-			if cause := context.Cause(ctx); errors.Is(cause, errLost) {
+			if cause := context.Cause(ctx); errors.Is(cause, protocol.ErrCoordinatorLost) {
 				return cause
 			}
 			if ctx.Err() != nil {
@@ -290,7 +260,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 				continue
 			}
 			saver.Abandon()
-			return &rollback{*req.Rollback}
+			return &protocol.RollbackError{Rollback: *req.Rollback}
 		}
 		if req.Stop {
 			if req.Abort != "" {
@@ -391,10 +361,6 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 		}
 	}
 }
-
-// errLost is in the chain of the error of a part whose coordinator went
-// silent.
-var errLost = errors.New("the coordinator is lost")
 
 // firstRound returns the first round that part of parts plans after round
 // after: part+1 when the job starts (after 0), the first of its rounds past

@@ -1,0 +1,70 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/strads-go/strads/wire"
+)
+
+// RollbackError is the error with which a worker or scheduler node's
+// serving of its place ends when the coordinator takes the job back to a
+// checkpoint (a Task's or PlanRequest's Rollback): ServePlace then serves
+// the place again, restored from that checkpoint.
+type RollbackError struct{ Rollback }
+
+func (r *RollbackError) Error() string {
+	return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round)
+}
+
+// ServePlace serves place, the join reply of a worker or scheduler node of
+// role, with serve until the job ends (DESIGN §6). A spare first awaits its
+// Assign on box (its SubjectSpare), and ends there, nil, if the job ended
+// without needing it. After a rollback (serve's error a *RollbackError)
+// the place is served again, to be restored from the checkpoint under the
+// new run id.
+func ServePlace(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place JoinReply, role string, log *slog.Logger, serve func(JoinReply) error) error {
+	for {
+		if place.Spare {
+			var ok bool
+			var err error
+			if place, ok, err = AwaitAssign(ctx, c, box, place, role, log); err != nil || !ok {
+				return err
+			}
+		}
+		err := serve(place)
+		var rb *RollbackError
+		if !errors.As(err, &rb) {
+			return err
+		}
+		log.Info("rolling back", "round", rb.Round)
+		place.Resume, place.Digest, place.Run = rb.Round, "", rb.Run
+	}
+}
+
+// ErrCoordinatorLost is in the chain of the error of a node whose
+// coordinator sent no heartbeat for the join reply's LostAfter.
+var ErrCoordinatorLost = errors.New("the coordinator is lost")
+
+// Heartbeats starts the heartbeats of self, a node of the job that place
+// describes, and follows the coordinator's (DESIGN §6): the returned
+// context is ctx, ended with an error that names self and matches
+// ErrTimeout and ErrCoordinatorLost once the coordinator has been silent
+// for LostAfter. pulse is nil, and ctx returned as is, when the job sends
+// no heartbeats. stop ends it all.
+func Heartbeats(ctx context.Context, c *wire.Conn, place JoinReply, self Node, log *slog.Logger) (_ context.Context, pulse *Pulse, stop func(), err error) {
+	if place.Heartbeat <= 0 {
+		return ctx, nil, func() {}, nil
+	}
+	if pulse, err = FollowCoordinator(c, place.Run, log); err != nil {
+		return ctx, nil, nil, err
+	}
+	stopBeat := Beat(c, SubjectBeat, place.Heartbeat, Heartbeat{Header: Header{Run: place.Run}, Role: self.Role, Place: self.Place})
+	ctx, stopWait := pulse.AwaitBeat(ctx, place.Heartbeat, place.LostAfter, func(silent time.Duration) error {
+		return Timeout(fmt.Errorf("%s: no heartbeat from the coordinator for %s: %w", Node{Role: self.Role, Place: self.Place}, silent.Round(time.Millisecond), ErrCoordinatorLost))
+	})
+	return ctx, pulse, func() { stopWait(); stopBeat(); pulse.Close() }, nil
+}
