@@ -46,10 +46,13 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 // down or was just back, or while it hears no node at all: the silence
 // would be the coordinator's.
 func (n *node[P, R, U, S]) checkAlive() (protocol.Node, error) {
-	if n.opts.Heartbeat <= 0 {
+	now := time.Now()
+	// It runs after every message; a look at every node a quarter of a
+	// heartbeat apart is enough.
+	if n.opts.Heartbeat <= 0 || now.Sub(n.aliveAt) < n.opts.Heartbeat/4 {
 		return protocol.Node{}, nil
 	}
-	now := time.Now()
+	n.aliveAt = now
 	if !n.c.NATS().IsConnected() || n.resending {
 		n.mu.Lock()
 		for _, seen := range n.seen {

@@ -136,7 +136,8 @@ type node[P, R, U, S any] struct {
 	ckptAt     time.Time // when the last checkpoint began (or the rounds started)
 	// seen holds, by role and place, when a node was last heard from (its
 	// heartbeat, or any message), once the rounds run (DESIGN §6).
-	seen map[string][]time.Time
+	seen    map[string][]time.Time
+	aliveAt time.Time // when checkAlive last looked at them
 	// spares holds, by role, the spares admitted and not used
 	// (Options.Spares).
 	spares     map[string][]spareNode
