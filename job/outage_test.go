@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type restarter struct {
 	at     map[int]time.Duration // progress line → outage length
 	outage int                   // outages done
 	store  string                // the server's JetStream store, kept across restarts
+	round  uint64                // the round of the progress line of the last outage
 }
 
 func (r *restarter) Write(p []byte) (int, error) {
@@ -53,6 +55,10 @@ func (r *restarter) Write(p []byte) (int, error) {
 	}
 	r.srv = srv
 	r.outage++
+	// A progress line begins "round n/N".
+	if f := strings.Fields(string(p)); len(f) > 1 && f[0] == "round" {
+		r.round, _ = strconv.ParseUint(strings.Split(f[1], "/")[0], 10, 64)
+	}
 	return len(p), nil
 }
 
@@ -152,7 +158,8 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // during a job that takes checkpoints: the job goes on (a checkpoint whose
 // pieces the outage lost is abandoned, the next one is taken), ends with
 // the undisturbed model bit for bit, and has committed checkpoints that a
-// resume can use.
+// resume can use, some of them after the last outage: an outage does not
+// stop the checkpoints that follow it.
 func TestNATSOutageCheckpoints(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -193,7 +200,7 @@ func TestNATSOutageCheckpoints(t *testing.T) {
 	got, res, err := run(srv.ClientURL(), r)
 	r.mu.Lock()
 	r.srv.Stop()
-	outages := r.outage
+	outages, lastOutage := r.outage, r.round
 	r.mu.Unlock()
 	if err != nil {
 		t.Fatalf("after %d outages: %v", outages, err)
@@ -204,5 +211,11 @@ func TestNATSOutageCheckpoints(t *testing.T) {
 	if res.Checkpoints == 0 {
 		t.Errorf("after %d outages: no checkpoint committed", outages)
 	}
-	t.Logf("%d outages, %d reconnects, %d checkpoints (the last of round %d)", outages, res.Reconnects, res.Checkpoints, res.LastCheckpoint)
+	if outages != 2 || lastOutage == 0 {
+		t.Fatalf("%d outages, the last at round %d: want 2, at a progress line", outages, lastOutage)
+	}
+	if res.LastCheckpoint <= lastOutage {
+		t.Errorf("the last outage was at round %d, the last checkpoint committed is of round %d: none after it", lastOutage, res.LastCheckpoint)
+	}
+	t.Logf("%d outages (the last at round %d), %d reconnects, %d checkpoints (the last of round %d)", outages, lastOutage, res.Reconnects, res.Checkpoints, res.LastCheckpoint)
 }
