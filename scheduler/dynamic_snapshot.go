@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/strads-go/strads/wire"
 )
@@ -16,15 +17,21 @@ const dynamicVersion = 1
 // of a round (draws, rejections, the weights taken out of the tree) is
 // empty between rounds and is not saved.
 type dynamicState struct {
-	Version  uint8         `msgpack:"version"`
-	Vars     int           `msgpack:"vars"`
-	Policy   int           `msgpack:"policy"`
-	Round    int           `msgpack:"round"`
-	RNG      []byte        `msgpack:"rng"`      // the PCG's state
-	Inflight wire.Int32s   `msgpack:"inflight"` // in the engine's order
-	Walk     bool          `msgpack:"walk"`     // the walk (Cyclic, Priority's warm-up) is on
-	Cursor   int           `msgpack:"cursor"`
-	Queue    wire.Int32s   `msgpack:"queue"`
+	Version  uint8       `msgpack:"version"`
+	Vars     int         `msgpack:"vars"`
+	Policy   int         `msgpack:"policy"`
+	Round    int         `msgpack:"round"`
+	RNG      []byte      `msgpack:"rng"`      // the PCG's state
+	Inflight wire.Int32s `msgpack:"inflight"` // in the engine's order
+	Walk     bool        `msgpack:"walk"`     // the walk (Cyclic, Priority's warm-up) is on
+	Cursor   int         `msgpack:"cursor"`
+	Queue    wire.Int32s `msgpack:"queue"`
+	// Unqueued lists the variables of Queue that the walk no longer
+	// counts as queued: with rounds in flight, a round's walk can draw a
+	// variable twice (once deferred, once rejected, say), which then
+	// stands twice in the queue, and the next round's examining of one
+	// entry unmarks both. Empty without such duplicates.
+	Unqueued wire.Int32s   `msgpack:"unqueued,omitempty"`
 	Perm     wire.Int32s   `msgpack:"perm"`    // Random and Priority
 	Weights  wire.Float64s `msgpack:"weights"` // Priority: the tree's leaves
 }
@@ -45,6 +52,15 @@ func (d *Dynamic) Snapshot() ([]byte, error) {
 		Version: dynamicVersion, Vars: d.cfg.Vars, Policy: int(d.cfg.Policy), Round: d.round, RNG: rng,
 		Inflight: d.inflight, Walk: d.queued != nil, Cursor: d.cursor, Queue: d.queue, Perm: d.perm,
 	}
+	if d.queued != nil {
+		seen := map[int32]bool{}
+		for _, j := range d.queue {
+			if !d.queued[j] && !seen[j] {
+				seen[j] = true
+				s.Unqueued = append(s.Unqueued, j)
+			}
+		}
+	}
 	if d.tree != nil {
 		s.Weights = d.tree.leaves()
 	}
@@ -60,7 +76,8 @@ func (d *Dynamic) Snapshot() ([]byte, error) {
 // the same Config and columns, encodes. Bytes that do not fit the engine
 // (another version, another number of variables or policy, a variable out
 // of range or twice, a weight out of range) are an error, and leave the
-// engine as it was.
+// engine as it was. A variable twice in the walk's queue is not an error:
+// with rounds in flight the engine can queue one twice.
 func (d *Dynamic) Restore(b []byte) error {
 	if d.round != 0 {
 		return errors.New("scheduler: restore of an engine that has served rounds")
@@ -88,6 +105,9 @@ func (d *Dynamic) Restore(b []byte) error {
 		d.queue = append(d.queue[:0], s.Queue...)
 		for _, j := range d.queue {
 			d.queued[j] = true
+		}
+		for _, j := range s.Unqueued {
+			d.queued[j] = false
 		}
 	} else if d.order != nil {
 		// Priority's warm-up is over: its walk is dropped.
@@ -131,9 +151,24 @@ func (d *Dynamic) checkState(s *dynamicState) error {
 	case !walk && len(s.Queue) != 0:
 		return fmt.Errorf("a walk's queue of %d variables without a walk", len(s.Queue))
 	}
+	// The queue may hold a variable twice (Unqueued), never one out of
+	// range.
 	clear(seen)
-	if err := distinct("queued", s.Queue, seen); err != nil {
+	for _, j := range s.Queue {
+		if j < 0 || int(j) >= m {
+			return fmt.Errorf("variable %d queued, of %d", j, m)
+		}
+		seen[j] = true
+	}
+	inQueue := slices.Clone(seen)
+	clear(seen)
+	if err := distinct("unqueued", s.Unqueued, seen); err != nil {
 		return err
+	}
+	for _, j := range s.Unqueued {
+		if !inQueue[j] {
+			return fmt.Errorf("variable %d unqueued, not in the queue", j)
+		}
 	}
 	if d.perm == nil && len(s.Perm) != 0 || d.perm != nil && len(s.Perm) != m {
 		return fmt.Errorf("a permutation of %d variables, want %d", len(s.Perm), len(d.perm))

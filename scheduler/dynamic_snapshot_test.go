@@ -107,6 +107,9 @@ func TestDynamicRestoreBad(t *testing.T) {
 		{"in flight out of range", c, edit(func(m map[string]any) { m["inflight"] = wire.Int32s{20} })},
 		{"cursor out of range", c, edit(func(m map[string]any) { m["cursor"] = 20 })},
 		{"queue out of range", c, edit(func(m map[string]any) { m["queue"] = wire.Int32s{-1} })},
+		{"unqueued twice", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 1}, wire.Int32s{1, 1} })},
+		{"unqueued not queued", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 2}, wire.Int32s{3} })},
+		{"unqueued out of range", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 2}, wire.Int32s{20} })},
 		{"short permutation", c, edit(func(m map[string]any) { m["perm"] = wire.Int32s{0, 1} })},
 		{"not a permutation", c, edit(func(m map[string]any) { m["perm"] = make(wire.Int32s, 20) })},
 		{"negative weight", c, edit(func(m map[string]any) {
@@ -130,6 +133,11 @@ func TestDynamicRestoreBad(t *testing.T) {
 	}
 	if err := mustDynamic(t, c, nil).Restore(good); err != nil {
 		t.Errorf("the good snapshot: %v", err)
+	}
+	// With rounds in flight a walk can queue a variable twice.
+	twice := edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 1, 2}, wire.Int32s{1} })
+	if err := mustDynamic(t, c, nil).Restore(twice); err != nil {
+		t.Errorf("a queue with a variable twice: %v", err)
 	}
 }
 
