@@ -148,11 +148,12 @@ func newCheckpointer(ctx context.Context, c *wire.Conn, store *checkpoint.Store,
 	return k
 }
 
-// begin starts the checkpoint of round with piece, the coordinator's, which
-// it stores in the background; data is the job's data fingerprint. It
-// reports false, and does nothing, while another checkpoint is still being
-// collected.
-func (k *checkpointer) begin(round uint64, piece []byte, data string) bool {
+// begin starts the checkpoint of round, decided; data is the job's data
+// fingerprint. It reports false, and does nothing, while another
+// checkpoint is still being collected. The coordinator's piece comes later
+// (put), at the pull of round, which may come after the roles' news of
+// theirs.
+func (k *checkpointer) begin(round uint64, data string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cur != nil {
@@ -169,6 +170,18 @@ func (k *checkpointer) begin(round uint64, piece []byte, data string) bool {
 	m := k.base
 	m.Round, m.Data, m.Pieces, m.Settings = round, data, map[string]string{}, maps.Clone(k.base.Settings)
 	k.cur, k.have, k.began = &m, 0, time.Now()
+	return true
+}
+
+// put stores piece, the coordinator's of the checkpoint of round, in the
+// background, unless that checkpoint was abandoned meanwhile.
+func (k *checkpointer) put(round uint64, piece []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cur == nil || k.cur.Round != round {
+		k.log.Debug("the coordinator's piece of a checkpoint not being collected", "round", round)
+		return
+	}
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
@@ -185,7 +198,23 @@ func (k *checkpointer) begin(round uint64, piece []byte, data string) bool {
 		}
 		k.stored(checkpoint.CoordinatorPiece, round, d, int64(len(piece)), errText)
 	}()
-	return true
+}
+
+// drop abandons the checkpoint of round, if it is being collected, for
+// why: the pieces stored of it are removed with the next commit.
+func (k *checkpointer) drop(round uint64, why string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	if k.cur == nil || k.cur.Round != round {
+		k.mu.Unlock()
+		return
+	}
+	k.cur = nil
+	k.mu.Unlock()
+	k.log.Info("checkpoint abandoned", "round", round, "why", why)
+	k.abandon(round)
 }
 
 // stored takes in the news that piece of the checkpoint of round was
@@ -359,9 +388,10 @@ func (n *node[P, R, U, S]) pieces() []string {
 	return ps
 }
 
-// checkpointDue reports whether a checkpoint is due after the pull of
-// round: every CheckpointEvery rounds, CheckpointInterval after the last
-// one began, or at once when an interrupted job takes its final one.
+// checkpointDue reports whether the checkpoint of round is due, as the
+// plan of round+1 is asked for (DESIGN §6): every CheckpointEvery rounds,
+// CheckpointInterval after the last one began, or at once when an
+// interrupted job takes its final one.
 func (n *node[P, R, U, S]) checkpointDue(round uint64) bool {
 	switch {
 	case n.ckpt == nil:
@@ -374,45 +404,60 @@ func (n *node[P, R, U, S]) checkpointDue(round uint64) bool {
 	return n.opts.CheckpointInterval > 0 && time.Since(n.ckptAt) >= n.opts.CheckpointInterval
 }
 
-// takeCheckpoint starts the checkpoint of round, just pulled: it encodes
-// the app's state and the core's, hands them to the checkpointer, and
-// marks the next task and every scheduler part's next plan request, which
-// ask the roles for their pieces. A core not at a cut (a stop decided)
-// takes none.
-func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
+// cutter is the node as the core's pipeline.Checkpointer: it decides the
+// checkpoints and saves the app's state at their cuts.
+type cutter[P, R, U, S any] struct{ n *node[P, R, U, S] }
+
+// Due decides the checkpoint of round (checkpointDue), unless the one
+// before is still being stored: it begins collecting its pieces, which
+// the roles may store before round is pulled.
+func (k cutter[P, R, U, S]) Due(round uint64, _ time.Time) bool {
+	n := k.n
+	if !n.checkpointDue(round) {
+		return false
+	}
 	if collecting, _, _ := n.ckpt.state(); collecting != 0 && n.final == nil {
 		// Still storing the one before: begin would skip this one (or
 		// abandon that one, which it may look in the store for first).
 		n.ckpt.late()
 		if !n.ckpt.overdue() {
 			n.log.Debug("checkpoint skipped: the one before is still being stored", "round", round, "before", collecting)
-			return nil
+			return false
 		}
 	}
-	snap, err := n.core.Snapshot()
-	if err != nil {
-		n.log.Debug("no checkpoint", "round", round, "err", err)
-		if n.final != nil && n.finalRound == 0 {
-			// Interrupted while the job stops: no final checkpoint.
-			n.finalRound = ^uint64(0)
-		}
-		return nil
+	n.mu.Lock()
+	data := n.data
+	n.mu.Unlock()
+	if !n.ckpt.begin(round, data) {
+		return false
 	}
-	core, err := wire.Marshal(snap)
-	if err != nil {
-		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
+	n.ckptAt = time.Now()
+	if n.final != nil && n.finalRound == 0 {
+		n.finalRound = round
 	}
+	return true
+}
+
+// Save returns the app's state at the cut of the checkpoint of round.
+func (k cutter[P, R, U, S]) Save(round uint64) ([]byte, error) {
 	var app []byte
-	if err := protocol.Guard("Snapshot", func() (err error) { app, err = n.snap.Snapshot(); return err }); err != nil {
+	err := protocol.Guard("Snapshot", func() (err error) { app, err = k.n.snap.Snapshot(); return err })
+	return app, err
+}
+
+// checkpointTaken stores the coordinator's piece of the checkpoint of
+// round, just pulled: the core's snapshot and the app's state (app),
+// encoded; and marks where the metrics stand, which a rollback to it
+// rewinds to.
+func (n *node[P, R, U, S]) checkpointTaken(round uint64, snap *pipeline.Snapshot[U], app []byte) error {
+	core, err := wire.Marshal(*snap)
+	if err != nil {
 		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
 	}
 	piece, err := wire.Marshal(coordPiece{App: app, Core: core})
 	if err != nil {
 		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
 	}
-	n.mu.Lock()
-	data := n.data
-	n.mu.Unlock()
 	if n.metrics != nil {
 		// A rollback to this checkpoint rewinds the metrics here.
 		mark, err := n.metrics.Mark()
@@ -426,18 +471,7 @@ func (n *node[P, R, U, S]) takeCheckpoint(round uint64) error {
 			}
 		}
 	}
-	if !n.ckpt.begin(round, piece, data) {
-		return nil
-	}
-	n.ckptAt = time.Now()
-	if n.final != nil && n.finalRound == 0 {
-		n.finalRound = round
-	}
-	n.ckptRound, n.ckptTask = round, true
-	n.ckptParts = make([]bool, n.opts.Schedulers)
-	for p := range n.ckptParts {
-		n.ckptParts[p] = true
-	}
+	n.ckpt.put(round, piece)
 	return nil
 }
 
@@ -492,12 +526,14 @@ func (n *node[P, R, U, S]) restore(cfg pipeline.Config) error {
 
 // interrupt starts the final checkpoint of a job that takes checkpoints and
 // was interrupted (ctx done, with cause): the rounds go on until the
-// checkpoint being collected, or the one taken at the next pull, is
+// checkpoint being collected, or the one decided at the next plan asked for, is
 // committed (finalDone), for at most the timeout.
 func (n *node[P, R, U, S]) interrupt(cause error) {
 	n.final = cause
 	if collecting, _, _ := n.ckpt.state(); collecting != 0 {
 		n.finalRound = collecting
+	} else if n.core.Status().Reason != "" {
+		n.finalRound = ^uint64(0) // the job stops: no cut comes
 	}
 	n.log.Info("interrupted: taking a final checkpoint before stopping", "cause", cause)
 }

@@ -121,12 +121,6 @@ type node[P, R, U, S any] struct {
 	snap        schmp.Snapshotter
 	resume      *checkpoint.Manifest
 	resumePiece coordPiece
-	// ckptRound is the checkpoint being taken: ckptTask says that the next
-	// round's task is still to ask the workers for their pieces, and
-	// ckptParts which scheduler parts' next plan request is.
-	ckptRound uint64
-	ckptTask  bool
-	ckptParts []bool
 	// final is the cause of the interrupt of a job that takes checkpoints,
 	// which then takes a final one (of round finalRound, once known;
 	// ^0: none can be) before it stops.
@@ -371,6 +365,9 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	cfg := n.opts.pipeline()
 	cfg.Name = func(role string, place int) string { return n.who(role, place).String() }
 	_, cfg.Final = n.app.(schmp.Finisher[S])
+	if n.ckpt != nil {
+		cfg.Checkpoints = cutter[P, R, U, S]{n}
+	}
 	n.cfg = cfg
 	if n.core, err = pipeline.New(cfg, schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{n.app, n}), guardedHooks(n.app)); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
@@ -952,10 +949,6 @@ func (n *node[P, R, U, S]) perform() error {
 		case pipeline.AskPlan:
 			req := a.Request
 			req.Header = protocol.Header{Type: protocol.TypePlanRequest, Run: n.runID}
-			if a.Part < len(n.ckptParts) && n.ckptParts[a.Part] {
-				n.ckptParts[a.Part] = false
-				req.Checkpoint = n.ckptRound
-			}
 			// The feedback is the app's Pull's: a scheduler would refuse
 			// it, and blame itself, if it were not finite.
 			if err := req.Validate(a.Part, n.opts.Schedulers); err != nil {
@@ -967,14 +960,7 @@ func (n *node[P, R, U, S]) perform() error {
 			}
 			n.asked[a.Round] = o
 		case pipeline.SendTask:
-			task := a.Task
-			if n.ckptTask && !task.Stop && !task.Check {
-				n.ckptTask = false
-				if task.Round == n.ckptRound+1 {
-					task.Checkpoint = n.ckptRound
-				}
-			}
-			if err := n.send(task); err != nil {
+			if err := n.send(a.Task); err != nil {
 				return err
 			}
 		case pipeline.RecordReport:
@@ -989,13 +975,18 @@ func (n *node[P, R, U, S]) perform() error {
 			delete(n.sent, taskKey{a.Round, roundTask})
 			delete(n.tasks, taskKey{a.Round, roundTask})
 			n.pulled(a.Round, a.Info)
-			if n.checkpointDue(a.Round) {
-				if err := n.takeCheckpoint(a.Round); err != nil {
-					return err
-				}
+		case pipeline.CheckpointTaken:
+			if err := n.checkpointTaken(a.Round, a.Snapshot, a.App); err != nil {
+				return err
 			}
+		case pipeline.CheckpointAbandoned:
+			n.ckpt.drop(a.Round, "a stop is decided before its cut")
 		case pipeline.StopDecided:
 			n.log.Info("stopping", "reason", a.Reason, "app_reason", n.core.Status().AppReason, "round", a.Round, "last", a.Last)
+			if n.final != nil && n.finalRound == 0 {
+				// Interrupted while the job stops: no final checkpoint.
+				n.finalRound = ^uint64(0)
+			}
 		case pipeline.Resumed:
 			n.log.Info("stop refuted by its check; going on", "reason", a.Reason, "round", a.Round)
 		case pipeline.JobDone:

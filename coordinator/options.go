@@ -105,20 +105,21 @@ type Options struct {
 	// the presence probe (DESIGN §2), which waits at least 100 ms for
 	// answers.
 	Private bool
-	// CheckpointEvery, when > 0, takes a checkpoint after the pull of
-	// every CheckpointEvery-th round (DESIGN §6): every role stores its
-	// state (schmp.Snapshotter) in the job's checkpoint store on the NATS
-	// server's JetStream (package checkpoint), in the background, and the
-	// coordinator commits it once every piece is in. The rounds do not
-	// wait for it, and the model is the same with or without checkpoints.
-	// It needs Depth 1, JetStream on the server and an app whose roles are
-	// all Snapshotters; a checkpoint still being stored when the next is
-	// due makes the next one skipped.
+	// CheckpointEvery, when > 0, takes a checkpoint of every
+	// CheckpointEvery-th round (DESIGN §6), at every depth: every role
+	// stores its state (schmp.Snapshotter) at the checkpoint's cut in the
+	// job's checkpoint store on the NATS server's JetStream (package
+	// checkpoint), in the background, and the coordinator commits it once
+	// every piece is in. The rounds do not wait for it, and the model is
+	// the same with or without checkpoints. It needs JetStream on the
+	// server and an app whose roles are all Snapshotters; a checkpoint
+	// still being stored when the next is due makes the next one skipped.
 	CheckpointEvery uint64
-	// CheckpointInterval, when > 0, takes a checkpoint at the first pull
-	// at least that long after the last one began (or the job started),
-	// with CheckpointEvery or instead of it. Which rounds that is depends
-	// on timing; the model does not.
+	// CheckpointInterval, when > 0, takes a checkpoint at the first round
+	// decided at least that long after the last one began (or the job
+	// started), with CheckpointEvery or instead of it; a checkpoint of
+	// round C is decided when the plan of round C+1 is asked for. Which
+	// rounds that is depends on timing; the model does not.
 	CheckpointInterval time.Duration
 	// CheckpointKeep is how many committed checkpoints are kept; 0 means
 	// DefaultCheckpointKeep.
@@ -180,8 +181,6 @@ func (o *Options) Validate() error {
 		return schmp.Fieldf("CheckpointKeep", "must be >= 0, got %d", o.CheckpointKeep)
 	case o.CheckpointInterval < 0:
 		return schmp.Fieldf("CheckpointInterval", "must be >= 0, got %v", o.CheckpointInterval)
-	case (o.Checkpointing() || o.Resume) && o.Depth > 1:
-		return schmp.Fieldf("Depth", "must be 1 with checkpoints (a checkpoint of a pipeline with rounds in flight is not built), got %d", o.Depth)
 	}
 	return nil
 }

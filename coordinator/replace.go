@@ -139,7 +139,6 @@ func (n *node[P, R, U, S]) forget() {
 	n.sent, n.asked, n.tasks = map[taskKey]bool{}, map[uint64]outbound{}, map[taskKey][]outbound{}
 	n.timing = map[uint64]*roundTimes{}
 	n.checkRound, n.incomplete, n.resending = 0, nil, false
-	n.ckptRound, n.ckptTask, n.ckptParts = 0, false, nil
 	if n.ckpt != nil {
 		n.ckpt.reset(n.runID)
 	}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/strads-go/strads/atomicfile"
@@ -42,16 +43,20 @@ type Options struct {
 	// and committed, all or none, once it is done, as the coordinator node
 	// does.
 	Out string
-	// RestoreEvery, when > 0, moves the job to new roles at the round
-	// boundaries where the runtime takes a checkpoint with
-	// --checkpoint-every RestoreEvery (DESIGN §6): after the pull of every
-	// RestoreEvery-th round, the driver takes every role's snapshot and
-	// the core's (schmp.Snapshotter, pipeline.Snapshot), encodes them,
-	// builds every role anew with the program's constructors, restores
-	// them from the bytes (the coordinator after Start, whose update is
-	// dropped) and goes on with them, as a resumed job does. The model
-	// must come out the same, bit for bit; Restores counts the moves. It
-	// needs Depth 1 and an app whose roles are all Snapshotters.
+	// RestoreEvery, when > 0, takes the checkpoints that the runtime takes
+	// with --checkpoint-every RestoreEvery (DESIGN §6), at every depth, and
+	// moves the job to new roles restored from each: every role's snapshot
+	// (schmp.Snapshotter) is taken at its cut (the coordinator's, with the
+	// core's pipeline.Snapshot, at the pull of the round; a worker's
+	// before it applies the next task's updates; a scheduler part's
+	// before its first plan of a later round), encoded; once all are in,
+	// the driver builds every role anew with the program's constructors,
+	// restores them from the bytes (the coordinator after Start, whose
+	// update is dropped), forgets every plan and partial in flight, and
+	// goes on with a core resumed from the snapshot (pipeline.Resume), as
+	// a job rolled back to that checkpoint does. The model must come out
+	// the same, bit for bit; Restores counts the moves. It needs an app
+	// whose roles are all Snapshotters.
 	RestoreEvery uint64
 }
 
@@ -67,10 +72,8 @@ type Job[P, R, U, S any] struct {
 
 	// Restores counts the moves to new roles (Options.RestoreEvery).
 	Restores int
-	// restored is the round after which the roles last moved: the resumed
-	// core asks for the plan of the next round again, which must not move
-	// them once more.
-	restored uint64
+	// cut holds the pieces of the checkpoint under way (RestoreEvery).
+	cut *pieces
 
 	prog    schmp.Program[P, R, U, S]
 	ctx     context.Context
@@ -82,6 +85,53 @@ type Job[P, R, U, S any] struct {
 	// pushed whose parts it has not taken yet.
 	passed  map[passKey]R
 	untaken [][]uint64
+}
+
+// pieces are the encoded snapshots of a checkpoint's cut, as the roles
+// take them (Options.RestoreEvery).
+type pieces struct {
+	round         uint64
+	core, coord   []byte
+	works, scheds [][]byte
+}
+
+// complete reports whether every piece is in.
+func (p *pieces) complete() bool {
+	missing := func(b []byte) bool { return b == nil }
+	return p.core != nil && !slices.ContainsFunc(p.works, missing) && !slices.ContainsFunc(p.scheds, missing)
+}
+
+// checkpoints is the core's pipeline.Checkpointer of a job that restores
+// (Options.RestoreEvery).
+type checkpoints[P, R, U, S any] struct{ j *Job[P, R, U, S] }
+
+func (k checkpoints[P, R, U, S]) Due(round uint64, _ time.Time) bool {
+	j := k.j
+	if round%j.opts.RestoreEvery != 0 || j.cut != nil {
+		return false
+	}
+	j.cut = &pieces{round: round, works: make([][]byte, len(j.Workers)), scheds: make([][]byte, len(j.Schedulers))}
+	return true
+}
+
+func (k checkpoints[P, R, U, S]) Save(uint64) ([]byte, error) {
+	return save("coordinator", k.j.Coordinator)
+}
+
+// save returns the snapshot of v, a role.
+func save(role string, v any) ([]byte, error) {
+	s, ok := v.(schmp.Snapshotter)
+	if !ok {
+		return nil, fmt.Errorf("%s: %T is not a schmp.Snapshotter", role, v)
+	}
+	b, err := s.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("%s: snapshot: %w", role, err)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
 }
 
 // passKey names a part passed: its addressee, round and sender.
@@ -159,6 +209,9 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 	cfg := j.opts.Config
 	_, final := j.Coordinator.(schmp.Finisher[S])
 	cfg.Final = cfg.Final || final
+	if j.opts.RestoreEvery > 0 {
+		cfg.Checkpoints = checkpoints[P, R, U, S]{j}
+	}
 	core, err := pipeline.New(cfg, j.Coordinator, j.Coordinator)
 	if err != nil {
 		return pipeline.Status{}, err
@@ -208,15 +261,12 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		queue = queue[1:]
 		switch a.Kind {
 		case pipeline.AskPlan:
-			if every := j.opts.RestoreEvery; every > 0 && a.Round > 1 && (a.Round-1)%every == 0 && a.Round-1 != j.restored {
-				c, err := j.restore(cfg, core)
-				if err != nil {
-					return core.Status(), fmt.Errorf("local: restore after round %d: %w", a.Round-1, err)
+			if c := a.Request.Checkpoint; c != 0 {
+				if j.cut == nil || j.cut.round != c {
+					return core.Status(), fmt.Errorf("local: round %d asks for the checkpoint of round %d, not under way", a.Round, c)
 				}
-				if c != nil {
-					j.restored = a.Round - 1
-					core, queue = c, append(c.Ready(), queue...)
-					continue
+				if j.cut.scheds[a.Part], err = save(fmt.Sprintf("scheduler %d", a.Part), j.Schedulers[a.Part]); err != nil {
+					return core.Status(), err
 				}
 			}
 			e, err := j.plan(a)
@@ -235,8 +285,27 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 			partials = append(partials, ps...)
 		case pipeline.JobDone:
 			done = true
+		case pipeline.CheckpointTaken:
+			if j.cut == nil || j.cut.round != a.Round {
+				return core.Status(), fmt.Errorf("local: the checkpoint of round %d taken, not under way", a.Round)
+			}
+			if j.cut.core, err = wire.Marshal(*a.Snapshot); err != nil {
+				return core.Status(), fmt.Errorf("local: core snapshot: %w", err)
+			}
+			j.cut.coord = a.App
+		case pipeline.CheckpointAbandoned:
+			j.cut = nil
 		}
 		queue = append(queue, core.Ready()...)
+		if j.cut != nil && j.cut.complete() {
+			c, err := j.restore(cfg)
+			if err != nil {
+				return core.Status(), fmt.Errorf("local: restore from round %d: %w", j.cut.round, err)
+			}
+			j.cut = nil
+			// Everything in flight is lost, as in a rollback.
+			core, queue, partials = c, c.Ready(), nil
+		}
 	}
 	if finisher, ok := j.Coordinator.(schmp.Finisher[S]); ok {
 		if err := finisher.Finish(core.Finals()); err != nil {
@@ -279,66 +348,16 @@ func (j *Job[P, R, U, S]) start() (U, error) {
 	return u, nil
 }
 
-// restore moves the job to new roles (Options.RestoreEvery) at the cut
-// after the pull of the last round, and returns the core that goes on with
-// them, or nil if core is not at a cut (a stop is decided, say).
-func (j *Job[P, R, U, S]) restore(cfg pipeline.Config, core *pipeline.Core[P, R, U, S]) (*pipeline.Core[P, R, U, S], error) {
-	snap, err := core.Snapshot()
-	if errors.Is(err, pipeline.ErrNoCut) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	coreBytes, err := wire.Marshal(snap)
-	if err != nil {
-		return nil, fmt.Errorf("core snapshot: %w", err)
-	}
-	// A worker has finished the round once it took what it awaits.
-	for k := range j.Workers {
-		if err := j.take(k); err != nil {
-			return nil, fmt.Errorf("worker shard %d: %w", k, err)
-		}
-	}
-	if len(j.passed) != 0 {
-		return nil, fmt.Errorf("%d parts passed and not taken", len(j.passed))
-	}
-	save := func(role string, v any) ([]byte, error) {
-		s, ok := v.(schmp.Snapshotter)
-		if !ok {
-			return nil, fmt.Errorf("%s: %T is not a schmp.Snapshotter", role, v)
-		}
-		b, err := s.Snapshot()
-		if err != nil {
-			return nil, fmt.Errorf("%s: snapshot: %w", role, err)
-		}
-		return b, nil
-	}
-	var scheds, works [][]byte
-	for p, s := range j.Schedulers {
-		b, err := save(fmt.Sprintf("scheduler %d", p), s)
-		if err != nil {
-			return nil, err
-		}
-		scheds = append(scheds, b)
-	}
-	for k, w := range j.Workers {
-		b, err := save(fmt.Sprintf("worker shard %d", k), w)
-		if err != nil {
-			return nil, err
-		}
-		works = append(works, b)
-	}
-	coord, err := save("coordinator", j.Coordinator)
-	if err != nil {
-		return nil, err
-	}
-
+// restore moves the job to new roles (Options.RestoreEvery) restored from
+// the pieces of the checkpoint under way, all in, and returns the core that
+// goes on with them, resumed from the core's snapshot.
+func (j *Job[P, R, U, S]) restore(cfg pipeline.Config) (*pipeline.Core[P, R, U, S], error) {
+	cut := j.cut
 	if err := j.build(); err != nil {
 		return nil, err
 	}
 	for p, s := range j.Schedulers {
-		if err := s.(schmp.Snapshotter).Restore(scheds[p]); err != nil {
+		if err := s.(schmp.Snapshotter).Restore(cut.scheds[p]); err != nil {
 			return nil, fmt.Errorf("scheduler %d: restore: %w", p, err)
 		}
 	}
@@ -351,16 +370,21 @@ func (j *Job[P, R, U, S]) restore(cfg pipeline.Config, core *pipeline.Core[P, R,
 		return nil, err
 	}
 	for k, w := range j.Workers {
-		if err := w.(schmp.Snapshotter).Restore(works[k]); err != nil {
+		if err := w.(schmp.Snapshotter).Restore(cut.works[k]); err != nil {
 			return nil, fmt.Errorf("worker shard %d: restore: %w", k, err)
 		}
 	}
-	if err := j.Coordinator.(schmp.Snapshotter).Restore(coord); err != nil {
+	if err := j.Coordinator.(schmp.Snapshotter).Restore(cut.coord); err != nil {
 		return nil, fmt.Errorf("coordinator: restore: %w", err)
 	}
 	var back pipeline.Snapshot[U]
-	if err := wire.Unmarshal(coreBytes, &back); err != nil {
+	if err := wire.Unmarshal(cut.core, &back); err != nil {
 		return nil, fmt.Errorf("core snapshot: %w", err)
+	}
+	// The workers took every part passed to them before their pieces.
+	clear(j.passed)
+	for k := range j.untaken {
+		j.untaken[k] = j.untaken[k][:0]
 	}
 	j.Restores++
 	return pipeline.Resume(cfg, j.Coordinator, j.Coordinator, back, j.opts.Now())
@@ -394,6 +418,20 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 			if err := j.take(k); err != nil {
 				return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
 			}
+		}
+	}
+	if c := a.Task.Checkpoint; c != 0 {
+		// The workers' pieces: their state after round c, before this
+		// task's updates.
+		if j.cut == nil || j.cut.round != c {
+			return nil, fmt.Errorf("local: task %d asks for the checkpoint of round %d, not under way", round, c)
+		}
+		for k, w := range j.Workers {
+			b, err := save(fmt.Sprintf("worker shard %d", k), w)
+			if err != nil {
+				return nil, err
+			}
+			j.cut.works[k] = b
 		}
 	}
 	for k, w := range j.Workers {

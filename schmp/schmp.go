@@ -189,7 +189,10 @@ type Passer[R any] interface {
 // its calls: the coordinator's after it pulled round C; a worker's after it
 // finished round C (its Push, and a Passer's Take of what it awaits from
 // round C), before it applies the updates of its next task; a scheduler
-// part's after its last plan of a round up to C. Between Snapshot and the
+// part's after its last plan of a round up to C. With rounds in flight
+// (depth D > 1) the workers then hold the updates of rounds up to C−D only,
+// and the rounds after C that were already planned or pushed are planned
+// and pushed again after a restore. Between Snapshot and the
 // role's next call the state does not change, so Snapshot may return
 // bytes that share nothing with it, or encode it at once.
 type Snapshotter interface {

@@ -88,27 +88,33 @@ func checkRestores[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S],
 }
 
 // TestRestoreRows checks RestoreEvery in the row layout, with every
-// policy, one and two workers and scheduler parts.
+// policy, one and two workers and scheduler parts, at depth 1 and with
+// rounds in flight.
 func TestRestoreRows(t *testing.T) {
 	for _, tc := range []struct {
 		policy          scheduler.Policy
 		workers, parts  int
+		depth           int
 		intercept, test bool
 		tol             float64
 		maxRounds       uint64
 	}{
-		{scheduler.Priority, 1, 1, false, false, 1e-10, 150},
-		{scheduler.Priority, 2, 2, true, true, 1e-10, 150},
-		{scheduler.Random, 2, 1, true, false, 0, 60},
-		{scheduler.Cyclic, 1, 2, false, false, 1e-10, 150},
+		{scheduler.Priority, 1, 1, 1, false, false, 1e-10, 150},
+		{scheduler.Priority, 2, 2, 1, true, true, 1e-10, 150},
+		{scheduler.Random, 2, 1, 1, true, false, 0, 60},
+		{scheduler.Cyclic, 1, 2, 1, false, false, 1e-10, 150},
+		{scheduler.Priority, 2, 1, 2, true, true, 1e-10, 150},
+		{scheduler.Priority, 2, 2, 3, true, false, 1e-10, 150},
+		{scheduler.Random, 2, 1, 4, true, false, 0, 60},
+		{scheduler.Cyclic, 1, 2, 2, false, false, 1e-10, 150},
 	} {
-		t.Run(fmt.Sprintf("%v/workers=%d/parts=%d/intercept=%t", tc.policy, tc.workers, tc.parts, tc.intercept), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/workers=%d/parts=%d/depth=%d/intercept=%t", tc.policy, tc.workers, tc.parts, tc.depth, tc.intercept), func(t *testing.T) {
 			pr := newProblem(t, 40, 60, 42)
 			cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: tc.intercept, Schedule: schedule(tc.policy, tc.workers)}
 			if tc.test {
 				cfg.Test = newProblem(t, 20, 60, 43).path
 			}
-			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: 1, ReportEvery: 5, Tol: tc.tol, MaxRounds: tc.maxRounds}
+			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: tc.depth, ReportEvery: 5, Tol: tc.tol, MaxRounds: tc.maxRounds}
 			checkRestores(t, Program(cfg), pc, nil, 1, 3, 7)
 		})
 	}

@@ -90,11 +90,13 @@ func checkRestores[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S],
 
 // TestRestoreRows checks RestoreEvery in the row layout, with every
 // policy, one and two workers and scheduler parts, with and without an
-// intercept (whose steps the coordinator schedules by the work done).
+// intercept (whose steps the coordinator schedules by the work done), at
+// depth 1 and with rounds in flight.
 func TestRestoreRows(t *testing.T) {
 	for _, tc := range []struct {
 		policy          scheduler.Policy
 		workers, parts  int
+		depth           int
 		intercept, test bool
 		tol             float64
 		maxRounds       uint64
@@ -102,13 +104,17 @@ func TestRestoreRows(t *testing.T) {
 		// so that the joint-step safeguard's θ moves.
 		overshoot bool
 	}{
-		{scheduler.Priority, 1, 1, false, false, 1e-9, 150, false},
-		{scheduler.Priority, 2, 2, true, true, 1e-9, 150, false},
-		{scheduler.Random, 2, 1, true, false, 0, 60, false},
-		{scheduler.Cyclic, 1, 2, false, false, 1e-9, 150, false},
-		{scheduler.Priority, 2, 1, false, false, 1e-10, 200, true},
+		{scheduler.Priority, 1, 1, 1, false, false, 1e-9, 150, false},
+		{scheduler.Priority, 2, 2, 1, true, true, 1e-9, 150, false},
+		{scheduler.Random, 2, 1, 1, true, false, 0, 60, false},
+		{scheduler.Cyclic, 1, 2, 1, false, false, 1e-9, 150, false},
+		{scheduler.Priority, 2, 1, 1, false, false, 1e-10, 200, true},
+		{scheduler.Priority, 2, 2, 3, true, true, 1e-9, 150, false},
+		{scheduler.Random, 2, 1, 4, true, false, 0, 60, false},
+		{scheduler.Cyclic, 1, 2, 2, false, false, 1e-9, 150, false},
+		{scheduler.Priority, 2, 1, 2, false, false, 1e-10, 200, true},
 	} {
-		t.Run(fmt.Sprintf("%v/workers=%d/parts=%d/intercept=%t/overshoot=%t", tc.policy, tc.workers, tc.parts, tc.intercept, tc.overshoot), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/workers=%d/parts=%d/depth=%d/intercept=%t/overshoot=%t", tc.policy, tc.workers, tc.parts, tc.depth, tc.intercept, tc.overshoot), func(t *testing.T) {
 			g := genConfig(50, 60, 12, 1)
 			sc := schedule(tc.policy, tc.workers)
 			if tc.overshoot {
@@ -123,7 +129,7 @@ func TestRestoreRows(t *testing.T) {
 				g.Samples, g.Seed = 30, 9
 				cfg.Test = newProblem(t, g).path
 			}
-			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: 1, ReportEvery: 5, Tol: tc.tol, MaxRounds: tc.maxRounds}
+			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: tc.depth, ReportEvery: 5, Tol: tc.tol, MaxRounds: tc.maxRounds}
 			extra := func(c schmp.Coordinator[Plan, Partial, Update, Summary]) string {
 				cc := c.(*Coordinator)
 				return fmt.Sprintf("%+v %v\n", cc.Safeguard(), cc.Records())

@@ -35,9 +35,12 @@ type survival struct {
 	job   string
 	nc    *nats.Conn
 	flags []string
+	extra []string // the job's flags beyond the defaults, the reference's too
 }
 
-func newSurvival(t *testing.T, job string) *survival {
+// newSurvival starts a JetStream server for a job of name job, whose roles
+// and reference run take the flags extra beyond the defaults.
+func newSurvival(t *testing.T, job string, extra ...string) *survival {
 	t.Helper()
 	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
 	if err != nil {
@@ -49,12 +52,13 @@ func newSurvival(t *testing.T, job string) *survival {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	s := &survival{t: t, url: srv.ClientURL(), data: genData(t), job: job, nc: nc}
+	s := &survival{t: t, url: srv.ClientURL(), data: genData(t), job: job, nc: nc, extra: extra}
 	// Rounds slow enough (a worker's Push of thousands of coordinate
 	// steps) that a kill falls in the middle of the job.
 	s.flags = []string{"--nats", s.url, "--data", s.data, "--workers", "2", "--lambda-ratio", "0.01",
 		"--max-rounds", "400", "--tol", "0", "--report-every", "20", "--progress", "0", "--job", job,
 		"--timeout", "30s", "--join-timeout", "30s"}
+	s.flags = append(s.flags, extra...)
 	return s
 }
 
@@ -92,6 +96,7 @@ func (s *survival) reference() []byte {
 	out := filepath.Join(s.t.TempDir(), "ref.csv")
 	args := []string{"lasso", "--data", s.data, "--workers", "2", "--lambda-ratio", "0.01", "--max-rounds", "400",
 		"--tol", "0", "--report-every", "20", "--progress", "0", "--out", out}
+	args = append(args, s.extra...)
 	if code, _, stderr := runCLI(s.t, args...); code != 0 {
 		s.t.Fatalf("reference run: exit %d: %s", code, stderr)
 	}
@@ -113,51 +118,74 @@ func TestKillWithSpare(t *testing.T) {
 	}
 	for trial := range *trials {
 		t.Run(fmt.Sprint("trial ", trial), func(t *testing.T) {
-			s := newSurvival(t, fmt.Sprint("spare", trial))
-			want := s.reference()
-			sub := s.partials()
-			out := filepath.Join(t.TempDir(), "m.csv")
-			coord := s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--spares", "1", "--out", out)
-			sched := s.start("scheduler", "scheduler")
-			w0 := s.start("worker 0", "worker")
-			w1 := s.start("worker 1", "worker")
-			s.await(sub, 2) // both workers hold their places
 			// Two trials in three lose a worker, the third the scheduler.
-			victim, spareRole := w1, "worker"
-			switch {
-			case trial%3 == 2:
-				victim, spareRole = sched, "scheduler"
-			case rand.IntN(2) == 0:
-				victim = w0
-			}
-			spare := s.start("spare", spareRole)
-			at := 40 + rand.IntN(300)
-			s.await(sub, at)
-			if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			if code := coord.wait(t, time.Minute); code != 0 {
-				t.Fatalf("coordinator: exit %d after a worker was killed at partial %d: %s\nspare: %s", code, at, coord.stderr.String(), spare.stderr.String())
-			}
-			for _, p := range []*process{sched, w0, w1, spare} {
-				if p == victim {
-					continue
-				}
-				if code := p.wait(t, 30*time.Second); code != 0 {
-					t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-				}
-			}
-			got, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("killed at partial %d: the model differs from the job's that lost nothing", at)
-			}
-			if msg := coord.stderr.String(); !strings.Contains(msg, "replacing a lost node") {
-				t.Errorf("the coordinator did not say it replaced the worker: %s", msg)
-			}
+			killWithSpare(t, fmt.Sprint("spare", trial), trial%3 == 2)
 		})
+	}
+}
+
+// TestKillWithSpareDepth is TestKillWithSpare with rounds in flight
+// (--depth 3) and two scheduler parts, in one trial that loses a worker:
+// the checkpoint rolled back to holds the rounds sent after its own, which
+// the workers restored push again.
+func TestKillWithSpareDepth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	killWithSpare(t, "sparedepth", false, "--depth", "3", "--schedulers", "2")
+}
+
+// killWithSpare runs a job of separate processes (a coordinator with
+// checkpoints and a spare, schedulers, two workers) with the flags extra,
+// kills a worker (the first scheduler if sched) with SIGKILL at a random
+// point, and checks that the job, rolled back, ends with the model of the
+// job that lost nothing, bit for bit.
+func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
+	s := newSurvival(t, job, extra...)
+	want := s.reference()
+	sub := s.partials()
+	out := filepath.Join(t.TempDir(), "m.csv")
+	coord := s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--spares", "1", "--out", out)
+	scheds := []*process{s.start("scheduler", "scheduler")}
+	if slices.Contains(extra, "--schedulers") {
+		scheds = append(scheds, s.start("scheduler 1", "scheduler"))
+	}
+	w0 := s.start("worker 0", "worker")
+	w1 := s.start("worker 1", "worker")
+	s.await(sub, 2) // both workers hold their places
+	victim, spareRole := w1, "worker"
+	switch {
+	case sched:
+		victim, spareRole = scheds[0], "scheduler"
+	case rand.IntN(2) == 0:
+		victim = w0
+	}
+	spare := s.start("spare", spareRole)
+	at := 40 + rand.IntN(300)
+	s.await(sub, at)
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := coord.wait(t, time.Minute); code != 0 {
+		t.Fatalf("coordinator: exit %d after %s was killed at partial %d: %s\nspare: %s", code, victim.name, at, coord.stderr.String(), spare.stderr.String())
+	}
+	for _, p := range append(scheds, w0, w1, spare) {
+		if p == victim {
+			continue
+		}
+		if code := p.wait(t, 30*time.Second); code != 0 {
+			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
+		}
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s killed at partial %d: the model differs from the job's that lost nothing", victim.name, at)
+	}
+	if msg := coord.stderr.String(); !strings.Contains(msg, "replacing a lost node") {
+		t.Errorf("the coordinator did not say it replaced the worker: %s", msg)
 	}
 }
 

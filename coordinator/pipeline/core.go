@@ -28,21 +28,24 @@ type Core[P, R, U, S any] struct {
 	start   time.Time
 	started bool
 	win     *window
-	asked   map[uint64]time.Time        // rounds whose plan is awaited → when asked
-	last    uint64                      // the last round asked for
-	lastAsk []schmp.Feedback            // the feedback its request carried
-	plans   map[uint64]planned[P]       // plans received, not yet sent
-	flight  map[uint64]*flight[P, R, S] // rounds sent, not yet pulled
-	sent    uint64                      // the last round sent
-	pulled  uint64                      // the last round pulled
-	through uint64                      // the last round whose update was sent
-	updates []pending[U]                // pulled, not yet sent
-	fb      [][]schmp.Feedback          // per scheduler part, not yet sent
-	check   *flight[P, R, S]            // the check task in flight (DESIGN §3)
-	final   *flight[P, R, S]            // the final request in flight (Config.Final)
-	finals  []S                         // the final reports, once all came
-	done    bool
-	marks   map[uint64]mark // the last rounds pulled, for the reports that show them
+	asked   map[uint64]time.Time // rounds whose plan is awaited → when asked
+	last    uint64               // the last round asked for
+	// requests holds the feedback of the plan requests of the rounds
+	// asked for and not pulled yet.
+	requests map[uint64][]schmp.Feedback
+	plans    map[uint64]planned[P]          // plans received, not yet sent
+	flight   map[uint64]*flight[P, R, U, S] // rounds sent, not yet pulled
+	sent     uint64                         // the last round sent
+	pulled   uint64                         // the last round pulled
+	through  uint64                         // the last round whose update was sent
+	updates  []pending[U]                   // pulled, not yet sent
+	fb       [][]schmp.Feedback             // per scheduler part, not yet sent
+	check    *flight[P, R, U, S]            // the check task in flight (DESIGN §3)
+	final    *flight[P, R, U, S]            // the final request in flight (Config.Final)
+	finals   []S                            // the final reports, once all came
+	done     bool
+	marks    map[uint64]mark // the last rounds pulled, for the reports that show them
+	cut      *cut            // the checkpoint under way (Config.Checkpoints)
 
 	prev      float64 // the objective of the previous report…
 	prevRound uint64  // …which showed the state after this round
@@ -94,9 +97,11 @@ type planned[P any] struct {
 }
 
 // flight is a round sent and not yet pulled, or the check task.
-type flight[P, R, S any] struct {
+type flight[P, R, U, S any] struct {
 	round    uint64
 	through  uint64 // the workers hold the state after this round when they report
+	from     uint64 // …and after this one before the task's updates
+	took     []pending[U]
 	plan     P
 	info     schmp.PlanInfo
 	report   bool
@@ -139,12 +144,13 @@ func New[P, R, U, S any](cfg Config, app schmp.Coordinator[P, R, U, S], hooks an
 	}
 	return &Core[P, R, U, S]{
 		cfg: cfg, app: app, staged: staged, iter: iter,
-		win:    newWindow(),
-		asked:  map[uint64]time.Time{},
-		plans:  map[uint64]planned[P]{},
-		flight: map[uint64]*flight[P, R, S]{},
-		fb:     make([][]schmp.Feedback, cfg.Parts),
-		marks:  map[uint64]mark{0: {}},
+		win:      newWindow(),
+		asked:    map[uint64]time.Time{},
+		requests: map[uint64][]schmp.Feedback{},
+		plans:    map[uint64]planned[P]{},
+		flight:   map[uint64]*flight[P, R, U, S]{},
+		fb:       make([][]schmp.Feedback, cfg.Parts),
+		marks:    map[uint64]mark{0: {}},
 	}, nil
 }
 
@@ -161,6 +167,7 @@ func (c *Core[P, R, U, S]) Start(now time.Time, u U) {
 	c.started, c.start = true, now
 	c.updates = []pending[U]{{0, u}}
 	for r := uint64(1); r <= uint64(c.cfg.Depth) && c.mayAsk(r); r++ {
+		c.decide(r-1, false, now)
 		c.ask(r, now)
 	}
 }
@@ -203,11 +210,11 @@ func (c *Core[P, R, U, S]) Deadline() (deadline time.Time, what string, ok bool)
 			return fmt.Sprintf("round %d: no plan from %s", r, c.name(protocol.RoleScheduler, c.part(r)))
 		})
 	}
-	fs := make([]*flight[P, R, S], 0, len(c.flight)+1)
+	fs := make([]*flight[P, R, U, S], 0, len(c.flight)+1)
 	for _, f := range c.flight {
 		fs = append(fs, f)
 	}
-	for _, f := range []*flight[P, R, S]{c.check, c.final} {
+	for _, f := range []*flight[P, R, U, S]{c.check, c.final} {
 		if f != nil {
 			fs = append(fs, f)
 		}
@@ -299,10 +306,24 @@ func (c *Core[P, R, U, S]) landing() uint64 {
 // for that part.
 func (c *Core[P, R, U, S]) ask(round uint64, now time.Time) {
 	p := c.part(round)
-	c.ready = append(c.ready, Action[P, U]{Kind: AskPlan, Round: round, Part: p,
-		Request: protocol.PlanRequest{Round: round, Feedback: c.fb[p]}})
-	c.lastAsk = c.fb[p]
+	fb := c.fb[p]
 	c.fb[p] = nil
+	c.request(round, fb, now)
+}
+
+// request asks round's scheduler part for its plan with feedback fb. The
+// part's first request after a checkpoint was decided carries it.
+func (c *Core[P, R, U, S]) request(round uint64, fb []schmp.Feedback, now time.Time) {
+	p := c.part(round)
+	req := protocol.PlanRequest{Round: round, Feedback: fb}
+	if k := c.cut; k != nil && k.parts[p] && round > k.round {
+		req.Checkpoint, k.parts[p] = k.round, false
+		if k.complete() {
+			c.cut = nil
+		}
+	}
+	c.ready = append(c.ready, Action[P, U]{Kind: AskPlan, Round: round, Part: p, Request: req})
+	c.requests[round] = fb
 	c.asked[round] = now
 	c.last = round
 }
@@ -343,11 +364,19 @@ func (c *Core[P, R, U, S]) send(round uint64, p planned[P], now time.Time) error
 	for k < len(c.updates) && (c.updates[k].round == 0 || c.updates[k].round+uint64(c.cfg.Depth) <= round) {
 		k++
 	}
+	from, took := c.through, c.updates[:k:k]
 	task := protocol.Task[P, U]{Round: round, Updates: c.take(k), Plan: p.plan, Report: report}
+	if cut := c.cut; cut != nil && round == cut.round+1 {
+		// The workers save their state before they apply its updates.
+		task.Checkpoint, cut.task = cut.round, true
+		if cut.complete() {
+			c.cut = nil
+		}
+	}
 	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
 	w := c.cfg.Workers
-	c.flight[round] = &flight[P, R, S]{
-		round: round, through: c.through, plan: p.plan, info: p.info, report: report, sent: now,
+	c.flight[round] = &flight[P, R, U, S]{
+		round: round, through: c.through, from: from, took: took, plan: p.plan, info: p.info, report: report, sent: now,
 		got: make([]bool, w), partials: make([]R, w), reports: make([]S, w),
 	}
 	c.sent = round
@@ -419,7 +448,7 @@ func (c *Core[P, R, U, S]) onPartial(e Event[P, R, S]) error {
 
 // pull evaluates round f's reports, decides whether to stop, combines its
 // partials, and asks for the plan that takes its place in the pipeline.
-func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
+func (c *Core[P, R, U, S]) pull(f *flight[P, R, U, S], now time.Time) error {
 	round := f.round
 	converged, reached, app := false, false, ""
 	if f.report {
@@ -481,6 +510,7 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 	}
 	c.win.release(round)
 	delete(c.flight, round)
+	delete(c.requests, round)
 	fb.Round = round
 	p := c.part(round)
 	c.fb[p] = append(c.fb[p], fb)
@@ -501,9 +531,14 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, S], now time.Time) error {
 			c.st.AppReason = app
 		}
 		c.ready = append(c.ready, Action[P, U]{Kind: StopDecided, Round: round, Reason: why, Last: last})
+		c.abandonCut()
 	}
 	if next := round + uint64(c.cfg.Depth); c.mayAsk(next) {
+		c.decide(next-1, true, now)
 		c.ask(next, now)
+	}
+	if k := c.cut; k != nil && k.round == round {
+		return c.takeCut(now)
 	}
 	return nil
 }
@@ -535,7 +570,7 @@ func (c *Core[P, R, U, S]) sendCheck(now time.Time) {
 	task := protocol.Task[P, U]{Round: round, Updates: c.take(len(c.updates)), Report: true, Check: true}
 	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
 	w := c.cfg.Workers
-	c.check = &flight[P, R, S]{round: round, through: c.through, report: true, sent: now,
+	c.check = &flight[P, R, U, S]{round: round, through: c.through, report: true, sent: now,
 		got: make([]bool, w), partials: make([]R, w), reports: make([]S, w)}
 }
 
@@ -582,11 +617,13 @@ func (c *Core[P, R, U, S]) checked(now time.Time) error {
 	if why != "" {
 		c.st.Reason, c.st.Decided, c.st.Last = why, c.pulled, c.pulled
 		c.ready = append(c.ready, Action[P, U]{Kind: StopDecided, Round: c.pulled, Reason: why, Last: c.pulled})
+		c.abandonCut()
 		return c.stop(now)
 	}
 	// Refill the pipeline: the workers hold the state after the last round
 	// pulled, from which the next depth rounds push.
 	for r := c.pulled + 1; r <= c.pulled+uint64(c.cfg.Depth) && c.mayAsk(r); r++ {
+		c.decide(r-1, false, now)
 		c.ask(r, now)
 	}
 	return nil
@@ -602,7 +639,7 @@ func (c *Core[P, R, U, S]) stop(now time.Time) error {
 	if c.cfg.Final {
 		task.Report, task.Final = true, true
 		w := c.cfg.Workers
-		c.final = &flight[P, R, S]{round: round, through: c.through, report: true, sent: now,
+		c.final = &flight[P, R, U, S]{round: round, through: c.through, report: true, sent: now,
 			got: make([]bool, w), partials: make([]R, w), reports: make([]S, w)}
 	}
 	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})

@@ -116,11 +116,13 @@ type sim struct {
 	pending []toyEvent    // plans and partials not yet delivered
 	rng     *rand.Rand    // nil: in order
 
-	log      []string // what the core asked for, in order: the run's outcome
-	actions  []toyAction
-	inFlight int // rounds sent and not pulled
-	maxIn    int
-	done     bool
+	log []string // what the core asked for, in order: the run's outcome
+	// beforeSend, if set, sees every task before the workers take it.
+	beforeSend func(toyAction)
+	actions    []toyAction
+	inFlight   int // rounds sent and not pulled
+	maxIn      int
+	done       bool
 }
 
 func newSim(t *testing.T, cfg Config, app *toyApp, seed uint64) *sim {
@@ -169,6 +171,9 @@ func (s *sim) perform() {
 			}
 			s.pending = append(s.pending, toyEvent{Kind: PlanArrived, Round: a.Round, From: a.Part, Plan: a.Round, Info: info})
 		case SendTask:
+			if s.beforeSend != nil {
+				s.beforeSend(a)
+			}
 			s.log = append(s.log, fmt.Sprintf("send %d updates %v report %v check %v stop %v final %v through %d", a.Task.Round, a.Task.Updates, a.Task.Report, a.Task.Check, a.Task.Stop, a.Task.Final, a.Through))
 			if !a.Task.Stop && !a.Task.Check {
 				s.inFlight++

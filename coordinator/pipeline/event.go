@@ -64,7 +64,8 @@ type ActionKind int
 const (
 	// AskPlan: send scheduler part Part the plan request Request (the
 	// round to plan, and the feedback of that part's rounds pulled since it
-	// was last asked).
+	// was last asked; with Request.Checkpoint, the part stores its piece of
+	// that checkpoint before it plans).
 	AskPlan ActionKind = iota + 1
 	// SendTask: send Task to the workers: the plan of Task.Round; with
 	// Task.Check, the check of a stop (apply the updates, report, push
@@ -74,7 +75,9 @@ const (
 	// (0: after Start's update). An update that is a schmp.Splitter goes
 	// to each worker as its own part (ForShard). A stop task with
 	// Task.Final (Config.Final) asks every worker for its final report,
-	// which comes back as a PartialArrived event with Final set.
+	// which comes back as a PartialArrived event with Final set. With
+	// Task.Checkpoint, the workers store their pieces of that checkpoint
+	// before they apply Task.Updates.
 	SendTask
 	// RecordReport: Sample is a report (a row of the metrics CSV), of the
 	// state after Sample.Round; Final marks the report of a check task, of
@@ -97,6 +100,17 @@ const (
 	// Round, did not pass its test: the stop is refuted, and the rounds
 	// after Round follow.
 	Resumed
+	// CheckpointTaken: round Round, a checkpoint's (Config.Checkpoints),
+	// was just pulled: Snapshot is the core's state at the cut and App
+	// the app's (Checkpointer.Save), the coordinator's piece. Snapshot
+	// shares data with the core: encode it before the core is stepped
+	// again. The roles' pieces are asked for by the plan requests and the
+	// task that carry Checkpoint = Round, some of which may come after.
+	CheckpointTaken
+	// CheckpointAbandoned: the checkpoint of round Round, decided, will
+	// not be complete: a stop was decided before all its pieces were
+	// asked for. Pieces that roles stored of it are of no use.
+	CheckpointAbandoned
 )
 
 // String returns the kind's name.
@@ -116,6 +130,10 @@ func (k ActionKind) String() string {
 		return "done"
 	case Resumed:
 		return "resumed"
+	case CheckpointTaken:
+		return "checkpoint"
+	case CheckpointAbandoned:
+		return "abandoned"
 	}
 	return "action?"
 }
@@ -141,6 +159,9 @@ type Action[P, U any] struct {
 	// StopDecided's.
 	Reason Reason
 	Last   uint64
+	// Snapshot and App are CheckpointTaken's.
+	Snapshot *Snapshot[U]
+	App      []byte
 }
 
 // ForShard returns the updates that worker shard k applies of us: each

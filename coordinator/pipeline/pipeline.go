@@ -63,6 +63,14 @@
 //     workers' final reports (schmp.FinalReporter): state that only the
 //     written model needs, sent once, of exactly the state the check
 //     reported; the job is then done once every worker's is in.
+//   - Checkpoints (Config.Checkpoints, DESIGN §6), at every depth: the
+//     checkpoint of round C is decided when the plan of round C+1 is
+//     asked for; task C+1 and each scheduler part's first plan request of
+//     a round after C carry it (Checkpoint), and right after the pull of C
+//     the core hands over its snapshot (CheckpointTaken) with the plan
+//     requests of the rounds after C asked for so far and the updates
+//     their tasks carry, from which Resume goes on. A stop decided before
+//     the cut is complete abandons it (CheckpointAbandoned).
 package pipeline
 
 import (
@@ -135,6 +143,11 @@ type Config struct {
 	// the host and pid it runs on; nil names it "worker shard 1",
 	// "scheduler 0". It must be a function of its arguments.
 	Name func(role string, place int) string
+	// Checkpoints, if set, takes the job's checkpoints (DESIGN §6): the
+	// core asks it which to take, marks the requests and the task that
+	// ask the roles for their pieces, and hands over its own piece in a
+	// CheckpointTaken action. nil takes none.
+	Checkpoints Checkpointer
 }
 
 // check fills in the defaults and reports the first bad field.
