@@ -218,7 +218,11 @@ func Resume[P, R, U, S any](cfg Config, app schmp.Coordinator[P, R, U, S], hooks
 		return nil, errors.New("pipeline: resume from round 0")
 	case len(s.Feedback) != c.cfg.Parts:
 		return nil, fmt.Errorf("pipeline: the snapshot has feedback for %d scheduler parts, the job has %d", len(s.Feedback), c.cfg.Parts)
-	case len(s.Asks) == 0 || len(s.Asks) > c.cfg.Depth:
+	case len(s.Asks) == 0:
+		// Every cut has round Round+1 asked for: a snapshot of the
+		// format before checkpoints with rounds in flight has none.
+		return nil, fmt.Errorf("pipeline: the snapshot of round %d asked for no plan (taken by an older version of strads, whose snapshots this one does not read?)", s.Round)
+	case len(s.Asks) > c.cfg.Depth:
 		return nil, fmt.Errorf("pipeline: the snapshot of round %d asked for %d plans, the job's depth is %d", s.Round, len(s.Asks), c.cfg.Depth)
 	case len(s.Pending) != len(s.PendingRounds):
 		return nil, fmt.Errorf("pipeline: the snapshot has %d updates of %d rounds", len(s.Pending), len(s.PendingRounds))
