@@ -36,6 +36,8 @@ type survival struct {
 	nc    *nats.Conn
 	flags []string
 	extra []string // the job's flags beyond the defaults, the reference's too
+	// refMetrics is the metrics CSV of the reference run, once it ran.
+	refMetrics string
 }
 
 // newSurvival starts a JetStream server for a job of name job, whose roles
@@ -94,8 +96,9 @@ func (s *survival) await(sub *nats.Subscription, n int) {
 func (s *survival) reference() []byte {
 	s.t.Helper()
 	out := filepath.Join(s.t.TempDir(), "ref.csv")
+	s.refMetrics = filepath.Join(s.t.TempDir(), "ref-metrics.csv")
 	args := []string{"lasso", "--data", s.data, "--workers", "2", "--lambda-ratio", "0.01", "--max-rounds", "400",
-		"--tol", "0", "--report-every", "20", "--progress", "0", "--out", out}
+		"--tol", "0", "--report-every", "20", "--progress", "0", "--out", out, "--metrics", s.refMetrics}
 	args = append(args, s.extra...)
 	if code, _, stderr := runCLI(s.t, args...); code != 0 {
 		s.t.Fatalf("reference run: exit %d: %s", code, stderr)
@@ -144,8 +147,8 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 	s := newSurvival(t, job, extra...)
 	want := s.reference()
 	sub := s.partials()
-	out := filepath.Join(t.TempDir(), "m.csv")
-	coord := s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--spares", "1", "--out", out)
+	out, metrics := filepath.Join(t.TempDir(), "m.csv"), filepath.Join(t.TempDir(), "metrics.csv")
+	coord := s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--spares", "1", "--out", out, "--metrics", metrics)
 	scheds := []*process{s.start("scheduler", "scheduler")}
 	if slices.Contains(extra, "--schedulers") {
 		scheds = append(scheds, s.start("scheduler 1", "scheduler"))
@@ -187,6 +190,31 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 	if msg := coord.stderr.String(); !strings.Contains(msg, "replacing a lost node") {
 		t.Errorf("the coordinator did not say it replaced the worker: %s", msg)
 	}
+	// The metrics, rewound to the checkpoint and written on, have the rows
+	// of the job that lost nothing.
+	if g, w := reportRows(t, metrics), reportRows(t, s.refMetrics); g != w {
+		t.Errorf("%s killed at partial %d: the metrics' reports differ:\n%s\nwant\n%s", victim.name, at, g, w)
+	}
+}
+
+// reportRows returns the columns of a metrics CSV that do not depend on
+// timing (round, objective, nnz, updates, gap), a row a line.
+func reportRows(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "time_s,round,objective,nnz,updates,gap,") {
+		t.Fatalf("%s: not a metrics CSV with rows: %.200q", path, b)
+	}
+	var rows strings.Builder
+	for _, l := range lines {
+		f := strings.Split(l, ",")
+		rows.WriteString(strings.Join(f[1:min(len(f), 6)], ",") + "\n")
+	}
+	return rows.String()
 }
 
 // TestKillAndResume kills a worker, a scheduler or the coordinator with
