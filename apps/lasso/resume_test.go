@@ -101,16 +101,19 @@ func checkResume[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], c
 }
 
 // TestResumeRuntime interrupts Lasso jobs on the runtime that take
-// checkpoints, in the row layout with two scheduler parts and in the
+// checkpoints, in the row layout with two scheduler parts (at depth 1 and
+// with rounds in flight) and in the
 // column layout on a regularization path with a leader, resumes them from
 // their store, and checks that they end as the jobs never interrupted.
 func TestResumeRuntime(t *testing.T) {
-	t.Run("rows", func(t *testing.T) {
-		pr := newProblem(t, 40, 60, 42)
-		cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
-		co := coordinator.Options{Workers: 2, Schedulers: 2, MaxRounds: 80, ReportEvery: 5}
-		checkResume(t, Program(cfg), co, func() string { return "" }, 3, 4, 12, 40)
-	})
+	for _, depth := range []int{1, 3} {
+		t.Run(fmt.Sprintf("rows/depth=%d", depth), func(t *testing.T) {
+			pr := newProblem(t, 40, 60, 42)
+			cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
+			co := coordinator.Options{Workers: 2, Schedulers: 2, Depth: depth, MaxRounds: 80, ReportEvery: 5}
+			checkResume(t, Program(cfg), co, func() string { return "" }, 3, 4, 12, 40)
+		})
+	}
 	t.Run("cols/path", func(t *testing.T) {
 		pr := newProblem(t, 40, 120, 42)
 		cfg := Config{Data: pr.path, LambdaRatio: 0.05, Intercept: true, Schedule: colSchedule(scheduler.Priority),
