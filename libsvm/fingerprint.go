@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/strads-go/strads/inputfile"
 )
 
 // Fingerprint identifies the contents of a data file, so that the roles of
@@ -24,8 +26,14 @@ func (f Fingerprint) String() string {
 var ErrDifferentData = errors.New("the workers read different data: every role of a job must read the same data file")
 
 // FingerprintFile returns the fingerprint of the file at path. It reads the
-// whole file, at several GB/s.
+// whole file, at several GB/s. A data set over NATS that the role has not
+// fetched whole (an inputfile.Remote) has the fingerprint of its whole
+// content, from its index.
 func FingerprintFile(path string) (Fingerprint, error) {
+	if r, ok := inputfile.RemoteOf(path); ok {
+		s := r.Summary()
+		return Fingerprint{Size: s.Size, CRC: s.CRC32C}, nil
+	}
 	f, err := open(path)
 	if err != nil {
 		return Fingerprint{}, err

@@ -123,8 +123,12 @@ func ReadRange(path string, lo, hi int, fn func(line int, row Row) error) error 
 
 // CountRows returns the number of rows (lines) in the file at path without
 // parsing them. A final line without '\n' counts; blank lines count too
-// (they are errors for [Read]).
+// (they are errors for [Read]). A data set over NATS that the role has not
+// fetched whole (an inputfile.Remote) has the count of its index.
 func CountRows(path string) (int, error) {
+	if r, ok := inputfile.RemoteOf(path); ok {
+		return r.Summary().Lines, nil
+	}
 	f, err := open(path)
 	if err != nil {
 		return 0, err
@@ -227,8 +231,21 @@ func countRows(r io.Reader) (int, error) {
 
 // readFile parses rows [lo, hi) of the file at path (hi < 0: to the end),
 // keeping the features in the window win, on several goroutines when it
-// reads the whole file.
+// reads the whole file. Of a data set over NATS that the role has not
+// fetched whole (an inputfile.Remote), a range fetches only the lines that
+// cover it, numbered as in the whole.
 func readFile(path string, lo, hi int, win cols, fn func(int, Row) error) error {
+	if r, ok := inputfile.RemoteOf(path); ok && hi >= 0 {
+		rc, first, err := r.Lines(lo, hi)
+		if err != nil {
+			return fmt.Errorf("libsvm: %w", err)
+		}
+		defer rc.Close()
+		if first > lo {
+			return fmt.Errorf("libsvm: %s: lines from %d, not %d", path, first+1, lo+1)
+		}
+		return readFrom(path, rc, first, lo, hi, win, fn)
+	}
 	f, err := open(path)
 	if err != nil {
 		return err
@@ -243,8 +260,14 @@ func readFile(path string, lo, hi int, win cols, fn func(int, Row) error) error 
 // read parses rows [lo, hi) of r, or rows [lo, EOF) if hi < 0, keeping the
 // features in the window win. name is the file name used in errors.
 func read(name string, r io.Reader, lo, hi int, win cols, fn func(int, Row) error) error {
-	lr := lineReader{r: bufio.NewReaderSize(r, bufSize)}
-	if _, err := lr.r.Peek(1); err == io.EOF {
+	return readFrom(name, r, 0, lo, hi, win, fn)
+}
+
+// readFrom is read of r, whose first line is row first (<= lo) of the
+// file name: a part of it.
+func readFrom(name string, r io.Reader, first, lo, hi int, win cols, fn func(int, Row) error) error {
+	lr := lineReader{r: bufio.NewReaderSize(r, bufSize), line: first}
+	if _, err := lr.r.Peek(1); err == io.EOF && first == 0 {
 		return &ParseError{File: name, Msg: "no samples (empty file)"}
 	}
 	for lr.line < lo {

@@ -98,8 +98,13 @@ const (
 // byte, have different ones (but for a CRC collision); a change elsewhere
 // in a large file that keeps its size goes unnoticed. What is not a
 // regular file (a FIFO, a device, a directory) is an error, before it is
-// opened.
+// opened. A data set over NATS that the role has not fetched whole (an
+// inputfile.Remote) has the fingerprint of its whole content, from its
+// index.
 func Fingerprint(path string) (string, error) {
+	if r, ok := inputfile.RemoteOf(path); ok {
+		return r.Summary().Fingerprint, nil
+	}
 	f, err := inputfile.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
@@ -109,18 +114,26 @@ func Fingerprint(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
-	size := fi.Size()
+	fp, err := FingerprintOf(f, fi.Size())
+	if err != nil {
+		return "", fmt.Errorf("fingerprint %s: %w", path, err)
+	}
+	return fp, nil
+}
+
+// FingerprintOf returns the Fingerprint of the size bytes of r.
+func FingerprintOf(r io.ReaderAt, size int64) (string, error) {
 	h := crc64.New(crc64.MakeTable(crc64.ECMA))
 	if size <= FingerprintBlocks*FingerprintBlockSize {
-		if _, err := io.Copy(h, f); err != nil {
-			return "", fmt.Errorf("fingerprint %s: %w", path, err)
+		if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+			return "", err
 		}
 	} else {
 		buf := make([]byte, FingerprintBlockSize)
 		for i := range int64(FingerprintBlocks) {
 			off := i * (size - FingerprintBlockSize) / (FingerprintBlocks - 1)
-			if _, err := f.ReadAt(buf, off); err != nil {
-				return "", fmt.Errorf("fingerprint %s: %w", path, err)
+			if _, err := r.ReadAt(buf, off); err != nil {
+				return "", err
 			}
 			h.Write(buf)
 		}
