@@ -21,6 +21,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/strads-go/strads/protocol"
 )
 
 // Bucket is the object store bucket that holds every data set of a
@@ -87,6 +89,7 @@ const MinRate = 1 << 20
 type Store struct {
 	obs     jetstream.ObjectStore
 	timeout time.Duration
+	block   int
 }
 
 // Open returns the data sets of the server that nc is connected to.
@@ -117,7 +120,7 @@ func Open(ctx context.Context, nc *nats.Conn, timeout time.Duration, create bool
 	if err != nil {
 		return nil, storeError(err, "")
 	}
-	return &Store{obs: obs, timeout: timeout}, nil
+	return &Store{obs: obs, timeout: timeout, block: DefaultBlock}, nil
 }
 
 // storeError returns err, from the object store, as one of the package's
@@ -145,11 +148,20 @@ func (s *Store) deadline(ctx context.Context, size uint64) (context.Context, con
 }
 
 // Put stores the size bytes of r as the data set name, replacing one of
-// that name, and returns its Info. A transfer that makes no progress for
-// the Store's timeout fails then; the whole has timeout + size/MinRate.
-func (s *Store) Put(ctx context.Context, name string, r io.Reader, size uint64) (Info, error) {
+// that name, and returns its Info: the content in blocks of whole lines
+// of about the Store's block size, each an object of its own, and then the
+// index, the object of the name, which lists them (DESIGN §6). A reader
+// sees the old data set or the new, never half of one: the index comes
+// last, and the old one's blocks go after it. A failed put removes the
+// blocks it stored. A transfer that makes no progress for the Store's
+// timeout fails then; the whole has timeout + size/MinRate.
+func (s *Store) Put(ctx context.Context, name string, r io.ReaderAt, size uint64) (Info, error) {
 	if err := CheckName(name); err != nil {
 		return Info{}, err
+	}
+	fp, err := protocol.FingerprintOf(r, int64(size))
+	if err != nil {
+		return Info{}, fmt.Errorf("dataset: put %s%s: %w", Scheme, name, err)
 	}
 	ctx, cancel := s.deadline(ctx, size)
 	defer cancel()
@@ -159,40 +171,67 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size uint64) 
 	stop := s.watch(&sent, func(n int64) {
 		stall(fmt.Errorf("nothing went for %s, after %d of %d bytes", s.timeout, n, size))
 	})
-	oi, err := s.obs.Put(ctx, jetstream.ObjectMeta{Name: name}, &counter{r, &sent})
+	ix, err := s.putBlocks(ctx, name, &counter{io.NewSectionReader(r, 0, int64(size)), &sent}, size)
 	stop()
-	if cause := context.Cause(ctx); err != nil && cause != nil && ctx.Err() != nil {
+	if err == nil {
+		ix.Fingerprint = fp
+		var oi *jetstream.ObjectInfo
+		if oi, err = s.putIndex(ctx, name, ix); err == nil {
+			s.removeBlocks(name, ix)
+			return indexInfo(oi, ix), nil
+		}
+	}
+	s.removeBlocks(name, index{Blocks: ix.Blocks[:0:0]}, ix.Blocks...)
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 		return Info{}, fmt.Errorf("dataset: put %s%s: %w", Scheme, name, cause)
 	}
-	if err != nil {
-		return Info{}, storeError(err, name)
-	}
-	if oi.Size != size {
-		return Info{}, fmt.Errorf("dataset: stored %d bytes of %s, want %d: did the file change while it was read?", oi.Size, name, size)
-	}
-	return info(oi), nil
-}
-
-func info(oi *jetstream.ObjectInfo) Info {
-	return Info{Name: oi.Name, Size: oi.Size, Digest: oi.Digest, Modified: oi.ModTime}
+	return Info{}, err
 }
 
 // Stat returns the Info of the data set name.
 func (s *Store) Stat(ctx context.Context, name string) (Info, error) {
-	if err := CheckName(name); err != nil {
+	oi, err := s.stat(ctx, name)
+	if err != nil {
 		return Info{}, err
+	}
+	return oinfo(oi)
+}
+
+func (s *Store) stat(ctx context.Context, name string) (*jetstream.ObjectInfo, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	oi, err := s.obs.GetInfo(ctx, name)
 	if err != nil {
-		return Info{}, storeError(err, name)
+		return nil, storeError(err, name)
 	}
-	return info(oi), nil
+	return oi, nil
 }
 
 // List returns every stored data set, by name.
 func (s *Store) List(ctx context.Context) ([]Info, error) {
+	ois, err := s.objects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, oi := range ois {
+		if strings.Contains(oi.Name, "/") {
+			continue // a block
+		}
+		in, err := oinfo(oi)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// objects returns every object of the bucket.
+func (s *Store) objects(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ois, err := s.obs.List(ctx)
@@ -202,69 +241,68 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 	if err != nil {
 		return nil, storeError(err, "")
 	}
-	out := make([]Info, 0, len(ois))
-	for _, oi := range ois {
-		out = append(out, info(oi))
-	}
-	return out, nil
+	return ois, nil
 }
 
-// Delete removes the data set name.
+// Delete removes the data set name: its index, then its blocks (and any
+// that a failed put left).
 func (s *Store) Delete(ctx context.Context, name string) error {
-	if _, err := s.Stat(ctx, name); err != nil {
+	if _, err := s.stat(ctx, name); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	dctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	if err := s.obs.Delete(ctx, name); err != nil {
+	if err := s.obs.Delete(dctx, name); err != nil {
 		return storeError(err, name)
+	}
+	ois, err := s.objects(ctx)
+	if err != nil {
+		return err
+	}
+	for _, oi := range ois {
+		if strings.HasPrefix(oi.Name, name+"/") {
+			dctx, cancel := context.WithTimeout(ctx, s.timeout)
+			err := s.obs.Delete(dctx, oi.Name)
+			cancel()
+			if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+				return fmt.Errorf("dataset: removed %s%s, but not its block %s: %w", Scheme, name, oi.Name, err)
+			}
+		}
 	}
 	return nil
 }
 
 // Get writes the content of the data set name to w and returns its Info.
-// The object store checks the content against its SHA-256 digest as it
-// ends. A transfer that brings nothing for the Store's timeout fails at
-// once; the whole has timeout + size/MinRate.
+// The object store checks each object against its SHA-256 digest as it
+// ends, and Get the whole content against the index's. A transfer that
+// brings nothing for the Store's timeout fails at once; the whole has
+// timeout + size/MinRate.
 func (s *Store) Get(ctx context.Context, name string, w io.Writer) (Info, error) {
-	in, err := s.Stat(ctx, name)
+	oi, err := s.stat(ctx, name)
 	if err != nil {
-		return in, err
+		return Info{}, err
 	}
-	ctx, cancel := s.deadline(ctx, in.Size)
-	defer cancel()
-	res, err := s.obs.Get(ctx, name)
-	if err != nil {
-		return in, storeError(err, name)
-	}
-	var got atomic.Int64
-	done := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(w, &counter{res, &got})
-		res.Close()
-		done <- err
-	}()
-	stalled := make(chan int64, 1)
-	stop := s.watch(&got, func(n int64) { stalled <- n })
-	defer stop()
-	// A return before the copy's end leaves it to end by itself: a read of
-	// the object store's blocks until the next chunk comes or the
-	// context's deadline passes, whatever else ends the context, and
-	// nothing else ends it (its Close waits for the read).
-	select {
-	case err := <-done:
-		switch {
-		case err != nil:
-			return in, fmt.Errorf("dataset: read %s%s: %w", Scheme, name, err)
-		case uint64(got.Load()) != in.Size:
+	if oi.Metadata[metaFormat] == "" {
+		// A data set stored whole, before indexes.
+		in := info(oi)
+		ctx, cancel := s.deadline(ctx, in.Size)
+		defer cancel()
+		var got atomic.Int64
+		if err := s.copyObject(ctx, name, name, w, &got); err != nil {
+			return in, err
+		}
+		if uint64(got.Load()) != in.Size {
 			return in, fmt.Errorf("dataset: read %s%s: %d bytes, want %d", Scheme, name, got.Load(), in.Size)
 		}
 		return in, nil
-	case <-ctx.Done():
-		return in, fmt.Errorf("dataset: read %s%s: %w after %d of %d bytes", Scheme, name, context.Cause(ctx), got.Load(), in.Size)
-	case n := <-stalled:
-		return in, fmt.Errorf("dataset: read %s%s: nothing came for %s, after %d of %d bytes", Scheme, name, s.timeout, n, in.Size)
 	}
+	ix, err := s.readIndex(ctx, name, oi)
+	if err != nil {
+		return Info{}, err
+	}
+	in := indexInfo(oi, ix)
+	var got atomic.Int64
+	return in, s.getBlocks(ctx, name, ix, w, &got)
 }
 
 // watch calls stalled, once, with the count n if n stays the same for the
@@ -313,17 +351,30 @@ func (s *Store) Fetch(ctx context.Context, name, dir string) (string, Info, erro
 		return "", Info{}, err
 	}
 	path := filepath.Join(dir, name)
+	var in Info
+	err := writeNew(path, func(w io.Writer) error {
+		var err error
+		in, err = s.Get(ctx, name, w)
+		return err
+	})
+	if err != nil {
+		return "", in, err
+	}
+	return path, in, nil
+}
+
+// writeNew writes a new file at path with write; a failed write removes it.
+func writeNew(path string, write func(io.Writer) error) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", Info{}, fmt.Errorf("dataset: %w", err)
+		return fmt.Errorf("dataset: %w", err)
 	}
-	in, err := s.Get(ctx, name, f)
+	err = write(f)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("dataset: %w", cerr)
 	}
 	if err != nil {
 		os.Remove(path)
-		return "", in, err
 	}
-	return path, in, nil
+	return err
 }
