@@ -42,6 +42,13 @@ type App struct {
 	// is the same file as an input or another output is a usage error,
 	// and no output is ever written over an input (atomicfile.Protect).
 	Outputs []string
+	// Parts names the app's input flags, among PerRole, whose data set
+	// over NATS (nats:NAME) a worker process fetches in parts, as its
+	// readers ask for them (inputfile.Remote, DESIGN §6): those whose
+	// readers take a range of lines where they can (libsvm.ReadRange),
+	// and open the file, which fetches the whole, only where they need it
+	// whole. Other roles, and other flags, fetch the whole first.
+	Parts []string
 	// Commands are the app's own commands, which work on its outputs
 	// rather than run a job: "prog APP NAME [args]" (strads mf recommend,
 	// say).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/dataset"
+	"github.com/strads-go/strads/inputfile"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/wire"
@@ -27,7 +29,12 @@ import (
 // copy, so that the apps, which open their files by path (package
 // inputfile), and the data fingerprint of the manifest (computed from the
 // copy's content, the same as from a local file with that content) work
-// unchanged. The copies are removed when the command ends.
+// unchanged. In a worker process, a flag of the app's Parts is set to the
+// copy's path without fetching it: the path is registered as a
+// dataset.Part (an inputfile.Remote), and the readers fetch the blocks of
+// the lines they read, or the whole where they open the file, while the
+// counts and fingerprints come from the data set's index. The copies are
+// removed when the command ends.
 
 // openDatasets returns the data sets of the server at url, connected with
 // opts, or, where url is empty, of an embedded server with JetStream on
@@ -89,7 +96,11 @@ type fetched struct {
 // fetchData fetches the data sets that the app's input flags name
 // (nats:NAME) into a new temporary directory and sets the flags to the
 // copies. It returns the fetched ones and the function that removes the
-// copies.
+// copies. In a worker process, a flag of the app's Parts whose data set
+// has an index is not fetched but registered (inputfile.Register) as a
+// dataset.Part at its copy's path, which the readers fetch from as they
+// read, until the returned function, which then also closes the
+// connection to the server.
 func (s *session) fetchData(ctx context.Context) ([]fetched, func(), error) {
 	var names []string // the flags that name data sets
 	for _, name := range s.app.PerRole {
@@ -116,25 +127,46 @@ func (s *session) fetchData(ctx context.Context) ([]fetched, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--%s %s: %w", names[0], s.fs.Lookup(names[0]).Value, rf.connectError(err))
 	}
-	defer closeStore()
 	dir, err := os.MkdirTemp("", "strads-nats-")
 	if err != nil {
+		closeStore()
 		return nil, nil, err
 	}
-	release := func() { os.RemoveAll(dir) }
+	var parts []func() // what release undoes of the parts
+	release := func() {
+		for _, undo := range parts {
+			undo()
+		}
+		closeStore()
+		os.RemoveAll(dir)
+	}
 	var got []fetched
 	for _, name := range names {
 		ref := s.fs.Lookup(name).Value.String()
 		i := slices.IndexFunc(got, func(f fetched) bool { return f.ref == ref })
 		if i < 0 {
-			start := time.Now()
 			ds, _ := dataset.Ref(ref)
-			path, in, err := st.Fetch(ctx, ds, dir)
+			var path string
+			var err error
+			if s.role == Worker && slices.Contains(s.app.Parts, name) {
+				var undo func()
+				path, undo, err = s.openPart(ctx, st, name, ref, dir)
+				if undo != nil {
+					parts = append(parts, undo)
+				}
+			}
+			if path == "" && err == nil {
+				start := time.Now()
+				var in dataset.Info
+				path, in, err = st.Fetch(ctx, ds, dir)
+				if err == nil {
+					s.log.Info("fetched a data set", "flag", "--"+name, "data", ref, "bytes", in.Size, "digest", in.Digest, "copy", path, "seconds", time.Since(start).Seconds())
+				}
+			}
 			if err != nil {
 				release()
 				return nil, nil, fmt.Errorf("--%s: %w", name, datasetError(err))
 			}
-			s.log.Info("fetched a data set", "flag", "--"+name, "data", ref, "bytes", in.Size, "digest", in.Digest, "copy", path, "seconds", time.Since(start).Seconds())
 			got = append(got, fetched{ref, path})
 			i = len(got) - 1
 		}
@@ -143,7 +175,35 @@ func (s *session) fetchData(ctx context.Context) ([]fetched, func(), error) {
 			return nil, nil, err
 		}
 	}
+	if len(parts) == 0 {
+		closeStore()
+		closeStore = func() {}
+	}
 	return got, release, nil
+}
+
+// openPart registers the data set of the flag name, ref (nats:NAME), as a
+// dataset.Part at its copy's path in dir, and returns the path and the
+// function that unregisters it and logs what was fetched of it. A data
+// set stored without an index gives "" and no error: it is fetched whole.
+func (s *session) openPart(ctx context.Context, st *dataset.Store, name, ref, dir string) (string, func(), error) {
+	ds, _ := dataset.Ref(ref)
+	path := filepath.Join(dir, ds)
+	p, err := st.OpenPart(ctx, ds, path)
+	if errors.Is(err, dataset.ErrNoIndex) {
+		s.log.Info("a data set stored without an index: fetching it whole", "flag", "--"+name, "data", ref)
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	unregister := inputfile.Register(path, p)
+	in := p.Info()
+	s.log.Info("reading a data set in parts", "flag", "--"+name, "data", ref, "bytes", in.Size, "digest", in.Digest, "copy", path)
+	return path, func() {
+		unregister()
+		s.log.Info("fetched of a data set", "flag", "--"+name, "data", ref, "fetched", p.Fetched(), "bytes", in.Size)
+	}, nil
 }
 
 // renameCopies returns err with the paths of the local copies in its

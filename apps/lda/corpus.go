@@ -70,19 +70,45 @@ func openCorpus(cfg *Config) (*corpus, error) {
 	return openDocword(cfg.Docword)
 }
 
-// openDocword reads the header of a UCI docword file.
+// openDocword reads the header of a UCI docword file. Of a data set read
+// in parts (an inputfile.Remote: DESIGN §6, "Data over NATS"), it fetches
+// the block of the header only.
 func openDocword(path string) (*corpus, error) {
-	f, err := inputfile.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("lda: %w", err)
+	var r io.Reader
+	var size int64
+	if rm, ok := inputfile.RemoteOf(path); ok {
+		rc, _, err := rm.Lines(0, headerLines)
+		if err != nil {
+			return nil, fmt.Errorf("lda: %w", err)
+		}
+		defer rc.Close()
+		r, size = rc, rm.Summary().Size
+	} else {
+		f, err := inputfile.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("lda: %w", err)
+		}
+		defer f.Close()
+		r, size = f, fileSize(f)
 	}
-	defer f.Close()
-	lr := newLineReader(path, f)
+	lr := newLineReader(path, r)
 	c := &corpus{path: path}
-	if c.docs, c.words, c.nnz, err = lr.header(f); err != nil {
+	var err error
+	if c.docs, c.words, c.nnz, err = lr.header(size); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// headerLines is the number of lines of a docword file's header.
+const headerLines = 3
+
+// fileSize returns the size of f, a regular file, or -1.
+func fileSize(f *os.File) int64 {
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		return st.Size()
+	}
+	return -1
 }
 
 // maxDocs and maxWords bound a docword file's D and W: the header's
@@ -140,14 +166,10 @@ func (lr *lineReader) errorf(format string, args ...any) *ParseError {
 	return parseErrorf(lr.file, lr.line, format, args...)
 }
 
-// header reads the three header lines of a docword file, f: D, W and NNZ.
-// D and W must be at most maxDocs and maxWords, and NNZ no more entries
-// than f's size allows.
-func (lr *lineReader) header(f *os.File) (d, w, nnz int, err error) {
-	size := int64(-1)
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		size = st.Size()
-	}
+// header reads the three header lines of a docword file of size bytes
+// (-1: unknown): D, W and NNZ. D and W must be at most maxDocs and
+// maxWords, and NNZ no more entries than the size allows.
+func (lr *lineReader) header(size int64) (d, w, nnz int, err error) {
 	vals := [3]int{}
 	limits := [3]int64{maxDocs, maxWords, math.MaxInt32}
 	for i, name := range []string{"D (the number of documents)", "W (the size of the vocabulary)", "NNZ (the number of docID wordID count lines)"} {
@@ -233,14 +255,30 @@ func (c *corpus) read(lo, hi int, full bool, fn docFunc) error {
 	if c.text != nil {
 		return c.text.read(c.path, lo, hi, full, fn)
 	}
-	f, err := inputfile.Open(c.path)
-	if err != nil {
-		return fmt.Errorf("lda: %w", err)
-	}
-	defer f.Close()
-	lr := newLineReader(c.path, f)
-	if _, _, _, err := lr.header(f); err != nil {
-		return err
+	var lr *lineReader
+	if rm, ok := inputfile.RemoteOf(c.path); ok && !full {
+		rc, first, err := c.entries(rm, lo, hi)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		lr = newLineReader(c.path, rc)
+		lr.line = first
+		for lr.line < headerLines { // read by openDocword
+			if _, err := lr.next(); err != nil {
+				return err
+			}
+		}
+	} else {
+		f, err := inputfile.Open(c.path)
+		if err != nil {
+			return fmt.Errorf("lda: %w", err)
+		}
+		defer f.Close()
+		lr = newLineReader(c.path, f)
+		if _, _, _, err := lr.header(fileSize(f)); err != nil {
+			return err
+		}
 	}
 	seen := make([]int32, c.words) // seen[w] = 1 + the last document with word w
 	var words, counts []int32
@@ -322,6 +360,43 @@ func (c *corpus) read(lo, hi int, full bool, fn docFunc) error {
 		return parseErrorf(c.path, 3, "the header says NNZ = %d but the file has %d entries", c.nnz, entries)
 	}
 	return nil
+}
+
+// entries returns a reader of the lines of rm, a docword file read in
+// parts, that hold the entries of documents [lo, hi), and the number
+// (0-based) of its first line. It starts at the last block whose first
+// line is an entry of a document before lo (or at the entries' start),
+// and ends before the first block after it whose first line is an entry
+// of hi or later: the entries are sorted by document (read checks it), so
+// the blocks between hold the range. A head that does not parse, say cut
+// short, is passed over: the range only grows.
+func (c *corpus) entries(rm inputfile.Remote, lo, hi int) (io.ReadCloser, int, error) {
+	first, end := headerLines, rm.Summary().Lines
+	for _, b := range rm.Blocks() {
+		if b.Line < headerLines {
+			continue
+		}
+		f := fields([]byte(b.Head), nil)
+		if len(f) < 2 { // the head holds docID and more: docID is whole
+			continue
+		}
+		doc, ok := parseUint(f[0])
+		switch {
+		case !ok:
+		case doc-1 < int64(lo):
+			first = b.Line
+		case doc-1 >= int64(hi) && b.Line > first:
+			end = b.Line
+		}
+		if end < rm.Summary().Lines {
+			break
+		}
+	}
+	rc, at, err := rm.Lines(first, end)
+	if err != nil {
+		return nil, 0, fmt.Errorf("lda: %w", err)
+	}
+	return rc, at, nil
 }
 
 // scan reads the whole corpus, checking it, and returns its sizes.

@@ -17,7 +17,7 @@ import (
 )
 
 // dataSynopsis is the usage line of strads data.
-const dataSynopsis = "put FILE [--name N] | ls | get N -o FILE | rm N  (--nats URL | --store DIR)"
+const dataSynopsis = "put FILE [--name N] [--block-size BYTES] | ls | get N -o FILE | rm N  (--nats URL | --store DIR)"
 
 // runData runs strads data: the data sets in the JetStream object store of
 // a NATS server, which the input flags of the apps read as nats:NAME
@@ -86,11 +86,16 @@ func dataFlags(sub, synopsis string, args []string, want int, stdout io.Writer, 
 // dataPut stores a file as a data set.
 func dataPut(ctx context.Context, args []string, stdout io.Writer) error {
 	var name string
-	ops, nf, err := dataFlags("put", "FILE [--name N] (--nats URL | --store DIR)", args, 1, stdout, func(fs *flag.FlagSet) {
+	var block int
+	ops, nf, err := dataFlags("put", "FILE [--name N] [--block-size BYTES] (--nats URL | --store DIR)", args, 1, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&name, "name", "", "the data set's `name` N, which the input flags read as nats:N (default: the file's base name)")
+		fs.IntVar(&block, "block-size", dataset.DefaultBlock, "the size of a block of whole lines, in `bytes`: a worker fetches the blocks that hold its rows")
 	})
 	if err != nil {
 		return err
+	}
+	if block < 1 {
+		return cli.Usagef("--block-size must be >= 1, got %d", block)
 	}
 	path := ops[0]
 	if name == "" {
@@ -113,6 +118,7 @@ func dataPut(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer done()
+	st.SetBlock(block)
 	start := time.Now()
 	in, err := st.Put(ctx, name, f, uint64(fi.Size()))
 	if err != nil {

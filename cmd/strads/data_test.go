@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/strads-go/strads/dataset"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -126,10 +131,14 @@ func TestDataAllInOne(t *testing.T) {
 	}
 }
 
-// TestDataSeparateProcesses runs the roles of a Lasso job as separate OS
+// TestDataSeparateProcesses runs a job whose roles are separate OS
 // processes that read their data as nats:NAME from the server they join
 // through, with no file of the data given to any, and checks the model
-// against the all-in-one run on the local file.
+// against the all-in-one run on the local file: of a data set stored in
+// small blocks, each worker of the row layout fetches only the blocks of
+// its rows (its log says how many bytes, fewer than the whole's); of one
+// stored whole, without an index, as strads stored them before, each
+// fetches the whole.
 func TestDataSeparateProcesses(t *testing.T) {
 	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
 	if err != nil {
@@ -138,28 +147,138 @@ func TestDataSeparateProcesses(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	url := srv.ClientURL()
 	data := genData(t)
-	putData(t, data, "procs.svm", "--nats", url)
+	content, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Blocks of about a tenth of the file: a worker of two fetches about
+	// half of it and a block or two more.
+	if code, stdout, stderr := runCLI(t, "data", "put", data, "--name", "procs.svm", "--block-size", fmt.Sprint(len(content)/10), "--nats", url); code != 0 {
+		t.Fatalf("data put: exit %d: %s%s", code, stdout, stderr)
+	}
+	putWhole(t, url, "whole.svm", content)
+	logreg := filepath.Join(t.TempDir(), "logreg.svm")
+	if code, _, stderr := runCLI(t, "gen", "logreg", "--samples", "200", "--features", "100", "--seed", "3", "-o", logreg); code != 0 {
+		t.Fatalf("gen logreg: exit %d: %s", code, stderr)
+	}
+	lrContent, err := os.ReadFile(logreg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "data", "put", logreg, "--name", "logreg.svm", "--block-size", fmt.Sprint(len(lrContent)/10), "--nats", url); code != 0 {
+		t.Fatalf("data put: exit %d: %s%s", code, stdout, stderr)
+	}
+	ldaPrefix := filepath.Join(t.TempDir(), "lda")
+	if code, _, stderr := runCLI(t, "gen", "lda", "--docs", "300", "--vocab", "300", "--topics", "5", "--doc-len", "40", "-o", ldaPrefix); code != 0 {
+		t.Fatalf("gen lda: exit %d: %s", code, stderr)
+	}
+	docword := ldaPrefix + ".docword.txt"
+	dwContent, err := os.ReadFile(docword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "data", "put", docword, "--name", "lda.txt", "--block-size", fmt.Sprint(len(dwContent)/20), "--nats", url); code != 0 {
+		t.Fatalf("data put: exit %d: %s%s", code, stdout, stderr)
+	}
 	dir := t.TempDir()
-	common := []string{"--workers", "2", "--lambda-ratio", "0.05", "--seed", "7", "--max-rounds", "200", "--tol", "0",
-		"--progress", "0", "--layout", "rows", "--depth", "2"}
-	local := filepath.Join(dir, "local.csv")
-	if code, _, stderr := runCLI(t, append([]string{"lasso", "--data", data, "--out", local}, common...)...); code != 0 {
-		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
+	lassoFlags := []string{"--lambda-ratio", "0.05", "--seed", "7", "--max-rounds", "200", "--layout", "rows", "--depth", "2"}
+	for _, tc := range []struct {
+		name, app, flag, file, set string
+		size                       int  // bytes of the file
+		parts                      bool // the workers fetch parts
+		flags                      []string
+	}{
+		{"lasso in parts", "lasso", "data", data, "procs.svm", len(content), true, lassoFlags},
+		{"lasso stored whole", "lasso", "data", data, "whole.svm", len(content), false, lassoFlags},
+		{"lasso columns", "lasso", "data", data, "procs.svm", len(content), false, []string{"--lambda-ratio", "0.05", "--seed", "7", "--max-rounds", "20", "--layout", "cols"}},
+		{"logreg in parts", "logreg", "data", logreg, "logreg.svm", len(lrContent), true, []string{"--lambda-ratio", "0.05", "--max-rounds", "50", "--layout", "rows"}},
+		{"lda in parts", "lda", "docword", docword, "lda.txt", len(dwContent), true, []string{"--topics", "5", "--iters", "4", "--seed", "3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			common := append([]string{"--workers", "2", "--tol", "0", "--progress", "0"}, tc.flags...)
+			outs := func(kind string) []string {
+				o := []string{"--out", filepath.Join(dir, tc.name+"-"+kind+".out")}
+				if tc.app == "lda" {
+					o = append(o, "--doc-topic", filepath.Join(dir, tc.name+"-"+kind+".dt"))
+				}
+				return o
+			}
+			if code, _, stderr := runCLI(t, append(append([]string{tc.app, "--" + tc.flag, tc.file}, outs("local")...), common...)...); code != 0 {
+				t.Fatalf("all-in-one: exit %d: %s", code, stderr)
+			}
+			job := strings.ReplaceAll(tc.name, " ", "-")
+			roles := append([]string{"--app", tc.app, "--nats", url, "--job", job, "--" + tc.flag, "nats:" + tc.set}, common...)
+			workers := []*process{
+				startProcess(t, "worker 1", append([]string{"worker", "--verbose"}, roles...)...),
+				startProcess(t, "worker 2", append([]string{"worker", "--verbose"}, roles...)...),
+			}
+			procs := append(workers,
+				startProcess(t, "coordinator", append(append([]string{"coordinator"}, outs("nats")...), roles...)...),
+				startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
+			)
+			for _, p := range procs {
+				if code := p.wait(t, time.Minute); code != 0 {
+					t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
+				}
+			}
+			l, r := outs("local"), outs("nats")
+			for i := 1; i < len(l); i += 2 {
+				sameFiles(t, r[i], l[i])
+			}
+			size := int64(tc.size)
+			for _, w := range workers {
+				fetched, whole := fetchedOf(w.stderr.String())
+				switch {
+				case !tc.parts && whole && tc.set == "whole.svm":
+					if !strings.Contains(w.stderr.String(), "stored without an index") {
+						t.Errorf("%s: its log does not say that the data set has no index: %s", w.name, w.stderr.String())
+					}
+				case !tc.parts:
+					if fetched != size {
+						t.Errorf("%s fetched %d bytes of %d, want the whole: %s", w.name, fetched, size, w.stderr.String())
+					}
+				case fetched <= 0 || fetched > size*3/4:
+					// Half, and a block or three: the header's, and those
+					// at the ends of its part.
+					t.Errorf("%s fetched %d bytes of %d, want about half: %s", w.name, fetched, size, w.stderr.String())
+				}
+			}
+		})
 	}
-	remote := filepath.Join(dir, "nats.csv")
-	roles := append([]string{"--nats", url, "--job", "dataprocs", "--data", "nats:procs.svm"}, common...)
-	procs := []*process{
-		startProcess(t, "worker 1", append([]string{"worker"}, roles...)...),
-		startProcess(t, "worker 2", append([]string{"worker"}, roles...)...),
-		startProcess(t, "coordinator", append([]string{"coordinator", "--out", remote}, roles...)...),
-		startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
+}
+
+// fetchedOf returns the bytes that a worker's log (--verbose) says it
+// fetched of a data set read in parts, and whether it fetched one whole
+// instead.
+func fetchedOf(log string) (fetched int64, whole bool) {
+	if i := strings.Index(log, "fetched="); i >= 0 {
+		fmt.Sscan(log[i+len("fetched="):], &fetched)
+		return fetched, false
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
+	return 0, strings.Contains(log, `msg="fetched a data set"`)
+}
+
+// putWhole stores content as the data set name the way strads stored them
+// before indexes: one object, whole.
+func putWhole(t *testing.T, url, name string, content []byte) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sameFiles(t, remote, local)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	obs, err := js.ObjectStore(ctx, dataset.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.PutBytes(ctx, name, content); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestDataErrors checks that a data set that is not there, a bad name, a

@@ -23,6 +23,7 @@ func lassoApp() cli.App {
 		Synopsis: "--data FILE [--lambda L | --lambda-ratio R] [--lambda-path K] [flags]",
 		Flags:    lassoCommand,
 		PerRole:  []string{"data", "test"},
+		Parts:    []string{"data"},
 	}
 }
 
@@ -206,8 +207,12 @@ func checkData(path string) error {
 }
 
 // checkOpen checks that the data file at path can be opened: the roles
-// that load it check the rest.
+// that load it check the rest. A data set read in parts (a worker's
+// inputfile.Remote) is not fetched for it.
 func checkOpen(path string) error {
+	if _, ok := inputfile.RemoteOf(path); ok {
+		return nil
+	}
 	f, err := inputfile.Open(path)
 	if err != nil {
 		return cli.UsageError(fmt.Errorf("--data: %w", err))

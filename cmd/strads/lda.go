@@ -14,6 +14,7 @@ import (
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/inputfile"
 )
 
 // ldaApp is LDA's command: strads lda, and its roles.
@@ -25,6 +26,7 @@ func ldaApp() cli.App {
 		Flags:    ldaCommand,
 		PerRole:  []string{"docword", "vocab", "text", "stop-words", "test-docword", "word-topic", "doc-topic", "model"},
 		Outputs:  []string{"word-topic", "doc-topic", "model"},
+		Parts:    []string{"docword"},
 		Commands: []cli.Command{
 			{Name: "infer", Synopsis: "--model FILE --docword FILE | --text FILE [--out FILE]", Summary: "topic proportions of new documents", Run: runLDAInfer},
 		},
@@ -126,11 +128,16 @@ func ldaCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 				return nil, cli.Usagef("%s %s: directory %s does not exist", p.flag, p.path, filepath.Dir(p.path))
 			}
 		}
-		st, err := lda.Scan(cfg)
-		if err != nil {
-			return nil, ldaInputError(err)
+		if _, remote := inputfile.RemoteOf(cfg.Docword); !remote {
+			// A worker that reads its documents of a data set in parts (an
+			// inputfile.Remote) does not fetch the whole to check it: the
+			// coordinator and the scheduler check it, and N is theirs.
+			st, err := lda.Scan(cfg)
+			if err != nil {
+				return nil, ldaInputError(err)
+			}
+			cfg.Tokens = st.Tokens
 		}
-		cfg.Tokens = st.Tokens
 		opts.MaxRounds, opts.ReportEvery = cfg.Rounds()
 		// The runtime prints the progress and writes the metrics, with
 		// lda's figures as its app metrics.

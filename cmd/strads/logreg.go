@@ -15,6 +15,7 @@ import (
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/inputfile"
 )
 
 // logregApp is the logistic regression's command: strads logreg, and its
@@ -27,6 +28,7 @@ func logregApp() cli.App {
 		Flags:    logregCommand,
 		PerRole:  []string{"data", "test", "predict"},
 		Outputs:  []string{"predict"},
+		Parts:    []string{"data"},
 	}
 }
 
@@ -106,9 +108,11 @@ func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		if env.Role != cli.Coordinator {
+		if _, remote := inputfile.RemoteOf(cfg.Data); env.Role != cli.Coordinator && !remote {
 			// The labels only (cheap): the features are checked as the
-			// roles load them.
+			// roles load them. A worker that reads its data set in parts
+			// (an inputfile.Remote) checks its rows' labels as it loads
+			// them, and the coordinator the classes of all.
 			if err := logreg.CheckData(cfg.Data); err != nil {
 				return nil, cli.UsageError(err)
 			}
