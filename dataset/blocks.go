@@ -167,31 +167,30 @@ func (s *Store) putIndex(ctx context.Context, name string, ix index) (*jetstream
 	return oi, nil
 }
 
-// removeBlocks removes, as best it can, the blocks of the data set name
-// that ix does not hold, and the objects drop: the blocks of an earlier
-// put, or of a failed one. What it leaves, the next put or rm removes.
-func (s *Store) removeBlocks(name string, ix index, drop ...block) {
+// removeBlocks removes, as best it can, the blocks bs: those of a data set
+// replaced, or of a failed put. What it leaves, rm removes.
+func (s *Store) removeBlocks(bs []block) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	keep := map[string]bool{}
-	for _, b := range ix.Blocks {
-		keep[b.Object] = true
-	}
-	for _, b := range drop {
+	for _, b := range bs {
 		s.obs.Delete(ctx, b.Object)
 	}
-	if len(drop) > 0 {
-		return
+}
+
+// oldBlocks returns the blocks of the data set name as it is stored now,
+// none if it is not, or was stored whole, or its index cannot be read.
+func (s *Store) oldBlocks(ctx context.Context, name string) []block {
+	ictx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	oi, err := s.obs.GetInfo(ictx, name)
+	if err != nil || oi.Metadata[metaFormat] == "" {
+		return nil
 	}
-	ois, err := s.obs.List(ctx)
+	ix, err := s.readIndex(ctx, name, oi)
 	if err != nil {
-		return
+		return nil
 	}
-	for _, oi := range ois {
-		if strings.HasPrefix(oi.Name, name+"/") && !keep[oi.Name] {
-			s.obs.Delete(ctx, oi.Name)
-		}
-	}
+	return ix.Blocks
 }
 
 // info returns the Info of an object stored whole.

@@ -153,8 +153,9 @@ func (s *Store) deadline(ctx context.Context, size uint64) (context.Context, con
 // index, the object of the name, which lists them (DESIGN §6). A reader
 // sees the old data set or the new, never half of one: the index comes
 // last, and the old one's blocks go after it. A failed put removes the
-// blocks it stored. A transfer that makes no progress for the Store's
-// timeout fails then; the whole has timeout + size/MinRate.
+// blocks it stored (what it cannot remove, rm does). A transfer that
+// makes no progress for the Store's timeout fails then; the whole has
+// timeout + size/MinRate.
 func (s *Store) Put(ctx context.Context, name string, r io.ReaderAt, size uint64) (Info, error) {
 	if err := CheckName(name); err != nil {
 		return Info{}, err
@@ -167,6 +168,7 @@ func (s *Store) Put(ctx context.Context, name string, r io.ReaderAt, size uint64
 	defer cancel()
 	ctx, stall := context.WithCancelCause(ctx)
 	defer stall(nil)
+	old := s.oldBlocks(ctx, name)
 	var sent atomic.Int64
 	stop := s.watch(&sent, func(n int64) {
 		stall(fmt.Errorf("nothing went for %s, after %d of %d bytes", s.timeout, n, size))
@@ -177,11 +179,11 @@ func (s *Store) Put(ctx context.Context, name string, r io.ReaderAt, size uint64
 		ix.Fingerprint = fp
 		var oi *jetstream.ObjectInfo
 		if oi, err = s.putIndex(ctx, name, ix); err == nil {
-			s.removeBlocks(name, ix)
+			s.removeBlocks(old)
 			return indexInfo(oi, ix), nil
 		}
 	}
-	s.removeBlocks(name, index{Blocks: ix.Blocks[:0:0]}, ix.Blocks...)
+	s.removeBlocks(ix.Blocks)
 	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 		return Info{}, fmt.Errorf("dataset: put %s%s: %w", Scheme, name, cause)
 	}

@@ -223,6 +223,19 @@ func TestReplaceRemove(t *testing.T) {
 	if ins, err := st.List(ctx); err != nil || len(ins) != 2 || ins[0].Size != uint64(len(b)) || ins[1].Size != uint64(len(a)) {
 		t.Errorf("List: %+v, %v; want d and other, of %d and %d bytes", ins, err, len(b), len(a))
 	}
+	// A put that fails leaves the data set as it was, and no block.
+	before := count("d/")
+	big := lines(3, 40000, false) // more than the fingerprint samples
+	if _, err := st.Put(ctx, "d", &failing{bytes.NewReader(big), 100000}, uint64(len(big))); err == nil || !strings.Contains(err.Error(), "nats:d") {
+		t.Errorf("a put whose file fails: got %v, want an error naming nats:d", err)
+	}
+	got.Reset()
+	if _, err := st.Get(ctx, "d", &got); err != nil || !bytes.Equal(got.Bytes(), b) {
+		t.Errorf("Get after a failed put: %d bytes, %v; want the last good put's %d", got.Len(), err, len(b))
+	}
+	if n := count("d/"); n != before {
+		t.Errorf("%d blocks of d after a failed put, want the %d before it", n, before)
+	}
 	if err := st.Delete(ctx, "d"); err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +323,10 @@ func TestBroken(t *testing.T) {
 		}, "the index says", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// rm removes every block, those of a broken index too.
+			if err := st.Delete(ctx, "d"); err != nil && !errors.Is(err, dataset.ErrNotFound) {
+				t.Fatal(err)
+			}
 			put()
 			tc.break_()
 			_, gerr := st.Get(ctx, "d", io.Discard)
@@ -428,4 +445,17 @@ func TestPartReadRange(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("reading ranges made the whole copy: %v", err)
 	}
+}
+
+// failing is a ReaderAt whose reads of the byte at bad fail.
+type failing struct {
+	r   *bytes.Reader
+	bad int64
+}
+
+func (f *failing) ReadAt(p []byte, off int64) (int, error) {
+	if off <= f.bad && f.bad < off+int64(len(p)) {
+		return 0, errors.New("disk on fire")
+	}
+	return f.r.ReadAt(p, off)
 }
