@@ -58,6 +58,36 @@ type Options struct {
 	// the same, bit for bit; Restores counts the moves. It needs an app
 	// whose roles are all Snapshotters.
 	RestoreEvery uint64
+	// RestoreInPlace changes what RestoreEvery does into what a rollback
+	// to a checkpoint does on the runtime (DESIGN §6, "Spares and
+	// replacement"): once every piece of the checkpoint of round C is in,
+	// the driver keeps them and goes on with the same roles; when the core
+	// asks for the plan of round C + RestoreEvery/2 + 2 (a rollback goes
+	// back to the last checkpoint, at most about RestoreEvery rounds), it
+	// takes the job back to C: it restores the same worker and scheduler
+	// objects in place from their pieces, their state having moved past C
+	// (parts passed and not taken included; a schmp.Rebuilder is built
+	// anew), builds the coordinator anew (started with the workers' first
+	// summaries, then restored) as the coordinator node does, forgets
+	// every plan and partial in flight, and runs the rounds after C again
+	// from a core resumed from the snapshot. No other checkpoint is taken
+	// meanwhile; the next is the first one due after the rollback. The
+	// model must come out the same, bit for bit, as without; Restores
+	// counts the rollbacks.
+	//
+	// At each rollback the driver also builds every worker and scheduler
+	// part anew and restores it from the same piece (as a spare, or a
+	// resumed job's node, does), gives it the same calls as the role
+	// restored in place, with copies of the same arguments, until the next
+	// checkpoint is complete, and checks that every plan, report, partial
+	// and part passed of the two is the same, bit for bit (but for
+	// Ignore): a difference fails the job, naming the role, the round and
+	// where they differ.
+	RestoreInPlace bool
+	// Ignore names the keys of the roles' messages, as msgpack encodes
+	// them (a field's tag, at any depth), that RestoreInPlace's check
+	// leaves out: those of times, which differ from run to run.
+	Ignore []string
 }
 
 // Job is a job's roles, built on the caller's goroutine.
@@ -74,6 +104,12 @@ type Job[P, R, U, S any] struct {
 	Restores int
 	// cut holds the pieces of the checkpoint under way (RestoreEvery).
 	cut *pieces
+	// saved holds the pieces of the last checkpoint (RestoreInPlace), to
+	// which the job goes back once, sums the workers' summaries of the
+	// start, and twins the roles restored anew at the last rollback.
+	saved *pieces
+	sums  []S
+	twins *twins[P, R, U, S]
 
 	prog    schmp.Program[P, R, U, S]
 	ctx     context.Context
@@ -93,6 +129,7 @@ type pieces struct {
 	round         uint64
 	core, coord   []byte
 	works, scheds [][]byte
+	used          bool // the job went back to it (Options.RestoreInPlace)
 }
 
 // complete reports whether every piece is in.
@@ -107,7 +144,7 @@ type checkpoints[P, R, U, S any] struct{ j *Job[P, R, U, S] }
 
 func (k checkpoints[P, R, U, S]) Due(round uint64, _ time.Time) bool {
 	j := k.j
-	if round%j.opts.RestoreEvery != 0 || j.cut != nil {
+	if round%j.opts.RestoreEvery != 0 || j.cut != nil || j.saved != nil && !j.saved.used {
 		return false
 	}
 	j.cut = &pieces{round: round, works: make([][]byte, len(j.Workers)), scheds: make([][]byte, len(j.Schedulers))}
@@ -261,6 +298,15 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 		queue = queue[1:]
 		switch a.Kind {
 		case pipeline.AskPlan:
+			if sv := j.saved; sv != nil && !sv.used && a.Round >= sv.round+j.opts.RestoreEvery/2+2 {
+				c, err := j.rollback(cfg)
+				if err != nil {
+					return core.Status(), fmt.Errorf("local: roll back to round %d: %w", sv.round, err)
+				}
+				// Everything in flight is lost.
+				core, queue, partials = c, c.Ready(), nil
+				continue
+			}
 			if c := a.Request.Checkpoint; c != 0 {
 				if j.cut == nil || j.cut.round != c {
 					return core.Status(), fmt.Errorf("local: round %d asks for the checkpoint of round %d, not under way", a.Round, c)
@@ -297,7 +343,10 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 			j.cut = nil
 		}
 		queue = append(queue, core.Ready()...)
-		if j.cut != nil && j.cut.complete() {
+		if j.cut != nil && j.cut.complete() && j.opts.RestoreInPlace {
+			// Kept for the rollback; the twins' check ends here.
+			j.saved, j.cut, j.twins = j.cut, nil, nil
+		} else if j.cut != nil && j.cut.complete() {
 			c, err := j.restore(cfg)
 			if err != nil {
 				return core.Status(), fmt.Errorf("local: restore from round %d: %w", j.cut.round, err)
@@ -340,6 +389,9 @@ func (j *Job[P, R, U, S]) start() (U, error) {
 		if err != nil {
 			return u, fmt.Errorf("worker shard %d: %w", k, err)
 		}
+	}
+	if j.sums == nil {
+		j.sums = sums
 	}
 	u, err := j.Coordinator.Start(sums)
 	if err != nil {
@@ -390,11 +442,89 @@ func (j *Job[P, R, U, S]) restore(cfg pipeline.Config) (*pipeline.Core[P, R, U, 
 	return pipeline.Resume(cfg, j.Coordinator, j.Coordinator, back, j.opts.Now())
 }
 
+// rollback takes the job back to the last checkpoint's pieces
+// (Options.RestoreInPlace), restoring the workers and schedulers in place,
+// and returns the core that goes on from them.
+func (j *Job[P, R, U, S]) rollback(cfg pipeline.Config) (*pipeline.Core[P, R, U, S], error) {
+	sv := j.saved
+	sv.used = true
+	// What was in flight between the workers is lost with the old run.
+	clear(j.passed)
+	for k := range j.untaken {
+		j.untaken[k] = j.untaken[k][:0]
+	}
+	// A role that cannot restore in place (schmp.Rebuilder) is built anew
+	// first, as the nodes do.
+	parts := len(j.Schedulers)
+	for p, s := range j.Schedulers {
+		if schmp.RebuildsOnRollback(s) {
+			fresh, err := j.prog.NewScheduler(j.ctx, p, parts)
+			if err != nil {
+				return nil, fmt.Errorf("scheduler %d: %w", p, err)
+			}
+			j.Schedulers[p], s = fresh, fresh
+		}
+		if err := s.(schmp.Snapshotter).Restore(sv.scheds[p]); err != nil {
+			return nil, fmt.Errorf("scheduler %d: restore in place: %w", p, err)
+		}
+	}
+	for k, w := range j.Workers {
+		if schmp.RebuildsOnRollback(w) {
+			fresh, err := j.prog.NewWorker(j.ctx, k, len(j.Workers))
+			if err == nil {
+				_, err = fresh.Describe()
+			}
+			if err != nil {
+				return nil, fmt.Errorf("worker shard %d: %w", k, err)
+			}
+			j.Workers[k], w = fresh, fresh
+		}
+		if err := w.(schmp.Snapshotter).Restore(sv.works[k]); err != nil {
+			return nil, fmt.Errorf("worker shard %d: restore in place: %w", k, err)
+		}
+	}
+	var err error
+	if j.twins, err = j.buildTwins(sv); err != nil {
+		return nil, err
+	}
+	// The coordinator is built anew, as the coordinator node does, and
+	// started with the summaries the workers gave first.
+	c, err := j.prog.NewCoordinator(j.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	j.Coordinator = c
+	if _, err := schmp.ModelOutputs(c, j.opts.Out); err != nil {
+		return nil, fmt.Errorf("coordinator: outputs: %w", err)
+	}
+	sums := make([]S, len(j.sums))
+	for k, s := range j.sums {
+		if sums[k], err = roundTrip(s); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := c.Start(sums); err != nil {
+		return nil, fmt.Errorf("coordinator: start: %w", err)
+	}
+	if err := c.(schmp.Snapshotter).Restore(sv.coord); err != nil {
+		return nil, fmt.Errorf("coordinator: restore: %w", err)
+	}
+	var back pipeline.Snapshot[U]
+	if err := wire.Unmarshal(sv.core, &back); err != nil {
+		return nil, fmt.Errorf("core snapshot: %w", err)
+	}
+	j.Restores++
+	return pipeline.Resume(cfg, c, c, back, j.opts.Now())
+}
+
 func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S], error) {
 	e := pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Round: a.Round, From: a.Part}
 	fb, err := roundTrip(a.Request.Feedback)
 	if err == nil {
 		e.Plan, e.Info, err = j.Schedulers[a.Part].Schedule(a.Round, fb)
+	}
+	if err == nil && j.twins != nil {
+		err = j.twins.schedule(j, a.Part, a.Round, a.Request.Feedback, e.Plan, e.Info)
 	}
 	if err == nil {
 		e.Plan, err = roundTrip(e.Plan)
@@ -442,6 +572,9 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 			}
 			err = w.Apply(u)
 		}
+		if err == nil && j.twins != nil {
+			err = j.twins.apply(k, pipeline.ForShard(a.Task.Updates, k))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
 		}
@@ -465,6 +598,9 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 			} else {
 				e.Report, err = w.Report()
 			}
+			if err == nil && j.twins != nil {
+				err = j.twins.report(j, k, a.Task.Final, e.Report)
+			}
 			if err == nil {
 				e.Report, err = roundTrip(e.Report)
 			}
@@ -475,8 +611,12 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 			if plan, err = roundTrip(a.Task.Plan); err == nil {
 				e.Partial, err = w.Push(ctx, round, plan)
 			}
+			var twin R // the partial of the worker's twin (Options.RestoreInPlace)
+			if err == nil && j.twins != nil {
+				twin, err = j.twins.push(ctx, j, k, round, a.Task.Plan, e.Partial)
+			}
 			if err == nil {
-				e.Partial, err = j.pass(k, round, e.Partial)
+				e.Partial, err = j.pass(k, round, e.Partial, twin)
 			}
 			if err == nil {
 				e.Partial, err = roundTrip(e.Partial)
@@ -505,14 +645,19 @@ func roundTrip[T any](v T) (T, error) {
 
 // pass keeps the part of r, worker k's partial of round, that it passes
 // to another worker (schmp.Passer), and returns what goes to the
-// coordinator.
-func (j *Job[P, R, U, S]) pass(k int, round uint64, r R) (R, error) {
+// coordinator. The worker's twin, if any, passes twin, its partial, alike.
+func (j *Job[P, R, U, S]) pass(k int, round uint64, r, twin R) (R, error) {
 	w, ok := j.Workers[k].(schmp.Passer[R])
 	if !ok {
 		return r, nil
 	}
 	j.untaken[k] = append(j.untaken[k], round)
 	coord, part, to, ok := w.Pass(round, r)
+	if j.twins != nil {
+		if err := j.twins.pass(j, k, round, twin, coord, part, to, ok); err != nil {
+			return coord, err
+		}
+	}
 	if !ok {
 		return coord, nil
 	}
@@ -533,6 +678,11 @@ func (j *Job[P, R, U, S]) take(k int) error {
 	}
 	for _, round := range j.untaken[k] {
 		from, ok := w.Awaits(round)
+		if j.twins != nil && !ok {
+			if _, ok2 := j.twins.workers[k].(schmp.Passer[R]).Awaits(round); ok2 {
+				return fmt.Errorf("round %d: restored anew, it awaits a part; restored in place, none", round)
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -542,6 +692,11 @@ func (j *Job[P, R, U, S]) take(k int) error {
 			return fmt.Errorf("no block (pass) of round %d from worker shard %d", round, from)
 		}
 		delete(j.passed, key)
+		if j.twins != nil {
+			if err := j.twins.take(j, k, round, from, part); err != nil {
+				return err
+			}
+		}
 		if err := w.Take(round, from, part); err != nil {
 			return err
 		}

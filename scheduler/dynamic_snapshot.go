@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -71,17 +70,32 @@ func (d *Dynamic) Snapshot() ([]byte, error) {
 	return b, nil
 }
 
-// Restore sets the engine, which NewDynamic has just built and which has
-// served no round yet, to the state that b, a Snapshot of an engine of
-// the same Config and columns, encodes. Bytes that do not fit the engine
-// (another version, another number of variables or policy, a variable out
-// of range or twice, a weight out of range) are an error, and leave the
-// engine as it was. A variable twice in the walk's queue is not an error:
-// with rounds in flight the engine can queue one twice.
+// Restore sets the engine to the state that b, a Snapshot of an engine of
+// the same Config and columns, encodes. The engine may have served rounds
+// (a rollback to a checkpoint restores it in place, DESIGN §6): it then
+// goes on exactly as an engine that NewDynamic has just built and that
+// was restored from b, since a new one is built, restored and put in its
+// place. Bytes that do not fit the engine (another version, another
+// number of variables or policy, a variable out of range or twice, a
+// weight out of range) are an error, and leave the engine as it was. A
+// variable twice in the walk's queue is not an error: with rounds in
+// flight the engine can queue one twice.
 func (d *Dynamic) Restore(b []byte) error {
-	if d.round != 0 {
-		return errors.New("scheduler: restore of an engine that has served rounds")
+	// Everything it holds (in flight, the walk's queue and order, the
+	// weights, the sets, the scratch) is built anew from the Config.
+	fresh, err := NewDynamic(d.cfg, d.cols)
+	if err != nil {
+		return fmt.Errorf("scheduler: restore: %w", err)
 	}
+	if err := fresh.restoreState(b); err != nil {
+		return err
+	}
+	*d = *fresh
+	return nil
+}
+
+// restoreState is Restore on an engine that NewDynamic has just built.
+func (d *Dynamic) restoreState(b []byte) error {
 	var s dynamicState
 	if err := wire.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("scheduler: restore: %w", err)

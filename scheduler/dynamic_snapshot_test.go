@@ -12,7 +12,9 @@ import (
 // feedback of a round comes after the next plan), and after every round
 // of 40 restores a new engine from its snapshot: both must then plan the
 // same rounds, for every policy, with the dependency check on and off,
-// with a warm-up that ends before and after the snapshot.
+// with a warm-up that ends before and after the snapshot. So must an
+// engine that ran some rounds past the snapshot (its warm-up ended, say)
+// and was then restored from it in place, as a rollback does.
 func TestDynamicRestore(t *testing.T) {
 	cols := NewSparseColumns(correlatedPairs(40, 30, 9), false)
 	for _, p := range []Policy{Priority, Random, Cyclic} {
@@ -40,11 +42,26 @@ func TestDynamicRestore(t *testing.T) {
 						if err := b.Restore(snap); err != nil {
 							t.Fatalf("after %d rounds: %v", cut, err)
 						}
-						pa, pb := prev, prev
+						// Past the snapshot, then back in place.
+						m := mustDynamic(t, c, cols)
+						if err := m.Restore(snap); err != nil {
+							t.Fatal(err)
+						}
+						pm := prev
+						for r := cut; r < cut+3+cut%7; r++ {
+							pm = step(m, r, pm)
+						}
+						if err := m.Restore(snap); err != nil {
+							t.Fatalf("in place, after %d rounds: %v", cut, err)
+						}
+						pa, pb, pm := prev, prev, prev
 						for r := cut; r < min(cut+8, 40); r++ {
-							pa, pb = step(a, r, pa), step(b, r, pb)
+							pa, pb, pm = step(a, r, pa), step(b, r, pb), step(m, r, pm)
 							if !reflect.DeepEqual(pa, pb) {
 								t.Fatalf("restored after %d rounds: round %d plans %v, want %v", cut, r+1, pb.Vars, pa.Vars)
+							}
+							if !reflect.DeepEqual(pa, pm) {
+								t.Fatalf("restored in place after %d rounds: round %d plans %v, want %v", cut, r+1, pm.Vars, pa.Vars)
 							}
 						}
 						a = mustDynamic(t, c, cols)

@@ -205,11 +205,36 @@ type Snapshotter interface {
 	Snapshot() ([]byte, error)
 	// Restore sets the role's state from b, a Snapshot of the same role
 	// (the same worker shard, the same scheduler part) of a job with the
-	// same settings and data. The runtime calls it once, on a role just
-	// built by its constructor: on the coordinator after Start (whose
-	// update is then not sent), on a worker after Describe (it applies
-	// no Start update), on a scheduler before its first plan. The
-	// role's later calls must then give, bit for bit, what they would have
-	// given in the run the snapshot was taken from.
+	// same settings and data. The runtime calls it on a role just built
+	// by its constructor: on the coordinator after Start (whose update is
+	// then not sent), on a worker after Describe (it applies no Start
+	// update), on a scheduler before its first plan. A rollback to a
+	// checkpoint (DESIGN §6) also calls it on a live worker or scheduler
+	// part, which has gone on past the snapshot's round (its updates
+	// applied, its pushes and plans made, parts passed to it not taken)
+	// but is between two calls: Restore must then reset every piece of
+	// state that those calls changed (caches, buffers carried from round
+	// to round, counters, what it holds of others), so that the role is
+	// as one just built and restored from b. A role that cannot is a
+	// Rebuilder. In both cases the role's later calls must give, bit for
+	// bit, what they would have given in the run the snapshot was taken
+	// from.
 	Restore(b []byte) error
+}
+
+// Rebuilder is implemented by a worker or scheduler whose Restore needs a
+// role just built (Snapshotter): RebuildOnRollback returns true, and
+// a rollback to a checkpoint then builds the role anew (a worker reloads
+// its shard) before it restores it, instead of restoring the live role in
+// place (DESIGN §6). Every app of this module restores in place.
+type Rebuilder interface {
+	RebuildOnRollback() bool
+}
+
+// RebuildsOnRollback reports whether a rollback builds role, a worker or
+// scheduler, anew before restoring it (Rebuilder) rather than restoring it
+// in place.
+func RebuildsOnRollback(role any) bool {
+	r, ok := role.(Rebuilder)
+	return ok && r.RebuildOnRollback()
 }

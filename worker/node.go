@@ -111,14 +111,41 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	if err != nil {
 		return err
 	}
+	var live built[P, R, U, S] // the app's worker, kept for a rollback
 	return protocol.ServePlace(ctx, c, spare, place, protocol.RoleWorker, log, func(place protocol.JoinReply) error {
-		return serve(ctx, c, newWorker, opts, place, log, host, pid)
+		return serve(ctx, c, newWorker, opts, place, log, host, pid, &live)
 	})
 }
 
+// built is the app's worker that a node built, the summary its Describe
+// gave and its shard: a rollback to a checkpoint restores it in place
+// instead of building it again (DESIGN §6).
+type built[P, R, U, S any] struct {
+	w       schmp.Worker[P, R, U, S]
+	summary S
+	shard   int
+}
+
+// reusable returns the worker kept in live for place, a rollback of the
+// same shard, if it can be restored in place: it is a Snapshotter and no
+// schmp.Rebuilder asking for a new one.
+func (live *built[P, R, U, S]) reusable(place protocol.JoinReply) (schmp.Worker[P, R, U, S], S, bool) {
+	var zero S
+	if live.w == nil || place.Resume == 0 || live.shard != place.Shard || schmp.RebuildsOnRollback(live.w) {
+		return nil, zero, false
+	}
+	if _, ok := live.w.(schmp.Snapshotter); !ok {
+		return nil, zero, false
+	}
+	return live.w, live.summary, true
+}
+
 // serve runs the worker of place until the job stops, fails, or rolls
-// back (a *protocol.RollbackError).
-func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx context.Context, shard, shards int) (schmp.Worker[P, R, U, S], error), opts Options, place protocol.JoinReply, log *slog.Logger, host string, pid int) error {
+// back (a *protocol.RollbackError). The app's worker it builds is kept in
+// live; after a rollback, the worker kept is restored in place, its shard
+// not loaded again, unless the app asks for a new one (schmp.Rebuilder).
+func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx context.Context, shard, shards int) (schmp.Worker[P, R, U, S], error), opts Options, place protocol.JoinReply, log *slog.Logger, host string, pid int, live *built[P, R, U, S]) error {
+	t0 := time.Now()
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
 	self := protocol.Node{Role: protocol.RoleWorker, Place: place.Shard, Host: host, PID: pid}
@@ -133,18 +160,22 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 	}
 	defer tasks.Close()
 
-	if opts.Configure != nil {
-		if err = opts.Configure(place.Settings); err != nil {
-			err = fmt.Errorf("configure: %w", err)
+	// A survivor of a rollback restores the worker it has in place: the
+	// settings and its shard are the same, its data loaded (DESIGN §6).
+	w, summary, inPlace := live.reusable(place)
+	live.w = nil // kept again once restored: a failed restore leaves it half set
+	if !inPlace {
+		if opts.Configure != nil {
+			if err = opts.Configure(place.Settings); err != nil {
+				err = fmt.Errorf("configure: %w", err)
+			}
 		}
-	}
-	var w schmp.Worker[P, R, U, S]
-	if err == nil {
-		err = protocol.Guard("NewWorker", func() (err error) { w, err = newWorker(ctx, place.Shard, place.Shards); return err })
-	}
-	var summary S
-	if err == nil {
-		err = protocol.Guard("Describe", func() (err error) { summary, err = w.Describe(); return err })
+		if err == nil {
+			err = protocol.Guard("NewWorker", func() (err error) { w, err = newWorker(ctx, place.Shard, place.Shards); return err })
+		}
+		if err == nil {
+			err = protocol.Guard("Describe", func() (err error) { summary, err = w.Describe(); return err })
+		}
 	}
 	// A resumed job's worker restores its state from its piece of the
 	// checkpoint; a job that takes checkpoints has it store its pieces
@@ -152,6 +183,12 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 	snap, _ := w.(schmp.Snapshotter)
 	if err == nil && place.Resume != 0 {
 		err = checkpoint.Restore(ctx, c, protocol.RoleWorker, place.Shard, place.Resume, place.Digest, snap, opts.Timeout)
+		if err == nil {
+			log.Info("restored", "round", place.Resume, "in_place", inPlace, "took", time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	if err == nil {
+		*live = built[P, R, U, S]{w: w, summary: summary, shard: place.Shard}
 	}
 	var saver *checkpoint.Saver
 	if err == nil && place.Checkpoints {

@@ -168,6 +168,12 @@ func (w *ColWorker) Restore(b []byte) error {
 			return restoreErr(fmt.Errorf("snapshot of the leader with its column %d picked but not marked", j))
 		}
 	}
+	// A worker restored in place (a rollback, DESIGN §6) drops the
+	// columns it held, and what extends over them, first; the last
+	// report's correlations are stale.
+	nc := w.x.Cols
+	w.colSum, w.curv, w.trial = w.colSum[:nc:nc], w.curv[:nc:nc], w.trial[:nc:nc]
+	w.gradFresh = false
 	if err := w.held.Restore(st.Held, len(w.q), func(vals []float64) {
 		sum, a := w.colStats(vals)
 		w.colSum = append(w.colSum, sum)

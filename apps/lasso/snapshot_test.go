@@ -54,13 +54,16 @@ func pathLines(t *testing.T, p *Path) string {
 // a new one restored from its snapshot every k rounds for each k of
 // every, and checks that every run ends as the first: the same model (and
 // what extra describes of the coordinator), bit for bit, the same reports
-// and the same stop, having restored at least once.
+// and the same stop, having restored at least once; and the same with the
+// roles restored in place, as a rollback to a checkpoint does
+// (local.Options.RestoreInPlace).
 func checkRestores[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], pc pipeline.Config, extra func(schmp.Coordinator[P, R, U, S]) string, every ...uint64) {
 	t.Helper()
-	run := func(k uint64) (model, status string, restores int) {
-		j, st, err := local.Run(context.Background(), prog, local.Options{Config: pc, RestoreEvery: k})
+	var rounds uint64 // the job's, which a rollback needs enough of
+	run := func(k uint64, inPlace bool) (model, status string, restores int) {
+		j, st, err := local.Run(context.Background(), prog, local.Options{Config: pc, RestoreEvery: k, RestoreInPlace: inPlace})
 		if err != nil {
-			t.Fatalf("restore every %d: %v", k, err)
+			t.Fatalf("restore every %d (in place %t): %v", k, inPlace, err)
 		}
 		var buf bytes.Buffer
 		if err := j.Coordinator.WriteModel(&buf); err != nil {
@@ -69,20 +72,24 @@ func checkRestores[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S],
 		if extra != nil {
 			buf.WriteString(extra(j.Coordinator))
 		}
+		rounds = st.Rounds
 		return buf.String(), statusLines(st), j.Restores
 	}
-	model, status, _ := run(0)
+	model, status, _ := run(0, false)
+	base := rounds
 	t.Logf("%s", strings.SplitN(status, "\n", 2)[0])
-	for _, k := range every {
-		m, s, restores := run(k)
-		if restores == 0 {
-			t.Errorf("restore every %d: no restore", k)
-		}
-		if m != model {
-			t.Errorf("restore every %d: the model differs:\n%s\nwant\n%s", k, m, model)
-		}
-		if s != status {
-			t.Errorf("restore every %d: the status differs:\n%s\nwant\n%s", k, s, status)
+	for _, inPlace := range []bool{false, true} {
+		for _, k := range every {
+			m, s, restores := run(k, inPlace)
+			if restores == 0 && (!inPlace || base >= k+k/2+2) {
+				t.Errorf("restore every %d (in place %t): no restore", k, inPlace)
+			}
+			if m != model {
+				t.Errorf("restore every %d (in place %t): the model differs:\n%s\nwant\n%s", k, inPlace, m, model)
+			}
+			if s != status {
+				t.Errorf("restore every %d (in place %t): the status differs:\n%s\nwant\n%s", k, inPlace, s, status)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/strads-go/strads/schmp"
@@ -202,7 +203,8 @@ func (w *Worker) Snapshot() ([]byte, error) {
 	return seal(kindWorker, &s)
 }
 
-// Restore implements schmp.Snapshotter, on a worker just built.
+// Restore implements schmp.Snapshotter, on a worker just built or one
+// that has gone on.
 func (w *Worker) Restore(b []byte) error {
 	var s workerState
 	if err := unseal(b, kindWorker, &s); err != nil {
@@ -236,14 +238,21 @@ func (w *Worker) Restore(b []byte) error {
 			return fmt.Errorf("%s snapshot: block %d held: %w", kindWorker, s.HeldID, err)
 		}
 	}
-	if w.ready || w.held != nil {
-		return fmt.Errorf("worker %d: restore on a worker that has applied updates", w.shard)
+	if w.ready {
+		// A worker that has gone on (a rollback restores in place,
+		// DESIGN §6) keeps its shard laid out: the layout is the job's,
+		// from Start's update, and the snapshot's must be the same.
+		if !slices.Equal(layout, w.layout) {
+			return fmt.Errorf("%s snapshot: a layout other than the worker's", kindWorker)
+		}
+	} else {
+		if err := w.sh.layout(layout, w.p); err != nil {
+			return fmt.Errorf("%s snapshot: layout: %w", kindWorker, err)
+		}
+		w.layout, w.ready = layout, true
 	}
-	if err := w.sh.layout(layout, w.p); err != nil {
-		return fmt.Errorf("%s snapshot: layout: %w", kindWorker, err)
-	}
-	w.layout, w.ready = layout, true
 	w.restore(&s, z)
+	w.held, w.heldID = nil, -1
 	if s.Held != nil {
 		w.held, w.heldID = s.Held, s.HeldID
 	}
@@ -257,7 +266,8 @@ func (w *UnscheduledWorker) Snapshot() ([]byte, error) {
 	return seal(kindUnscheduledWorker, &s)
 }
 
-// Restore implements schmp.Snapshotter, on a worker just built.
+// Restore implements schmp.Snapshotter, on a worker just built or one
+// that has gone on.
 func (w *UnscheduledWorker) Restore(b []byte) error {
 	var s workerState
 	if err := unseal(b, kindUnscheduledWorker, &s); err != nil {
@@ -274,6 +284,8 @@ func (w *UnscheduledWorker) Restore(b []byte) error {
 		return fmt.Errorf("%s snapshot: topics: %w", kindUnscheduledWorker, err)
 	}
 	w.restore(&s, z)
+	// The next task's update brings the table again.
+	w.table = nil
 	return nil
 }
 

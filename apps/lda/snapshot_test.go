@@ -57,22 +57,24 @@ type ldaRun struct {
 	trace    []string
 	status   string
 	restores int
+	rounds   uint64
 }
 
 // runLocal runs cfg's job (prog) through the local driver with pc, moving
-// it to restored roles every `every` rounds (0: never).
-func runLocal[U any](t *testing.T, cfg Config, prog func(Config) schmp.Program[scheduler.Turn, Partial, U, Summary], pc pipeline.Config, every uint64) ldaRun {
+// it to restored roles every `every` rounds (0: never), or, inPlace,
+// rolling its roles back in place (local.Options.RestoreInPlace).
+func runLocal[U any](t *testing.T, cfg Config, prog func(Config) schmp.Program[scheduler.Turn, Partial, U, Summary], pc pipeline.Config, every uint64, inPlace bool) ldaRun {
 	t.Helper()
 	dir := t.TempDir()
 	cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut = filepath.Join(dir, "wt.csv"), filepath.Join(dir, "dt.csv"), filepath.Join(dir, "model.json")
 	out := filepath.Join(dir, "topics.txt")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	j, st, err := local.Run(ctx, prog(cfg), local.Options{Config: pc, Out: out, RestoreEvery: every})
+	j, st, err := local.Run(ctx, prog(cfg), local.Options{Config: pc, Out: out, RestoreEvery: every, RestoreInPlace: inPlace, Ignore: []string{"sn"}})
 	if err != nil {
-		t.Fatalf("restore every %d: %v", every, err)
+		t.Fatalf("restore every %d (in place %t): %v", every, inPlace, err)
 	}
-	r := ldaRun{trace: traceOf(st.Trace), status: statusOf(st), restores: j.Restores}
+	r := ldaRun{trace: traceOf(st.Trace), status: statusOf(st), restores: j.Restores, rounds: st.Rounds}
 	for _, p := range []string{out, cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut} {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -88,7 +90,9 @@ func runLocal[U any](t *testing.T, cfg Config, prog func(Config) schmp.Program[s
 // job is) ends with the same model files, bit for bit, the same reports
 // and the same stop as the job never interrupted: on the ring and the
 // star, on 1 to 3 workers, with learned priors and held-out perplexity,
-// stopped by the rounds or by --tol, and the data-parallel baseline.
+// stopped by the rounds or by --tol, and the data-parallel baseline; and
+// so with the roles restored in place, as a rollback to a checkpoint does
+// (local.Options.RestoreInPlace).
 func TestRestoreSameModel(t *testing.T) {
 	f := genCorpus(t, GenConfig{Docs: 120, Vocab: 90, Topics: 4, DocLen: 30, TestDocs: 20, Alpha: 0.1, Beta: 0.01, Seed: 11})
 	type variant struct {
@@ -115,28 +119,31 @@ func TestRestoreSameModel(t *testing.T) {
 			cfg.OptimizeEvery, cfg.OptimizeBurnIn = 2, 2
 			maxRounds, every := cfg.Rounds()
 			pc := pipeline.Config{Workers: v.workers, Depth: 1, MaxRounds: maxRounds, ReportEvery: every, Tol: v.tol}
-			run := func(k uint64) ldaRun {
+			run := func(k uint64, inPlace bool) ldaRun {
 				if v.unscheduled {
-					return runLocal(t, cfg, Unscheduled, pc, k)
+					return runLocal(t, cfg, Unscheduled, pc, k, inPlace)
 				}
-				return runLocal(t, cfg, Program, pc, k)
+				return runLocal(t, cfg, Program, pc, k, inPlace)
 			}
-			want := run(0)
+			want := run(0, false)
 			t.Logf("%s; %d reports", want.status, len(want.trace))
 			if v.tol > 0 && !strings.Contains(want.status, "decided") {
 				t.Fatalf("status %s", want.status)
 			}
-			for _, k := range []uint64{1, 2, 5} {
-				got := run(k)
-				switch {
-				case got.restores == 0:
-					t.Errorf("restore every %d: no restore", k)
-				case got.status != want.status:
-					t.Errorf("restore every %d: status %s, want %s", k, got.status, want.status)
-				case !slices.Equal(got.trace, want.trace):
-					t.Errorf("restore every %d: reports\n%s\nwant\n%s", k, strings.Join(got.trace, "\n"), strings.Join(want.trace, "\n"))
-				case !bytes.Equal(got.files, want.files):
-					t.Errorf("restore every %d: the model files differ", k)
+			for _, inPlace := range []bool{false, true} {
+				for _, k := range []uint64{1, 2, 5} {
+					got := run(k, inPlace)
+					switch {
+					case got.restores == 0 && (!inPlace || want.rounds >= k+k/2+2):
+						// A rollback needs k/2 + 1 rounds past the first cut.
+						t.Errorf("restore every %d (in place %t): no restore", k, inPlace)
+					case got.status != want.status:
+						t.Errorf("restore every %d (in place %t): status %s, want %s", k, inPlace, got.status, want.status)
+					case !slices.Equal(got.trace, want.trace):
+						t.Errorf("restore every %d (in place %t): reports\n%s\nwant\n%s", k, inPlace, strings.Join(got.trace, "\n"), strings.Join(want.trace, "\n"))
+					case !bytes.Equal(got.files, want.files):
+						t.Errorf("restore every %d (in place %t): the model files differ", k, inPlace)
+					}
 				}
 			}
 		})

@@ -221,6 +221,11 @@ func (w *ColWorker) Restore(b []byte) error {
 			return restoreErr(fmt.Errorf("snapshot of the leader with its column %d picked but not marked", j))
 		}
 	}
+	// A worker restored in place (a rollback, DESIGN §6) drops the
+	// columns it held, and what extends over them, first; the last
+	// report's correlations are stale.
+	nc := w.x.Cols
+	w.trial, w.gradFresh = w.trial[:nc:nc], false
 	if err := w.held.Restore(st.Held, len(w.rows), func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
 		return restoreErr(err)
 	}

@@ -144,6 +144,11 @@ func (s *shard) check(st *workerState) error {
 	return sized("the user biases", st.B, len(s.users))
 }
 
+// resetRun drops what the shard learnt from the updates of a run, the
+// folded fit of round 0's, which a snapshot after round 0 never needs: a
+// worker restored in place is then as one just built.
+func (s *shard) resetRun() { s.foldB, s.foldC = nil, nil }
+
 // fail wraps the error of a Restore of kind.
 func fail(kind string, err error) error { return fmt.Errorf("%s snapshot: %w", kind, err) }
 
@@ -163,7 +168,8 @@ func (w *rotationWorker) Snapshot() ([]byte, error) {
 	return seal(kindRotationWorker, &st)
 }
 
-// Restore implements schmp.Snapshotter, on a worker just built.
+// Restore implements schmp.Snapshotter, on a worker just built or one
+// that has gone on.
 func (w *rotationWorker) Restore(b []byte) error {
 	var st workerState
 	if err := unseal(b, kindRotationWorker, &st); err != nil {
@@ -189,9 +195,12 @@ func (w *rotationWorker) Restore(b []byte) error {
 			return fail(kindRotationWorker, err)
 		}
 	}
-	if w.round != 0 || w.block != -2 {
-		return fmt.Errorf("%s snapshot: restore on a worker that has applied updates", kindRotationWorker)
-	}
+	// A worker that has gone on (a rollback restores in place, DESIGN §6)
+	// holds H and the item biases as a new one does: the block restored,
+	// zeros elsewhere.
+	w.resetRun()
+	clear(w.h)
+	clear(w.bs.c)
 	w.round, w.factors, w.block = st.Round, st.Factors, st.Block
 	copy(w.w, st.W)
 	copy(w.bs.b, st.B)
@@ -224,9 +233,11 @@ func (s *shard) restoreFull(kind string, b []byte, f *fullH, w []float64) error 
 	if st.H != nil || st.C != nil || st.Res != nil {
 		return fail(kind, errors.New("item factors in the snapshot of a worker that receives them with every update"))
 	}
-	if f.started {
-		return fmt.Errorf("%s snapshot: restore on a worker that has applied updates", kind)
-	}
+	// A worker that has gone on (a rollback restores in place, DESIGN §6)
+	// holds no items, as a new one: the next update brings them.
+	s.resetRun()
+	clear(f.h)
+	clear(f.bs.c)
 	f.round, f.factors, f.started = st.Round, st.Factors, st.Started
 	copy(w, st.W)
 	copy(f.bs.b, st.B)
@@ -238,7 +249,8 @@ func (w *unscheduledWorker) Snapshot() ([]byte, error) {
 	return w.snapshotFull(kindUnscheduledWorker, &w.fullH, w.w)
 }
 
-// Restore implements schmp.Snapshotter, on a worker just built.
+// Restore implements schmp.Snapshotter, on a worker just built or one
+// that has gone on.
 func (w *unscheduledWorker) Restore(b []byte) error {
 	return w.restoreFull(kindUnscheduledWorker, b, &w.fullH, w.w)
 }
@@ -246,7 +258,8 @@ func (w *unscheduledWorker) Restore(b []byte) error {
 // Snapshot implements schmp.Snapshotter.
 func (w *alsWorker) Snapshot() ([]byte, error) { return w.snapshotFull(kindALSWorker, &w.fullH, w.w) }
 
-// Restore implements schmp.Snapshotter, on a worker just built.
+// Restore implements schmp.Snapshotter, on a worker just built or one
+// that has gone on.
 func (w *alsWorker) Restore(b []byte) error {
 	return w.restoreFull(kindALSWorker, b, &w.fullH, w.w)
 }
@@ -260,7 +273,8 @@ func (w *ccdWorker) Snapshot() ([]byte, error) {
 	return seal(kindCCDWorker, &st)
 }
 
-// Restore implements schmp.Snapshotter, on a worker just built.
+// Restore implements schmp.Snapshotter, on a worker just built or one
+// that has gone on.
 func (w *ccdWorker) Restore(b []byte) error {
 	var st workerState
 	if err := unseal(b, kindCCDWorker, &st); err != nil {
@@ -287,9 +301,9 @@ func (w *ccdWorker) Restore(b []byte) error {
 	if st.Cur < ccdBias || st.Cur >= k || (st.Cur == ccdBias && !w.bs.on()) {
 		return fail(kindCCDWorker, fmt.Errorf("slot %d of rank %d", st.Cur, k))
 	}
-	if w.h != nil {
-		return fmt.Errorf("%s snapshot: restore on a worker that has applied updates", kindCCDWorker)
-	}
+	// A worker that has gone on (a rollback restores in place, DESIGN §6)
+	// has all of its state set below.
+	w.resetRun()
 	u := len(w.users)
 	for t := range k {
 		copy(w.w[t], st.W[t*u:(t+1)*u])

@@ -62,23 +62,25 @@ type mfRun struct {
 	evals    string
 	status   string
 	restores int
+	rounds   uint64
 }
 
 // runRestoring runs prog's job through the local driver with pc, writing
 // the model's files, and moving it to restored roles every `every` rounds
-// (0: never).
-func runRestoring[P, R, U any](t *testing.T, prog schmp.Program[P, R, U, Summary], pc pipeline.Config, every uint64) mfRun {
+// (0: never), or, inPlace, rolling its roles back in place
+// (local.Options.RestoreInPlace).
+func runRestoring[P, R, U any](t *testing.T, prog schmp.Program[P, R, U, Summary], pc pipeline.Config, every uint64, inPlace bool) mfRun {
 	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	j, st, err := local.Run(ctx, prog, local.Options{Config: pc, Out: out, RestoreEvery: every})
+	j, st, err := local.Run(ctx, prog, local.Options{Config: pc, Out: out, RestoreEvery: every, RestoreInPlace: inPlace, Ignore: []string{"ns"}})
 	if err != nil {
-		t.Fatalf("restore every %d: %v", every, err)
+		t.Fatalf("restore every %d (in place %t): %v", every, inPlace, err)
 	}
 	r := mfRun{
-		trace: traceOf(st.Trace), evals: evalsOf(ModelOf(j.Coordinator)), restores: j.Restores,
+		trace: traceOf(st.Trace), evals: evalsOf(ModelOf(j.Coordinator)), restores: j.Restores, rounds: st.Rounds,
 		status: fmt.Sprintf("rounds %d updates %d reason %q app %q decided %d last %d refuted %d done %v final %x",
 			st.Rounds, st.Updates, st.Reason, st.AppReason, st.Decided, st.Last, st.Refuted, st.Done, math.Float64bits(st.Final.Objective)),
 	}
@@ -98,16 +100,16 @@ func runRestoring[P, R, U any](t *testing.T, prog schmp.Program[P, R, U, Summary
 
 // runMF runs cfg's job as runRestoring does, with the program of its
 // algorithm.
-func runMF(t *testing.T, cfg Config, pc pipeline.Config, every uint64) mfRun {
+func runMF(t *testing.T, cfg Config, pc pipeline.Config, every uint64, inPlace bool) mfRun {
 	switch {
 	case cfg.Algo == ALS:
-		return runRestoring(t, ALSProgram(cfg), pc, every)
+		return runRestoring(t, ALSProgram(cfg), pc, every, inPlace)
 	case cfg.Algo == CCD:
-		return runRestoring(t, CCDProgram(cfg), pc, every)
+		return runRestoring(t, CCDProgram(cfg), pc, every, inPlace)
 	case cfg.Schedule == Unscheduled:
-		return runRestoring(t, UnscheduledProgram(cfg), pc, every)
+		return runRestoring(t, UnscheduledProgram(cfg), pc, every, inPlace)
 	}
-	return runRestoring(t, RotationProgram(cfg), pc, every)
+	return runRestoring(t, RotationProgram(cfg), pc, every, inPlace)
 }
 
 // TestRestoreSameModel checks that a job moved to new roles restored from
@@ -116,7 +118,8 @@ func runMF(t *testing.T, cfg Config, pc pipeline.Config, every uint64) mfRun {
 // evaluations and stop as the job never interrupted: every algorithm, the
 // rotation on the ring and the star, with and without biases, the warm
 // and the cold start, with validation (and its stop), and stopped by
-// --tol.
+// --tol; and so with the roles restored in place, as a rollback to a
+// checkpoint does (local.Options.RestoreInPlace).
 func TestRestoreSameModel(t *testing.T) {
 	dir := t.TempDir()
 	train, test := genSet(t, dir, 0.8, 3)
@@ -163,7 +166,7 @@ func TestRestoreSameModel(t *testing.T) {
 			}
 			rpi := cfg.RoundsPerIter()
 			pc := pipeline.Config{Workers: cfg.Workers, Depth: 1, ReportEvery: cfg.ReportEvery * rpi, MaxRounds: uint64(cfg.Iters * rpi), Tol: v.tol}
-			want := runMF(t, cfg, pc, 0)
+			want := runMF(t, cfg, pc, 0, false)
 			t.Logf("%s; %d reports", want.status, len(want.trace))
 			switch {
 			case v.holdout > 0 && !v.noStop && !strings.Contains(want.status, "validation"):
@@ -171,19 +174,22 @@ func TestRestoreSameModel(t *testing.T) {
 			case v.tol > 0 && !strings.Contains(want.status, "converged"):
 				t.Fatalf("no --tol stop: %s", want.status)
 			}
-			for _, k := range []uint64{1, 2, 5} {
-				got := runMF(t, cfg, pc, k)
-				switch {
-				case got.restores == 0:
-					t.Errorf("restore every %d: no restore", k)
-				case got.status != want.status:
-					t.Errorf("restore every %d: status %s, want %s", k, got.status, want.status)
-				case !slices.Equal(got.trace, want.trace):
-					t.Errorf("restore every %d: reports\n%s\nwant\n%s", k, strings.Join(got.trace, "\n"), strings.Join(want.trace, "\n"))
-				case got.evals != want.evals:
-					t.Errorf("restore every %d: evaluations\n%s\nwant\n%s", k, got.evals, want.evals)
-				case !bytes.Equal(got.files, want.files):
-					t.Errorf("restore every %d: the model files differ", k)
+			for _, inPlace := range []bool{false, true} {
+				for _, k := range []uint64{1, 2, 5} {
+					got := runMF(t, cfg, pc, k, inPlace)
+					switch {
+					case got.restores == 0 && (!inPlace || want.rounds >= k+k/2+2):
+						// A rollback needs k/2 + 1 rounds past the first cut.
+						t.Errorf("restore every %d (in place %t): no restore", k, inPlace)
+					case got.status != want.status:
+						t.Errorf("restore every %d (in place %t): status %s, want %s", k, inPlace, got.status, want.status)
+					case !slices.Equal(got.trace, want.trace):
+						t.Errorf("restore every %d (in place %t): reports\n%s\nwant\n%s", k, inPlace, strings.Join(got.trace, "\n"), strings.Join(want.trace, "\n"))
+					case got.evals != want.evals:
+						t.Errorf("restore every %d (in place %t): evaluations\n%s\nwant\n%s", k, inPlace, got.evals, want.evals)
+					case !bytes.Equal(got.files, want.files):
+						t.Errorf("restore every %d (in place %t): the model files differ", k, inPlace)
+					}
 				}
 			}
 		})

@@ -28,7 +28,8 @@ func statusLines(st pipeline.Status) string {
 // TestRestore runs NNLS jobs with and without moving every role to a new
 // one restored from its snapshot every k rounds (local.Options.RestoreEvery)
 // and checks that they end alike: the same model, bit for bit, the same
-// reports and the same stop.
+// reports and the same stop; and so with the roles restored in place, as a
+// rollback to a checkpoint does (local.Options.RestoreInPlace).
 func TestRestore(t *testing.T) {
 	for _, tc := range []struct {
 		workers, parts, block int
@@ -39,10 +40,10 @@ func TestRestore(t *testing.T) {
 		t.Run(fmt.Sprintf("workers=%d/parts=%d/block=%d", tc.workers, tc.parts, tc.block), func(t *testing.T) {
 			cfg := Config{Rows: 120, Cols: 12, Seed: 3, Block: tc.block}
 			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: 1, ReportEvery: 4, Tol: tc.tol, MaxRounds: 300}
-			run := func(every uint64) (string, string, int) {
-				j, st, err := local.Run(context.Background(), Program(cfg), local.Options{Config: pc, RestoreEvery: every})
+			run := func(every uint64, inPlace bool) (string, string, int) {
+				j, st, err := local.Run(context.Background(), Program(cfg), local.Options{Config: pc, RestoreEvery: every, RestoreInPlace: inPlace})
 				if err != nil {
-					t.Fatalf("restore every %d: %v", every, err)
+					t.Fatalf("restore every %d (in place %t): %v", every, inPlace, err)
 				}
 				var buf bytes.Buffer
 				if err := j.Coordinator.WriteModel(&buf); err != nil {
@@ -50,17 +51,19 @@ func TestRestore(t *testing.T) {
 				}
 				return buf.String(), statusLines(st), j.Restores
 			}
-			model, status, _ := run(0)
-			for _, every := range []uint64{1, 3, 7} {
-				m, s, restores := run(every)
-				if restores == 0 {
-					t.Errorf("restore every %d: no restore", every)
-				}
-				if m != model {
-					t.Errorf("restore every %d: the model differs:\n%s\nwant\n%s", every, m, model)
-				}
-				if s != status {
-					t.Errorf("restore every %d: the status differs:\n%s\nwant\n%s", every, s, status)
+			model, status, _ := run(0, false)
+			for _, inPlace := range []bool{false, true} {
+				for _, every := range []uint64{1, 3, 7} {
+					m, s, restores := run(every, inPlace)
+					if restores == 0 {
+						t.Errorf("restore every %d (in place %t): no restore", every, inPlace)
+					}
+					if m != model {
+						t.Errorf("restore every %d (in place %t): the model differs:\n%s\nwant\n%s", every, inPlace, m, model)
+					}
+					if s != status {
+						t.Errorf("restore every %d (in place %t): the status differs:\n%s\nwant\n%s", every, inPlace, s, status)
+					}
 				}
 			}
 		})

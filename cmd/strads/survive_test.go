@@ -112,7 +112,8 @@ func (s *survival) reference() []byte {
 
 // TestKillWithSpare kills a worker process (the scheduler in one
 // trial) with SIGKILL at a random point of a job with a spare and
-// checkpoints: the spare takes its place,
+// checkpoints: the spare takes its place (the survivors restore their apps
+// in place, the spare builds its own),
 // the job rolls back to its last checkpoint and ends with the model of the
 // job that lost nothing, bit for bit.
 func TestKillWithSpare(t *testing.T) {
@@ -149,12 +150,13 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 	sub := s.partials()
 	out, metrics := filepath.Join(t.TempDir(), "m.csv"), filepath.Join(t.TempDir(), "metrics.csv")
 	coord := s.start("coordinator", "coordinator", "--checkpoint-every", "10", "--spares", "1", "--out", out, "--metrics", metrics)
-	scheds := []*process{s.start("scheduler", "scheduler")}
+	// --verbose: the nodes say how they restored.
+	scheds := []*process{s.start("scheduler", "scheduler", "--verbose")}
 	if slices.Contains(extra, "--schedulers") {
-		scheds = append(scheds, s.start("scheduler 1", "scheduler"))
+		scheds = append(scheds, s.start("scheduler 1", "scheduler", "--verbose"))
 	}
-	w0 := s.start("worker 0", "worker")
-	w1 := s.start("worker 1", "worker")
+	w0 := s.start("worker 0", "worker", "--verbose")
+	w1 := s.start("worker 1", "worker", "--verbose")
 	s.await(sub, 2) // both workers hold their places
 	victim, spareRole := w1, "worker"
 	switch {
@@ -163,7 +165,7 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 	case rand.IntN(2) == 0:
 		victim = w0
 	}
-	spare := s.start("spare", spareRole)
+	spare := s.start("spare", spareRole, "--verbose")
 	at := 40 + rand.IntN(300)
 	s.await(sub, at)
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -194,6 +196,22 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 	// of the job that lost nothing.
 	if g, w := reportRows(t, metrics), reportRows(t, s.refMetrics); g != w {
 		t.Errorf("%s killed at partial %d: the metrics' reports differ:\n%s\nwant\n%s", victim.name, at, g, w)
+	}
+	// The survivors restored their apps in place, their data loaded; the
+	// spare built its own (DESIGN §6).
+	for _, p := range append(scheds, w0, w1, spare) {
+		want := "in_place=true"
+		switch {
+		case p == victim:
+			continue
+		case p == spare:
+			want = "in_place=false"
+		}
+		if msg := p.stderr.String(); !strings.Contains(msg, "msg=restored") || !strings.Contains(msg, want) {
+			t.Errorf("%s did not say it restored with %s: %s", p.name, want, msg)
+		} else if i := strings.Index(msg, "msg=restored"); i >= 0 {
+			t.Logf("%s: %s", p.name, strings.SplitN(msg[i:], "\n", 2)[0])
+		}
 	}
 }
 

@@ -114,14 +114,14 @@ type HeldState struct {
 // State returns h's state for a snapshot; it shares h's slices.
 func (h *Held) State() HeldState { return HeldState{Cols: h.Columns, Picked: h.picked} }
 
-// Restore sets h, which holds nothing yet, to s over rows rows: it takes
-// s's columns as Take does, calling added for each, and sets the columns
-// picked. Columns that do not fit (as for Take), or picked columns that
-// are not h's own or are picked twice, are an error.
+// Restore sets h to s over rows rows: it empties h (it may hold columns:
+// a rollback restores a worker in place, DESIGN §6), takes s's columns as
+// Take does, calling added for each, and sets the columns picked. The
+// caller drops its per-column state of the columns h held before. Columns
+// that do not fit (as for Take), or picked columns that are not h's own or
+// are picked twice, are an error; h is then empty, or holds some of s's
+// columns.
 func (h *Held) Restore(s HeldState, rows int, added func(vals []float64)) error {
-	if h.Len() != 0 || len(h.picked) != 0 {
-		return errors.New("restore of a leader's held columns that holds some already")
-	}
 	seen := make(map[int32]bool, len(s.Picked))
 	for _, j := range s.Picked {
 		if l := int(j) - h.first; l < 0 || l >= h.own {
@@ -132,13 +132,23 @@ func (h *Held) Restore(s HeldState, rows int, added func(vals []float64)) error 
 		}
 		seen[j] = true
 	}
-	if s.Cols.Len() == 0 {
-		if err := s.Cols.Check(rows, h.total); err != nil {
+	if err := s.Cols.Check(rows, h.total); err != nil {
+		return err
+	}
+	h.reset()
+	if s.Cols.Len() != 0 {
+		if err := h.Take(&s.Cols, rows, added); err != nil {
 			return err
 		}
-	} else if err := h.Take(&s.Cols, rows, added); err != nil {
-		return err
 	}
 	h.picked = append(h.picked[:0], s.Picked...)
 	return nil
+}
+
+// reset empties h, as NewHeld made it.
+func (h *Held) reset() {
+	for _, j := range h.IDs {
+		h.where[j] = 0
+	}
+	h.Columns, h.picked = Columns{}, h.picked[:0]
 }

@@ -101,14 +101,40 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	if err != nil {
 		return err
 	}
+	var live built[P] // the app's scheduler, kept for a rollback
 	return protocol.ServePlace(ctx, c, spare, place, protocol.RoleScheduler, log, func(place protocol.JoinReply) error {
-		return serve(ctx, c, newScheduler, opts, place, log, host, pid)
+		return serve(ctx, c, newScheduler, opts, place, log, host, pid, &live)
 	})
 }
 
+// built is the app's scheduler that a node built and its part: a
+// rollback to a checkpoint restores it in place instead of building it
+// again (DESIGN §6).
+type built[P any] struct {
+	s    schmp.Scheduler[P]
+	part int
+}
+
+// reusable returns the scheduler kept in live for place, a rollback of
+// the same part, if it can be restored in place: it is a Snapshotter and
+// no schmp.Rebuilder asking for a new one.
+func (live *built[P]) reusable(place protocol.JoinReply) (schmp.Scheduler[P], bool) {
+	if live.s == nil || place.Resume == 0 || live.part != place.Shard || schmp.RebuildsOnRollback(live.s) {
+		return nil, false
+	}
+	if _, ok := live.s.(schmp.Snapshotter); !ok {
+		return nil, false
+	}
+	return live.s, true
+}
+
 // serve runs the scheduler part of place until the job stops, fails, or
-// rolls back (a *protocol.RollbackError).
-func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts Options, place protocol.JoinReply, log *slog.Logger, host string, pid int) error {
+// rolls back (a *protocol.RollbackError). The app's scheduler it builds is
+// kept in live; after a rollback, the scheduler kept is restored in place,
+// not built again (its part of the data not read again), unless the app
+// asks for a new one (schmp.Rebuilder).
+func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts Options, place protocol.JoinReply, log *slog.Logger, host string, pid int, live *built[P]) error {
+	t0 := time.Now()
 	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
 	defer cancel()
 	part := place.Shard
@@ -118,14 +144,19 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 
 	ready := protocol.Ready[struct{}]{Header: protocol.Header{Type: protocol.TypeReady, Run: place.Run}, ID: opts.ID, Role: protocol.RoleScheduler, Shard: part}
 	var err error
-	if opts.Configure != nil {
-		if err = opts.Configure(place.Settings); err != nil {
-			err = fmt.Errorf("configure: %w", err)
+	// A survivor of a rollback restores the scheduler it has in place
+	// (DESIGN §6).
+	s, inPlace := live.reusable(place)
+	live.s = nil // kept again once restored: a failed restore leaves it half set
+	if !inPlace {
+		if opts.Configure != nil {
+			if err = opts.Configure(place.Settings); err != nil {
+				err = fmt.Errorf("configure: %w", err)
+			}
 		}
-	}
-	var s schmp.Scheduler[P]
-	if err == nil {
-		err = protocol.Guard("NewScheduler", func() (err error) { s, err = newScheduler(ctx, part, place.Shards); return err })
+		if err == nil {
+			err = protocol.Guard("NewScheduler", func() (err error) { s, err = newScheduler(ctx, part, place.Shards); return err })
+		}
 	}
 	// A resumed job's part restores its state from its piece of the
 	// checkpoint; a job that takes checkpoints has it store its pieces
@@ -133,6 +164,12 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 	snap, _ := s.(schmp.Snapshotter)
 	if err == nil && place.Resume != 0 {
 		err = checkpoint.Restore(ctx, c, protocol.RoleScheduler, part, place.Resume, place.Digest, snap, opts.Timeout)
+		if err == nil {
+			log.Info("restored", "round", place.Resume, "in_place", inPlace, "took", time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	if err == nil {
+		*live = built[P]{s: s, part: part}
 	}
 	var saver *checkpoint.Saver
 	if err == nil && place.Checkpoints {
