@@ -202,7 +202,7 @@ func (s *session) openPart(ctx context.Context, st *dataset.Store, name, ref, di
 	s.log.Info("reading a data set in parts", "flag", "--"+name, "data", ref, "bytes", in.Size, "digest", in.Digest, "copy", path)
 	return path, func() {
 		unregister()
-		s.log.Info("fetched of a data set", "flag", "--"+name, "data", ref, "fetched", p.Fetched(), "bytes", in.Size)
+		s.log.Info("fetched part of a data set", "flag", "--"+name, "data", ref, "fetched", p.Fetched(), "bytes", in.Size)
 	}, nil
 }
 

@@ -82,9 +82,14 @@ type block struct {
 // MaxHead is the most bytes of a block's first line that the index keeps.
 const MaxHead = 64
 
-// SetBlock sets the size of the blocks that Put cuts, in bytes (> 0).
+// MaxBlock is the largest block size that SetBlock takes: a put holds a
+// block in memory.
+const MaxBlock = 1 << 30
+
+// SetBlock sets the size of the blocks that Put cuts, in bytes, in [1,
+// MaxBlock]; it ignores another.
 func (s *Store) SetBlock(n int) {
-	if n > 0 {
+	if n > 0 && n <= MaxBlock {
 		s.block = n
 	}
 }

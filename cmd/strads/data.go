@@ -94,8 +94,8 @@ func dataPut(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if block < 1 {
-		return cli.Usagef("--block-size must be >= 1, got %d", block)
+	if block < 1 || block > dataset.MaxBlock {
+		return cli.Usagef("--block-size must be in [1, %d], got %d", dataset.MaxBlock, block)
 	}
 	path := ops[0]
 	if name == "" {

@@ -313,6 +313,7 @@ func TestDataErrors(t *testing.T) {
 		{"put missing file", []string{"data", "put", filepath.Join(t.TempDir(), "x"), "--store", store}, []string{"no such file"}},
 		{"put without server", []string{"data", "put", bad}, []string{"--nats URL", "--store DIR"}},
 		{"put bad name", []string{"data", "put", bad, "--name", ".x", "--store", store}, []string{"bad data set name"}},
+		{"put bad block size", []string{"data", "put", bad, "--block-size", "0", "--store", store}, []string{"--block-size must be in [1, "}},
 		{"data without a verb", []string{"data"}, []string{"put, ls, get or rm"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
