@@ -182,6 +182,9 @@ func (k *checkpointer) put(round uint64, piece []byte) {
 		k.log.Debug("the coordinator's piece of a checkpoint not being collected", "round", round)
 		return
 	}
+	// Its timeout runs from here: with rounds in flight, round was decided
+	// up to depth−1 rounds before its pull, however long they took.
+	k.began = time.Now()
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
