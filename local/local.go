@@ -142,6 +142,7 @@ func (p *pieces) complete() bool {
 // (Options.RestoreEvery).
 type checkpoints[P, R, U, S any] struct{ j *Job[P, R, U, S] }
 
+// Due takes the checkpoint of every RestoreEvery-th round, one at a time.
 func (k checkpoints[P, R, U, S]) Due(round uint64, _ time.Time) bool {
 	j := k.j
 	if round%j.opts.RestoreEvery != 0 || j.cut != nil || j.saved != nil && !j.saved.used {
@@ -151,6 +152,7 @@ func (k checkpoints[P, R, U, S]) Due(round uint64, _ time.Time) bool {
 	return true
 }
 
+// Save returns the coordinator's snapshot.
 func (k checkpoints[P, R, U, S]) Save(uint64) ([]byte, error) {
 	return save("coordinator", k.j.Coordinator)
 }
