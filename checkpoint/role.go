@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -151,19 +153,28 @@ func Restore(ctx context.Context, c *wire.Conn, role string, place int, round ui
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	store, err := Open(ctx, c.NATS(), c.Job(), false)
+	// Each read is a request whose answer an outage may lose: Retry
+	// sends it again after the reconnect (a rollback runs mid-job).
+	var store *Store
+	err := Retry(ctx, c, func(ctx context.Context) (err error) {
+		store, err = Open(ctx, c.NATS(), c.Job(), false)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	if digest == "" {
-		m, err := store.Manifest(ctx, round)
-		if err != nil {
+		var m Manifest
+		if err := Retry(ctx, c, func(ctx context.Context) (err error) { m, err = store.Manifest(ctx, round); return err }); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
 		digest = m.Pieces[Piece(role, place)]
 	}
-	b, err := store.Get(ctx, round, Piece(role, place), digest)
-	if err != nil {
+	var b []byte
+	if err := Retry(ctx, c, func(ctx context.Context) (err error) {
+		b, err = store.Get(ctx, round, Piece(role, place), digest)
+		return err
+	}); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	if err := protocol.Guard("Restore", func() error { return snap.Restore(b) }); err != nil {
@@ -173,9 +184,15 @@ func Restore(ctx context.Context, c *wire.Conn, role string, place int, round ui
 }
 
 // Retry runs op with a context that a reconnect of c cancels, and runs it
-// again after such a cancel, up to 3 times, within ctx: JetStream's
-// acknowledgement of a store in flight when the connection broke is lost,
-// and op would otherwise wait for it until ctx ends (DESIGN §6).
+// again after such a cancel, or after JetStream did not answer it
+// (nats.ErrNoResponders), up to retryAttempts times, within ctx:
+// JetStream's answer to a request in flight when the connection broke is
+// lost, and op would otherwise wait for it until ctx ends; and a server
+// that stops shuts JetStream down before it closes the connections, so
+// that a request sent meanwhile has no responder, though the server that
+// comes back has JetStream (whose presence Open checked). A role whose
+// store failed so tells the coordinator, and an outage may lose that
+// news: the checkpoint then stays open until the timeout (DESIGN §6).
 func Retry(ctx context.Context, c *wire.Conn, op func(ctx context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithCancelCause(ctx)
@@ -186,13 +203,32 @@ func Retry(ctx context.Context, c *wire.Conn, op func(ctx context.Context) error
 		})
 		err := op(actx)
 		stop()
-		again := errors.Is(context.Cause(actx), errReconnected) && ctx.Err() == nil
+		reconnected := errors.Is(context.Cause(actx), errReconnected)
 		cancel(nil)
-		if err == nil || !again || attempt == 3 {
+		noResponders := err != nil && !reconnected && errors.Is(err, nats.ErrNoResponders)
+		if err == nil || !(reconnected || noResponders) || ctx.Err() != nil || attempt == retryAttempts {
 			return err
+		}
+		if noResponders {
+			// The connection is going down, or JetStream coming up: a
+			// request sent while the connection is down waits for it in
+			// nats.go's buffer.
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(attempt) * retryWait):
+			}
 		}
 	}
 }
+
+// retryAttempts is how many times Retry runs an operation at most, and
+// retryWait how long it waits before it runs one that had no responders
+// again, times the attempt (100 ms, 200 ms, …).
+const (
+	retryAttempts = 5
+	retryWait     = 100 * time.Millisecond
+)
 
 // errReconnected is the cause of an attempt that a reconnect ended.
 var errReconnected = errors.New("the connection was re-established")
