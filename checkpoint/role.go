@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -183,48 +184,66 @@ func Restore(ctx context.Context, c *wire.Conn, role string, place int, round ui
 	return nil
 }
 
-// Retry runs op with a context that a reconnect of c cancels, and runs it
-// again after such a cancel, or after JetStream did not answer it
-// (nats.ErrNoResponders), up to retryAttempts times, within ctx:
-// JetStream's answer to a request in flight when the connection broke is
-// lost, and op would otherwise wait for it until ctx ends; and a server
-// that stops shuts JetStream down before it closes the connections, so
-// that a request sent meanwhile has no responder, though the server that
-// comes back has JetStream (whose presence Open checked). A role whose
-// store failed so tells the coordinator, and an outage may lose that
-// news: the checkpoint then stays open until the timeout (DESIGN §6).
+// Retry runs op, an operation on the store that may run twice, with a
+// context that a reconnect of c cancels, and runs it again, up to
+// retryAttempts times within ctx, when it failed because of an outage
+// (DESIGN §6):
+//   - a reconnect cancelled it: JetStream's answer to a request in flight
+//     when the connection broke is lost, and op would otherwise wait for it
+//     until ctx ends;
+//   - the connection broke while it ran, or is down: nats.go fails the
+//     acknowledgements of the stores in flight (nats.ErrDisconnected);
+//   - JetStream did not answer (nats.ErrNoResponders): a server that stops
+//     shuts JetStream down before it closes the connections, though the
+//     server that comes back has it (Open checked that the server has
+//     JetStream).
+//
+// It waits for the reconnect first while the connection is down, else
+// retryWait times the attempt. A role whose store failed so tells the
+// coordinator, and the outage could lose that news too: the checkpoint then
+// stayed open until the timeout.
 func Retry(ctx context.Context, c *wire.Conn, op func(ctx context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithCancelCause(ctx)
+		var broke atomic.Bool
+		back := make(chan struct{}, 1)
 		stop := c.Watch(func(e wire.Event) {
+			broke.Store(true)
 			if e.Kind == wire.Reconnected {
 				cancel(errReconnected)
+				select {
+				case back <- struct{}{}:
+				default:
+				}
 			}
 		})
 		err := op(actx)
-		stop()
-		reconnected := errors.Is(context.Cause(actx), errReconnected)
 		cancel(nil)
-		noResponders := err != nil && !reconnected && errors.Is(err, nats.ErrNoResponders)
-		if err == nil || !(reconnected || noResponders) || ctx.Err() != nil || attempt == retryAttempts {
+		outage := err != nil && (broke.Load() || !c.NATS().IsConnected() ||
+			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting))
+		if !outage || ctx.Err() != nil || attempt == retryAttempts || c.NATS().IsClosed() {
+			stop()
 			return err
 		}
-		if noResponders {
-			// The connection is going down, or JetStream coming up: a
-			// request sent while the connection is down waits for it in
-			// nats.go's buffer.
-			select {
-			case <-ctx.Done():
-				return err
-			case <-time.After(time.Duration(attempt) * retryWait):
-			}
+		wait := time.After(time.Duration(attempt) * retryWait)
+		if !c.NATS().IsConnected() {
+			wait = nil // the reconnect is waited for alone
+		}
+		select {
+		case <-ctx.Done():
+		case <-back:
+		case <-wait:
+		}
+		stop()
+		if ctx.Err() != nil {
+			return err
 		}
 	}
 }
 
 // retryAttempts is how many times Retry runs an operation at most, and
-// retryWait how long it waits before it runs one that had no responders
-// again, times the attempt (100 ms, 200 ms, …).
+// retryWait how long it waits, times the attempt (100 ms, 200 ms, …),
+// before it runs again one that failed with the connection up.
 const (
 	retryAttempts = 5
 	retryWait     = 100 * time.Millisecond
