@@ -10,10 +10,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/coordinator"
@@ -247,18 +251,38 @@ func latest(t *testing.T, store string) checkpoint.Manifest {
 }
 
 // TestCheckpointInterval takes checkpoints by time, not by rounds: some
-// are committed, and the model is the one of the job without them.
+// are committed, and the model is the one of the job without them. Its
+// rounds run faster than a checkpoint is stored, and a job that ended
+// waits for no checkpoint being collected (it has no more use for it), so
+// that it committed none, 7 runs in 20 on a loaded machine: the progress
+// line holds the rounds until the pieces of one checkpoint are all in the
+// store (storedWaiter), and the coordinator then commits it as the job
+// goes on.
 func TestCheckpointInterval(t *testing.T) {
 	want, _, err := walkJob(t, "", 0, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	nc, err := srv.ConnectInProcess("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
 	out := filepath.Join(t.TempDir(), "model")
+	w := &storedWaiter{t: t, nc: nc, job: "walk", at: 20}
 	co := coordinator.Options{Workers: 2, Schedulers: 2, MaxRounds: 60, ReportEvery: 4, Out: out,
-		Timeout: 10 * time.Second, CheckpointInterval: time.Nanosecond}
+		Timeout: 10 * time.Second, CheckpointInterval: time.Nanosecond, Progress: w, ProgressEvery: time.Nanosecond}
+	if os.Getenv("WALKLOG") != "" {
+		co.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := job.Run(ctx, walkProgram(), job.Options{Job: "walk", Store: t.TempDir(), Timeout: 10 * time.Second, Coordinator: co})
+	res, err := job.Run(ctx, walkProgram(), job.Options{Job: "walk", NATS: srv.ClientURL(), Timeout: 10 * time.Second, Coordinator: co})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +290,76 @@ func TestCheckpointInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !w.held {
+		t.Fatalf("the job ended before progress line %d", w.at)
+	}
 	if !bytes.Equal(got, want) || res.Checkpoints == 0 {
 		t.Fatalf("model equal %t, %d checkpoints", bytes.Equal(got, want), res.Checkpoints)
 	}
+}
+
+// storedWaiter is a coordinator's progress writer that, at progress line
+// at, holds the coordinator's rounds until every piece of a checkpoint of
+// job, 2 workers and 2 scheduler parts, is in the store of the server of
+// nc (for at most 30 s).
+type storedWaiter struct {
+	t     *testing.T
+	nc    *nats.Conn
+	job   string
+	at    int
+	lines int
+	held  bool
+}
+
+func (w *storedWaiter) Write(p []byte) (int, error) {
+	if w.lines++; w.lines != w.at {
+		return len(p), nil
+	}
+	w.held = true
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for !w.stored(ctx) {
+		if ctx.Err() != nil {
+			w.t.Errorf("no checkpoint had every piece stored within 30 s")
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return len(p), nil
+}
+
+// stored reports whether a checkpoint has every piece in the store.
+func (w *storedWaiter) stored(ctx context.Context) bool {
+	s, err := checkpoint.Open(ctx, w.nc, w.job, false)
+	if err != nil {
+		return false
+	}
+	js, err := jetstream.New(w.nc)
+	if err != nil {
+		return false
+	}
+	names := js.ObjectStoreNames(ctx)
+	var rounds []uint64
+	for name := range names.Name() {
+		if r, ok := strings.CutPrefix(name, checkpoint.Bucket(w.job)+"-r"); ok {
+			if round, err := strconv.ParseUint(r, 10, 64); err == nil {
+				rounds = append(rounds, round)
+			}
+		}
+	}
+	pieces := []string{checkpoint.CoordinatorPiece, checkpoint.Piece("worker", 0), checkpoint.Piece("worker", 1),
+		checkpoint.Piece("scheduler", 0), checkpoint.Piece("scheduler", 1)}
+	for _, round := range rounds {
+		all := true
+		for _, p := range pieces {
+			if _, _, err := s.Stat(ctx, round, p); err != nil {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
