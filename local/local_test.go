@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
 )
 
 // reports returns the rounds and objectives of a trace.
@@ -150,6 +154,111 @@ func TestOut(t *testing.T) {
 			}
 			if got, err := os.ReadFile(filepath.Join(dir, tc.out)); err != nil || !bytes.Equal(got, want.Bytes()) {
 				t.Fatalf("the file holds %q (%v), the model is %q", got, err, want.Bytes())
+			}
+		})
+	}
+}
+
+// counting is an NNLS worker that counts its pushes, and marks each
+// partial with the count (in the low bits of its first number): a state
+// that its snapshot holds. With stale set its Restore sets the count only
+// on a worker that has pushed nothing, as if it were always called on a
+// worker just built; with rebuild it says so (schmp.Rebuilder).
+type counting struct {
+	*nnls.Worker
+	pushes         int
+	stale, rebuild bool
+}
+
+func (w *counting) Push(ctx context.Context, round uint64, p nnls.Plan) (nnls.Partial, error) {
+	r, err := w.Worker.Push(ctx, round, p)
+	w.pushes++
+	if err == nil && len(r.Dot) > 0 {
+		r.Dot[0] = math.Float64frombits(math.Float64bits(r.Dot[0]) ^ uint64(w.pushes&0xff))
+	}
+	return r, err
+}
+
+// countingState is a counting worker's snapshot.
+type countingState struct {
+	Inner  []byte `msgpack:"inner"`
+	Pushes int    `msgpack:"pushes"`
+}
+
+func (w *counting) Snapshot() ([]byte, error) {
+	b, err := w.Worker.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return wire.Marshal(countingState{Inner: b, Pushes: w.pushes})
+}
+
+func (w *counting) Restore(b []byte) error {
+	var st countingState
+	if err := wire.Unmarshal(b, &st); err != nil {
+		return err
+	}
+	if !w.stale || w.pushes == 0 {
+		w.pushes = st.Pushes
+	}
+	return w.Worker.Restore(st.Inner)
+}
+
+func (w *counting) RebuildOnRollback() bool { return w.rebuild }
+
+// TestRestoreInPlace checks RestoreInPlace on a worker whose Restore
+// forgets to reset a live worker's count (stale): the driver finds that
+// its partials differ from those of a worker restored anew from the same
+// snapshot, and says which; the same worker is right when it is moved to
+// new roles (RestoreEvery alone), or when it says it must be rebuilt
+// (schmp.Rebuilder); a worker that resets its count is right in place.
+// Every run that succeeds ends with the model of the job never restored.
+func TestRestoreInPlace(t *testing.T) {
+	cfg := nnls.Config{Rows: 120, Cols: 12, Seed: 3, Block: 2}
+	prog := func(stale, rebuild bool) schmp.Program[nnls.Plan, nnls.Partial, nnls.Update, nnls.Summary] {
+		p := nnls.Program(cfg)
+		p.NewWorker = func(_ context.Context, shard, shards int) (schmp.Worker[nnls.Plan, nnls.Partial, nnls.Update, nnls.Summary], error) {
+			w, err := nnls.NewWorker(cfg, shard, shards)
+			return &counting{Worker: w, stale: stale, rebuild: rebuild}, err
+		}
+		return p
+	}
+	pc := pipeline.Config{Workers: 2, Parts: 2, Depth: 1, ReportEvery: 4, MaxRounds: 60}
+	model := func(j *local.Job[nnls.Plan, nnls.Partial, nnls.Update, nnls.Summary]) string {
+		var buf bytes.Buffer
+		if err := j.Coordinator.WriteModel(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	j, _, err := local.Run(context.Background(), prog(false, false), local.Options{Config: pc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model(j)
+	for _, tc := range []struct {
+		name                    string
+		stale, rebuild, inPlace bool
+		fails                   bool
+	}{
+		{"stale, in place", true, false, true, true},
+		{"stale, moved to new roles", true, false, false, false},
+		{"stale, a Rebuilder", true, true, true, false},
+		{"reset, in place", false, false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, _, err := local.Run(context.Background(), prog(tc.stale, tc.rebuild), local.Options{Config: pc, RestoreEvery: 5, RestoreInPlace: tc.inPlace})
+			switch {
+			case tc.fails && (err == nil || !strings.Contains(err.Error(), "worker shard") || !strings.Contains(err.Error(), "the partial differs")):
+				t.Fatalf("error %v, want the partials found to differ", err)
+			case tc.fails:
+				t.Logf("%v", err)
+			case err != nil:
+				t.Fatal(err)
+			case j.Restores == 0:
+				t.Fatal("no restore")
+			case model(j) != want:
+				t.Fatalf("the model differs:\n%s\nwant\n%s", model(j), want)
 			}
 		})
 	}
