@@ -25,7 +25,7 @@ func (r *RollbackError) Error() string {
 // Assign on box (its SubjectSpare), and ends there, nil, if the job ended
 // without needing it. After a rollback (serve's error a *RollbackError)
 // the place is served again, to be restored from the checkpoint under the
-// new run id.
+// new run id (serve keeps the app it built, to restore it in place).
 func ServePlace(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place JoinReply, role string, log *slog.Logger, serve func(JoinReply) error) error {
 	for {
 		if place.Spare {

@@ -159,9 +159,10 @@ type JoinReply struct {
 func SubjectSpare(id string) string { return "spare." + id }
 
 // Rollback tells a node that the job goes back to the checkpoint of Round
-// (DESIGN §6): the node rebuilds its app, restores it from its piece of
-// that checkpoint (named in the checkpoint's manifest), reports ready again
-// under the run id Run, and takes the rounds after Round again.
+// (DESIGN §6): the node restores its app in place (or, a
+// schmp.Rebuilder, builds it anew) from its piece of that checkpoint (named
+// in the checkpoint's manifest), reports ready again under the run id Run,
+// and takes the rounds after Round again.
 type Rollback struct {
 	Round uint64 `msgpack:"round"`
 	Run   string `msgpack:"run"`
