@@ -10,7 +10,8 @@
 // digest. A checkpoint is therefore whole or absent: a resume reads only
 // what a manifest names, and a piece whose bytes do not hash to the digest
 // the manifest names is refused. The store keeps the last Keep
-// checkpoints committed and removes the pieces of older or abandoned ones.
+// checkpoints committed and removes the pieces of older or abandoned ones
+// at each commit, and (RemoveUncommitted) at the job's end.
 //
 // The manifests of job J are in the bucket "strads-ckpt-J", the pieces of
 // its checkpoint of round C in "strads-ckpt-J-rC", deleted whole with the
@@ -383,6 +384,19 @@ func (s *Store) Commit(ctx context.Context, m Manifest, keep int) error {
 		return fmt.Errorf("checkpoint: commit round %d: %w", m.Round, err)
 	}
 	return s.prune(ctx, cps, m.Round)
+}
+
+// RemoveUncommitted removes the pieces of every checkpoint that no manifest
+// kept names, of any round: those of checkpoints abandoned, or still being
+// stored when their job ended, which no later commit of the job may come
+// to remove. Only a job's coordinator calls it, at the job's end, when
+// none of its checkpoints can be committed any more.
+func (s *Store) RemoveUncommitted(ctx context.Context) error {
+	h, err := s.history(ctx)
+	if err != nil {
+		return err
+	}
+	return s.prune(ctx, h.Checkpoints, ^uint64(0))
 }
 
 // prune deletes the buckets of the checkpoints that no manifest kept
