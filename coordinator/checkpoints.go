@@ -57,6 +57,9 @@ type checkpointer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// job is the job's context, never cancelled: that of the removal of
+	// the pieces not committed, once ctx is.
+	job context.Context
 }
 
 // reset abandons the checkpoint being collected, and makes the next ones
@@ -144,7 +147,8 @@ func (k *checkpointer) abandon(round uint64) {
 // newCheckpointer returns the checkpointer of a job with base's fields.
 func newCheckpointer(ctx context.Context, c *wire.Conn, store *checkpoint.Store, base checkpoint.Manifest, pieces []string, keep int, timeout time.Duration, log *slog.Logger) *checkpointer {
 	k := &checkpointer{store: store, c: c, log: log, keep: keep, timeout: timeout, base: base, pieces: pieces, want: len(pieces)}
-	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	k.job = context.WithoutCancel(ctx)
+	k.ctx, k.cancel = context.WithCancel(k.job)
 	return k
 }
 
@@ -204,7 +208,8 @@ func (k *checkpointer) put(round uint64, piece []byte) {
 }
 
 // drop abandons the checkpoint of round, if it is being collected, for
-// why: the pieces stored of it are removed with the next commit.
+// why: the pieces stored of it are removed with the next commit, or at the
+// job's end (close).
 func (k *checkpointer) drop(round uint64, why string) {
 	if k == nil {
 		return
@@ -290,8 +295,10 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 }
 
 // close waits for the stores and commits in progress, up to wait, then
-// abandons them, and returns the checkpoints committed and the last one's
-// round.
+// abandons them; removes the pieces of the checkpoints not committed
+// (abandoned, or still being collected), which no commit to come would
+// remove, for at most removeWait; and returns the checkpoints committed
+// and the last one's round.
 func (k *checkpointer) close(wait time.Duration) (committed int, last uint64) {
 	done := make(chan struct{})
 	go func() { k.wg.Wait(); close(done) }()
@@ -302,8 +309,29 @@ func (k *checkpointer) close(wait time.Duration) (committed int, last uint64) {
 	k.cancel()
 	<-done
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.committed, k.last
+	committed, last = k.committed, k.last
+	k.mu.Unlock()
+	k.removeUncommitted()
+	return committed, last
+}
+
+// removeWait bounds the removal of the pieces not committed at a job's
+// end (and the timeout, if shorter).
+const removeWait = 5 * time.Second
+
+// removeUncommitted removes the pieces of the checkpoints that no manifest
+// kept names, for at most removeWait: a failure leaves them in the store,
+// until a later commit of the job, and is only logged, never the job's.
+// A piece that a role still stores as the job ends may come after it
+// (DESIGN §6).
+func (k *checkpointer) removeUncommitted() {
+	ctx, cancel := context.WithTimeout(k.job, min(k.timeout, removeWait))
+	defer cancel()
+	if err := k.store.RemoveUncommitted(ctx); err != nil {
+		k.log.Warn("the pieces of checkpoints not committed are left in the store", "err", err)
+		return
+	}
+	k.log.Debug("the pieces of checkpoints not committed removed")
 }
 
 // openCheckpoints opens the job's checkpoint store when the job takes
