@@ -40,7 +40,7 @@ var ErrIncomplete = errors.New("incomplete chunked message")
 
 const (
 	// chunkHeaderRoom is what a chunk leaves of max_payload for its headers
-	// (about 130 bytes at most).
+	// (about 130 bytes at most, 190 with a MAC).
 	chunkHeaderRoom = 256
 	// minChunk is the smallest chunk worth sending.
 	minChunk = 512
@@ -73,7 +73,15 @@ var defaultChunkLimits = chunkLimits{
 // otherwise.
 func (c *Conn) send(subject, reply string, data []byte) error {
 	max := c.nc.MaxPayload()
-	if int64(len(data)) <= max {
+	if c.Keyed() && int64(len(data))+macRoom <= max {
+		msg := &nats.Msg{Subject: subject, Reply: reply, Data: data}
+		c.key.seal(msg)
+		if err := c.nc.PublishMsg(msg); err != nil {
+			return fmt.Errorf("wire: publish %s: %w", subject, err)
+		}
+		return nil
+	}
+	if !c.Keyed() && int64(len(data)) <= max {
 		var err error
 		if reply == "" {
 			err = c.nc.Publish(subject, data)
@@ -95,6 +103,9 @@ func (c *Conn) send(subject, reply string, data []byte) error {
 	}
 	msgs := chunkMsgs(subject, reply, data, int(max)-chunkHeaderRoom)
 	for i, msg := range msgs {
+		if c.Keyed() {
+			c.key.seal(msg)
+		}
 		if err := c.nc.PublishMsg(msg); err != nil {
 			return fmt.Errorf("wire: publish %s: chunk %d of %d of a message of %d bytes: %w", subject, i+1, len(msgs), len(data), err)
 		}
@@ -141,6 +152,8 @@ type assembler struct {
 	// caughtUp reports whether every message the subscription has received
 	// was handed to add.
 	caughtUp func(sub *nats.Subscription) bool
+	// admit, if set, checks a message's MAC before it is taken (Conn.admit).
+	admit func(msg *nats.Msg) error
 
 	mu       sync.Mutex
 	parts    map[string]*partial

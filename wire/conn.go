@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +24,8 @@ type Conn struct {
 	prefix string
 	limits chunkLimits
 	events *watchers
+	key    Key                    // the job's key; zero: none (SetKey)
+	dropFn func(*nats.Msg, error) // OnDrop's
 }
 
 var jobName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -250,6 +253,7 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 	inbox := c.nc.NewInbox()
 	asm := newAssembler(c.limits, pendingOnlyThis)
 	got := make(chan mail, 1)
+	var rejected atomic.Pointer[error] // the last reply dropped for its MAC
 	give := func(x mail) {
 		select {
 		case got <- x:
@@ -257,6 +261,12 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 		}
 	}
 	sub, err := c.nc.Subscribe(inbox, func(msg *nats.Msg) {
+		if !isNoResponders(msg) {
+			if err := c.admit(msg); err != nil {
+				rejected.Store(&err)
+				return
+			}
+		}
 		if msg.Header != nil || !asm.idle() {
 			msg = asm.add(msg)
 			switch err := asm.takeErr(); {
@@ -289,6 +299,9 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 	case x = <-got:
 	case <-ctx.Done():
 		x.err = asm.annotate(ctx.Err())
+		if p := rejected.Load(); p != nil {
+			x.err = fmt.Errorf("%w; a reply was dropped: %w", x.err, *p)
+		}
 	}
 	if x.err != nil {
 		return rep, fmt.Errorf("wire: request %s: %w", subject, x.err)
@@ -339,6 +352,9 @@ func (a *assembler) next(ctx context.Context, sub *nats.Subscription) (*nats.Msg
 		if err != nil {
 			return nil, a.annotate(err)
 		}
+		if a.admit != nil && a.admit(msg) != nil {
+			continue
+		}
 		if msg.Header == nil && len(a.parts) == 0 {
 			return msg, nil
 		}
@@ -364,7 +380,9 @@ func Subscribe[T any](c *Conn, name string) (*Inbox[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: subscribe %s: %w", subject, err)
 	}
-	return &Inbox[T]{sub: sub, asm: newAssembler(c.limits, pendingEmpty), turn: make(chan struct{}, 1)}, nil
+	asm := newAssembler(c.limits, pendingEmpty)
+	asm.admit = c.admit
+	return &Inbox[T]{sub: sub, asm: asm, turn: make(chan struct{}, 1)}, nil
 }
 
 // Next waits for the next message and decodes it. It returns the raw
@@ -420,6 +438,9 @@ func NewMailbox(c *Conn, names ...string) (*Mailbox, error) {
 		subject := c.Subject(name)
 		asm := newAssembler(c.limits, pendingOnlyThis)
 		sub, err := c.nc.Subscribe(subject, func(msg *nats.Msg) {
+			if c.admit(msg) != nil {
+				return
+			}
 			if msg.Header == nil && asm.idle() {
 				m.put(mail{msg: msg})
 				return
