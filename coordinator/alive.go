@@ -18,7 +18,7 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 		protocol.RoleScheduler: make([]time.Time, n.opts.Schedulers),
 	}
 	n.mu.Unlock()
-	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectBeat), func(msg *nats.Msg) {
+	sub, err := n.c.SubscribeFunc(n.c.Subject(protocol.SubjectBeat), func(msg *nats.Msg) {
 		var h protocol.Heartbeat
 		n.mu.Lock()
 		run := n.runID

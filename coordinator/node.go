@@ -3,6 +3,7 @@ package coordinator
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,6 +89,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 		n.partials = append(n.partials, [3]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger(), protocol.NewLedger()})
 	}
 	n.res.Run = n.runID
+	c.OnDrop(func(msg *nats.Msg, err error) { n.drop(msg, "", protocol.Reason(err), err) })
 	res, err := n.run(ctx, newCoordinator)
 	if err != nil {
 		n.abort(err)
@@ -425,6 +427,22 @@ func (n *node[P, R, U, S]) drop(msg *nats.Msg, from, reason string, err error) {
 	n.log.Debug("message dropped", "subject", subject, "reply", reply, "from", from, "reason", reason, "err", err)
 }
 
+// refuse answers msg, a join that does not verify under the job's key, with
+// a refusal that carries no MAC: sealed, it would be a message of the job
+// sent wherever msg's reply subject says.
+func (n *node[P, R, U, S]) refuse(msg *nats.Msg, why string) {
+	if msg.Reply == "" {
+		return
+	}
+	data, err := wire.Marshal(protocol.JoinReply{Err: why})
+	if err == nil {
+		err = n.c.NATS().Publish(msg.Reply, data)
+	}
+	if err != nil {
+		n.log.Warn("join refusal", "err", err)
+	}
+}
+
 // invalid returns the error of the job when a message on msg's subject
 // from the node from is invalid or conflicts with one taken (err): the
 // error names them (DESIGN §6).
@@ -445,10 +463,32 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 	if d := n.opts.Manifest.Data; d != "" {
 		n.data, n.dataFrom = d, "the job's"
 	}
+	ticket := rand.Text() // the challenge of a join with a key (DESIGN §6)
 	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectJoin), func(msg *nats.Msg) {
+		if err := n.c.Verify(msg); err != nil {
+			// A node without the job's key, or with another: it learns
+			// why, from an answer without a MAC (which a node with the
+			// key would not take), and takes no place.
+			n.drop(msg, "", protocol.Reason(err), err)
+			n.refuse(msg, "wrong key: the job's coordinator has a job key, and this node has none or another (--key)")
+			return
+		}
+		if !n.c.Keyed() && wire.HasMAC(msg) {
+			n.drop(msg, "", protocol.DropUnexpected, errors.New("a join with a MAC, to a coordinator without a key"))
+			n.refuse(msg, "the job's coordinator has no job key, and this node has one (--key)")
+			return
+		}
 		var req protocol.JoinRequest
 		var rep protocol.JoinReply
 		err := protocol.Open(msg.Data, &req, protocol.TypeJoin, "")
+		if err == nil && n.c.Keyed() && req.Ticket != ticket {
+			// A join of this coordinator's run must carry its ticket: one
+			// recorded in another run, replayed, carries another.
+			if err := wire.Reply(n.c, msg, protocol.JoinReply{Challenge: ticket}); err != nil {
+				n.log.Warn("join challenge", "err", err)
+			}
+			return
+		}
 		if err == nil {
 			err = req.Validate()
 		}

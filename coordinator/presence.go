@@ -51,8 +51,7 @@ func (n *node[P, R, U, S]) claim(ctx context.Context) (*nats.Subscription, error
 	host, pid := protocol.Self()
 	p := &presence{self: protocol.Presence{Header: protocol.Header{Type: protocol.TypePresence},
 		Ticket: nuid.Next(), Host: host, PID: pid, Since: time.Now().UnixNano()}}
-	nc := n.c.NATS()
-	sub, err := nc.Subscribe(n.c.Subject(protocol.SubjectCoordinator), func(msg *nats.Msg) {
+	sub, err := n.c.SubscribeFunc(n.c.Subject(protocol.SubjectCoordinator), func(msg *nats.Msg) {
 		var probe protocol.Presence
 		if err := protocol.Open(msg.Data, &probe, protocol.TypePresence, ""); err != nil {
 			n.drop(msg, "", protocol.Reason(err), err)
@@ -101,7 +100,7 @@ func (n *node[P, R, U, S]) probe(ctx context.Context, p *presence) (*protocol.Pr
 	}
 	inbox := nc.NewInbox()
 	answers := make(chan *nats.Msg, 16)
-	sub, err := nc.Subscribe(inbox, func(msg *nats.Msg) {
+	sub, err := n.c.SubscribeFunc(inbox, func(msg *nats.Msg) {
 		select {
 		case answers <- msg:
 		default: // more than 16 coordinators answer: enough is known
@@ -118,7 +117,7 @@ func (n *node[P, R, U, S]) probe(ctx context.Context, p *presence) (*protocol.Pr
 	}
 	data, err := wire.Marshal(p.self)
 	if err == nil {
-		err = nc.PublishRequest(n.c.Subject(protocol.SubjectCoordinator), inbox, data)
+		err = n.c.Send(n.c.Subject(protocol.SubjectCoordinator), inbox, data)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: presence probe: %w", err)

@@ -61,6 +61,10 @@ type Options struct {
 	// Monitor, if set, receives every node's metrics (the coordinator's
 	// through Coordinator.Monitor, which Run sets to it).
 	Monitor *monitor.Metrics
+	// Key, if set, is the job's key: every node's messages carry a MAC
+	// under it, and each node drops those that do not (DESIGN §6). A node
+	// of another process joins the job only with the same key.
+	Key wire.Key
 }
 
 // Run runs prog's job to the end. It returns the coordinator's result, or
@@ -125,6 +129,9 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 			return err
 		}
 		c, err := wire.NewConn(nc, opts.Job)
+		if err == nil {
+			err = c.SetKey(opts.Key)
+		}
 		if err == nil && opts.Monitor != nil {
 			err = opts.Monitor.AddConn(name, nc)
 		}
@@ -154,6 +161,9 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	}
 	defer nc.Close()
 	c, err := wire.NewConn(nc, opts.Job)
+	if err == nil {
+		err = c.SetKey(opts.Key)
+	}
 	if err == nil && opts.Monitor != nil {
 		err = opts.Monitor.AddConn("coordinator", nc)
 	}

@@ -106,7 +106,7 @@ func New() *Metrics {
 		Candidates:    v("scheduler_candidates_total", "Candidates examined.", "part"),
 		Selected:      v("scheduler_selected_total", "Variables selected.", "part"),
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "strads", Name: "dropped_messages_total",
-			Help: "Messages dropped unused, by role and reason: garbage (does not decode, or of another type), foreign (another run id), duplicate (a replay), unexpected (nobody awaits it), incomplete (chunks missing)."},
+			Help: "Messages dropped unused, by role and reason: garbage (does not decode, or of another type), foreign (another run id), duplicate (a replay), unexpected (nobody awaits it), incomplete (chunks missing), unauthenticated (no MAC, with a job key), forged (a MAC that does not verify)."},
 			[]string{"role", "reason"}),
 		reg:   reg,
 		start: time.Now(),

@@ -83,7 +83,7 @@ func FollowCoordinator(c *wire.Conn, run string, log *slog.Logger) (*Pulse, erro
 		name string
 		last *atomic.Int64
 	}{{SubjectBeatCoordinator, &p.last}, {SubjectBeat, &p.others}} {
-		sub, err := c.NATS().Subscribe(c.Subject(s.name), func(msg *nats.Msg) {
+		sub, err := c.SubscribeFunc(c.Subject(s.name), func(msg *nats.Msg) {
 			var h Heartbeat
 			err := wire.Unmarshal(msg.Data, &h)
 			switch {

@@ -16,18 +16,30 @@ import (
 // refusal because the role's manifest differs from the job's is an error
 // whose text is the coordinator's (which names the role and the field) and
 // that matches ErrManifest; an error with no answer matches ErrTimeout.
+//
+// With a job key (c.Keyed), the coordinator first answers with a
+// challenge, which the join is sent again with (DESIGN §6); a coordinator
+// whose answers do not verify under the key (it has none, or another)
+// admits this node nowhere, and the error, once ctx is done, says so.
 func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration) (JoinReply, error) {
 	role := req.Role
 	if role == "" {
 		role = RoleWorker
 	}
 	req.Header = Header{Type: TypeJoin}
+	var keyErr error // the last answer dropped for its MAC
 	for {
 		rctx, cancel := context.WithTimeout(ctx, min(try, 5*time.Second))
 		rep, err := wire.Request[JoinRequest, JoinReply](rctx, c, SubjectJoin, req)
 		cancel()
 		if err == nil {
 			switch {
+			case rep.Challenge != "" && c.Keyed():
+				if rep.Challenge != req.Ticket {
+					req.Ticket = rep.Challenge
+					continue
+				}
+				return rep, fmt.Errorf("%s: join refused: the coordinator challenged its own ticket again", role)
 			case rep.Mismatch:
 				return rep, Mismatch(errors.New(rep.Err))
 			case rep.Err != "":
@@ -35,8 +47,14 @@ func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration)
 			}
 			return rep, nil
 		}
+		if errors.Is(err, wire.ErrForged) || errors.Is(err, wire.ErrUnauthenticated) {
+			keyErr = err
+		}
 		if ctx.Err() != nil {
 			err := fmt.Errorf("%s: no coordinator answered on %s: %w", role, c.Subject(SubjectJoin), ctx.Err())
+			if keyErr != nil {
+				err = fmt.Errorf("%s: join refused: the job's coordinator does not have this key (--key): its answers on %s do not verify (%w)", role, c.Subject(SubjectJoin), keyErr)
+			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				err = Timeout(err)
 			}

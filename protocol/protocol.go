@@ -115,6 +115,11 @@ type JoinRequest struct {
 	// that the coordinator's errors can name it (Node).
 	Host string `msgpack:"host,omitempty"`
 	PID  int    `msgpack:"pid,omitempty"`
+	// Ticket, in a job with a key, is the coordinator's challenge
+	// (JoinReply.Challenge), which the node's join must carry: a join
+	// recorded in another run of the job, under the same key, carries
+	// another and takes no place (DESIGN §6).
+	Ticket string `msgpack:"ticket,omitempty"`
 }
 
 // JoinReply gives a node its place: worker shard Shard of Shards, or
@@ -152,6 +157,9 @@ type JoinReply struct {
 	// SubjectSpare(its ID) for an Assign that gives it the place of a
 	// lost node, or tells it the job is over.
 	Spare bool `msgpack:"spare,omitempty"`
+	// Challenge, from a coordinator with a job key, answers a join
+	// without its ticket: the node asks again with Ticket set to it.
+	Challenge string `msgpack:"challenge,omitempty"`
 }
 
 // SubjectSpare returns the subject on which the spare of ID id awaits its

@@ -29,6 +29,13 @@ const (
 	// DropIncomplete: a message split into chunks that could not be put
 	// together again (wire.ErrIncomplete).
 	DropIncomplete = "incomplete"
+	// DropUnauthenticated: a message without a MAC, received by a node
+	// with the job's key (wire.ErrUnauthenticated): from a node without
+	// the key.
+	DropUnauthenticated = "unauthenticated"
+	// DropForged: a message whose MAC does not verify under the job's key
+	// (wire.ErrForged): forged, altered, or from a node with another key.
+	DropForged = "forged"
 )
 
 // The errors of Open, and of the messages' Validate methods.
@@ -72,7 +79,8 @@ func Open(data []byte, m message, typ, run string) error {
 }
 
 // Reason returns the drop reason of err, an error of Open (DropGarbage or
-// DropForeign), or of a wire receiver (DropIncomplete), or "" for any
+// DropForeign), or of a wire receiver (DropIncomplete, DropUnauthenticated,
+// DropForged), or "" for any
 // other error.
 func Reason(err error) string {
 	switch {
@@ -82,6 +90,10 @@ func Reason(err error) string {
 		return DropForeign
 	case errors.Is(err, wire.ErrIncomplete):
 		return DropIncomplete
+	case errors.Is(err, wire.ErrUnauthenticated):
+		return DropUnauthenticated
+	case errors.Is(err, wire.ErrForged):
+		return DropForged
 	}
 	return ""
 }

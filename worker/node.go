@@ -101,6 +101,12 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	if manifest.Version == 0 {
 		manifest.Version = protocol.Version
 	}
+	// Messages that fail the job key's MAC (DESIGN §6).
+	c.OnDrop(func(msg *nats.Msg, err error) {
+		reason := protocol.Reason(err)
+		opts.Monitor.Drop(protocol.RoleWorker, reason)
+		log.Debug("message dropped", "subject", msg.Subject, "reason", reason, "err", err)
+	})
 	// A spare awaits its place here: subscribe before joining.
 	spare, err := wire.NewMailbox(c, protocol.SubjectSpare(opts.ID))
 	if err != nil {
