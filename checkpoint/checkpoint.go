@@ -24,6 +24,7 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -38,6 +39,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/strads-go/strads/wire"
 )
 
 // ErrNone is matched by the error of Latest, and of Open without create,
@@ -86,6 +89,35 @@ type Manifest struct {
 	Bytes int64 `json:"bytes"`
 	// Time is when the checkpoint was committed.
 	Time time.Time `json:"time"`
+	// MAC, in a job with a key, is the HMAC-SHA256 under the key of the
+	// manifest without it (sealed by Commit, checked by Latest and
+	// Manifest): someone who may write the job's bucket, but has no key,
+	// cannot forge one (DESIGN §6).
+	MAC string `json:"mac,omitempty"`
+}
+
+// ErrForgedManifest is wrapped in the error of Latest and Manifest, in a
+// store with a key (OpenConn), for a manifest whose MAC does not verify:
+// forged, or committed without the key.
+var ErrForgedManifest = errors.New("manifest does not verify under the job key")
+
+// sum returns the MAC of m under key, in hex.
+func (m Manifest) sum(key wire.Key) string {
+	m.MAC = ""
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "" // never: a Manifest always encodes
+	}
+	return hex.EncodeToString(key.Sum([]byte("strads checkpoint manifest"), b))
+}
+
+// verified returns m, or an error matching ErrForgedManifest if s has a
+// key and m's MAC does not verify under it.
+func (s *Store) verified(m Manifest) (Manifest, error) {
+	if s.key.IsZero() || hmac.Equal([]byte(m.MAC), []byte(m.sum(s.key))) {
+		return m, nil
+	}
+	return Manifest{}, fmt.Errorf("checkpoint: job %s: the checkpoint of round %d: %w (forged, or committed without this --key)", s.job, m.Round, ErrForgedManifest)
 }
 
 // history is the content of the manifest object: the manifests committed
@@ -104,6 +136,8 @@ type Store struct {
 	js  jetstream.JetStream
 	obs jetstream.ObjectStore // the manifests
 	job string
+
+	key wire.Key // the job's key (OpenConn); zero: none
 
 	mu     sync.Mutex
 	rounds map[uint64]jetstream.ObjectStore // the pieces' buckets opened
@@ -170,6 +204,18 @@ func Open(ctx context.Context, nc *nats.Conn, job string, create bool) (*Store, 
 		return nil, fmt.Errorf("checkpoint: bucket %s: %w", Bucket(job), err)
 	}
 	return &Store{js: js, obs: obs, job: job, rounds: map[uint64]jetstream.ObjectStore{}}, nil
+}
+
+// OpenConn is Open on c's connection, for c's job, with c's key: a store
+// that seals the manifests it commits, and refuses those that do not
+// verify (DESIGN §6).
+func OpenConn(ctx context.Context, c *wire.Conn, create bool) (*Store, error) {
+	s, err := Open(ctx, c.NATS(), c.Job(), create)
+	if err != nil {
+		return nil, err
+	}
+	s.key = c.Key()
+	return s, nil
 }
 
 // Digest returns b's SHA-256, in hex, as a Manifest names it.
@@ -340,7 +386,7 @@ func (s *Store) Latest(ctx context.Context) (Manifest, error) {
 	if len(h.Checkpoints) == 0 {
 		return Manifest{}, fmt.Errorf("checkpoint: job %s: %w committed", s.job, ErrNone)
 	}
-	return h.Checkpoints[len(h.Checkpoints)-1], nil
+	return s.verified(h.Checkpoints[len(h.Checkpoints)-1])
 }
 
 // Manifest returns the manifest of the checkpoint of round, which must be
@@ -352,7 +398,7 @@ func (s *Store) Manifest(ctx context.Context, round uint64) (Manifest, error) {
 	}
 	for _, m := range h.Checkpoints {
 		if m.Round == round {
-			return m, nil
+			return s.verified(m)
 		}
 	}
 	return Manifest{}, fmt.Errorf("checkpoint: job %s: round %d: %w kept", s.job, round, ErrNone)
@@ -369,7 +415,14 @@ func (s *Store) Commit(ctx context.Context, m Manifest, keep int) error {
 	if err != nil {
 		return err
 	}
-	cps := slices.DeleteFunc(h.Checkpoints, func(c Manifest) bool { return c.Round >= m.Round })
+	// With a key, manifests that do not verify are not kept.
+	cps := slices.DeleteFunc(h.Checkpoints, func(c Manifest) bool {
+		_, err := s.verified(c)
+		return c.Round >= m.Round || err != nil
+	})
+	if !s.key.IsZero() {
+		m.MAC = m.sum(s.key)
+	}
 	cps = append(cps, m)
 	if len(cps) > max(keep, 1) {
 		cps = cps[len(cps)-max(keep, 1):]

@@ -44,7 +44,7 @@ type Saver struct {
 func NewSaver(ctx context.Context, c *wire.Conn, role string, place int, run string, timeout time.Duration, log *slog.Logger) (*Saver, error) {
 	octx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	store, err := Open(octx, c.NATS(), c.Job(), false)
+	store, err := OpenConn(octx, c, false)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func Restore(ctx context.Context, c *wire.Conn, role string, place int, round ui
 	// sends it again after the reconnect (a rollback runs mid-job).
 	var store *Store
 	err := Retry(ctx, c, func(ctx context.Context) (err error) {
-		store, err = Open(ctx, c.NATS(), c.Job(), false)
+		store, err = OpenConn(ctx, c, false)
 		return err
 	})
 	if err != nil {

@@ -344,7 +344,7 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
 	defer cancel()
-	store, err := checkpoint.Open(ctx, n.c.NATS(), n.c.Job(), n.opts.Checkpointing())
+	store, err := checkpoint.OpenConn(ctx, n.c, n.opts.Checkpointing())
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}

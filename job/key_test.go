@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
@@ -320,5 +321,36 @@ func TestKeyedJoinRefused(t *testing.T) {
 			jcancel()
 			<-done
 		})
+	}
+}
+
+// TestKeyedResume: a job with a key seals its checkpoints' manifests;
+// --resume with the key goes on to the same model, and with another key
+// refuses the manifest.
+func TestKeyedResume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	key := wire.NewKey()
+	opts := ckptOptions("kres", "", store, filepath.Join(dir, "first.csv"), false, nil, 20*time.Second)
+	opts.Key = key
+	want, err := runModel(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = ckptOptions("kres", "", store, filepath.Join(dir, "other-key.csv"), true, nil, 20*time.Second)
+	opts.Key = wire.NewKey()
+	if _, err := runModel(ctx, opts); !errors.Is(err, checkpoint.ErrForgedManifest) {
+		t.Fatalf("resume with another key: %v, want ErrForgedManifest", err)
+	}
+	opts = ckptOptions("kres", "", store, filepath.Join(dir, "resumed.csv"), true, nil, 20*time.Second)
+	opts.Key = key
+	got, err := runModel(ctx, opts)
+	if err != nil {
+		t.Fatalf("resume with the key: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the resumed job found another model")
 	}
 }

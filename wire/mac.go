@@ -166,6 +166,9 @@ func (c *Conn) SetKey(key Key) error {
 	return nil
 }
 
+// Key returns c's job key (the zero Key if none).
+func (c *Conn) Key() Key { return c.key }
+
 // Keyed reports whether c has a job key.
 func (c *Conn) Keyed() bool { return !c.key.IsZero() }
 
