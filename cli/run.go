@@ -138,6 +138,9 @@ func (s *session) execute(ctx context.Context, j *Job, opts *coordinator.Options
 		if n.c, err = wire.NewConn(nc, s.rf.job); err != nil {
 			return nil, UsageError(err)
 		}
+		if err := n.c.SetKey(s.rf.jobKey); err != nil {
+			return nil, err
+		}
 		n.nc = nc
 	}
 	var stop func()
@@ -272,7 +275,15 @@ func (p program[P, R, U, S]) run(ctx context.Context, n *node) (*coordinator.Res
 	rf := n.rf
 	switch n.role {
 	case All:
+		key := rf.jobKey
+		if key.IsZero() && rf.nats != "" {
+			// On a server that others use, the job's own roles share a
+			// key that nobody else has: no one joins or forges.
+			key = wire.NewKey()
+			n.log.Info("no --key: the job's roles use a random key of their own; no other process can join the job")
+		}
 		res, err := job.Run(ctx, p.prog, job.Options{
+			Key:         key,
 			Job:         rf.job,
 			NATS:        rf.nats,
 			NATSOptions: rf.natsOptions(),

@@ -26,6 +26,8 @@ type secFlags struct {
 	natsListen string
 	store      string
 	pprof      bool
+	key        string   // --key
+	jobKey     wire.Key // read from --key by checkSecurity
 }
 
 // addSecurityFlags adds the flags of secFlags to fs.
@@ -34,6 +36,7 @@ func (f *secFlags) addSecurityFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsListen, "nats-listen", "", "whole job without --nats: let the embedded NATS server also take TCP connections on `HOST:PORT` (no host: 127.0.0.1), say for a tool that watches the job's subjects; by default it takes none, its nodes connect in-process")
 	fs.StringVar(&f.store, "store", "", "whole job without --nats: enable JetStream in the embedded NATS server, with its store in `directory` DIR (created if missing), where checkpoints and data sets live and outlast the job; an external server (--nats) needs JetStream on instead (strads server --store DIR)")
 	fs.BoolVar(&f.pprof, "pprof", false, "with --http, also serve pprof profiles on /debug/pprof/")
+	fs.StringVar(&f.key, "key", "", "the job's key: a `file` (mode 0600) of at least 32 random bytes or their hex or base64 text, as strads key new writes it; every message of the job then carries a MAC under it, and a role without it cannot join or send the job anything; every role needs the same one. A whole job with --nats and no --key uses a random key of its own")
 }
 
 // addCredentialFlags adds the flags of secFlags that reach a protected
@@ -46,7 +49,7 @@ func (f *secFlags) addCredentialFlags(fs *flag.FlagSet) {
 }
 
 // securityPerRole are the flags of secFlags, all per role.
-var securityPerRole = []string{"creds", "tls-ca", "tls-cert", "tls-key", "nats-listen", "store", "pprof"}
+var securityPerRole = []string{"creds", "tls-ca", "tls-cert", "tls-key", "nats-listen", "store", "pprof", "key"}
 
 // checkSecurity checks the flags of secFlags against the role and the
 // other runtime flags.
@@ -64,6 +67,13 @@ func (f *runFlags) checkSecurity(role Role) error {
 	}
 	if err := f.checkCredentials(f.nats); err != nil {
 		return err
+	}
+	if f.key != "" {
+		k, err := LoadKey(f.key)
+		if err != nil {
+			return UsageError(fmt.Errorf("--key: %w", err))
+		}
+		f.jobKey = k
 	}
 	if f.pprof && f.http == "" {
 		return Usagef("--pprof: only with --http")

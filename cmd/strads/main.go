@@ -32,6 +32,7 @@ var commandLine = &cli.CommandLine{
 	Apps:    []cli.App{lassoApp(), ldaApp(), logregApp(), mfApp()},
 	Commands: []cli.Command{
 		{Name: "data", Synopsis: dataSynopsis, Summary: "store data sets in a NATS server's object store, which input flags read as nats:NAME", Run: runData},
+		cli.KeyCommand,
 		{Name: "gen", Synopsis: "APP [flags] -o FILE", Summary: "write a synthetic data set", Run: runGen},
 		{Name: "plot", Synopsis: "--metrics FILE[,FILE…] -o OUT.png|.svg [flags]", Summary: "chart metrics CSVs (objective, gap, …), a line per file", Run: runPlot},
 		{Name: "predict", Synopsis: "--model FILE --data FILE [--out FILE]", Summary: "apply a Lasso or logreg model to data", Run: runPredict},
