@@ -17,6 +17,7 @@ import (
 
 	"github.com/strads-go/strads/apps/nnls"
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
@@ -352,5 +353,103 @@ func TestKeyedResume(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("the resumed job found another model")
+	}
+}
+
+// TestKeyedJoinReplayChallenged records the joins of a run of a job with
+// a key, MACs and reply subjects as they were, and replays them to the
+// coordinator of the next run: each is answered with a challenge (the new
+// coordinator's ticket), never with a place or the run id (DESIGN §6).
+func TestKeyedJoinReplayChallenged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := startServer(t)
+	key := wire.NewKey()
+	rec, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	var mu sync.Mutex
+	var joins []*nats.Msg
+	sub, err := rec.Subscribe("strads.kjr.join", func(msg *nats.Msg) {
+		mu.Lock()
+		joins = append(joins, msg)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Flush()
+	opts := ckptOptions("kjr", srv.ClientURL(), "", filepath.Join(t.TempDir(), "out.csv"), false, nil, 20*time.Second)
+	opts.Coordinator.CheckpointEvery, opts.Coordinator.MaxRounds = 0, 20
+	opts.Key = key
+	if _, err := runModel(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	sub.Unsubscribe()
+	mu.Lock()
+	old := joins
+	mu.Unlock()
+	if len(old) < 4 {
+		t.Fatalf("%d joins recorded, want at least one per node", len(old))
+	}
+
+	// The next run: its coordinator alone, waiting for its nodes.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := wire.NewConn(nc, "kjr")
+	if err == nil {
+		err = c.SetKey(key)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	claimed := make(chan struct{})
+	copts := opts.Coordinator
+	copts.JoinTimeout = time.Minute
+	copts.Claimed = func() { close(claimed) }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		coordinator.Run(cctx, c, hostileProgram().NewCoordinator, copts)
+	}()
+	defer func() { ccancel(); <-done }()
+	select {
+	case <-claimed:
+	case <-done:
+		t.Fatal("the coordinator ended")
+	}
+	replies := make(chan *nats.Msg, len(old))
+	for _, msg := range old {
+		s, err := rec.Subscribe(msg.Reply, func(m *nats.Msg) { replies <- m })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Unsubscribe()
+	}
+	rec.Flush()
+	for _, msg := range old {
+		if err := rec.PublishMsg(&nats.Msg{Subject: msg.Subject, Reply: msg.Reply, Header: msg.Header, Data: msg.Data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range old {
+		select {
+		case m := <-replies:
+			var rep protocol.JoinReply
+			if err := wire.Unmarshal(m.Data, &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Challenge == "" || rep.Run != "" || rep.Err != "" {
+				t.Errorf("a replayed join was answered %+v, want a challenge alone", rep)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a replayed join had no answer")
+		}
 	}
 }

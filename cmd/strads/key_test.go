@@ -77,3 +77,17 @@ func TestKeyedProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeJobOwnKey: a whole job on an external server without --key
+// uses a random key of its own: a worker started beside it cannot join.
+func TestWholeJobOwnKey(t *testing.T) {
+	data := genData(t)
+	url := startServer(t)
+	common := []string{"--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--tol", "0", "--progress", "0", "--job", "own", "--nats", url}
+	whole := startProcess(t, "whole job", append([]string{"lasso", "--max-rounds", "1000000"}, common...)...)
+	outsider := startProcess(t, "worker", append([]string{"worker", "--join-timeout", "20s"}, common...)...)
+	if code := outsider.wait(t, time.Minute); code != 1 || !strings.Contains(outsider.stderr.String(), "join refused: wrong key") {
+		t.Errorf("worker beside a whole job: exit %d, want 1 and a refusal for its key: %s", code, outsider.stderr.String())
+	}
+	whole.cmd.Process.Kill()
+}
