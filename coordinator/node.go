@@ -456,7 +456,9 @@ func (n *node[P, R, U, S]) invalid(msg *nats.Msg, what string, from protocol.Nod
 // (Options.Manifest; DESIGN §2) is refused, with a message naming the
 // node and the field, and the job fails with the same message (ErrManifest):
 // it would wait for that node in vain. A node that comes once every place
-// is taken is refused without failing the job.
+// is taken is refused without failing the job. With a job key (DESIGN §6),
+// a join whose MAC fails is refused, and one without this coordinator's
+// ticket is answered with it as a challenge, to be sent again with it.
 func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 	places := map[string]map[string]int{protocol.RoleWorker: {}, protocol.RoleScheduler: {}}
 	limit := map[string]int{protocol.RoleWorker: n.opts.Workers, protocol.RoleScheduler: n.opts.Schedulers}
