@@ -22,7 +22,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -40,6 +39,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/strads-go/strads/jsobject"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -276,89 +276,15 @@ func (s *Store) Get(ctx context.Context, round uint64, piece, digest string) ([]
 }
 
 // read returns the object name of obs, the bucket called bucket, or an
-// error matching jetstream.ErrObjectNotFound if it has none. It reads the
-// object's chunks one by one from the bucket's stream, each with a
-// request, not with ObjectStore.GetBytes: the reader of GetBytes waits for
-// the chunks until its context's deadline and ignores a cancel, while the
-// cancel unsubscribes the consumer that delivers them, so that a read that
+// error matching jetstream.ErrObjectNotFound if it has none, through
+// package jsobject: chunk by chunk, each request ended by ctx, not with
+// ObjectStore.GetBytes, whose reader ignores a cancel, so that a read that
 // a reconnect cancelled (Retry), or whose consumer an outage lost, waited
-// the whole timeout, holding every later commit (DESIGN §6). Each request
-// here ends with ctx, and a chunk missing is an error at once, unless the
-// object was replaced meanwhile (a commit replaces the manifests, and
-// removes the old chunks once the new ones are in): it is then read again.
+// the whole timeout, holding every later commit (DESIGN §6). An object
+// replaced meanwhile (a commit replaces the manifests) is read again.
 func (s *Store) read(ctx context.Context, obs jetstream.ObjectStore, bucket, name string) ([]byte, error) {
-	var nuid string
-	for {
-		info, err := obs.GetInfo(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if info.NUID == nuid {
-			return nil, fmt.Errorf("object %s of bucket %s: chunks missing: %w", name, bucket, jetstream.ErrMsgNotFound)
-		}
-		nuid = info.NUID
-		b, err := s.readChunks(ctx, info, bucket)
-		if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return b, err
-		}
-	}
+	return jsobject.NewReader(s.js, bucket, 0).ReadAll(ctx, obs, name)
 }
-
-// readChunks reads the chunks of the object that info describes, in
-// bucket, and checks their size and digest.
-func (s *Store) readChunks(ctx context.Context, info *jetstream.ObjectInfo, bucket string) ([]byte, error) {
-	name := info.Name
-	if info.Opts != nil && info.Opts.Link != nil {
-		return nil, fmt.Errorf("object %s of bucket %s is a link", name, bucket)
-	}
-	want, err := jetstream.DecodeObjectDigest(info.Digest)
-	if err != nil {
-		return nil, fmt.Errorf("object %s of bucket %s: digest %q: %w", name, bucket, info.Digest, err)
-	}
-	if info.Size == 0 {
-		if info.Chunks != 0 {
-			return nil, fmt.Errorf("object %s of bucket %s: %d chunks of 0 bytes", name, bucket, info.Chunks)
-		}
-		return []byte{}, nil
-	}
-	stream, err := s.js.Stream(ctx, objStream(bucket))
-	if err != nil {
-		return nil, fmt.Errorf("object %s of bucket %s: %w", name, bucket, err)
-	}
-	subject := objChunks(bucket, info.NUID)
-	b := make([]byte, 0, min(info.Size, maxPrealloc))
-	h := sha256.New()
-	seq := uint64(1)
-	for i := range info.Chunks {
-		msg, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if err != nil {
-			return nil, fmt.Errorf("object %s of bucket %s: chunk %d of %d: %w", name, bucket, i+1, info.Chunks, err)
-		}
-		if uint64(len(b))+uint64(len(msg.Data)) > info.Size {
-			return nil, fmt.Errorf("object %s of bucket %s: its chunks hold more than its %d bytes", name, bucket, info.Size)
-		}
-		b = append(b, msg.Data...)
-		h.Write(msg.Data)
-		seq = msg.Sequence + 1
-	}
-	if uint64(len(b)) != info.Size {
-		return nil, fmt.Errorf("object %s of bucket %s: its chunks hold %d bytes, its size is %d", name, bucket, len(b), info.Size)
-	}
-	if !bytes.Equal(h.Sum(nil), want) {
-		return nil, fmt.Errorf("object %s of bucket %s: %w", name, bucket, jetstream.ErrDigestMismatch)
-	}
-	return b, nil
-}
-
-// maxPrealloc bounds the buffer read allocates ahead, whatever size an
-// object's description claims.
-const maxPrealloc = 64 << 20
-
-// objStream returns the name of the stream of the object store bucket, and
-// objChunks the subject of the chunks of its object nuid, as JetStream's
-// object stores name them (ADR-20).
-func objStream(bucket string) string       { return "OBJ_" + bucket }
-func objChunks(bucket, nuid string) string { return "$O." + bucket + ".C." + nuid }
 
 // history reads the manifests committed; an empty one if none was.
 func (s *Store) history(ctx context.Context) (history, error) {

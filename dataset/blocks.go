@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/inputfile"
+	"github.com/strads-go/strads/jsobject"
 )
 
 // The layout of a data set in the bucket (DESIGN §6, "Data over NATS"):
@@ -237,7 +238,7 @@ func (s *Store) readIndex(ctx context.Context, name string, oi *jetstream.Object
 	ctx, cancel := s.deadline(ctx, oi.Size)
 	defer cancel()
 	var got atomic.Int64
-	if err := s.copyObject(ctx, name, name, &buf, &got); err != nil {
+	if err := s.copyObject(ctx, name, oi, &buf, &got); err != nil {
 		return index{}, err
 	}
 	var ix index
@@ -280,7 +281,7 @@ func (s *Store) getBlock(ctx context.Context, name string, ix index, k int, w io
 	}
 	lc := &lineCounter{w: w, head: make([]byte, 0, MaxHead)}
 	before := got.Load()
-	if err := s.copyObject(ctx, name, b.Object, lc, got); err != nil {
+	if err := s.copyObject(ctx, name, oi, lc, got); err != nil {
 		return err
 	}
 	lines := lc.n
@@ -345,39 +346,41 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// copyObject writes the object obj, of the data set name, to w, counting
-// the bytes into got. A transfer that brings nothing for the Store's
-// timeout fails at once, and so does one past ctx's deadline.
-func (s *Store) copyObject(ctx context.Context, name, obj string, w io.Writer, got *atomic.Int64) error {
-	res, err := s.obs.Get(ctx, obj)
-	if err != nil {
-		return storeError(err, name)
-	}
+// copyObject writes the object that oi describes, of the data set name, to
+// w, counting the bytes into got. It reads the object chunk by chunk with
+// package jsobject, not with ObjectStore.Get, whose reader waits for the
+// chunks until its context's deadline and ignores a cancel: a fetch that
+// its role gave up (a cancelled context) went on for the Store's timeout
+// plus a second per MiB. Each chunk's request ends with ctx, a chunk that
+// does not come for the Store's timeout fails the read at once, and one
+// that is gone (the object removed or replaced since oi was read) is an
+// error matching ErrIndex.
+func (s *Store) copyObject(ctx context.Context, name string, oi *jetstream.ObjectInfo, w io.Writer, got *atomic.Int64) error {
 	start := got.Load()
-	done := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(w, &counter{res, got})
-		res.Close()
-		done <- err
-	}()
-	stalled := make(chan int64, 1)
-	stop := s.watch(got, func(n int64) { stalled <- n })
-	defer stop()
-	// A return before the copy's end leaves it to end by itself: a read of
-	// the object store's blocks until the next chunk comes or the
-	// context's deadline passes, whatever else ends the context, and
-	// nothing else ends it (its Close waits for the read).
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("dataset: read %s%s: %w", Scheme, name, err)
-		}
+	_, err := s.rd.Copy(ctx, oi, &countWriter{w, got})
+	switch {
+	case err == nil:
 		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("dataset: read %s%s: %w after %d bytes of %s", Scheme, name, context.Cause(ctx), got.Load()-start, obj)
-	case n := <-stalled:
-		return fmt.Errorf("dataset: read %s%s: nothing came for %s, after %d bytes of %s", Scheme, name, s.timeout, n-start, obj)
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return fmt.Errorf("%w %s%s: %s lost chunks while read: was the data set replaced or removed meanwhile? (strads data put it again): %w", ErrIndex, Scheme, name, oi.Name, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("dataset: read %s%s: %w after %d bytes of %s (%w)", Scheme, name, context.Cause(ctx), got.Load()-start, oi.Name, err)
+	case errors.Is(err, jsobject.ErrStalled):
+		return fmt.Errorf("dataset: read %s%s: nothing came for %s, after %d bytes of %s: %w", Scheme, name, s.timeout, got.Load()-start, oi.Name, err)
 	}
+	return fmt.Errorf("dataset: read %s%s: %w", Scheme, name, err)
+}
+
+// countWriter is a writer that counts what it writes into n.
+type countWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // ErrNoIndex is the error of OpenPart for a data set stored whole, before

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/strads-go/strads/jsobject"
 	"github.com/strads-go/strads/protocol"
 )
 
@@ -88,6 +89,7 @@ const MinRate = 1 << 20
 // Store is the data sets of one NATS server.
 type Store struct {
 	obs     jetstream.ObjectStore
+	rd      *jsobject.Reader // reads its objects (copyObject)
 	timeout time.Duration
 	block   int
 }
@@ -120,7 +122,7 @@ func Open(ctx context.Context, nc *nats.Conn, timeout time.Duration, create bool
 	if err != nil {
 		return nil, storeError(err, "")
 	}
-	return &Store{obs: obs, timeout: timeout, block: DefaultBlock}, nil
+	return &Store{obs: obs, rd: jsobject.NewReader(js, Bucket, timeout), timeout: timeout, block: DefaultBlock}, nil
 }
 
 // storeError returns err, from the object store, as one of the package's
@@ -275,10 +277,11 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 }
 
 // Get writes the content of the data set name to w and returns its Info.
-// The object store checks each object against its SHA-256 digest as it
-// ends, and Get the whole content against the index's. A transfer that
-// brings nothing for the Store's timeout fails at once; the whole has
-// timeout + size/MinRate.
+// It reads each object chunk by chunk (package jsobject), checks it
+// against its SHA-256 digest as it ends, and the whole content against
+// the index's. A transfer that brings nothing for the Store's timeout
+// fails at once; the whole has timeout + size/MinRate; a cancel of ctx
+// ends it at once, and Get returns with nothing left writing to w.
 func (s *Store) Get(ctx context.Context, name string, w io.Writer) (Info, error) {
 	oi, err := s.stat(ctx, name)
 	if err != nil {
@@ -290,7 +293,7 @@ func (s *Store) Get(ctx context.Context, name string, w io.Writer) (Info, error)
 		ctx, cancel := s.deadline(ctx, in.Size)
 		defer cancel()
 		var got atomic.Int64
-		if err := s.copyObject(ctx, name, name, w, &got); err != nil {
+		if err := s.copyObject(ctx, name, oi, w, &got); err != nil {
 			return in, err
 		}
 		if uint64(got.Load()) != in.Size {
