@@ -297,21 +297,29 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 // close waits for the stores and commits in progress, up to wait, then
 // abandons them; removes the pieces of the checkpoints not committed
 // (abandoned, or still being collected), which no commit to come would
-// remove, for at most removeWait; and returns the checkpoints committed
-// and the last one's round.
+// remove, for at most removeWait, unless it abandoned a store or commit
+// (one cut short may yet land in the store, a manifest naming pieces
+// that the removal would take); and returns the checkpoints committed and
+// the last one's round.
 func (k *checkpointer) close(wait time.Duration) (committed int, last uint64) {
 	done := make(chan struct{})
 	go func() { k.wg.Wait(); close(done) }()
+	cutShort := false
 	select {
 	case <-done:
 	case <-time.After(wait):
+		cutShort = true
 	}
 	k.cancel()
 	<-done
 	k.mu.Lock()
 	committed, last = k.committed, k.last
 	k.mu.Unlock()
-	k.removeUncommitted()
+	if cutShort {
+		k.log.Info("the pieces of checkpoints not committed are left in the store: a store or commit was abandoned")
+	} else {
+		k.removeUncommitted()
+	}
 	return committed, last
 }
 
