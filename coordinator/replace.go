@@ -51,13 +51,23 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost protocol.Node, lost
 	n.log.Warn("replacing a lost node", "node", n.who(lost.Role, lost.Place), "round", round, "err", lostErr)
 	sctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
 	defer cancel()
-	m, err := n.store.Manifest(sctx, round)
+	// Each read is a request whose answer an outage may lose, as in
+	// checkpoint.Restore, which the other roles' rollbacks run: Retry
+	// sends it again after the reconnect.
+	var m checkpoint.Manifest
+	err := checkpoint.Retry(sctx, n.c, func(ctx context.Context) (err error) {
+		m, err = n.store.Manifest(ctx, round)
+		return err
+	})
 	if err == nil && m.Round != round {
 		err = fmt.Errorf("the manifest is of round %d", m.Round)
 	}
 	var b []byte
 	if err == nil {
-		b, err = n.store.Get(sctx, round, checkpoint.CoordinatorPiece, m.Pieces[checkpoint.CoordinatorPiece])
+		err = checkpoint.Retry(sctx, n.c, func(ctx context.Context) (err error) {
+			b, err = n.store.Get(ctx, round, checkpoint.CoordinatorPiece, m.Pieces[checkpoint.CoordinatorPiece])
+			return err
+		})
 	}
 	var piece coordPiece
 	if err == nil {
