@@ -286,6 +286,8 @@ func TestKeyedJoinRefused(t *testing.T) {
 			name := "kj" + strconv.Itoa(i)
 			opts := ckptOptions(name, srv.ClientURL(), "", filepath.Join(t.TempDir(), "out.csv"), false, nil, 20*time.Second)
 			opts.Coordinator.CheckpointEvery, opts.Coordinator.Workers = 0, 1
+			// Running until cancelled, while the outsider tries.
+			opts.Coordinator.MaxRounds, opts.Coordinator.Tol = 1<<40, 0
 			opts.Coordinator.JoinTimeout = 5 * time.Second
 			opts.Key = tc.coord
 			jctx, jcancel := context.WithCancel(ctx)

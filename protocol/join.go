@@ -30,7 +30,7 @@ func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration)
 	var keyErr error // the last answer dropped for its MAC
 	for {
 		rctx, cancel := context.WithTimeout(ctx, min(try, 5*time.Second))
-		rep, err := wire.Request[JoinRequest, JoinReply](rctx, c, SubjectJoin, req)
+		rep, err := wire.RequestRetried[JoinRequest, JoinReply](rctx, c, SubjectJoin, req)
 		cancel()
 		if err == nil {
 			switch {

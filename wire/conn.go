@@ -238,8 +238,24 @@ var ErrNoResponders = nats.ErrNoResponders
 
 // Request encodes req, sends it on the job subject name and decodes the
 // reply; either may be larger than the server's max_payload. It gives up
-// when ctx is done.
+// when ctx is done. Nobody listening ends it at once with ErrNoResponders;
+// with a key (SetKey), whose replies must verify, that status, which
+// carries no MAC, only adds ErrNoResponders to the error once ctx is done.
 func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (Rep, error) {
+	return request[Req, Rep](ctx, c, name, req, false)
+}
+
+// RequestRetried is Request where nobody listening ends the wait at once
+// with ErrNoResponders even with a key: for a request that its caller
+// sends again after any error (a join), which a forged status can only
+// make it send again sooner.
+func RequestRetried[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (Rep, error) {
+	return request[Req, Rep](ctx, c, name, req, true)
+}
+
+// request implements Request and RequestRetried; trustNobody says
+// whether the no-responders status ends the wait with a key.
+func request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req, trustNobody bool) (Rep, error) {
 	var rep Rep
 	data, err := Marshal(req)
 	if err != nil {
@@ -260,8 +276,16 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 		default: // the first reply or error wins
 		}
 	}
+	var noResponders atomic.Bool // with a key: the server said nobody listens
 	sub, err := c.nc.Subscribe(inbox, func(msg *nats.Msg) {
-		if !isNoResponders(msg) {
+		switch {
+		case c.Keyed() && !trustNobody && isNoResponders(msg):
+			// Anyone who reads the request's reply subject can send this
+			// status: with a key it does not end the wait, which an
+			// authenticated reply may still end.
+			noResponders.Store(true)
+			return
+		case !isNoResponders(msg):
 			if err := c.admit(msg); err != nil {
 				rejected.Store(&err)
 				return
@@ -301,6 +325,9 @@ func Request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req) (
 		x.err = asm.annotate(ctx.Err())
 		if p := rejected.Load(); p != nil {
 			x.err = fmt.Errorf("%w; a reply was dropped: %w", x.err, *p)
+		}
+		if noResponders.Load() {
+			x.err = fmt.Errorf("%w (%w)", x.err, ErrNoResponders)
 		}
 	}
 	if x.err != nil {

@@ -333,3 +333,43 @@ func BenchmarkMAC(b *testing.B) {
 		})
 	}
 }
+
+// TestKeyedRequestNoResponders: with a key, the no-responders status,
+// which anyone may send to a request's reply subject, does not end the
+// request: the authenticated reply that follows does; with nobody there,
+// the error says so once the wait ends.
+func TestKeyedRequestNoResponders(t *testing.T) {
+	srv := startSmall(t)
+	k := NewKey()
+	asker := connect(t, srv, false)
+	keyed(t, asker, k)
+	answerer := connect(t, srv, false)
+	keyed(t, answerer, k)
+	forger := connect(t, srv, false)
+	sub, err := answerer.NATS().Subscribe(answerer.Subject("ask"), func(msg *nats.Msg) {
+		// The forger's status first, then the answer.
+		_ = forger.NATS().PublishMsg(&nats.Msg{Subject: msg.Reply, Header: nats.Header{"Status": {"503"}}})
+		_ = forger.NATS().Flush()
+		_ = Reply(answerer, msg, numbers{X: 9})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := answerer.Flush(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Request[numbers, numbers](testCtx(t), asker, "ask", numbers{X: 1})
+	if err != nil || got.X != 9 {
+		t.Fatalf("Request: X=%d, %v; want the answer past the forged status", got.X, err)
+	}
+	sub.Unsubscribe()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := Request[numbers, numbers](ctx, asker, "nobody", numbers{X: 1}); !errors.Is(err, ErrNoResponders) {
+		t.Fatalf("Request to nobody: %v, want ErrNoResponders", err)
+	}
+	// RequestRetried takes the status at its word, at once.
+	if _, err := RequestRetried[numbers, numbers](testCtx(t), asker, "nobody", numbers{X: 1}); !errors.Is(err, ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("RequestRetried to nobody: %v, want ErrNoResponders alone", err)
+	}
+}
