@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -610,6 +611,13 @@ func TestForgedHeartbeats(t *testing.T) {
 // the job cannot replace the worker; it fails within its deadlines with
 // an error naming the lost worker and the spare that does not answer,
 // and never hangs.
+//
+// Which worker is the spare is the coordinator's choice: every node joins
+// before the coordinator is up, and is admitted when a retry of its join
+// finds it, in no set order; a node may even join after the job's first
+// task. The forged assignment goes to every node that joined, and to any
+// that joins later, and the test loses a worker other than the one that
+// left.
 func TestForgedSpareAssign(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -630,8 +638,15 @@ func TestForgedSpareAssign(t *testing.T) {
 		switch {
 		case rel == protocol.SubjectJoin && wire.Unmarshal(msg.Data, &jr) == nil:
 			mu.Lock()
-			ids = append(ids, jr.ID)
+			if !slices.Contains(ids, jr.ID) {
+				ids = append(ids, jr.ID)
+			}
 			mu.Unlock()
+			if r, ok := run.Load().(string); ok {
+				// A node that joins once the job runs waits as a spare.
+				b, _ := wire.Marshal(protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: r}, Stop: true})
+				a.publish(protocol.SubjectSpare(jr.ID), "", b)
+			}
 		case rel == protocol.SubjectTask && run.Load() == nil:
 			run.Store(runOf(msg.Data))
 			mu.Lock()
@@ -669,9 +684,13 @@ func TestForgedSpareAssign(t *testing.T) {
 		defer wg.Done()
 		node.Run(fctx, c, prog.NewScheduler, node.Options{JoinTimeout: join, Timeout: timeout})
 	}()
-	// The workers join one after the other, so that the last is the spare.
+	// The workers start one after the other; any of them may be the spare.
 	var conns []*wire.Conn
-	spareLeft := make(chan error, 1)
+	type left struct {
+		worker int
+		err    error
+	}
+	spareLeft := make(chan left, 3)
 	for i := range 3 {
 		c := connect()
 		conns = append(conns, c)
@@ -679,15 +698,13 @@ func TestForgedSpareAssign(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			err := worker.Run(fctx, c, prog.NewWorker, worker.Options{JoinTimeout: join, Timeout: timeout})
-			if i == 2 {
-				spareLeft <- err
-			}
+			spareLeft <- left{i, err}
 		}()
 		for {
 			mu.Lock()
 			n := len(ids)
 			mu.Unlock()
-			if n > i+1 { // the scheduler's join, and this worker's
+			if n > i+1 || fctx.Err() != nil { // the scheduler's join, and this worker's
 				break
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -695,15 +712,16 @@ func TestForgedSpareAssign(t *testing.T) {
 	}
 	var lost atomic.Int64
 	go func() {
+		var l left
 		select {
-		case err := <-spareLeft:
-			t.Logf("the spare: %v", err)
+		case l = <-spareLeft:
+			t.Logf("the spare, worker %d, left: %v", l.worker, l.err)
 		case <-fctx.Done():
 			return
 		}
 		time.Sleep(300 * time.Millisecond)
 		lost.Store(time.Now().UnixNano())
-		conns[0].NATS().Close()
+		conns[(l.worker+1)%3].NATS().Close() // a worker that holds a place
 	}()
 	_, err = coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
 	took := time.Since(time.Unix(0, lost.Load()))
