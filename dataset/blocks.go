@@ -12,6 +12,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -225,14 +226,11 @@ func oinfo(oi *jetstream.ObjectInfo) (Info, error) {
 // readIndex reads and checks the index of the data set name, whose object
 // is oi.
 func (s *Store) readIndex(ctx context.Context, name string, oi *jetstream.ObjectInfo) (index, error) {
-	bad := func(format string, args ...any) (index, error) {
-		return index{}, fmt.Errorf("%w %s%s: its index %s: store it again (strads data put)", ErrIndex, Scheme, name, fmt.Sprintf(format, args...))
-	}
 	if f := oi.Metadata[metaFormat]; f != indexFormat {
-		return bad("has the format %q, not %q: is this strads older than the one that stored it?", f, indexFormat)
+		return index{}, indexError(name, "has the format %q, not %q: is this strads older than the one that stored it?", f, indexFormat)
 	}
-	if oi.Size > 64<<20 {
-		return bad("is %d bytes", oi.Size)
+	if oi.Size > maxIndex {
+		return index{}, indexError(name, "is %d bytes", oi.Size)
 	}
 	var buf bytes.Buffer
 	ctx, cancel := s.deadline(ctx, oi.Size)
@@ -241,28 +239,55 @@ func (s *Store) readIndex(ctx context.Context, name string, oi *jetstream.Object
 	if err := s.copyObject(ctx, name, oi, &buf, &got); err != nil {
 		return index{}, err
 	}
+	return parseIndex(name, buf.Bytes(), oi.Metadata)
+}
+
+// maxIndex is the largest index object that readIndex reads, in bytes.
+const maxIndex = 64 << 20
+
+// indexError returns an error matching ErrIndex about the index of the
+// data set name.
+func indexError(name, format string, args ...any) error {
+	return fmt.Errorf("%w %s%s: its index %s: store it again (strads data put)", ErrIndex, Scheme, name, fmt.Sprintf(format, args...))
+}
+
+// parseIndex decodes and checks the index of the data set name, whose
+// object holds b and has the metadata meta. Whatever b holds, an index
+// that it returns lists blocks of the data set's name, each of at least
+// one byte and one line, that add up to its size and lines without
+// overflow; any other b is an error matching ErrIndex.
+func parseIndex(name string, b []byte, meta map[string]string) (index, error) {
 	var ix index
-	dec := json.NewDecoder(&buf)
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ix); err != nil {
-		return bad("is not one: %v", err)
+		return index{}, indexError(name, "is not one: %v", err)
+	}
+	if dec.More() {
+		return index{}, indexError(name, "holds more than one document")
+	}
+	if ix.Size > math.MaxInt64 || ix.Lines < 0 {
+		return index{}, indexError(name, "says %d bytes and %d lines", ix.Size, ix.Lines)
 	}
 	var size uint64
 	lines := 0
 	for k, b := range ix.Blocks {
 		if !strings.HasPrefix(b.Object, name+"/") || b.Size == 0 || b.Lines < 1 || !strings.HasPrefix(b.Digest, "SHA-256=") || len(b.Head) > MaxHead {
-			return bad("has a bad block %d: %+v", k, b)
+			return index{}, indexError(name, "has a bad block %d: %+v", k, b)
+		}
+		if b.Size > ix.Size-size || b.Lines > ix.Lines-lines {
+			return index{}, indexError(name, "lists blocks of more than its %d bytes and %d lines", ix.Size, ix.Lines)
 		}
 		size += b.Size
 		lines += b.Lines
 	}
 	switch {
 	case size != ix.Size || lines != ix.Lines:
-		return bad("lists blocks of %d bytes and %d lines, but says %d bytes and %d lines", size, lines, ix.Size, ix.Lines)
-	case strconv.FormatUint(ix.Size, 10) != oi.Metadata[metaSize] || ix.Digest != oi.Metadata[metaDigest]:
-		return bad("says %d bytes, %s, but its metadata %s bytes, %s", ix.Size, ix.Digest, oi.Metadata[metaSize], oi.Metadata[metaDigest])
+		return index{}, indexError(name, "lists blocks of %d bytes and %d lines, but says %d bytes and %d lines", size, lines, ix.Size, ix.Lines)
+	case strconv.FormatUint(ix.Size, 10) != meta[metaSize] || ix.Digest != meta[metaDigest]:
+		return index{}, indexError(name, "says %d bytes, %s, but its metadata %s bytes, %s", ix.Size, ix.Digest, meta[metaSize], meta[metaDigest])
 	case !strings.HasPrefix(ix.Digest, "SHA-256=") || ix.Fingerprint == "":
-		return bad("has no digest or fingerprint")
+		return index{}, indexError(name, "has no digest or fingerprint")
 	}
 	return ix, nil
 }
