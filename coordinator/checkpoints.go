@@ -367,14 +367,24 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 	if !n.opts.Resume {
 		return nil
 	}
-	m, err := store.Latest(ctx)
+	// The reads go through Retry, as a rollback's do (replace): an outage
+	// that loses an answer makes them be sent again after the reconnect.
+	var m checkpoint.Manifest
+	err = checkpoint.Retry(ctx, n.c, func(ctx context.Context) (err error) {
+		m, err = store.Latest(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("coordinator: resume: %w", err)
 	}
 	if err := n.sameJob(m); err != nil {
 		return fmt.Errorf("coordinator: resume from the checkpoint of round %d (run %s, %s): %w", m.Round, m.Run, m.Time.Format(time.RFC3339), err)
 	}
-	b, err := store.Get(ctx, m.Round, checkpoint.CoordinatorPiece, m.Pieces[checkpoint.CoordinatorPiece])
+	var b []byte
+	err = checkpoint.Retry(ctx, n.c, func(ctx context.Context) (err error) {
+		b, err = store.Get(ctx, m.Round, checkpoint.CoordinatorPiece, m.Pieces[checkpoint.CoordinatorPiece])
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("coordinator: resume: %w", err)
 	}
