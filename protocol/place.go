@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/strads-go/strads/wire"
 )
 
@@ -18,6 +20,36 @@ type RollbackError struct{ Rollback }
 
 func (r *RollbackError) Error() string {
 	return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round)
+}
+
+// Enter joins the job as req describes, a worker or scheduler node, and
+// serves the place it is given with serve until the job ends (ServePlace).
+// Before it joins, it subscribes to its spare subject (SubjectSpare), so
+// that an Assign cannot come before it listens, and has c report each
+// message it drops for the job key's MAC to drop, with its reason
+// (Reason), and to log. A manifest of version 0 is sent as Version.
+// joinTimeout bounds the join, timeout each request of it.
+func Enter(ctx context.Context, c *wire.Conn, req JoinRequest, joinTimeout, timeout time.Duration, drop func(reason string), log *slog.Logger, serve func(JoinReply) error) error {
+	if req.Manifest.Version == 0 {
+		req.Manifest.Version = Version
+	}
+	c.OnDrop(func(msg *nats.Msg, err error) {
+		reason := Reason(err)
+		drop(reason)
+		log.Debug("message dropped", "subject", msg.Subject, "reason", reason, "err", err)
+	})
+	spare, err := wire.NewMailbox(c, SubjectSpare(req.ID))
+	if err != nil {
+		return err
+	}
+	defer spare.Close()
+	joinCtx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	place, err := Join(joinCtx, c, req, timeout)
+	if err != nil {
+		return err
+	}
+	return ServePlace(ctx, c, spare, place, req.Role, log, serve)
 }
 
 // ServePlace serves place, the join reply of a worker or scheduler node of

@@ -95,30 +95,10 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	log := opts.Logger.With("role", "worker", "id", opts.ID)
 	host, pid := protocol.Self()
 
-	joinCtx, cancel := context.WithTimeout(ctx, opts.JoinTimeout)
-	defer cancel()
-	manifest := opts.Manifest
-	if manifest.Version == 0 {
-		manifest.Version = protocol.Version
-	}
-	// Messages that fail the job key's MAC (DESIGN §6).
-	c.OnDrop(func(msg *nats.Msg, err error) {
-		reason := protocol.Reason(err)
-		opts.Monitor.Drop(protocol.RoleWorker, reason)
-		log.Debug("message dropped", "subject", msg.Subject, "reason", reason, "err", err)
-	})
-	// A spare awaits its place here: subscribe before joining.
-	spare, err := wire.NewMailbox(c, protocol.SubjectSpare(opts.ID))
-	if err != nil {
-		return err
-	}
-	defer spare.Close()
-	place, err := protocol.Join(joinCtx, c, protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleWorker, Manifest: manifest, Host: host, PID: pid}, opts.Timeout)
-	if err != nil {
-		return err
-	}
 	var live built[P, R, U, S] // the app's worker, kept for a rollback
-	return protocol.ServePlace(ctx, c, spare, place, protocol.RoleWorker, log, func(place protocol.JoinReply) error {
+	req := protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleWorker, Manifest: opts.Manifest, Host: host, PID: pid}
+	drop := func(reason string) { opts.Monitor.Drop(protocol.RoleWorker, reason) }
+	return protocol.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, func(place protocol.JoinReply) error {
 		return serve(ctx, c, newWorker, opts, place, log, host, pid, &live)
 	})
 }
