@@ -15,8 +15,7 @@ import (
 
 // ColCoordinator is the coordinator side of the Lasso in the column layout:
 // it holds β and its own replica of q = y − Xβ, merges the workers' changes
-// with an exact line search, and certifies the objective with the duality
-// gap. With Config.Path it solves a regularization path in the runtime's
+// (stepWeights), and certifies the objective with the duality gap. With Config.Path it solves a regularization path in the runtime's
 // stages (it implements coordinator.Staged): every update it sends carries
 // the λ being solved, and the workers switch to it.
 type ColCoordinator struct {
@@ -31,11 +30,12 @@ type ColCoordinator struct {
 	q         []float64
 	beta      []float64
 	pos       []int32 // column → its index in a round's feedback, or -1
-	held      []bool  // column → handed to the leader (several workers)
+	shared    []bool  // column → shared with every worker (several workers)
 	test      *testSet
 	regPath   *Path // nil unless the job is a regularization path
 
-	// Rounds whose merged step was shorter than 1, and the shortest.
+	// Rounds that took a worker's change at a weight below 1, and the
+	// least weight.
 	Shortened int
 	MinAlpha  float64
 }
@@ -87,7 +87,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	}
 	c.q = slices.Clone(c.y)
 	c.beta = make([]float64, s0.Features)
-	c.held = make([]bool, s0.Features)
+	c.shared = make([]bool, s0.Features)
 	c.pos = make([]int32, s0.Features)
 	for j := range c.pos {
 		c.pos[j] = -1
@@ -153,15 +153,11 @@ func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
 	return nil
 }
 
-// Pull implements schmp.Coordinator. With one worker the change is its own
-// sequential coordinate descent, which never raises the objective, and is
-// taken whole. With several, only the leader's partial may change β (over
-// its own columns and those handed to it), and the others' hand it
-// columns, which the update forwards to it (see ColumnProgram's layout
-// notes). The leader's change is sequential coordinate descent too, taken
-// whole unless the whole step would raise the objective (by rounding
-// only): then it is taken at the step α ∈ [0, 1] that minimizes the
-// objective along it, by an exact line search.
+// Pull implements schmp.Coordinator: it takes each worker's change, all
+// over columns of its own, with the weight stepWeights finds (the exact
+// minimum of the objective over the weights, or all the changes whole
+// where they come close to it), so that no round raises the objective,
+// and forwards the columns the workers share to all of them.
 func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUpdate, schmp.Feedback, error) {
 	if len(partials) != c.workers {
 		return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("round with %d partials for %d workers", len(partials), c.workers)
@@ -170,56 +166,63 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		return ColUpdate{}, schmp.Feedback{}, err
 	}
 	fb := p.Feedback()
-	moved := -1 // the worker with a change
-	var handed columnar.Columns
+	// The next round is joint when no working set grew in this one (the
+	// rest is to solve the active set exactly), or below when the workers'
+	// changes did not add up.
+	u := ColUpdate{Lambda: c.lambda, Joint: c.workers > 1}
+	var changes []blockChange
 	for k, part := range partials {
-		var held []bool
-		if k == columnar.Leader {
-			held = c.held
+		if part.Added != 0 {
+			u.Joint = false
 		}
-		m, err := columnar.CheckChangeHeld(k, c.workers, len(c.beta), len(c.q), part.Vars, part.Value, len(part.Dir), held)
+		m, err := columnar.CheckChange(k, c.workers, len(c.beta), len(c.q), part.Vars, part.Value, len(part.Dir))
 		if err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err
 		}
-		if m && k != columnar.Leader {
-			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d changed the model, which only the leader (shard %d) does", k, columnar.Leader)
-		}
 		if m {
-			moved = k
+			changes = append(changes, blockChange{dir: part.Dir, vars: part.Vars, vals: part.Value})
 		}
-		if err := columnar.CheckHanded(k, c.workers, len(c.q), &part.Cols, c.held, c.beta); err != nil {
+		if err := columnar.CheckShared(k, c.workers, len(c.q), &part.Cols, c.shared); err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err
 		}
-		handed.AddAll(&part.Cols)
+		u.Cols.AddAll(&part.Cols)
 	}
-	for _, j := range handed.IDs {
-		c.held[j] = true
-	}
-	u := ColUpdate{Alpha: 1, Lambda: c.lambda, Cols: handed}
-	if moved < 0 {
+	if len(changes) == 0 {
 		return u, fb, nil
 	}
-	part := partials[moved]
-	u.Dir, u.Vars, u.Value = part.Dir, part.Vars, part.Value
-	if c.workers > 1 {
-		// The leader's change is exact Gauss–Seidel from the state every
-		// node holds (the column layout runs at depth 1), so φ(1) ≤ 0 up
-		// to rounding; the check keeps the guarantee whatever happens.
-		if lp := c.path(c.residual(), u.Dir, u.Vars, u.Value); lp.at(1) > 0 {
-			u.Alpha = lp.minimize()
+	alpha := stepWeights(c.residual(), changes, c.beta, c.lambda, c.cfg.Intercept)
+	if slices.Min(alpha) != 1 || slices.Max(alpha) != 1 {
+		// The changes did not add up: the workers' columns explain the
+		// same part of the residual, and block Jacobi is slow there.
+		u.Joint = c.workers > 1
+	}
+	if least := slices.Min(alpha); least < 1 {
+		c.Shortened++
+		c.MinAlpha = min(c.MinAlpha, least)
+	}
+	for k, ch := range changes {
+		a := alpha[k]
+		if a == 0 {
+			continue
+		}
+		if u.Dir == nil {
+			u.Dir = make([]float64, len(c.q))
+		}
+		for i, d := range ch.dir {
+			u.Dir[i] += a * d
+		}
+		for t, j := range ch.vars {
+			u.Vars = append(u.Vars, j)
+			u.Value = append(u.Value, step(c.beta[j], ch.vals[t], a))
 		}
 	}
-	if u.Alpha < 1 {
-		c.Shortened++
-		c.MinAlpha = min(c.MinAlpha, u.Alpha)
-	}
-	applyDir(c.q, u.Dir, u.Alpha)
+	applyDir(c.q, u.Dir)
 	for k, j := range fb.Vars {
 		c.pos[j] = int32(k)
 	}
 	for i, j := range u.Vars {
 		old := c.beta[j]
-		c.beta[j] = step(old, u.Value[i], u.Alpha)
+		c.beta[j] = u.Value[i]
 		if k := c.pos[j]; k >= 0 {
 			fb.Delta[k] = c.beta[j] - old
 		}
@@ -244,30 +247,6 @@ func (c *ColCoordinator) residual() []float64 {
 		}
 	}
 	return r
-}
-
-// path returns the objective along the change dir of Xβ (β_j moving to
-// vals[k] for j = vars[k]), relative to the objective now.
-func (c *ColCoordinator) path(r, dir []float64, vars []int32, vals []float64) linePath {
-	var mean float64
-	if c.cfg.Intercept {
-		for _, d := range dir {
-			mean += d
-		}
-		mean /= c.n
-	}
-	var a, b float64
-	for i, d := range dir {
-		d -= mean
-		a += d * d
-		b += r[i] * d
-	}
-	lp := linePath{a: a / c.n, b: b / c.n, lambda: c.lambda, b0: make([]float64, len(vars)), d: make([]float64, len(vars))}
-	for k, j := range vars {
-		lp.b0[k] = c.beta[j]
-		lp.d[k] = vals[k] - c.beta[j]
-	}
-	return lp
 }
 
 // Objective implements schmp.Coordinator: P(β) = (1/2n)‖r‖² + λ‖β‖₁ and

@@ -37,19 +37,21 @@ func TestLineSearch(t *testing.T) {
 				p.d[i] = -p.b0[i] * (0.1 + 2*rng.Float64()) // crosses zero
 			}
 		}
-		alpha := p.minimize()
-		if alpha < 0 || alpha > 1 {
-			t.Fatalf("trial %d: α = %v outside [0, 1]", trial, alpha)
-		}
-		f := p.at(alpha)
-		for g := 0; g <= 1000; g++ {
-			x := float64(g) / 1000
-			if fx := p.at(x); fx < f-1e-12*(1+math.Abs(f)) {
-				t.Fatalf("trial %d (%+v): φ(%v) = %v < φ(α = %v) = %v", trial, p, x, fx, alpha, f)
+		for _, limit := range []float64{1, MaxStep} {
+			alpha := p.minimize(limit)
+			if alpha < 0 || alpha > limit {
+				t.Fatalf("trial %d: α = %v outside [0, %v]", trial, alpha, limit)
 			}
-		}
-		if f > 1e-15 {
-			t.Fatalf("trial %d: φ(α) = %v > φ(0) = 0", trial, f)
+			f := p.at(alpha)
+			for g := 0; g <= 1000; g++ {
+				x := limit * float64(g) / 1000
+				if fx := p.at(x); fx < f-1e-12*(1+math.Abs(f)) {
+					t.Fatalf("trial %d (%+v): φ(%v) = %v < φ(α = %v) = %v on [0, %v]", trial, p, x, fx, alpha, f, limit)
+				}
+			}
+			if f > 1e-15 {
+				t.Fatalf("trial %d: φ(α) = %v > φ(0) = 0", trial, f)
+			}
 		}
 	}
 }
@@ -95,8 +97,8 @@ func TestColumnsKKT(t *testing.T) {
 		// Several workers stalled here at gaps of 1e-11 to 1e-10, when
 		// their changes of Xβ were differences of residuals.
 		{"n>p/intercept/λ 0.3", 150, 30, true, scheduler.Priority, 400, 0.3},
-		// Wide enough that several workers hand the leader their columns
-		// over several rounds (columnar.HandLimit binds).
+		// Wide enough that the working sets grow over several rounds
+		// (columnar.HandLimit binds).
 		{"p≫n/wide", 40, 1500, true, scheduler.Priority, 0, 0.02},
 	}
 	for _, tc := range cases {

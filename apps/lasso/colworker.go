@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
@@ -12,14 +13,9 @@ import (
 
 // ColWorker is the worker side of the Lasso in the column layout: its own
 // columns with all their rows, the labels, and a replica of q = y − Xβ.
-//
-// With one worker it runs coordinate descent over its block and its
-// non-zero coordinates (Push). With several, worker columnar.Leader does
-// that over its own columns and every column handed to it, and the others
-// scan theirs for violators of the optimality conditions and hand them to
-// the leader (scan; DESIGN §5). A worker's local index l of a column is
-// l < x.Cols for its own column first+l, and x.Cols+f for the leader's
-// f-th handed column.
+// Each round it runs coordinate descent over its working set
+// (columnar.Screen), which its scan keeps, and returns its change of Xβ
+// (Push; DESIGN §5).
 type ColWorker struct {
 	cfg          Config
 	shard        int
@@ -39,25 +35,19 @@ type ColWorker struct {
 	scratch []float64 // q during a Push
 	trial   []float64 // β over the worker's columns during a Push
 	active  []int32
-	relTol  float64              // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
-	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
+	relTol  float64 // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
+	screen  *columnar.Screen
+	block   []int32 // a round's working set: the screen's, and in a joint round the other workers' active columns
+	joint   bool    // the next round is joint (ColUpdate.Joint)
 
-	// The leader's handed columns, copied as they arrived, with local
-	// indices after its own, and its working set (columnar.Held). colSum,
-	// curv, beta and trial extend over them.
-	held columnar.Held
-
-	// With several workers: which of its columns a worker handed to the
-	// leader's working set (the leader: put in its own), and a scan's
-	// candidates with their scores.
-	handed []bool
-	// grad[l] is |x̃_jᵀr| of own column l as the last Report computed it,
-	// which the next scan uses if no update came in between (gradFresh):
-	// the runtime asks for a report just before the push of a round.
-	grad      []float64
-	gradFresh bool
-	cand      []int32
-	score     []float64
+	// With several workers: the other workers' columns that joined the
+	// active set, copied as they arrived, with local indices after the
+	// worker's own (colSum, curv, beta and trial extend over them), and
+	// which of its own the worker shared.
+	held   columnar.Held
+	shared []bool
+	shift  float64 // c of r = q + c for the screen's dot products
+	work   int64   // the non-zeros that the screen's dot products visited
 }
 
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
@@ -76,11 +66,13 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	}
 	w := &ColWorker{
 		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
-		held:   columnar.NewHeld(first, x.Cols, total),
 		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
 		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
 		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),
-		work: columnar.NewWorkingSet(shard, first, x.Cols),
+		held: columnar.NewHeld(first, x.Cols, total),
+	}
+	if shards > 1 {
+		w.shared = make([]bool, x.Cols)
 	}
 	if cfg.Intercept {
 		for _, v := range y {
@@ -88,20 +80,18 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		}
 		w.meanY /= w.n
 	}
+	norm := make([]float64, x.Cols)
 	for l := range x.Cols {
 		_, vals := x.Col(l)
 		w.colSum[l], w.curv[l] = w.colStats(vals)
+		norm[l] = math.Sqrt(w.curv[l] * w.n)
 	}
-	if shards > 1 {
-		w.handed = make([]bool, x.Cols)
-		w.grad = make([]float64, x.Cols)
-	}
+	w.screen = columnar.NewScreen(first, norm)
 	return w, nil
 }
 
 // colStats returns a column's sum Σ_i x_ij and curvature a_j = ‖x̃_j‖²/n (0
-// for a column with nothing to fit) from its non-zero values, as every node
-// that holds the column computes them alike.
+// for a column with nothing to fit) from its non-zero values.
 func (w *ColWorker) colStats(vals []float64) (sum, curv float64) {
 	var sq float64
 	for _, v := range vals {
@@ -145,12 +135,12 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 	return s, nil
 }
 
-// Apply implements schmp.Worker: it moves q and the worker's β as the
-// update says (β of its own columns, and the leader's of its handed
-// columns too), switches to the update's λ, if it carries a new one, and,
-// on the leader, takes the columns handed to it.
+// Apply implements schmp.Worker: it moves q and the worker's β (of its own
+// columns and those it holds) as the update says, switches to the update's
+// λ, if it carries a new one, and keeps the columns the other workers
+// shared.
 func (w *ColWorker) Apply(u ColUpdate) error {
-	w.gradFresh = false
+	w.joint = u.Joint
 	if u.Lambda != 0 && u.Lambda != w.lambda {
 		// A new λ (the first, or the next of a path): the inner tolerance
 		// starts afresh, since its tightening was the previous λ's.
@@ -161,46 +151,56 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))
 	}
 	// Checked before any is applied: updates come over the network.
-	if !(u.Alpha >= 0 && u.Alpha <= 1) || !finite(u.Lambda) || !allFinite(u.Value) || !allFinite(u.Dir) {
-		return fmt.Errorf("update with a step %v, λ %v, and values or a direction that are not finite", u.Alpha, u.Lambda)
+	if !finite(u.Lambda) || !allFinite(u.Value) || !allFinite(u.Dir) {
+		return fmt.Errorf("update with λ %v, and values or a direction that are not finite", u.Lambda)
 	}
 	if u.Dir != nil {
 		if len(u.Dir) != len(w.q) {
 			return fmt.Errorf("update with a direction over %d rows, want %d", len(u.Dir), len(w.q))
 		}
-		applyDir(w.q, u.Dir, u.Alpha)
+		applyDir(w.q, u.Dir)
+		w.screen.Moved(centeredNorm(u.Dir, w.cfg.Intercept))
 	}
-	if u.Cols.Len() > 0 && w.shard == columnar.Leader {
-		if err := w.take(&u.Cols); err != nil {
+	if u.Cols.Len() > 0 && w.shared != nil {
+		err := w.held.Take(&u.Cols, len(w.q), true, func(vals []float64) {
+			sum, a := w.colStats(vals)
+			w.colSum = append(w.colSum, sum)
+			w.curv = append(w.curv, a)
+			w.beta = append(w.beta, 0)
+			w.trial = append(w.trial, 0)
+		})
+		if err != nil {
 			return err
 		}
 	}
 	for k, j := range u.Vars {
-		l := w.held.Local(j)
-		if l < 0 {
-			continue // another worker's column
+		if l := w.held.Local(j); l >= 0 {
+			w.beta[l] = u.Value[k]
 		}
-		w.beta[l] = step(w.beta[l], u.Value[k], u.Alpha)
 	}
 	return nil
 }
 
-// take adds the columns handed to the leader, copied, with β_j = 0: only
-// the leader changes β, and a worker hands only columns whose β_j is 0.
-func (w *ColWorker) take(cols *columnar.Columns) error {
-	return w.held.Take(cols, len(w.q), func(vals []float64) {
-		sum, a := w.colStats(vals)
-		w.colSum = append(w.colSum, sum)
-		w.curv = append(w.curv, a)
-		w.beta = append(w.beta, 0)
-		w.trial = append(w.trial, 0)
-	})
+// centeredNorm returns ‖d − d̄‖ with an intercept (the change of the
+// centered residual that a change d of q makes), ‖d‖ without.
+func centeredNorm(d []float64, intercept bool) float64 {
+	var mean, ss float64
+	if intercept {
+		for _, v := range d {
+			mean += v
+		}
+		mean /= float64(len(d))
+	}
+	for _, v := range d {
+		ss += (v - mean) * (v - mean)
+	}
+	return math.Sqrt(ss)
 }
 
-// applyDir sets q ← q − alpha·dir, as every node of the job does it.
-func applyDir(q, dir []float64, alpha float64) {
+// applyDir sets q ← q − dir, as every node of the job does it.
+func applyDir(q, dir []float64) {
 	for i, d := range dir {
-		q[i] -= alpha * d
+		q[i] -= d
 	}
 }
 
@@ -226,42 +226,49 @@ func (w *ColWorker) residualShift(sumQ float64) float64 {
 	return -sumQ / w.n
 }
 
-// Push implements schmp.Worker: coordinate descent on a scratch copy of q
-// over the round's working set — the worker's block and its non-zero
-// coordinates, which are in every round's working set as in glmnet's active
-// set strategy. It sweeps the whole working set, then its non-zero
-// coordinates until they settle, then the whole set again, until a sweep
-// changes nothing by more than the inner tolerance or the work budget is
-// spent.
-//
-// With several workers every worker first scans its columns not yet in the
-// leader's working set for violators (scan). The others hand theirs, with
-// their data, to the leader and stop there: their partial changes nothing.
-// The leader adds its own to its working set and runs the coordinate
-// descent above over its working set — the columns it picked from its own
-// so far and every column handed to it — instead of the plan's block, which
-// it only checks.
-func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
-	block, err := w.work.Build(p, w.beta[:w.x.Cols])
-	if err != nil {
+// corr returns |x̃_lᵀr| of own column l for the residual r = q + w.shift,
+// counting its work.
+func (w *ColWorker) corr(l int) float64 {
+	w.work += int64(w.x.NNZ(l)) + 1
+	return math.Abs(w.x.ColDot(l, w.q) + w.shift*w.colSum[l])
+}
+
+// setShift sets w.shift for the residual q holds now.
+func (w *ColWorker) setShift() {
+	var sumQ float64
+	for _, v := range w.q {
+		sumQ += v
+	}
+	w.shift = w.residualShift(sumQ)
+}
+
+// Push implements schmp.Worker. The worker's scan first updates its
+// working set (columnar.Screen.Update: the violators of the optimality
+// conditions join it, worst first, and coordinates that have settled at
+// zero leave). Then it runs coordinate descent over the set on a scratch
+// copy of q: it sweeps the whole set, then its non-zero coordinates until
+// they settle, then the whole set again, until a sweep changes nothing by
+// more than the inner tolerance or the work budget is spent. The plan is
+// empty: the workers choose their columns themselves.
+func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, error) {
+	if err := ctx.Err(); err != nil {
 		return ColPartial{}, err
 	}
-	var scanWork int64
-	if w.handed != nil {
-		if err := ctx.Err(); err != nil {
-			return ColPartial{}, err
+	w.work = 0
+	w.setShift()
+	added := w.screen.Update(w.n*w.lambda, w.beta[:w.x.Cols], w.corr)
+	block := append(w.block[:0], w.screen.Set()...)
+	if w.joint {
+		for f, j := range w.held.IDs {
+			if w.beta[w.x.Cols+f] != 0 {
+				block = append(block, j)
+			}
 		}
-		picked, work := w.scan()
-		if w.shard != columnar.Leader {
-			part := ColPartial{Work: work}
-			part.Cols.AddOwned(w.x, w.first, picked)
-			return part, nil
-		}
-		// The leader's working set: the columns it picked from its own
-		// (this round's too) and those handed to it, not the plan's block.
-		scanWork = work
-		block = w.held.WorkingSet(picked)
 	}
+	// In column order: in a joint round every worker then sweeps the
+	// active set in the same order, and their solves agree.
+	slices.Sort(block)
+	w.block = block
 	copy(w.scratch, w.q)
 	copy(w.trial, w.beta)
 	var sumQ, rr float64
@@ -341,13 +348,24 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 			}
 		}
 	}
-	var part ColPartial
-	part.Work = work + scanWork
+	// The worker reports the changes of its own coefficients only: those
+	// of the other workers' columns made its own fit the whole active set,
+	// and their owners report theirs. It shares its columns that joined
+	// the active set.
+	part := ColPartial{Work: work + w.work, Added: added}
 	for _, j := range block {
 		l := w.held.Local(j)
+		if l >= w.x.Cols {
+			continue
+		}
 		if w.trial[l] != w.beta[l] {
 			part.Vars = append(part.Vars, j)
 			part.Value = append(part.Value, w.trial[l])
+		}
+		if w.shared != nil && w.trial[l] != 0 && !w.shared[l] {
+			w.shared[l] = true
+			rows, vals := w.x.Col(l)
+			part.Cols.Add(j, rows, vals)
 		}
 	}
 	if len(part.Vars) > 0 {
@@ -357,9 +375,9 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 		// them the coordinator's line search.
 		part.Dir = make([]float64, len(w.q))
 		for k, j := range part.Vars {
-			l := w.held.Local(j)
+			l := int(j) - w.first
 			d := part.Value[k] - w.beta[l]
-			rows, vals := w.col(l)
+			rows, vals := w.x.Col(l)
 			for t, i := range rows {
 				part.Dir[i] += vals[t] * d
 			}
@@ -369,7 +387,10 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 }
 
 // Report implements schmp.Worker: the residual's sums, which every worker
-// computes alike, and the correlations and ‖β‖₁ of its own columns.
+// computes alike, and the largest correlation and ‖β‖₁ of its own
+// columns. The largest correlation is exact wherever it exceeds nλ (the
+// screen computes every column that may): the duality gap, which uses it
+// only above nλ, is exact.
 func (w *ColWorker) Report() (ColSummary, error) {
 	s := ColSummary{Rows: len(w.y)}
 	var sumQ float64
@@ -382,18 +403,8 @@ func (w *ColWorker) Report() (ColSummary, error) {
 		s.SqResid += r * r
 		s.YtR += (w.y[i] - w.meanY) * r
 	}
-	for l := range w.x.Cols {
-		if w.curv[l] == 0 {
-			continue
-		}
-		g := math.Abs(w.x.ColDot(l, w.q) + c*w.colSum[l])
-		s.MaxXtR = max(s.MaxXtR, g)
-		if w.handed != nil {
-			w.grad[l] = g
-		}
-	}
-	// The next Push scans the same q, unless an update comes first.
-	w.gradFresh = w.handed != nil
+	w.shift = c
+	s.MaxXtR = w.screen.MaxCorr(w.n*w.lambda, w.corr)
 	for _, b := range w.beta[:w.x.Cols] {
 		if b != 0 {
 			s.L1 += math.Abs(b)
@@ -414,41 +425,4 @@ func (w *ColWorker) blockNNZ(block []int32) int64 {
 		n += int64(len(rows))
 	}
 	return n
-}
-
-// scan is a worker's pass, with several workers, over its columns not yet
-// in the leader's working set (their β_j is 0) against the residual
-// r = q + c: it finds the violators of the optimality conditions,
-// |x̃_jᵀr|/n > λ, and returns the worst of them, at most
-// columnar.HandLimit of its non-zero coefficients, which it marks as
-// handed, and the work it did.
-func (w *ColWorker) scan() (picked []int32, work int64) {
-	var sumQ float64
-	for _, v := range w.q {
-		sumQ += v
-	}
-	c := w.residualShift(sumQ)
-	w.cand, w.score = w.cand[:0], w.score[:0]
-	for l := range w.x.Cols {
-		if w.handed[l] || w.curv[l] == 0 {
-			continue
-		}
-		var g float64
-		if w.gradFresh {
-			g = w.grad[l]
-		} else {
-			rows, vals := w.x.Col(l)
-			work += int64(len(rows)) + 1
-			var dot float64
-			for t, i := range rows {
-				dot += vals[t] * w.q[i]
-			}
-			g = math.Abs(dot + c*w.colSum[l])
-		}
-		if g /= w.n; g > w.lambda {
-			w.cand = append(w.cand, int32(w.first+l))
-			w.score = append(w.score, g)
-		}
-	}
-	return columnar.Pick(w.cand, w.score, w.beta[:w.x.Cols], w.handed, w.first), work
 }

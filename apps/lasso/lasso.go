@@ -89,7 +89,7 @@ func ParseLayout(s string) (l Layout, auto bool, err error) {
 // DefaultInnerTol is the default Config.InnerTol: a worker stops sweeping
 // its block when no coordinate's step would lower the objective by more
 // than about DefaultInnerTol·‖r‖²/2n.
-const DefaultInnerTol = 1e-9
+const DefaultInnerTol = 1e-5
 
 // innerWorkFactor bounds a worker's work in a round, in the column layout,
 // to this many times the block's budget.

@@ -28,10 +28,10 @@ func (p linePath) at(alpha float64) float64 {
 	return f
 }
 
-// minimize returns the α in [0, 1] that minimizes φ, exactly: it walks the
+// minimize returns the α in [0, limit] that minimizes φ, exactly: it walks the
 // kinks in order, with the slope of the penalty term on each piece, and
 // stops on the piece (or at the kink) where φ′ changes sign.
-func (p linePath) minimize() float64 {
+func (p linePath) minimize(limit float64) float64 {
 	type kink struct{ at, jump float64 }
 	var kinks []kink
 	slope := 0.0 // of the penalty term just right of α = 0
@@ -46,7 +46,7 @@ func (p linePath) minimize() float64 {
 		}
 		slope += p.lambda * s * d
 		if b != 0 && (b > 0) != (d > 0) {
-			if t := -b / d; t < 1 {
+			if t := -b / d; t < limit {
 				kinks = append(kinks, kink{t, 2 * p.lambda * math.Abs(d)})
 			}
 		}
@@ -54,7 +54,7 @@ func (p linePath) minimize() float64 {
 	sort.Slice(kinks, func(i, j int) bool { return kinks[i].at < kinks[j].at })
 	lo := 0.0
 	for i := 0; ; {
-		hi := 1.0
+		hi := limit
 		if i < len(kinks) {
 			hi = kinks[i].at
 		}
@@ -68,7 +68,7 @@ func (p linePath) minimize() float64 {
 			}
 		}
 		if i == len(kinks) {
-			return 1
+			return limit
 		}
 		for ; i < len(kinks) && kinks[i].at == hi; i++ {
 			slope += kinks[i].jump

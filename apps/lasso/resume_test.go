@@ -103,7 +103,7 @@ func checkResume[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], c
 // TestResumeRuntime interrupts Lasso jobs on the runtime that take
 // checkpoints, in the row layout with two scheduler parts (at depth 1 and
 // with rounds in flight) and in the
-// column layout on a regularization path with a leader, resumes them from
+// column layout on a regularization path with two workers, resumes them from
 // their store, and checks that they end as the jobs never interrupted.
 func TestResumeRuntime(t *testing.T) {
 	for _, depth := range []int{1, 3} {
@@ -128,6 +128,6 @@ func TestResumeRuntime(t *testing.T) {
 			return fmt.Sprintf("shortened %d min α %.17g\n%s", coord.Shortened, coord.MinAlpha, pathLines(t, coord.Path()))
 		}
 		co := coordinator.Options{Workers: 2, Tol: 1e-10, MaxRounds: 3000, ReportEvery: 1}
-		checkResume(t, prog, co, extra, 2, 10, 40, 300)
+		checkResume(t, prog, co, extra, 2, 10, 40, 70)
 	})
 }

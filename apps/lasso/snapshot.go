@@ -14,7 +14,7 @@ import (
 
 // snapshotVersion is the version of the encoding of the roles' snapshots
 // (schmp.Snapshotter). The schedulers' are package columnar's.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // checkVersion reports an error unless v is snapshotVersion.
 func checkVersion(v uint8) error {
@@ -110,12 +110,12 @@ func (c *Coordinator) Restore(b []byte) error {
 	return nil
 }
 
-// colWorkerState is a ColWorker's snapshot: the replica of q, β, the λ and
-// the inner tolerance, and with several workers the columns handed (the
-// leader's held columns, the others' marks); its data and columns, to
-// check that it is restored into the same shard. The last report's
-// correlations are not saved: an update, which makes them stale, comes
-// before the next push of a worker restored after a round.
+// colWorkerState is a ColWorker's snapshot: the replica of q, β, the λ,
+// the inner tolerance, the working set, and with several workers the
+// columns held and shared; its data and columns, to check that it is
+// restored into the same shard. The screen's correlations are
+// not saved: a restored worker computes them afresh, and what it decides
+// from them is the same (columnar.Screen).
 type colWorkerState struct {
 	Version uint8              `msgpack:"version"`
 	Data    libsvm.Fingerprint `msgpack:"data"`
@@ -126,22 +126,23 @@ type colWorkerState struct {
 	RelTol  float64            `msgpack:"rel_tol"`
 	Q       wire.Float64s      `msgpack:"q"`
 	Beta    wire.Float64s      `msgpack:"beta"` // own columns, then held ones
-	Held    columnar.HeldState `msgpack:"held"`
-	Handed  []bool             `msgpack:"handed"`
+	Set     wire.Int32s        `msgpack:"set"`
+	Held    columnar.Columns   `msgpack:"held"`
+	Shared  []bool             `msgpack:"shared"`
 }
 
 // Snapshot implements schmp.Snapshotter.
 func (w *ColWorker) Snapshot() ([]byte, error) {
 	return wire.Marshal(colWorkerState{
 		Version: snapshotVersion, Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols,
-		Lambda: w.lambda, RelTol: w.relTol, Q: w.q, Beta: w.beta, Held: w.held.State(),
-		Handed: w.handed,
+		Lambda: w.lambda, RelTol: w.relTol, Q: w.q, Beta: w.beta, Set: w.screen.Set(),
+		Held: w.held.Columns, Shared: w.shared,
 	})
 }
 
 // Restore implements schmp.Snapshotter. A snapshot of another shard or
-// data, columns held that do not fit (as for an update that hands them),
-// or numbers that are not finite, are an error.
+// data, a working set of columns not the worker's, or numbers that are not
+// finite, are an error.
 func (w *ColWorker) Restore(b []byte) error {
 	var st colWorkerState
 	if err := wire.Unmarshal(b, &st); err != nil {
@@ -154,49 +155,44 @@ func (w *ColWorker) Restore(b []byte) error {
 	case st.Data != w.data || st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Q) != len(w.q):
 		return restoreErr(fmt.Errorf("snapshot of worker shard %d, of columns [%d, %d) and %d rows of %v; this one is shard %d, of [%d, %d) and %d rows of %v",
 			st.Shard, st.First, st.First+st.Cols, len(st.Q), st.Data, w.shard, w.first, w.first+w.x.Cols, len(w.q), w.data))
-	case len(st.Handed) != len(w.handed):
-		return restoreErr(fmt.Errorf("snapshot with %d columns marked handed, want %d", len(st.Handed), len(w.handed)))
-	case st.Held.Cols.Len() > 0 && w.shard != columnar.Leader || len(st.Held.Picked) > 0 && w.handed == nil:
-		return restoreErr(fmt.Errorf("snapshot of worker shard %d holding columns", w.shard))
-	case len(st.Beta) != w.x.Cols+st.Held.Cols.Len():
-		return restoreErr(fmt.Errorf("snapshot of %d coefficients for %d columns", len(st.Beta), w.x.Cols+st.Held.Cols.Len()))
+	case len(st.Shared) != len(w.shared) || st.Held.Len() > 0 && w.shared == nil:
+		return restoreErr(fmt.Errorf("snapshot with %d columns marked shared and %d held, for a worker of %d", len(st.Shared), st.Held.Len(), len(w.shared)))
+	case len(st.Beta) != w.x.Cols+st.Held.Len():
+		return restoreErr(fmt.Errorf("snapshot of %d coefficients for %d columns", len(st.Beta), w.x.Cols+st.Held.Len()))
 	case !(st.Lambda >= 0) || math.IsInf(st.Lambda, 0) || !(st.RelTol >= 0 && st.RelTol <= 1) || !allFinite(st.Q) || !allFinite(st.Beta):
 		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
 	}
-	for _, j := range st.Held.Picked {
-		if l := int(j) - w.first; l < 0 || l >= len(st.Handed) || !st.Handed[l] {
-			return restoreErr(fmt.Errorf("snapshot of the leader with its column %d picked but not marked", j))
-		}
+	if err := w.screen.Restore(st.Set); err != nil {
+		return restoreErr(err)
 	}
 	// A worker restored in place (a rollback, DESIGN §6) drops the
-	// columns it held, and what extends over them, first; the last
-	// report's correlations are stale.
+	// columns it held, and what extends over them, first.
 	nc := w.x.Cols
 	w.colSum, w.curv, w.trial = w.colSum[:nc:nc], w.curv[:nc:nc], w.trial[:nc:nc]
-	w.gradFresh = false
-	if err := w.held.Restore(st.Held, len(w.q), func(vals []float64) {
+	err := w.held.Restore(columnar.HeldState{Cols: st.Held}, len(w.q), func(vals []float64) {
 		sum, a := w.colStats(vals)
 		w.colSum = append(w.colSum, sum)
 		w.curv = append(w.curv, a)
 		w.trial = append(w.trial, 0)
-	}); err != nil {
+	})
+	if err != nil {
 		return restoreErr(err)
 	}
 	w.lambda, w.relTol = st.Lambda, st.RelTol
 	copy(w.q, st.Q)
 	w.beta = st.Beta
-	copy(w.handed, st.Handed)
+	copy(w.shared, st.Shared)
 	return nil
 }
 
 // colCoordinatorState is a ColCoordinator's snapshot: its replica of q,
-// β, the columns handed to the leader, the line search's record and the
-// regularization path's progress (Start gives the rest again).
+// β, the columns shared, the merges' record and the regularization path's
+// progress (Start gives the rest again).
 type colCoordinatorState struct {
 	Version   uint8         `msgpack:"version"`
 	Q         wire.Float64s `msgpack:"q"`
 	Beta      wire.Float64s `msgpack:"beta"`
-	Held      []bool        `msgpack:"held"`
+	Shared    []bool        `msgpack:"shared"`
 	Shortened int           `msgpack:"shortened"`
 	MinAlpha  float64       `msgpack:"min_alpha"`
 	Path      []byte        `msgpack:"path"` // nil without a path
@@ -204,7 +200,7 @@ type colCoordinatorState struct {
 
 // Snapshot implements schmp.Snapshotter.
 func (c *ColCoordinator) Snapshot() ([]byte, error) {
-	st := colCoordinatorState{Version: snapshotVersion, Q: c.q, Beta: c.beta, Held: c.held, Shortened: c.Shortened, MinAlpha: c.MinAlpha}
+	st := colCoordinatorState{Version: snapshotVersion, Q: c.q, Beta: c.beta, Shared: c.shared, Shortened: c.Shortened, MinAlpha: c.MinAlpha}
 	if c.regPath != nil {
 		b, err := c.regPath.Snapshot()
 		if err != nil {
@@ -225,9 +221,9 @@ func (c *ColCoordinator) Restore(b []byte) error {
 		return restoreErr(err)
 	}
 	switch {
-	case len(st.Q) != len(c.q) || len(st.Beta) != len(c.beta) || len(st.Held) != len(c.held):
-		return restoreErr(fmt.Errorf("snapshot of %d rows and %d coefficients (%d marked held), want %d and %d",
-			len(st.Q), len(st.Beta), len(st.Held), len(c.q), len(c.beta)))
+	case len(st.Q) != len(c.q) || len(st.Beta) != len(c.beta) || len(st.Shared) != len(c.shared):
+		return restoreErr(fmt.Errorf("snapshot of %d rows and %d coefficients (%d marked shared), want %d and %d",
+			len(st.Q), len(st.Beta), len(st.Shared), len(c.q), len(c.beta)))
 	case (st.Path != nil) != (c.regPath != nil):
 		return restoreErr(fmt.Errorf("snapshot with a path: %t, this job's: %t", st.Path != nil, c.regPath != nil))
 	case !allFinite(st.Q) || !allFinite(st.Beta) || !(st.MinAlpha >= 0 && st.MinAlpha <= 1) || st.Shortened < 0:
@@ -241,7 +237,7 @@ func (c *ColCoordinator) Restore(b []byte) error {
 	}
 	copy(c.q, st.Q)
 	copy(c.beta, st.Beta)
-	copy(c.held, st.Held)
+	copy(c.shared, st.Shared)
 	c.Shortened, c.MinAlpha = st.Shortened, st.MinAlpha
 	return nil
 }

@@ -128,8 +128,8 @@ func TestRestoreRows(t *testing.T) {
 }
 
 // TestRestoreColumns checks RestoreEvery in the column layout, with every
-// policy, one to three workers (the leader's working set and held
-// columns), and a regularization path.
+// policy, one to three workers (their working sets), and a regularization
+// path.
 func TestRestoreColumns(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
@@ -138,13 +138,16 @@ func TestRestoreColumns(t *testing.T) {
 		workers         int
 		work, path      int
 		intercept, test bool
+		tol             float64
 	}{
-		{"p>n", 40, 120, scheduler.Priority, 1, 300, 0, false, false},
-		{"p>n/intercept", 40, 120, scheduler.Random, 2, 300, 0, true, false},
-		{"n>p", 100, 30, scheduler.Cyclic, 1, 200, 0, true, true},
-		{"p≫n/wide", 40, 1500, scheduler.Priority, 3, 0, 0, true, false},
-		{"path", 40, 120, scheduler.Priority, 1, 300, 5, false, false},
-		{"path/intercept/test", 40, 120, scheduler.Priority, 2, 300, 5, true, true},
+		{"p>n", 40, 120, scheduler.Priority, 1, 300, 0, false, false, 1e-10},
+		{"p>n/intercept", 40, 120, scheduler.Random, 2, 300, 0, true, false, 1e-8},
+		{"n>p", 100, 30, scheduler.Cyclic, 1, 200, 0, true, true, 1e-14},
+		// Several workers take hundreds of rounds on this p ≫ n set (a
+		// worker's columns alone can fit the 40 rows): a looser tolerance.
+		{"p≫n/wide", 40, 1500, scheduler.Priority, 3, 0, 0, true, false, 1e-5},
+		{"path", 40, 120, scheduler.Priority, 1, 300, 5, false, false, 1e-10},
+		{"path/intercept/test", 40, 120, scheduler.Priority, 2, 300, 5, true, true, 1e-8},
 	} {
 		t.Run(fmt.Sprintf("%s/%v/workers=%d", tc.name, tc.policy, tc.workers), func(t *testing.T) {
 			pr := newProblem(t, tc.n, tc.p, 42)
@@ -153,7 +156,7 @@ func TestRestoreColumns(t *testing.T) {
 			if tc.test {
 				cfg.Test = newProblem(t, 20, tc.p, 43).path
 			}
-			pc := pipeline.Config{Workers: tc.workers, Depth: 1, ReportEvery: 1, Tol: 1e-10, MaxRounds: 3000}
+			pc := pipeline.Config{Workers: tc.workers, Depth: 1, ReportEvery: 1, Tol: tc.tol, MaxRounds: 3000}
 			extra := func(c schmp.Coordinator[ColPlan, ColPartial, ColUpdate, ColSummary]) string {
 				cc := c.(*ColCoordinator)
 				return fmt.Sprintf("shortened %d min α %.17g\n%s", cc.Shortened, cc.MinAlpha, pathLines(t, cc.Path()))
@@ -348,7 +351,7 @@ func FuzzRestore(f *testing.F) {
 		if cw.Restore(b) == nil {
 			cw.Report()
 			cw.Push(context.Background(), 1, ColPlan{Blocks: make([]wire.Int32s, 2)})
-			cw.Apply(ColUpdate{Alpha: 1, Lambda: 0.1})
+			cw.Apply(ColUpdate{Lambda: 0.1})
 			cw.Snapshot()
 		}
 		if c.Restore(b) == nil {

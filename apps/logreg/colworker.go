@@ -132,7 +132,7 @@ func (w *ColWorker) col(l int) ([]int32, []float64) {
 // take adds the columns handed to the leader, copied, with w_j = 0: only
 // the leader changes w, and a worker hands only columns whose w_j is 0.
 func (w *ColWorker) take(cols *columnar.Columns) error {
-	return w.held.Take(cols, len(w.rows), func([]float64) {
+	return w.held.Take(cols, len(w.rows), false, func([]float64) {
 		w.w = append(w.w, 0)
 		w.trial = append(w.trial, 0)
 	})

@@ -175,8 +175,36 @@ func CheckHanded(k, workers, rows int, cols *Columns, held []bool, coef []float6
 	return nil
 }
 
-// Held is what a column worker holds besides its own columns: on the
-// leader, the columns that the other workers handed it, copied as they
+// CheckShared checks the columns cols that worker shard k of workers shares
+// with the others in a round, in the column layout of rows rows and
+// len(shared) columns: each a column of k's (OwnedRange) not shared before
+// (shared[j]), and the data well formed (Columns.Check). It marks them
+// shared.
+func CheckShared(k, workers, rows int, cols *Columns, shared []bool) error {
+	if cols.Len() == 0 {
+		return nil
+	}
+	total := len(shared)
+	if err := cols.Check(rows, total); err != nil {
+		return fmt.Errorf("worker shard %d shared columns: %w", k, err)
+	}
+	lo, hi := OwnedRange(total, k, workers)
+	for _, j := range cols.IDs {
+		switch {
+		case int(j) < lo || int(j) >= hi:
+			return fmt.Errorf("worker shard %d shared column %d, outside its columns [%d, %d)", k, j, lo, hi)
+		case shared[j]:
+			return fmt.Errorf("worker shard %d shared column %d a second time", k, j)
+		}
+	}
+	for _, j := range cols.IDs {
+		shared[j] = true
+	}
+	return nil
+}
+
+// Held is what a column worker holds besides its own columns: the columns
+// that the other workers handed or shared with it, copied as they
 // arrived. A worker's columns have local indices: its own Own columns
 // [First, First+Own) first, then the held ones in the order they came, so
 // that its per-column state (coefficients, curvatures) extends over them.
@@ -212,8 +240,9 @@ func (h *Held) Local(j int32) int {
 // Take adds the columns of cols, an update's hand-over of data with rows
 // rows, checked (Columns.Check), calling added with each new column's
 // values, in order, so that the caller extends its per-column state. A
-// column the worker owns or holds already is an error.
-func (h *Held) Take(cols *Columns, rows int, added func(vals []float64)) error {
+// column the worker holds already is an error; one it owns, too, unless
+// skipOwn, which skips them.
+func (h *Held) Take(cols *Columns, rows int, skipOwn bool, added func(vals []float64)) error {
 	if err := cols.Check(rows, h.total); err != nil {
 		return fmt.Errorf("update handing columns to the leader: %w", err)
 	}
@@ -221,8 +250,11 @@ func (h *Held) Take(cols *Columns, rows int, added func(vals []float64)) error {
 		h.where = make([]int32, h.total)
 	}
 	for k, j := range cols.IDs {
+		if l := int(j) - h.first; skipOwn && uint(l) < uint(h.own) {
+			continue
+		}
 		if h.Local(j) >= 0 {
-			return fmt.Errorf("update handing the leader column %d, which it holds already", j)
+			return fmt.Errorf("update handing the worker column %d, which it holds already", j)
 		}
 		r, vals := cols.Col(k)
 		h.where[j] = int32(h.own + h.Len())

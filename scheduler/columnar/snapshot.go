@@ -137,7 +137,7 @@ func (h *Held) Restore(s HeldState, rows int, added func(vals []float64)) error 
 	}
 	h.reset()
 	if s.Cols.Len() != 0 {
-		if err := h.Take(&s.Cols, rows, added); err != nil {
+		if err := h.Take(&s.Cols, rows, false, added); err != nil {
 			return err
 		}
 	}

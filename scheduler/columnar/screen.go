@@ -1,0 +1,166 @@
+package columnar
+
+import (
+	"fmt"
+	"math"
+)
+
+// Screen keeps a column worker's working set (DESIGN §5): the columns of
+// its own on which it runs coordinate descent each round. A column enters
+// when it violates its optimality condition (its coefficient is 0 and its
+// correlation with the residual, |x̃_jᵀr|, exceeds the threshold nλ: the
+// Gauss–Southwell-r rule, worst first), and leaves when its coefficient is
+// 0 and its correlation has fallen well below the threshold (PruneMargin),
+// so that the set follows the active set as glmnet's and celer's do,
+// without cycling.
+//
+// Finding violators needs x̃_jᵀr for every column outside the set: a pass
+// over the worker's data. Screen makes most of that pass unnecessary once
+// the residual settles: it remembers each column's correlation as last
+// computed and how far the residual has moved since (Moved: the sum of
+// the updates' norms ‖Δr‖), so that by Cauchy–Schwarz
+//
+//	|x̃_jᵀr| ≤ |x̃_jᵀr₀| + ‖x̃_j‖·‖r − r₀‖,
+//
+// and a column whose bound is at most the threshold cannot violate; it is
+// skipped. Which columns are skipped never changes what the worker
+// decides: a skipped column is provably no violator, and every column that
+// might be one is computed exactly.
+type Screen struct {
+	first int
+	ws    []int32   // the working set, columns in the order they entered
+	in    []bool    // own column l is in ws
+	norm  []float64 // ‖x̃_l‖; 0 for a column with nothing to fit
+	corr  []float64 // |x̃_lᵀr| as last computed
+	at    []float64 // drift when corr was computed; -Inf: never
+	drift float64   // the residual's movement so far, an upper bound
+	cand  []int32
+	score []float64
+}
+
+// PruneMargin: a column of the working set whose coefficient is 0 leaves
+// it when its correlation is at most PruneMargin times the threshold.
+const PruneMargin = 0.9
+
+// slack is the relative margin of the bounds over rounding: the bound of a
+// column must be below (1 − slack) times the threshold to skip it, and
+// every movement is counted (1 + slack) times.
+const slack = 1e-9
+
+// NewScreen returns the screen of a worker whose own columns start at
+// column first, with the norms ‖x̃_l‖ of its columns (0 for a column that
+// never enters the set), and an empty working set.
+func NewScreen(first int, norm []float64) *Screen {
+	s := &Screen{first: first, norm: norm, in: make([]bool, len(norm)), corr: make([]float64, len(norm)), at: make([]float64, len(norm))}
+	s.Forget()
+	return s
+}
+
+// Forget drops every correlation computed, as after a restore.
+func (s *Screen) Forget() {
+	for l := range s.at {
+		s.at[l] = math.Inf(-1)
+	}
+}
+
+// Moved records that the residual moved by at most dr in norm.
+func (s *Screen) Moved(dr float64) {
+	if dr > 0 {
+		s.drift += dr * (1 + slack)
+	}
+}
+
+// Corr returns |x̃_lᵀr| for own column l, from dot, which computes it,
+// unless the residual has not moved since it was last computed.
+func (s *Screen) Corr(l int, dot func(l int) float64) float64 {
+	if s.at[l] != s.drift {
+		s.corr[l], s.at[l] = dot(l), s.drift
+	}
+	return s.corr[l]
+}
+
+// Below reports whether column l's correlation is provably at most t: its
+// bound from the last computed value is below t by the rounding margin.
+func (s *Screen) Below(l int, t float64) bool {
+	return s.corr[l]+s.norm[l]*(s.drift-s.at[l]) <= (1-slack)*t
+}
+
+// In reports whether own column l is in the working set.
+func (s *Screen) In(l int) bool { return s.in[l] }
+
+// Set returns the working set (valid until the next Update or Restore).
+func (s *Screen) Set() []int32 { return s.ws }
+
+// MaxCorr returns the largest correlation over the worker's columns that
+// may exceed t — those of the set, and the others that the bound does not
+// clear — computing each with dot. Every other column's is at most t, so
+// max(MaxCorr(t, dot), t) bounds the largest of all.
+func (s *Screen) MaxCorr(t float64, dot func(l int) float64) float64 {
+	var most float64
+	for l, nm := range s.norm {
+		if nm == 0 || !s.in[l] && s.Below(l, t) {
+			continue
+		}
+		most = max(most, s.Corr(l, dot))
+	}
+	return most
+}
+
+// Update makes the working set of a round, for the threshold t = nλ and
+// the worker's coefficients coef (indexed by own column): it drops the
+// columns whose coefficient is 0 and whose correlation is at most
+// PruneMargin·t, then adds the violators among the others (correlation
+// above t), worst first (lower column first among equals), at most
+// HandLimit of the number of non-zero coefficients. It returns how many
+// joined.
+func (s *Screen) Update(t float64, coef []float64, dot func(l int) float64) (added int) {
+	keep := s.ws[:0]
+	nz := 0
+	for _, j := range s.ws {
+		l := int(j) - s.first
+		if coef[l] != 0 || s.Corr(l, dot) > PruneMargin*t {
+			keep = append(keep, j)
+			continue
+		}
+		s.in[l] = false
+	}
+	s.ws = keep
+	for _, v := range coef {
+		if v != 0 {
+			nz++
+		}
+	}
+	s.cand, s.score = s.cand[:0], s.score[:0]
+	for l, nm := range s.norm {
+		if nm == 0 || s.in[l] || s.Below(l, t) {
+			continue
+		}
+		if g := s.Corr(l, dot); g > t {
+			s.cand = append(s.cand, int32(s.first+l))
+			s.score = append(s.score, g)
+		}
+	}
+	picked := HandOver(s.cand, s.score, HandLimit(nz))
+	for _, j := range picked {
+		s.in[int(j)-s.first] = true
+		s.ws = append(s.ws, j)
+	}
+	return len(picked)
+}
+
+// Restore sets the working set to ws, columns of the worker's own, each
+// once, as a snapshot recorded it, and forgets every correlation.
+func (s *Screen) Restore(ws []int32) error {
+	clear(s.in)
+	s.ws = s.ws[:0]
+	for _, j := range ws {
+		l := int(j) - s.first
+		if l < 0 || l >= len(s.in) || s.in[l] {
+			return fmt.Errorf("working set with column %d, outside the worker's columns [%d, %d) or twice", j, s.first, s.first+len(s.in))
+		}
+		s.in[l] = true
+		s.ws = append(s.ws, j)
+	}
+	s.Forget()
+	return nil
+}
