@@ -1,6 +1,11 @@
 package sparse
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+)
 
 // CSC is a Rows×Cols matrix in compressed sparse column form: the non-zeros
 // of column j are RowIdx[ColPtr[j]:ColPtr[j+1]] (ascending) with the values
@@ -65,7 +70,8 @@ func (b *Builder) AddRow(idx []int32, val []float64) {
 func (b *Builder) Rows() int { return b.rows }
 
 // Build returns the matrix with at least cols columns (more if a row used a
-// larger index).
+// larger index). Large matrices are compressed by GOMAXPROCS goroutines,
+// each filling a range of the columns.
 func (b *Builder) Build(cols int) *CSC {
 	if cols < b.cols {
 		cols = b.cols
@@ -83,17 +89,48 @@ func (b *Builder) Build(cols int) *CSC {
 	}
 	m.RowIdx = make([]int32, nnz)
 	m.Val = make([]float64, nnz)
-	next := append([]int(nil), m.ColPtr[:cols]...)
-	// Rows were added in order, so a stable counting sort by column keeps
-	// every column's row indices ascending.
+	parts := 1
+	if nnz >= parallelBuild {
+		parts = runtime.GOMAXPROCS(0)
+	}
+	// Part k fills the columns [lo, hi) that hold its share of the
+	// non-zeros; every part reads every entry, which is sequential and
+	// cheap next to the scattered writes it shares out.
+	var wg sync.WaitGroup
+	lo := 0
+	for k := range parts {
+		hi := cols
+		if k < parts-1 {
+			hi, _ = slices.BinarySearch(m.ColPtr[:cols+1], nnz*(k+1)/parts)
+			hi = max(lo, min(hi, cols))
+		}
+		from := lo
+		wg.Go(func() { b.fill(m, int32(from), int32(hi)) })
+		lo = hi
+	}
+	wg.Wait()
+	return m
+}
+
+// parallelBuild is the number of non-zeros from which Build compresses in
+// parallel.
+const parallelBuild = 1 << 20
+
+// fill writes the entries of the columns [lo, hi) into m, whose ColPtr is
+// set. Rows were added in order, so a stable counting sort by column keeps
+// every column's row indices ascending.
+func (b *Builder) fill(m *CSC, lo, hi int32) {
+	next := append([]int(nil), m.ColPtr[lo:hi]...)
 	for _, c := range b.chunks {
 		for _, e := range c {
-			p := next[e.col]
+			if e.col < lo || e.col >= hi {
+				continue
+			}
+			p := next[e.col-lo]
 			m.RowIdx[p], m.Val[p] = e.row, e.val
-			next[e.col]++
+			next[e.col-lo]++
 		}
 	}
-	return m
 }
 
 // ColDot returns Σ_k x_{i_k j}·v[i_k] over the non-zeros of column j, in

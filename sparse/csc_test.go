@@ -27,3 +27,34 @@ func TestBuilder(t *testing.T) {
 		t.Fatalf("NNZ wrong: %d %d", m.NNZ(1), m.NNZ(4))
 	}
 }
+
+// TestBuildParallel checks that a matrix large enough to be compressed in
+// parallel is the one a sequential counting sort gives.
+func TestBuildParallel(t *testing.T) {
+	var b Builder
+	const rows, cols = 6000, 800
+	for i := range rows {
+		var idx []int32
+		var val []float64
+		for j := (i * 7) % 3; j < cols; j += 1 + (i+j)%4 {
+			idx = append(idx, int32(j))
+			val = append(val, float64(i*cols+j+1))
+		}
+		b.AddRow(idx, val)
+	}
+	m := b.Build(cols + 2)
+	if n := len(m.Val); n < parallelBuild {
+		t.Fatalf("only %d non-zeros: the test does not reach the parallel fill", n)
+	}
+	for j := range m.Cols {
+		rs, vs := m.Col(j)
+		for k, i := range rs {
+			if k > 0 && rs[k-1] >= i {
+				t.Fatalf("column %d: rows %d, %d not ascending", j, rs[k-1], i)
+			}
+			if vs[k] != float64(int(i)*cols+j+1) {
+				t.Fatalf("column %d row %d: %v, want %v", j, i, vs[k], float64(int(i)*cols+j+1))
+			}
+		}
+	}
+}
