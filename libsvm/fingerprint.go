@@ -39,10 +39,39 @@ func FingerprintFile(path string) (Fingerprint, error) {
 		return Fingerprint{}, err
 	}
 	defer f.Close()
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h := crc32.New(castagnoli)
 	n, err := io.Copy(h, f)
 	if err != nil {
 		return Fingerprint{}, fmt.Errorf("libsvm: read %s: %w", path, err)
 	}
 	return Fingerprint{Size: n, CRC: h.Sum32()}, nil
 }
+
+// castagnoli is the CRC-32C table of fingerprints.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fingerprinter computes a Fingerprint of what a reader it wraps reads, so
+// that a read of the whole file fingerprints it without a pass of its own.
+// A nil *fingerprinter wraps nothing.
+type fingerprinter struct {
+	fp Fingerprint
+}
+
+// wrap returns r, reading through f.
+func (f *fingerprinter) wrap(r io.Reader) io.Reader {
+	if f == nil {
+		return r
+	}
+	return readerFunc(func(p []byte) (int, error) {
+		n, err := r.Read(p)
+		f.fp.Size += int64(n)
+		f.fp.CRC = crc32.Update(f.fp.CRC, castagnoli, p[:n])
+		return n, err
+	})
+}
+
+// readerFunc is an io.Reader from a function.
+type readerFunc func(p []byte) (int, error)
+
+// Read implements io.Reader.
+func (r readerFunc) Read(p []byte) (int, error) { return r(p) }

@@ -107,7 +107,7 @@ func (r Row) Width() int {
 // input is reported as a *ParseError, possibly after fn has seen the rows
 // before it.
 func Read(path string, fn func(line int, row Row) error) error {
-	return readFile(path, 0, -1, allCols, fn)
+	return readFile(path, 0, -1, allCols, nil, fn)
 }
 
 // ReadRange is like [Read] but parses only rows [lo, hi), where row r is on
@@ -118,7 +118,7 @@ func ReadRange(path string, lo, hi int, fn func(line int, row Row) error) error 
 	if lo < 0 || hi < lo {
 		return fmt.Errorf("libsvm: invalid row range [%d, %d)", lo, hi)
 	}
-	return readFile(path, lo, hi, allCols, fn)
+	return readFile(path, lo, hi, allCols, nil, fn)
 }
 
 // CountRows returns the number of rows (lines) in the file at path without
@@ -148,7 +148,7 @@ func CountRows(path string) (int, error) {
 // file and one number per row.
 func ReadLabels(path string, fn func(line int, label float64) error) error {
 	seen := false
-	err := scanLines(path, func(line int, b []byte) error {
+	err := scanLines(path, nil, func(line int, b []byte) error {
 		seen = true
 		label, _, msg := parseLabel(b)
 		if msg != "" {
@@ -167,14 +167,15 @@ func ReadLabels(path string, fn func(line int, label float64) error) error {
 
 // scanLines calls fn with every line of the file at path, without its
 // '\n', and its 1-based number, in order, until fn returns an error, which
-// it returns as it is.
-func scanLines(path string, fn func(line int, b []byte) error) error {
+// it returns as it is. With fp, it fingerprints what it reads (all of the
+// file, when it returns nil).
+func scanLines(path string, fp *fingerprinter, fn func(line int, b []byte) error) error {
 	f, err := open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	lr := lineReader{r: bufio.NewReaderSize(f, bufSize)}
+	lr := lineReader{r: bufio.NewReaderSize(fp.wrap(f), bufSize)}
 	for {
 		b, err := lr.next()
 		if err == io.EOF {
@@ -233,8 +234,9 @@ func countRows(r io.Reader) (int, error) {
 // keeping the features in the window win, on several goroutines when it
 // reads the whole file. Of a data set over NATS that the role has not
 // fetched whole (an inputfile.Remote), a range fetches only the lines that
-// cover it, numbered as in the whole.
-func readFile(path string, lo, hi int, win cols, fn func(int, Row) error) error {
+// cover it, numbered as in the whole. With fp, a read of the whole local
+// file fingerprints it as it goes.
+func readFile(path string, lo, hi int, win cols, fp *fingerprinter, fn func(int, Row) error) error {
 	if r, ok := inputfile.RemoteOf(path); ok && hi >= 0 {
 		rc, first, err := r.Lines(lo, hi)
 		if err != nil {
@@ -251,10 +253,11 @@ func readFile(path string, lo, hi int, win cols, fn func(int, Row) error) error 
 		return err
 	}
 	defer f.Close()
+	r := fp.wrap(f)
 	if p := parsers(); p > 1 && lo == 0 && hi < 0 {
-		return readParallel(path, f, p, chunkSize, win, fn)
+		return readParallel(path, r, p, chunkSize, win, fn)
 	}
-	return read(path, f, lo, hi, win, fn)
+	return read(path, r, lo, hi, win, fn)
 }
 
 // read parses rows [lo, hi) of r, or rows [lo, EOF) if hi < 0, keeping the

@@ -1,6 +1,11 @@
 package libsvm
 
-import "github.com/strads-go/strads/sparse"
+import (
+	"math"
+
+	"github.com/strads-go/strads/inputfile"
+	"github.com/strads-go/strads/sparse"
+)
 
 // ReadMatrix reads rows [lo, hi) of the file at path (hi < 0: to the end)
 // into a column-compressed matrix with at least cols columns, and their
@@ -31,34 +36,43 @@ func ReadMatrix(path string, lo, hi, cols int) (*sparse.CSC, []float64, error) {
 // splits rows. Column k of x is column first+k of the file. It keeps only
 // its part (see [ReadOwnedColumns], which also returns the labels).
 func ReadColumns(path string, part, parts int) (x *sparse.CSC, first, total int, err error) {
-	x, _, first, total, err = ReadOwnedColumns(path, part, parts)
+	x, _, first, total, _, err = ReadOwnedColumns(path, part, parts)
 	return x, first, total, err
 }
 
 // ReadOwnedColumns reads part of parts of the columns of every row of the
-// file at path, as [ReadColumns] does, and the labels of all rows. With one
-// part it parses the file once (the matrix's columns end at the last
-// non-zero). Otherwise it first scans the lines' ends for the number of
-// columns, then parses the file keeping its part's columns and converting
-// only their values where it can (the others are checked as strictly).
-func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64, first, total int, err error) {
-	if parts == 1 {
-		x, y, err = ReadMatrix(path, 0, -1, 0)
-		if err != nil {
-			return nil, nil, 0, 0, err
+// file at path, as [ReadColumns] does, the labels of all rows, and the
+// file's fingerprint (as [FingerprintFile] gives it, computed in the same
+// pass). With one part it parses the file once (the matrix's columns end at
+// the last non-zero). Otherwise it first scans the lines' ends for the
+// number of columns, then parses the file keeping its part's columns and
+// converting only their values where it can (the others are checked as
+// strictly).
+func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64, first, total int, fp Fingerprint, err error) {
+	var hash *fingerprinter
+	if _, remote := inputfile.RemoteOf(path); remote {
+		if fp, err = FingerprintFile(path); err != nil {
+			return nil, nil, 0, 0, fp, err
 		}
-		return x, y, 0, x.Cols, nil
+	} else {
+		hash = &fingerprinter{}
 	}
-	err = scanLines(path, func(_ int, b []byte) error {
-		total = max(total, lineWidth(b))
-		return nil
-	})
-	if err != nil {
-		return nil, nil, 0, 0, err
-	}
-	lo, hi := ShardRange(total, part, parts)
 	var b sparse.Builder
-	err = readFile(path, 0, -1, cols{int32(lo), int32(hi)}, func(_ int, row Row) error {
+	lo, hi := 0, math.MaxInt32
+	if parts > 1 {
+		err = scanLines(path, hash, func(_ int, b []byte) error {
+			total = max(total, lineWidth(b))
+			return nil
+		})
+		if err != nil {
+			return nil, nil, 0, 0, fp, err
+		}
+		lo, hi = ShardRange(total, part, parts)
+		if hash != nil {
+			fp, hash = hash.fp, nil
+		}
+	}
+	err = readFile(path, 0, -1, cols{int32(lo), int32(hi)}, hash, func(_ int, row Row) error {
 		y = append(y, row.Label)
 		for k := range row.Index {
 			row.Index[k] -= int32(lo)
@@ -67,7 +81,16 @@ func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64,
 		return nil
 	})
 	if err != nil {
-		return nil, nil, 0, 0, err
+		return nil, nil, 0, 0, fp, err
 	}
-	return b.Build(hi - lo), y, lo, total, nil
+	if parts == 1 {
+		x = b.Build(0)
+		hi, total = x.Cols, x.Cols
+	} else {
+		x = b.Build(hi - lo)
+	}
+	if hash != nil {
+		fp = hash.fp
+	}
+	return x, y, lo, total, fp, nil
 }

@@ -134,9 +134,12 @@ func TestReadOwnedColumns(t *testing.T) {
 	}
 	for parts := 1; parts <= 3; parts++ {
 		for part := range parts {
-			x, y, first, total, err := ReadOwnedColumns(path, part, parts)
+			x, y, first, total, fp, err := ReadOwnedColumns(path, part, parts)
 			if err != nil {
 				t.Fatalf("part %d of %d: %v", part, parts, err)
+			}
+			if want, err := FingerprintFile(path); err != nil || fp != want {
+				t.Fatalf("part %d of %d: fingerprint %v, FingerprintFile %v (%v)", part, parts, fp, want, err)
 			}
 			lo, hi := ShardRange(40, part, parts)
 			if total != 40 || first != lo || x.Cols != hi-lo || fmt.Sprint(y) != fmt.Sprint(labels) {
@@ -154,7 +157,7 @@ func TestReadOwnedColumns(t *testing.T) {
 	}
 	bad := writeTemp(t, b.String()+"1 1:1 39:x\n"+b.String())
 	for part := range 2 {
-		_, _, _, _, err := ReadOwnedColumns(bad, part, 2)
+		_, _, _, _, _, err := ReadOwnedColumns(bad, part, 2)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(":%d: bad value \"x\" for feature 39", 301)) {
 			t.Errorf("part %d of 2 of a file with a bad line 301: %v", part, err)
 		}
@@ -182,8 +185,8 @@ func BenchmarkReadOwnedColumns(b *testing.B) {
 		name string
 		read func() error
 	}{
-		{"whole", func() error { _, _, _, _, err := ReadOwnedColumns(path, 0, 1); return err }},
-		{"half", func() error { _, _, _, _, err := ReadOwnedColumns(path, 0, 2); return err }},
+		{"whole", func() error { _, _, _, _, _, err := ReadOwnedColumns(path, 0, 1); return err }},
+		{"half", func() error { _, _, _, _, _, err := ReadOwnedColumns(path, 0, 2); return err }},
 		{"count", func() error { _, err := CountColumns(path); return err }},
 	} {
 		b.Run(bm.name, func(b *testing.B) {

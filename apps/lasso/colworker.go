@@ -53,11 +53,7 @@ type ColWorker struct {
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
 // owns in the column layout, with all their rows.
 func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
-	fp, err := libsvm.FingerprintFile(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
-	x, y, first, total, err := libsvm.ReadOwnedColumns(cfg.Data, shard, shards)
+	x, y, first, total, fp, err := libsvm.ReadOwnedColumns(cfg.Data, shard, shards)
 	if err != nil {
 		return nil, err
 	}

@@ -78,11 +78,7 @@ func at(y, z float64) colRow {
 // owns in the column layout, with all their rows and the labels. A label
 // that is not a class is an error naming its line.
 func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
-	fp, err := libsvm.FingerprintFile(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
-	x, labels, first, total, err := libsvm.ReadOwnedColumns(cfg.Data, shard, shards)
+	x, labels, first, total, fp, err := libsvm.ReadOwnedColumns(cfg.Data, shard, shards)
 	if err != nil {
 		return nil, err
 	}

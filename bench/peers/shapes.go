@@ -67,6 +67,20 @@ var shapes = []shape{
 		fits:  map[problem]fit{lassoProblem: {0.01, true}, logisticProblem: {0.01, false}},
 	},
 	{
+		name:  "d",
+		desc:  "p ≫ n, sparse, correlated groups, large (issue 24)",
+		gen:   genSpec{samples: 20000, features: 500000, density: 0.0025, groups: 5000, corr: 0.8, trueNNZ: 1000},
+		quick: genSpec{samples: 2000, features: 50000, density: 0.0025, groups: 500, corr: 0.8, trueNNZ: 100},
+		fits:  map[problem]fit{lassoProblem: {0.01, false}, logisticProblem: {0.01, false}},
+	},
+	{
+		name:  "e",
+		desc:  "n ≫ p, sparse, large (issue 24)",
+		gen:   genSpec{samples: 1000000, features: 20000, density: 0.0025, trueNNZ: 200},
+		quick: genSpec{samples: 100000, features: 2000, density: 0.0025, trueNNZ: 20},
+		fits:  map[problem]fit{lassoProblem: {0.01, true}, logisticProblem: {0.01, false}},
+	},
+	{
 		name:   "bladder",
 		desc:   "real, p ≫ n, dense: 57 bladder samples × 22,283 genes (log2 expression, centered), label cancer (40) or not (17)",
 		fits:   map[problem]fit{lassoProblem: {0.1, true}, logisticProblem: {0.1, false}},
