@@ -369,12 +369,69 @@ func (lr *lineReader) skip() (bool, error) {
 // cols is a window of 0-based columns [lo, hi). A read keeps the features
 // of a row that are in its window and checks the others as strictly without
 // converting their values where their digits show them valid (see
-// plainValue): a worker that owns some of the columns pays a fraction of
-// the parse for the rest.
-type cols struct{ lo, hi int32 }
+// plainValue).
+//
+// A split window, one of several parts of the columns read side by side
+// (ReadOwnedColumns; the last part's hi is math.MaxInt32), also skips most
+// of the others' tokens: with lo > 0 it starts each line at the token that
+// searchColumn finds for lo, and it stops at the first token of a column
+// ≥ hi at or after the one that searchColumn finds for hi (the next part's
+// start, from which that part reads). Since every part finds the same
+// starts, the parts' scans of a line overlap and cover it, whatever the
+// line holds: every token is still checked by some part, and the order of
+// the indices across the whole line too, so a bad line fails the job as
+// before.
+type cols struct {
+	lo, hi int32
+	split  bool
+}
 
 // allCols is the window of every column.
-var allCols = cols{0, math.MaxInt32}
+var allCols = cols{lo: 0, hi: math.MaxInt32}
+
+// searchSpan is the length, in bytes, below which searchColumn stops
+// halving and leaves the rest to the sequential scan.
+const searchSpan = 64
+
+// searchColumn returns an offset in b, the features of a line after its
+// label, from which a scan for the features of columns ≥ col starts: 0, or
+// the start of a token of a column < col, found by halving b, close before
+// the first token of a column ≥ col if the line's indices ascend. A token
+// whose index does not parse ends the search where it is.
+func searchColumn(b []byte, col int32) int {
+	a, z := 0, len(b)
+	for z-a > searchSpan {
+		mid := a + (z-a)/2
+		s := mid
+		for s < len(b) && b[s] != ' ' && b[s] != '\t' {
+			s++
+		}
+		for s < len(b) && (b[s] == ' ' || b[s] == '\t') {
+			s++
+		}
+		if s >= z {
+			z = mid
+			continue
+		}
+		e := s
+		for e < len(b) && b[e] != ':' && b[e] != ' ' && b[e] != '\t' {
+			e++
+		}
+		if e == len(b) || b[e] != ':' {
+			return a
+		}
+		idx, msg := parseIndex(b[s:e])
+		if msg != "" {
+			return a
+		}
+		if int32(idx-1) < col {
+			a = s
+		} else {
+			z = s
+		}
+	}
+	return a
+}
 
 // parseLine parses one line (without its '\n') into row, reusing row's
 // slices, keeping the features in the window win. It returns a non-empty
@@ -388,6 +445,14 @@ func parseLine(b []byte, row *Row, win cols) string {
 	}
 	row.Label = label
 
+	line := b
+	stop := len(line) + 1 // the next part's start (cols)
+	if win.split && win.hi != math.MaxInt32 {
+		stop = searchColumn(line, win.hi)
+	}
+	if win.split && win.lo > 0 {
+		b = line[searchColumn(line, win.lo):]
+	}
 	var tok []byte
 	prev := int32(-1) // the line's last index so far, kept or not
 	for {
@@ -415,6 +480,9 @@ func parseLine(b []byte, row *Row, win cols) string {
 			return fmt.Sprintf("index %d follows %d: indices must be strictly ascending", idx, prev+1)
 		}
 		prev = i
+		if i >= win.hi && len(line)-len(b)-len(tok) >= stop {
+			return "" // the next part reads from its start, before tok
+		}
 		if i < win.lo || i >= win.hi {
 			if plainValue(vs) {
 				continue

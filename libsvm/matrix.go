@@ -45,9 +45,9 @@ func ReadColumns(path string, part, parts int) (x *sparse.CSC, first, total int,
 // file's fingerprint (as [FingerprintFile] gives it, computed in the same
 // pass). With one part it parses the file once (the matrix's columns end at
 // the last non-zero). Otherwise it first scans the lines' ends for the
-// number of columns, then parses the file keeping its part's columns and
-// converting only their values where it can (the others are checked as
-// strictly).
+// number of columns, then parses the file keeping its part's columns,
+// converting only their values where it can and skipping most of the
+// others' tokens, which the other parts check (see cols).
 func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64, first, total int, fp Fingerprint, err error) {
 	var hash *fingerprinter
 	if _, remote := inputfile.RemoteOf(path); remote {
@@ -59,6 +59,7 @@ func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64,
 	}
 	var b sparse.Builder
 	lo, hi := 0, math.MaxInt32
+	win := allCols
 	if parts > 1 {
 		err = scanLines(path, hash, func(_ int, b []byte) error {
 			total = max(total, lineWidth(b))
@@ -71,8 +72,12 @@ func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64,
 		if hash != nil {
 			fp, hash = hash.fp, nil
 		}
+		win = cols{lo: int32(lo), hi: int32(hi), split: true}
+		if part == parts-1 {
+			win.hi = math.MaxInt32 // reads to the lines' ends
+		}
 	}
-	err = readFile(path, 0, -1, cols{int32(lo), int32(hi)}, hash, func(_ int, row Row) error {
+	err = readFile(path, 0, -1, win, hash, func(_ int, row Row) error {
 		y = append(y, row.Label)
 		for k := range row.Index {
 			row.Index[k] -= int32(lo)

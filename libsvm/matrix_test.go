@@ -29,7 +29,7 @@ func sameAsFiltered(t *testing.T, data []byte) {
 			})
 		})
 	}
-	for _, win := range []cols{{0, 1}, {1, 3}, {2, math.MaxInt32}, {5, 5}} {
+	for _, win := range []cols{{0, 1, false}, {1, 3, false}, {2, math.MaxInt32, false}, {5, 5, false}} {
 		want := full(win)
 		for _, got := range []parsed{
 			collect(func(fn func(int, Row) error) error { return read("f", bytes.NewReader(data), 0, -1, win, fn) }),
@@ -155,11 +155,87 @@ func TestReadOwnedColumns(t *testing.T) {
 			}
 		}
 	}
+	// The part that reads column 39 reports the bad line; the other
+	// skips the token, or reports it too.
 	bad := writeTemp(t, b.String()+"1 1:1 39:x\n"+b.String())
+	reported := false
 	for part := range 2 {
 		_, _, _, _, _, err := ReadOwnedColumns(bad, part, 2)
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(":%d: bad value \"x\" for feature 39", 301)) {
+		switch {
+		case err == nil:
+		case strings.Contains(err.Error(), fmt.Sprintf(":%d: bad value \"x\" for feature 39", 301)):
+			reported = true
+		default:
 			t.Errorf("part %d of 2 of a file with a bad line 301: %v", part, err)
+		}
+	}
+	if !reported {
+		t.Error("no part of 2 reported the bad line 301")
+	}
+}
+
+// TestReadPartsCover reads random lines, long enough that the parts skip
+// most of the others' tokens, some valid and some with one fault (indices
+// out of order or repeated, a bad value or index) anywhere, in 2 to 4
+// parts: the parts together fail exactly when a whole read fails, and
+// otherwise read the whole read's columns.
+func TestReadPartsCover(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 120 {
+		var b strings.Builder
+		const width = 400
+		for i := range 3 {
+			fmt.Fprintf(&b, "%d", i%2)
+			var idx []int
+			for j := 1; j <= width; j++ {
+				if rng.IntN(3) == 0 || j == width {
+					idx = append(idx, j)
+				}
+			}
+			fault := i == 1 && trial%2 == 1
+			at := rng.IntN(len(idx))
+			for k, j := range idx {
+				tok := fmt.Sprintf(" %d:%.4g", j, rng.NormFloat64())
+				if fault && k == at {
+					switch trial / 2 % 4 {
+					case 0:
+						tok = fmt.Sprintf(" %d:1", idx[rng.IntN(len(idx))])
+					case 1:
+						tok = fmt.Sprintf(" %d:x", j)
+					case 2:
+						tok = fmt.Sprintf(" %d:1 %d:1", j, rng.IntN(width)+1)
+					case 3:
+						tok = " -3:1"
+					}
+				}
+				b.WriteString(tok)
+			}
+			b.WriteString("\n")
+		}
+		path := writeTemp(t, b.String())
+		whole, _, wholeErr := ReadMatrix(path, 0, -1, 0)
+		for parts := 2; parts <= 4; parts++ {
+			var failed error
+			for part := range parts {
+				x, _, first, _, _, err := ReadOwnedColumns(path, part, parts)
+				if err != nil {
+					failed = err
+					continue
+				}
+				if wholeErr != nil {
+					continue
+				}
+				for l := range x.Cols {
+					rows, vals := x.Col(l)
+					wr, wv := whole.Col(first + l)
+					if fmt.Sprint(rows, vals) != fmt.Sprint(wr, wv) {
+						t.Fatalf("trial %d, part %d of %d, column %d: %v %v, want %v %v", trial, part, parts, first+l, rows, vals, wr, wv)
+					}
+				}
+			}
+			if (failed != nil) != (wholeErr != nil) {
+				t.Fatalf("trial %d, %d parts: parts' error %v, whole read's %v\n%s", trial, parts, failed, wholeErr, b.String())
+			}
 		}
 	}
 }

@@ -3,8 +3,8 @@ package sparse
 import (
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // CSC is a Rows×Cols matrix in compressed sparse column form: the non-zeros
@@ -29,10 +29,17 @@ func (m *CSC) NNZ(j int) int { return m.ColPtr[j+1] - m.ColPtr[j] }
 
 // Builder collects a matrix row by row and compresses it by column.
 // The zero value is ready to use.
+//
+// It keeps the non-zeros in buckets of bucketCols columns, so that Build
+// compresses each bucket alone: its writes stay in the bucket's part of
+// the matrix (a few MB, cache-sized, where one counting sort over all
+// columns missed the cache on every write), and the buckets compress on
+// GOMAXPROCS goroutines.
 type Builder struct {
-	rows   int
-	cols   int
-	chunks [][]entry // of chunkLen entries each but the last: growing never copies
+	rows    int
+	cols    int
+	nnz     int
+	buckets [][][]entry // bucket → chunks of entries: growing never copies
 }
 
 type entry struct {
@@ -40,8 +47,15 @@ type entry struct {
 	val      float64
 }
 
-// chunkLen is the number of entries of a Builder's chunk (1 MiB).
-const chunkLen = 1 << 16
+// bucketShift sets the columns of a bucket, bucketCols = 1 << bucketShift.
+const bucketShift = 12
+
+// chunkLen is the most entries of a bucket's chunk (1 MiB); a bucket's
+// chunks grow from minChunk to it.
+const (
+	chunkLen = 1 << 16
+	minChunk = 1 << 8
+)
 
 // AddRow appends a row whose non-zeros sit at the 0-based column indices idx
 // with values val. Explicit zeros are dropped.
@@ -53,15 +67,26 @@ func (b *Builder) AddRow(idx []int32, val []float64) {
 		if val[k] == 0 {
 			continue
 		}
-		n := len(b.chunks)
-		if n == 0 || len(b.chunks[n-1]) == chunkLen {
-			b.chunks = append(b.chunks, make([]entry, 0, chunkLen))
+		bk := int(j) >> bucketShift
+		for len(b.buckets) <= bk {
+			b.buckets = append(b.buckets, nil)
+		}
+		chunks := b.buckets[bk]
+		n := len(chunks)
+		if n == 0 || len(chunks[n-1]) == cap(chunks[n-1]) {
+			size := minChunk
+			if n > 0 {
+				size = min(chunkLen, 2*cap(chunks[n-1]))
+			}
+			chunks = append(chunks, make([]entry, 0, size))
+			b.buckets[bk] = chunks
 			n++
 		}
-		b.chunks[n-1] = append(b.chunks[n-1], entry{row: int32(b.rows), col: j, val: val[k]})
+		chunks[n-1] = append(chunks[n-1], entry{row: int32(b.rows), col: j, val: val[k]})
 		if int(j)+1 > b.cols {
 			b.cols = int(j) + 1
 		}
+		b.nnz++
 	}
 	b.rows++
 }
@@ -71,42 +96,36 @@ func (b *Builder) Rows() int { return b.rows }
 
 // Build returns the matrix with at least cols columns (more if a row used a
 // larger index). Large matrices are compressed by GOMAXPROCS goroutines,
-// each filling a range of the columns.
+// a bucket at a time.
 func (b *Builder) Build(cols int) *CSC {
 	if cols < b.cols {
 		cols = b.cols
 	}
 	m := &CSC{Rows: b.rows, Cols: cols, ColPtr: make([]int, cols+1)}
-	nnz := 0
-	for _, c := range b.chunks {
-		for _, e := range c {
-			m.ColPtr[e.col+1]++
+	for _, chunks := range b.buckets {
+		for _, c := range chunks {
+			for _, e := range c {
+				m.ColPtr[e.col+1]++
+			}
 		}
-		nnz += len(c)
 	}
 	for j := 0; j < cols; j++ {
 		m.ColPtr[j+1] += m.ColPtr[j]
 	}
-	m.RowIdx = make([]int32, nnz)
-	m.Val = make([]float64, nnz)
-	parts := 1
-	if nnz >= parallelBuild {
-		parts = runtime.GOMAXPROCS(0)
+	m.RowIdx = make([]int32, b.nnz)
+	m.Val = make([]float64, b.nnz)
+	workers := 1
+	if b.nnz >= parallelBuild {
+		workers = runtime.GOMAXPROCS(0)
 	}
-	// Part k fills the columns [lo, hi) that hold its share of the
-	// non-zeros; every part reads every entry, which is sequential and
-	// cheap next to the scattered writes it shares out.
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	lo := 0
-	for k := range parts {
-		hi := cols
-		if k < parts-1 {
-			hi, _ = slices.BinarySearch(m.ColPtr[:cols+1], nnz*(k+1)/parts)
-			hi = max(lo, min(hi, cols))
-		}
-		from := lo
-		wg.Go(func() { b.fill(m, int32(from), int32(hi)) })
-		lo = hi
+	for range workers {
+		wg.Go(func() {
+			for bk := int(next.Add(1) - 1); bk < len(b.buckets); bk = int(next.Add(1) - 1) {
+				b.fill(m, bk)
+			}
+		})
 	}
 	wg.Wait()
 	return m
@@ -116,19 +135,21 @@ func (b *Builder) Build(cols int) *CSC {
 // parallel.
 const parallelBuild = 1 << 20
 
-// fill writes the entries of the columns [lo, hi) into m, whose ColPtr is
-// set. Rows were added in order, so a stable counting sort by column keeps
-// every column's row indices ascending.
-func (b *Builder) fill(m *CSC, lo, hi int32) {
+// fill writes the entries of bucket bk into m, whose ColPtr is set. Rows
+// were added in order, so a stable counting sort by column keeps every
+// column's row indices ascending.
+func (b *Builder) fill(m *CSC, bk int) {
+	lo := bk << bucketShift
+	hi := min(lo+1<<bucketShift, m.Cols)
+	if lo >= hi {
+		return
+	}
 	next := append([]int(nil), m.ColPtr[lo:hi]...)
-	for _, c := range b.chunks {
+	for _, c := range b.buckets[bk] {
 		for _, e := range c {
-			if e.col < lo || e.col >= hi {
-				continue
-			}
-			p := next[e.col-lo]
+			p := next[int(e.col)-lo]
 			m.RowIdx[p], m.Val[p] = e.row, e.val
-			next[e.col-lo]++
+			next[int(e.col)-lo]++
 		}
 	}
 }

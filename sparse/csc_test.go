@@ -32,7 +32,7 @@ func TestBuilder(t *testing.T) {
 // parallel is the one a sequential counting sort gives.
 func TestBuildParallel(t *testing.T) {
 	var b Builder
-	const rows, cols = 6000, 800
+	const rows, cols = 600, 9000
 	for i := range rows {
 		var idx []int32
 		var val []float64

@@ -46,8 +46,8 @@ type ColPartial struct {
 	Work  int64         `msgpack:"w"`
 	// Added is how many columns joined the worker's working set.
 	Added int `msgpack:"n"`
-	// Cols are the worker's columns that joined the active set this round
-	// (with several workers), with their data, for the other workers.
+	// Cols are the worker's columns that stay in the active set, shared
+	// once (with several workers), with their data, for the other workers.
 	Cols columnar.Columns `msgpack:"c"`
 }
 

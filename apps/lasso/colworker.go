@@ -43,9 +43,10 @@ type ColWorker struct {
 	// With several workers: the other workers' columns that joined the
 	// active set, copied as they arrived, with local indices after the
 	// worker's own (colSum, curv, beta and trial extend over them), and
-	// which of its own the worker shared.
-	held   columnar.Held
-	shared []bool
+	// how often each of its own came out of a round non-zero, up to
+	// shared, when the worker shares it.
+	held columnar.Held
+	seen []uint8
 	shift  float64 // c of r = q + c for the screen's dot products
 	work   int64   // the non-zeros that the screen's dot products visited
 }
@@ -68,7 +69,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		held: columnar.NewHeld(first, x.Cols, total),
 	}
 	if shards > 1 {
-		w.shared = make([]bool, x.Cols)
+		w.seen = make([]uint8, x.Cols)
 	}
 	if cfg.Intercept {
 		for _, v := range y {
@@ -157,7 +158,7 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		applyDir(w.q, u.Dir)
 		w.screen.Moved(centeredNorm(u.Dir, w.cfg.Intercept))
 	}
-	if u.Cols.Len() > 0 && w.shared != nil {
+	if u.Cols.Len() > 0 && w.seen != nil {
 		err := w.held.Take(&u.Cols, len(w.q), true, func(vals []float64) {
 			sum, a := w.colStats(vals)
 			w.colSum = append(w.colSum, sum)
@@ -346,8 +347,9 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	}
 	// The worker reports the changes of its own coefficients only: those
 	// of the other workers' columns made its own fit the whole active set,
-	// and their owners report theirs. It shares its columns that joined
-	// the active set.
+	// and their owners report theirs. It shares its columns that come
+	// into the active set a second time: the first rounds make and drop
+	// many non-zeros, each a column's data to copy.
 	part := ColPartial{Work: work + w.work, Added: added}
 	for _, j := range block {
 		l := w.held.Local(j)
@@ -358,10 +360,11 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 			part.Vars = append(part.Vars, j)
 			part.Value = append(part.Value, w.trial[l])
 		}
-		if w.shared != nil && w.trial[l] != 0 && !w.shared[l] {
-			w.shared[l] = true
-			rows, vals := w.x.Col(l)
-			part.Cols.Add(j, rows, vals)
+		if w.seen != nil && w.trial[l] != 0 && w.seen[l] < shared {
+			if w.seen[l]++; w.seen[l] == shared {
+				rows, vals := w.x.Col(l)
+				part.Cols.Add(j, rows, vals)
+			}
 		}
 	}
 	if len(part.Vars) > 0 {
@@ -409,6 +412,10 @@ func (w *ColWorker) Report() (ColSummary, error) {
 	}
 	return s, nil
 }
+
+// shared is the count of rounds out of which a column came non-zero at
+// which its worker shares it (ColWorker.seen).
+const shared = 2
 
 // minInnerTol is the tightest relative inner tolerance: about rounding.
 const minInnerTol = 1e-15

@@ -112,7 +112,7 @@ func (c *Coordinator) Restore(b []byte) error {
 
 // colWorkerState is a ColWorker's snapshot: the replica of q, β, the λ,
 // the inner tolerance, the working set, and with several workers the
-// columns held and shared; its data and columns, to check that it is
+// columns held and how often each of its own came out non-zero; its data and columns, to check that it is
 // restored into the same shard. The screen's correlations are
 // not saved: a restored worker computes them afresh, and what it decides
 // from them is the same (columnar.Screen).
@@ -128,7 +128,7 @@ type colWorkerState struct {
 	Beta    wire.Float64s      `msgpack:"beta"` // own columns, then held ones
 	Set     wire.Int32s        `msgpack:"set"`
 	Held    columnar.Columns   `msgpack:"held"`
-	Shared  []bool             `msgpack:"shared"`
+	Seen    []uint8            `msgpack:"seen"`
 }
 
 // Snapshot implements schmp.Snapshotter.
@@ -136,7 +136,7 @@ func (w *ColWorker) Snapshot() ([]byte, error) {
 	return wire.Marshal(colWorkerState{
 		Version: snapshotVersion, Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols,
 		Lambda: w.lambda, RelTol: w.relTol, Q: w.q, Beta: w.beta, Set: w.screen.Set(),
-		Held: w.held.Columns, Shared: w.shared,
+		Held: w.held.Columns, Seen: w.seen,
 	})
 }
 
@@ -155,8 +155,8 @@ func (w *ColWorker) Restore(b []byte) error {
 	case st.Data != w.data || st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Q) != len(w.q):
 		return restoreErr(fmt.Errorf("snapshot of worker shard %d, of columns [%d, %d) and %d rows of %v; this one is shard %d, of [%d, %d) and %d rows of %v",
 			st.Shard, st.First, st.First+st.Cols, len(st.Q), st.Data, w.shard, w.first, w.first+w.x.Cols, len(w.q), w.data))
-	case len(st.Shared) != len(w.shared) || st.Held.Len() > 0 && w.shared == nil:
-		return restoreErr(fmt.Errorf("snapshot with %d columns marked shared and %d held, for a worker of %d", len(st.Shared), st.Held.Len(), len(w.shared)))
+	case len(st.Seen) != len(w.seen) || st.Held.Len() > 0 && w.seen == nil:
+		return restoreErr(fmt.Errorf("snapshot with %d columns counted non-zero and %d held, for a worker of %d", len(st.Seen), st.Held.Len(), len(w.seen)))
 	case len(st.Beta) != w.x.Cols+st.Held.Len():
 		return restoreErr(fmt.Errorf("snapshot of %d coefficients for %d columns", len(st.Beta), w.x.Cols+st.Held.Len()))
 	case !(st.Lambda >= 0) || math.IsInf(st.Lambda, 0) || !(st.RelTol >= 0 && st.RelTol <= 1) || !allFinite(st.Q) || !allFinite(st.Beta):
@@ -181,7 +181,7 @@ func (w *ColWorker) Restore(b []byte) error {
 	w.lambda, w.relTol = st.Lambda, st.RelTol
 	copy(w.q, st.Q)
 	w.beta = st.Beta
-	copy(w.shared, st.Shared)
+	copy(w.seen, st.Seen)
 	return nil
 }
 

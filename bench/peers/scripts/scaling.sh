@@ -14,7 +14,7 @@
 # end, as strads prints it), whole job (process start to exit) and the job's
 # CPU time (user + system, where /usr/bin/time is installed), in seconds.
 #
-# Environment: SHAPES (default "b c"; also a), WORKERS (default "1 2 4 8"),
+# Environment: SHAPES (default "b c"; also a, and bench/peers's large d and e), WORKERS (default "1 2 4 8"),
 # RUNS (default 3), DATA (default ${TMPDIR:-/tmp}/strads-peers-data),
 # PROBLEM (lasso; logreg takes the logistic problem, without an intercept).
 set -eu
@@ -52,7 +52,9 @@ shape() {
 	a) GEN="120 12000 1 200 0.9 20"; FIT="--lambda-ratio 0.1 --intercept" ;;
 	b) GEN="5000 50000 0.018 0 0 500"; FIT="--lambda-ratio 0.01" ;;
 	c) GEN="100000 1000 0.02 0 0 100"; FIT="--lambda-ratio 0.01 --intercept" ;;
-	*) echo "unknown shape $1 (a, b or c)" >&2; exit 2 ;;
+	d) GEN="20000 500000 0.0025 5000 0.8 1000"; FIT="--lambda-ratio 0.01" ;;
+	e) GEN="1000000 20000 0.0025 0 0 200"; FIT="--lambda-ratio 0.01 --intercept" ;;
+	*) echo "unknown shape $1 (a, b, c, d or e)" >&2; exit 2 ;;
 	esac
 	if [ "$PROBLEM" = logreg ]; then
 		FIT=$(echo "$FIT" | sed 's/ --intercept//')
