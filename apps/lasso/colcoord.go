@@ -191,7 +191,14 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		return u, fb, nil
 	}
 	alpha := stepWeights(c.residual(), changes, c.beta, c.lambda, c.cfg.Intercept)
-	if slices.Min(alpha) != 1 || slices.Max(alpha) != 1 {
+	switch {
+	case slices.Max(alpha) == 0:
+		// No change helped: a joint round can stall so (a worker's part
+		// of a solution that counted on columns not yet shared), and the
+		// same round again would too. Each worker's own descent, alone,
+		// lowers the objective unless the model is optimal.
+		u.Joint = false
+	case slices.Min(alpha) != 1 || slices.Max(alpha) != 1:
 		// The changes did not add up: the workers' columns explain the
 		// same part of the residual, and block Jacobi is slow there.
 		u.Joint = c.workers > 1

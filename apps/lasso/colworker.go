@@ -45,10 +45,10 @@ type ColWorker struct {
 	// worker's own (colSum, curv, beta and trial extend over them), and
 	// how often each of its own came out of a round non-zero, up to
 	// shared, when the worker shares it.
-	held columnar.Held
-	seen []uint8
-	shift  float64 // c of r = q + c for the screen's dot products
-	work   int64   // the non-zeros that the screen's dot products visited
+	held  columnar.Held
+	seen  []uint8
+	shift float64 // c of r = q + c for the screen's dot products
+	work  int64   // the non-zeros that the screen's dot products visited
 }
 
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
