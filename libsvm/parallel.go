@@ -162,13 +162,22 @@ func (c *chunk) parse(row *Row, win cols) {
 	c.idx = make([]int32, 0, feats)
 	c.val = make([]float64, 0, feats)
 	for line := range bytes.Lines(c.data) {
+		// The row's features go straight to the chunk's free capacity,
+		// which holds them all (see above): nothing is copied.
+		n := len(c.idx)
+		row.Index, row.Value = c.idx[n:n:cap(c.idx)], c.val[n:n:cap(c.val)]
 		if msg := parseLine(bytes.TrimSuffix(line, []byte{'\n'}), row, win); msg != "" {
 			c.msg = msg
 			return
 		}
 		c.label = append(c.label, row.Label)
-		c.idx = append(c.idx, row.Index...)
-		c.val = append(c.val, row.Value...)
+		switch k := len(row.Index); {
+		case k == 0:
+		case cap(c.idx) > n && &row.Index[0] == &c.idx[:n+1][n] && &row.Value[0] == &c.val[:n+1][n]:
+			c.idx, c.val = c.idx[:n+k], c.val[:n+k]
+		default: // grown elsewhere after all
+			c.idx, c.val = append(c.idx, row.Index...), append(c.val, row.Value...)
+		}
 		c.start = append(c.start, len(c.idx))
 	}
 }

@@ -1,7 +1,6 @@
 package columnar
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -114,19 +113,51 @@ func HandOver(cand []int32, score []float64, limit int) []int32 {
 	if len(cand) <= limit {
 		return cand
 	}
-	idx := make([]int, len(cand))
-	for k := range idx {
-		idx[k] = k
+	// better reports whether candidate a comes before b.
+	better := func(a, b int) bool {
+		return score[a] > score[b] || score[a] == score[b] && cand[a] < cand[b]
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		if c := cmp.Compare(score[b], score[a]); c != 0 {
-			return c
+	// A heap of the best limit so far, the worst of them on top: a pass
+	// over the candidates, not a sort of them all (in the first rounds,
+	// most of a worker's columns violate).
+	heap := make([]int, 0, limit)
+	down := func(i int) {
+		for {
+			worst, l, r := i, 2*i+1, 2*i+2
+			if l < len(heap) && better(heap[worst], heap[l]) {
+				worst = l
+			}
+			if r < len(heap) && better(heap[worst], heap[r]) {
+				worst = r
+			}
+			if worst == i {
+				return
+			}
+			heap[i], heap[worst] = heap[worst], heap[i]
+			i = worst
 		}
-		return cmp.Compare(cand[a], cand[b])
+	}
+	for k := range cand {
+		switch {
+		case len(heap) < limit:
+			heap = append(heap, k)
+			for i := len(heap) - 1; i > 0 && better(heap[(i-1)/2], heap[i]); i = (i - 1) / 2 {
+				heap[i], heap[(i-1)/2] = heap[(i-1)/2], heap[i]
+			}
+		case better(k, heap[0]):
+			heap[0] = k
+			down(0)
+		}
+	}
+	slices.SortFunc(heap, func(a, b int) int {
+		if better(a, b) {
+			return -1
+		}
+		return 1
 	})
 	picked := make([]int32, limit)
-	for k := range limit {
-		picked[k] = cand[idx[k]]
+	for k, i := range heap {
+		picked[k] = cand[i]
 	}
 	copy(cand, picked)
 	return cand[:limit]

@@ -2,7 +2,9 @@ package columnar
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -121,5 +123,41 @@ func TestCheckChangeHeld(t *testing.T) {
 	}
 	if _, err := CheckChangeHeld(0, 2, 10, 4, []int32{-3}, []float64{1}, 4, held); err == nil {
 		t.Error("a negative column: no error")
+	}
+}
+
+// TestHandOverOrder checks HandOver's pick against a full sort, on random
+// scores with many ties.
+func TestHandOverOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 500 {
+		n := 1 + rng.IntN(60)
+		cand := make([]int32, n)
+		score := make([]float64, n)
+		for k := range cand {
+			cand[k] = int32(rng.IntN(1000))
+			score[k] = float64(rng.IntN(8))
+		}
+		limit := 1 + rng.IntN(n+5)
+		idx := make([]int, n)
+		for k := range idx {
+			idx[k] = k
+		}
+		sort.SliceStable(idx, func(a, b int) bool {
+			ia, ib := idx[a], idx[b]
+			return score[ia] > score[ib] || score[ia] == score[ib] && cand[ia] < cand[ib]
+		})
+		var want []int32
+		if n <= limit {
+			want = append(want, cand...)
+		} else {
+			for _, k := range idx[:limit] {
+				want = append(want, cand[k])
+			}
+		}
+		got := HandOver(slices.Clone(cand), slices.Clone(score), limit)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: HandOver(%v, %v, %d) = %v, want %v", trial, cand, score, limit, got, want)
+		}
 	}
 }
