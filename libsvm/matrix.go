@@ -90,7 +90,7 @@ func ReadOwnedColumns(path string, part, parts int) (x *sparse.CSC, y []float64,
 	}
 	if parts == 1 {
 		x = b.Build(0)
-		hi, total = x.Cols, x.Cols
+		total = x.Cols
 	} else {
 		x = b.Build(hi - lo)
 	}

@@ -58,8 +58,7 @@ func TestScreenSkipsSafely(t *testing.T) {
 	norm := p.norms()
 	s := NewScreen(first, norm)
 	coef := make([]float64, cols)
-	var in []bool // the reference working set, by exact correlations
-	in = make([]bool, cols)
+	in := make([]bool, cols) // the reference working set, by exact correlations
 	var ref []int32
 	computed := 0
 	dot := func(l int) float64 { computed++; return p.dot(l) }
