@@ -46,7 +46,7 @@ type Config struct {
 	// non-zeros (0: columnar.DefaultRoundWork).
 	RoundWork int
 	// InnerTol is the relative tolerance of a worker's coordinate descent
-	// over its block in the column layout (0: lasso.DefaultInnerTol).
+	// over its block in the column layout (0: DefaultInnerTol).
 	InnerTol float64
 
 	// fixedTheta, when positive, turns the adaptive joint-step factor off
