@@ -83,7 +83,7 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		w.colSum[l], w.curv[l] = w.colStats(vals)
 		norm[l] = math.Sqrt(w.curv[l] * w.n)
 	}
-	w.screen = columnar.NewScreen(first, norm)
+	w.screen = columnar.NewScreen(first, norm, cfg.Schedule.Policy, cfg.Schedule.Seed)
 	return w, nil
 }
 

@@ -117,25 +117,29 @@ func (c *Coordinator) Restore(b []byte) error {
 // not saved: a restored worker computes them afresh, and what it decides
 // from them is the same (columnar.Screen).
 type colWorkerState struct {
-	Version uint8              `msgpack:"version"`
-	Data    libsvm.Fingerprint `msgpack:"data"`
-	Shard   int                `msgpack:"shard"`
-	First   int                `msgpack:"first"`
-	Cols    int                `msgpack:"cols"`
-	Lambda  float64            `msgpack:"lambda"`
-	RelTol  float64            `msgpack:"rel_tol"`
-	Q       wire.Float64s      `msgpack:"q"`
-	Beta    wire.Float64s      `msgpack:"beta"` // own columns, then held ones
-	Set     wire.Int32s        `msgpack:"set"`
-	Held    columnar.Columns   `msgpack:"held"`
-	Seen    []uint8            `msgpack:"seen"`
+	Version uint8                `msgpack:"version"`
+	Data    libsvm.Fingerprint   `msgpack:"data"`
+	Shard   int                  `msgpack:"shard"`
+	First   int                  `msgpack:"first"`
+	Cols    int                  `msgpack:"cols"`
+	Lambda  float64              `msgpack:"lambda"`
+	RelTol  float64              `msgpack:"rel_tol"`
+	Q       wire.Float64s        `msgpack:"q"`
+	Beta    wire.Float64s        `msgpack:"beta"` // own columns, then held ones
+	Screen  columnar.ScreenState `msgpack:"screen"`
+	Held    columnar.Columns     `msgpack:"held"`
+	Seen    []uint8              `msgpack:"seen"`
 }
 
 // Snapshot implements schmp.Snapshotter.
 func (w *ColWorker) Snapshot() ([]byte, error) {
+	sc, err := w.screen.State()
+	if err != nil {
+		return nil, err
+	}
 	return wire.Marshal(colWorkerState{
 		Version: snapshotVersion, Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols,
-		Lambda: w.lambda, RelTol: w.relTol, Q: w.q, Beta: w.beta, Set: w.screen.Set(),
+		Lambda: w.lambda, RelTol: w.relTol, Q: w.q, Beta: w.beta, Screen: sc,
 		Held: w.held.Columns, Seen: w.seen,
 	})
 }
@@ -162,7 +166,7 @@ func (w *ColWorker) Restore(b []byte) error {
 	case !(st.Lambda >= 0) || math.IsInf(st.Lambda, 0) || !(st.RelTol >= 0 && st.RelTol <= 1) || !allFinite(st.Q) || !allFinite(st.Beta):
 		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
 	}
-	if err := w.screen.Restore(st.Set); err != nil {
+	if err := w.screen.Restore(st.Screen); err != nil {
 		return restoreErr(err)
 	}
 	// A worker restored in place (a rollback, DESIGN §6) drops the

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/strads-go/strads/scheduler"
 )
 
 // screenProblem is a worker's columns as dense vectors, for driving a
@@ -56,7 +58,7 @@ func TestScreenSkipsSafely(t *testing.T) {
 		p.r[i] = rng.NormFloat64()
 	}
 	norm := p.norms()
-	s := NewScreen(first, norm)
+	s := NewScreen(first, norm, scheduler.Priority, 1)
 	coef := make([]float64, cols)
 	in := make([]bool, cols) // the reference working set, by exact correlations
 	var ref []int32
@@ -142,13 +144,70 @@ func TestScreenSkipsSafely(t *testing.T) {
 			t.Errorf("round %d: %d correlations computed, a full pass is %d", round, computed, cols)
 		}
 	}
-	if err := s.Restore([]int32{first + 3, first + 3}); err == nil {
+	st, err := s.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := st
+	bad.Set = []int32{first + 3, first + 3}
+	if err := s.Restore(bad); err == nil {
 		t.Error("Restore of a column twice: no error")
 	}
-	if err := s.Restore([]int32{first - 1}); err == nil {
+	bad.Set = []int32{first - 1}
+	if err := s.Restore(bad); err == nil {
 		t.Error("Restore of another worker's column: no error")
 	}
-	if err := s.Restore(ref); err != nil || !slices.Equal(s.Set(), ref) {
+	st.Set = slices.Clone(ref)
+	if err := s.Restore(st); err != nil || !slices.Equal(s.Set(), ref) {
 		t.Errorf("Restore(%v): %v, set %v", ref, err, s.Set())
+	}
+}
+
+// TestScreenRules checks the random and cyclic rules: as many columns a
+// round as the priority rule would take, none twice in the set, the
+// cyclic rule in index order from where it stopped, and a restored screen
+// drawing what the original draws.
+func TestScreenRules(t *testing.T) {
+	const cols, first = 1000, 50
+	norm := make([]float64, cols)
+	for l := range norm {
+		norm[l] = 1
+	}
+	norm[3] = 0
+	for _, rule := range []scheduler.Policy{scheduler.Random, scheduler.Cyclic} {
+		s := NewScreen(first, norm, rule, 9)
+		coef := make([]float64, cols)
+		zero := func(int) float64 { return 0 }
+		s.Update(1, coef, zero)
+		if got := len(s.Set()); got != MinHand {
+			t.Fatalf("%v: %d columns in the set after a round, want %d", rule, got, MinHand)
+		}
+		for _, j := range s.Set() {
+			coef[int(j)-first] = 1 // all stay
+		}
+		st, err := s.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Set = slices.Clone(st.Set)
+		twin := NewScreen(first, norm, rule, 1234)
+		if err := twin.Restore(st); err != nil {
+			t.Fatal(err)
+		}
+		s.Update(1, coef, zero)
+		twin.Update(1, coef, zero)
+		if !slices.Equal(s.Set(), twin.Set()) {
+			t.Fatalf("%v: a restored screen grew otherwise", rule)
+		}
+		seen := map[int32]bool{}
+		for _, j := range s.Set() {
+			if seen[j] || j == first+3 {
+				t.Fatalf("%v: column %d in the set twice, or one with nothing to fit", rule, j)
+			}
+			seen[j] = true
+		}
+		if rule == scheduler.Cyclic && !slices.IsSorted(s.Set()) {
+			t.Fatalf("cyclic: set %v not in index order", s.Set())
+		}
 	}
 }
