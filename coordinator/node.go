@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -209,10 +210,15 @@ type node[P, R, U, S any] struct {
 	stats     stats
 	lastRow   stats // stats at the previous metrics row
 	lastRound uint64
-	npulled   uint64                 // the rounds pulled, as the actions told
-	timing    map[uint64]*roundTimes // rounds sent, not yet pulled
-	waited    time.Duration          // time spent waiting for messages
-	nats0     nats.Statistics
+	// The plans counted and the rounds pulled at the previous progress
+	// line, and whether the warning of empty plans was given.
+	progPlans   planCounts
+	progRound   uint64
+	warnedEmpty bool
+	npulled     uint64                 // the rounds pulled, as the actions told
+	timing      map[uint64]*roundTimes // rounds sent, not yet pulled
+	waited      time.Duration          // time spent waiting for messages
+	nats0       nats.Statistics
 }
 
 // taskKey names a task: its round, and its kind.
@@ -1181,6 +1187,7 @@ func (n *node[P, R, U, S]) resend() error {
 // pulled accounts for round, just pulled.
 func (n *node[P, R, U, S]) pulled(round uint64, info schmp.PlanInfo) {
 	n.npulled = round
+	n.stats.plans.add(info)
 	rt := n.timing[round]
 	delete(n.timing, round)
 	if rt == nil {
@@ -1192,6 +1199,9 @@ func (n *node[P, R, U, S]) pulled(round uint64, info schmp.PlanInfo) {
 	if m := n.opts.Monitor; m != nil {
 		m.Rounds.Inc()
 		m.Updates.Add(float64(info.Selected))
+		m.PlanCapacity.Add(float64(info.Capacity))
+		m.PlanDeferred.Add(float64(info.Deferred))
+		m.PlanRejected.Add(float64(info.Rejected))
 		m.RoundSeconds.Observe(latency.Seconds())
 		m.PhaseSeconds.WithLabelValues("push").Add(push.Seconds())
 		m.PhaseSeconds.WithLabelValues("wait").Add(wait.Seconds())
@@ -1275,10 +1285,26 @@ func (n *node[P, R, U, S]) progressLine() {
 	if r := n.c.NATS().Stats().Reconnects - n.nats0.Reconnects; r > 0 {
 		fmt.Fprintf(&extra, "  reconnects %d", r)
 	}
+	rounds := n.npulled - n.progRound
+	if p := n.stats.plans.since(n.progPlans, rounds); p.capacity > 0 {
+		fmt.Fprintf(&extra, "  plan %.3g/%.3g", p.selected, p.capacity)
+		if p.mostlyEmpty() && rounds >= emptyWindow && !n.warnedEmpty {
+			n.warnedEmpty = true
+			r1 := func(x float64) float64 { return math.Round(10*x) / 10 }
+			n.log.Warn("the plans run mostly empty: "+emptyPlans, "selected", r1(p.selected), "capacity", r1(p.capacity),
+				"deferred", r1(p.deferred), "rejected", r1(p.rejected), "rounds", rounds)
+		}
+	}
+	n.progPlans, n.progRound = n.stats.plans, n.npulled
 	fmt.Fprintf(n.opts.Progress, "%s  objective %.9g%s  nnz %d  updates/s %.0f%s%s\n",
 		pos, st.Final.Objective, gap, st.Final.NNZ,
 		float64(st.Updates)/el.Seconds(), extra.String(), n.stage())
 }
+
+// emptyWindow is the fewest rounds over which plans that ran mostly empty
+// are warned of: the first rounds of a job, with nothing in flight yet,
+// may be fuller or emptier than the rest.
+const emptyWindow = 20
 
 // stage returns the app's description of the stage running, after two
 // spaces, or "" for an app that does not run in stages.
@@ -1299,6 +1325,7 @@ func (n *node[P, R, U, S]) finish() error {
 	st := n.core.Status()
 	n.res.Elapsed = time.Since(n.start)
 	n.res.Rounds, n.res.Updates, n.res.Candidates = st.Rounds, st.Updates, st.Candidates
+	n.res.Rejected, n.res.Deferred, n.res.Capacity = st.Rejected, st.Deferred, st.Capacity
 	n.res.Final, n.res.Reason, n.res.AppReason, n.res.Trace = st.Final, st.Reason, st.AppReason, st.Trace
 	if _, ok := n.app.(Iterated); ok {
 		n.res.Period = n.core.Config().Period

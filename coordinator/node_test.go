@@ -434,14 +434,14 @@ func TestAppMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if !strings.HasPrefix(rows[0], "time_s,round,objective,") || !strings.HasSuffix(rows[0], ",bytes,x,none") || len(rows) != 6 {
+	if !strings.HasPrefix(rows[0], "time_s,round,objective,") || !strings.HasSuffix(rows[0], ",bytes,selected,rejected,deferred,x,none") || len(rows) != 6 {
 		t.Fatalf("metrics:\n%s", data)
 	}
 	// The report after round r shows x = 2^-r (the halving), with an
 	// empty cell for "none".
 	for r, row := range rows[1:] {
 		cells := strings.Split(row, ",")
-		if want := strconv.FormatFloat(math.Pow(2, -float64(r)), 'g', -1, 64); len(cells) != 16 || cells[14] != want || cells[15] != "" {
+		if want := strconv.FormatFloat(math.Pow(2, -float64(r)), 'g', -1, 64); len(cells) != 19 || cells[17] != want || cells[18] != "" {
 			t.Errorf("row %d: %q, want x = %s and an empty last cell", r+1, row, want)
 		}
 	}

@@ -1,8 +1,11 @@
 package coordinator
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // TestPosition checks the start of the progress line: the round (or the
@@ -38,5 +41,51 @@ func TestPosition(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlanFill checks the plan counts of the metrics rows and the
+// summary: means per round since the previous row, and the warning of
+// plans that run mostly empty, only where the plans have a capacity.
+func TestPlanFill(t *testing.T) {
+	var c planCounts
+	for range 10 {
+		c.add(schmp.PlanInfo{Selected: 3, Rejected: 1, Deferred: 5, Capacity: 8})
+	}
+	prev := c
+	for range 4 {
+		c.add(schmp.PlanInfo{Selected: 6, Deferred: 1, Capacity: 8})
+	}
+	if m := c.since(prev, 4); m != (planMeans{selected: 6, deferred: 1, capacity: 8}) || m.mostlyEmpty() {
+		t.Errorf("since the 10th round: %+v (mostly empty %t)", m, m.mostlyEmpty())
+	}
+	if m := c.since(planCounts{}, 14); !m.mostlyEmpty() {
+		t.Errorf("all rounds: %+v, want mostly empty", m)
+	}
+	if m := (planCounts{selected: 5}).since(planCounts{}, 5); m.mostlyEmpty() {
+		t.Error("plans without a capacity reported mostly empty")
+	}
+	for _, tc := range []struct {
+		r    Result
+		want []string
+		not  []string
+	}{
+		{Result{Rounds: 10, Updates: 30, Capacity: 80, Deferred: 50, Rejected: 10},
+			[]string{"plans: 3 of 8 variables a round (38%); 5 put off (in flight), 1 rejected", "warning: the plans ran mostly empty"}, nil},
+		{Result{Rounds: 10, Updates: 60, Capacity: 80}, []string{"plans: 6 of 8"}, []string{"warning"}},
+		{Result{Rounds: 10, Updates: 60}, nil, []string{"plans:", "warning"}},
+	} {
+		var b strings.Builder
+		tc.r.WriteSummary(&b)
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("summary of %+v lacks %q:\n%s", tc.r, w, b.String())
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("summary of %+v has %q:\n%s", tc.r, w, b.String())
+			}
+		}
 	}
 }

@@ -41,6 +41,11 @@ type Result struct {
 	Updates int64
 	// Candidates is the number of candidates the scheduler examined.
 	Candidates int64
+	// Rejected, Deferred and Capacity sum the plans' PlanInfo fields of
+	// the same names: the candidates the dependency check turned down,
+	// those put off because they depended on a round in flight, and the
+	// most the plans could have held.
+	Rejected, Deferred, Capacity int64
 	// Final is the progress at the end.
 	Final schmp.Progress
 	// Elapsed is the time from the first round to the end.
@@ -167,6 +172,14 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  worker %d %.0f%%", s, busy(d))
 	}
 	fmt.Fprintln(w)
+	if r.Capacity > 0 {
+		fmt.Fprintf(w, "plans: %.3g of %.3g variables a round (%.0f%%); %.3g put off (in flight), %.3g rejected (dependency check)\n",
+			float64(r.Updates)/rounds, float64(r.Capacity)/rounds, 100*float64(r.Updates)/float64(r.Capacity),
+			float64(r.Deferred)/rounds, float64(r.Rejected)/rounds)
+		if r.Updates < r.Capacity/2 {
+			fmt.Fprintln(w, "warning: the plans ran mostly empty: "+emptyPlans)
+		}
+	}
 	if r.Reconnects > 0 {
 		fmt.Fprintf(w, "NATS: %d reconnects; what was in flight was sent again, %d copies dropped\n", r.Reconnects, r.Dropped["duplicate"])
 	}
@@ -186,3 +199,8 @@ func (r *Result) RoundQuantile(q float64) time.Duration {
 	slices.Sort(d)
 	return d[int(q*float64(len(d)-1)+0.5)]
 }
+
+// emptyPlans explains plans that run mostly empty, in the words of the
+// warnings.
+const emptyPlans = "candidates that depend on variables in rounds still in flight are put off (fewer rounds in flight: --depth), " +
+	"and those the dependency check finds coupled are rejected (a larger --rho); a smaller --block asks for fewer"

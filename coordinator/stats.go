@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // stats sums where the time of a run goes, as it runs.
@@ -22,6 +24,44 @@ type stats struct {
 	schedulers []time.Duration // compute per scheduler part
 	workers    []time.Duration // compute per worker shard
 	nats       nats.Statistics // the coordinator's traffic
+	plans      planCounts      // the plans of the rounds pulled
+}
+
+// planCounts sums what the plans of rounds said of themselves
+// (schmp.PlanInfo).
+type planCounts struct {
+	selected, rejected, deferred, capacity int64
+}
+
+func (p *planCounts) add(info schmp.PlanInfo) {
+	p.selected += int64(info.Selected)
+	p.rejected += int64(info.Rejected)
+	p.deferred += int64(info.Deferred)
+	p.capacity += int64(info.Capacity)
+}
+
+// planMeans are the per-round means of plan counts.
+type planMeans struct {
+	selected, rejected, deferred, capacity float64
+}
+
+// since returns the means per round of the plans counted since prev, over
+// rounds rounds.
+func (p planCounts) since(prev planCounts, rounds uint64) planMeans {
+	if rounds == 0 {
+		return planMeans{}
+	}
+	r := float64(rounds)
+	return planMeans{
+		selected: float64(p.selected-prev.selected) / r, rejected: float64(p.rejected-prev.rejected) / r,
+		deferred: float64(p.deferred-prev.deferred) / r, capacity: float64(p.capacity-prev.capacity) / r,
+	}
+}
+
+// mostlyEmpty reports whether plans of these means, which have a capacity,
+// fill less than half of it.
+func (m planMeans) mostlyEmpty() bool {
+	return m.capacity > 0 && m.selected < m.capacity/2
 }
 
 func (s *stats) init(workers, schedulers int) {
@@ -56,6 +96,7 @@ func (s *stats) copy() stats {
 type rowStats struct {
 	plan, dispatch, push, wait, pull, latency time.Duration
 	msgs, bytes                               float64
+	plans                                     planMeans
 }
 
 // since returns the means per round of what happened since prev, over
@@ -74,6 +115,7 @@ func (s *stats) since(prev *stats, rounds uint64) rowStats {
 		latency:  d(s.latency, prev.latency),
 		msgs:     float64(s.nats.InMsgs+s.nats.OutMsgs-prev.nats.InMsgs-prev.nats.OutMsgs) / float64(rounds),
 		bytes:    float64(s.nats.InBytes+s.nats.OutBytes-prev.nats.InBytes-prev.nats.OutBytes) / float64(rounds),
+		plans:    s.plans.since(prev.plans, rounds),
 	}
 }
 
@@ -97,7 +139,7 @@ func (s *stats) timing(elapsed, waited time.Duration, traffic nats.Statistics) T
 	}
 }
 
-const metricsHeader = "time_s,round,objective,nnz,updates,gap,plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes\n"
+const metricsHeader = "time_s,round,objective,nnz,updates,gap,plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes,selected,rejected,deferred\n"
 
 // writeSample writes s as a metrics row, with r, the per-round means of the
 // rounds pulled since the previous row.
@@ -129,6 +171,10 @@ func writeSample(w *bufio.Writer, s Sample, r rowStats) {
 	f(r.msgs, 4)
 	w.WriteByte(',')
 	f(r.bytes, 6)
+	for _, v := range []float64{r.plans.selected, r.plans.rejected, r.plans.deferred} {
+		w.WriteByte(',')
+		f(v, 4)
+	}
 	for _, m := range s.Metrics {
 		w.WriteByte(',')
 		if !math.IsNaN(m.Value) {

@@ -33,10 +33,14 @@ import (
 
 // Metrics are the metrics of the nodes of a process.
 type Metrics struct {
-	// Coordinator: rounds and updates pulled, the round latency, where the
-	// time went, and the last report.
+	// Coordinator: rounds and updates pulled, the plans' capacity and
+	// candidates put off and rejected (schmp.PlanInfo), the round latency,
+	// where the time went, and the last report.
 	Rounds       prometheus.Counter
 	Updates      prometheus.Counter
+	PlanCapacity prometheus.Counter
+	PlanDeferred prometheus.Counter
+	PlanRejected prometheus.Counter
 	RoundSeconds prometheus.Histogram
 	PhaseSeconds *prometheus.CounterVec // by phase: plan, dispatch, push, wait, pull, objective
 	InFlight     prometheus.Gauge
@@ -87,8 +91,11 @@ func New() *Metrics {
 		return c
 	}
 	m := &Metrics{
-		Rounds:  f("coordinator_rounds_total", "Rounds pulled."),
-		Updates: f("coordinator_updates_total", "Variable updates made."),
+		Rounds:       f("coordinator_rounds_total", "Rounds pulled."),
+		Updates:      f("coordinator_updates_total", "Variable updates made."),
+		PlanCapacity: f("coordinator_plan_capacity_total", "The most variables the plans pulled could have held (their schedulers' blocks)."),
+		PlanDeferred: f("coordinator_plan_deferred_total", "Candidates the plans pulled put off because they depended on a round in flight."),
+		PlanRejected: f("coordinator_plan_rejected_total", "Candidates the plans pulled rejected by the dependency check."),
 		RoundSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "strads", Name: "coordinator_round_seconds",
 			Help:    "Round latency: from sending a round to the workers to the end of its Pull.",

@@ -59,6 +59,12 @@ type Sample struct {
 	Updates float64 `json:"updates"`
 	// UpdatesPerSecond is the rate of Updates since the sample before.
 	UpdatesPerSecond Number `json:"updates_per_s"`
+	// PlanCapacity, PlanDeferred and PlanRejected are the totals of the
+	// plans pulled: the most variables they could have held, and the
+	// candidates put off (in flight) and rejected (dependency check).
+	PlanCapacity float64 `json:"plan_capacity"`
+	PlanDeferred float64 `json:"plan_deferred"`
+	PlanRejected float64 `json:"plan_rejected"`
 	// Objective, Gap and NNZ are those of the coordinator's last report:
 	// null before its first report, or where they are not finite.
 	Objective Number `json:"objective"`
@@ -228,6 +234,12 @@ func (m *Metrics) sample(now time.Time, keep bool) error {
 				s.Rounds = v
 			case "strads_coordinator_updates_total":
 				s.Updates = v
+			case "strads_coordinator_plan_capacity_total":
+				s.PlanCapacity = v
+			case "strads_coordinator_plan_deferred_total":
+				s.PlanDeferred = v
+			case "strads_coordinator_plan_rejected_total":
+				s.PlanRejected = v
 			case "strads_coordinator_rounds_in_flight":
 				s.InFlight = v
 			case "strads_coordinator_objective":

@@ -316,6 +316,16 @@ const (
 	drawWeighted
 )
 
+// Info returns what a plan of sel tells the runtime (schmp.PlanInfo): its
+// variables, the candidates examined, rejected and put off, and the block
+// size as its capacity.
+func (d *Dynamic) Info(sel Selection) schmp.PlanInfo {
+	return schmp.PlanInfo{
+		Vars: sel.Vars, Candidates: sel.Candidates, Selected: len(sel.Vars),
+		Rejected: sel.Rejected, Deferred: sel.Deferred, Capacity: d.cfg.Block,
+	}
+}
+
 // Next returns the next round's selection. Its slices are freshly allocated
 // and belong to the caller.
 func (d *Dynamic) Next() Selection {

@@ -28,6 +28,17 @@ type PlanInfo struct {
 	Candidates int `msgpack:"c"`
 	// Selected is how many of them the plan updates.
 	Selected int `msgpack:"s"`
+	// Rejected is how many candidates a dependency check turned down, and
+	// Deferred how many variables the scheduler drew and put off because
+	// they, or a variable they depend on, are in a round still in flight
+	// (scheduler.Selection). Capacity is the most variables the plan could
+	// have held (a scheduler's block), 0 where there is no such bound.
+	// The runtime reports them per round (the metrics' selected,
+	// rejected and deferred, the progress line's plan fill) and warns
+	// when plans run mostly empty.
+	Rejected int `msgpack:"r"`
+	Deferred int `msgpack:"d"`
+	Capacity int `msgpack:"k"`
 }
 
 // Progress is the state of the optimization after a round, computed by the

@@ -66,6 +66,9 @@ type Status struct {
 	// PlanInfo.Selected), and Candidates the number of candidates the
 	// schedulers examined, in the rounds pulled.
 	Updates, Candidates int64
+	// Rejected, Deferred and Capacity are the sums of the plans'
+	// PlanInfo fields of the same names, in the rounds pulled.
+	Rejected, Deferred, Capacity int64
 	// Final is the progress of the last report.
 	Final schmp.Progress
 	// Trace holds every report, in order.
@@ -519,6 +522,9 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, U, S], now time.Time) error {
 	c.st.Rounds = round
 	c.st.Updates += int64(f.info.Selected)
 	c.st.Candidates += int64(f.info.Candidates)
+	c.st.Rejected += int64(f.info.Rejected)
+	c.st.Deferred += int64(f.info.Deferred)
+	c.st.Capacity += int64(f.info.Capacity)
 	c.marks[round] = mark{time: now.Sub(c.start), updates: c.st.Updates}
 	if d := uint64(c.cfg.Depth); round >= d {
 		delete(c.marks, round-d) // no report to come shows it

@@ -89,6 +89,9 @@ type Snapshot[U any] struct {
 	// report, the stops refuted, the most rounds and variables in flight.
 	Updates         int64          `msgpack:"updates"`
 	Candidates      int64          `msgpack:"candidates"`
+	Rejected        int64          `msgpack:"rejected"`
+	Deferred        int64          `msgpack:"deferred"`
+	Capacity        int64          `msgpack:"capacity"`
 	Final           schmp.Progress `msgpack:"final"`
 	Trace           []Sample       `msgpack:"trace"`
 	Refuted         int            `msgpack:"refuted"`
@@ -166,6 +169,7 @@ func (c *Core[P, R, U, S]) takeCut(now time.Time) error {
 		Prev: c.prev, PrevRound: c.prevRound, HavePrev: c.havePrev,
 		Low: c.low, LowRound: c.lowRound, HaveLow: c.haveLow,
 		Updates: c.st.Updates, Candidates: c.st.Candidates, Final: c.st.Final, Trace: c.st.Trace,
+		Rejected: c.st.Rejected, Deferred: c.st.Deferred, Capacity: c.st.Capacity,
 		Refuted: c.st.Refuted, MaxInFlight: c.win.maxRounds, MaxVarsInFlight: c.win.maxVars,
 	}
 	// The updates that the tasks after the cut carry: those that the
@@ -247,6 +251,7 @@ func Resume[P, R, U, S any](cfg Config, app schmp.Coordinator[P, R, U, S], hooks
 	c.prev, c.prevRound, c.havePrev = s.Prev, s.PrevRound, s.HavePrev
 	c.low, c.lowRound, c.haveLow = s.Low, s.LowRound, s.HaveLow
 	c.st = Status{Rounds: s.Round, Updates: s.Updates, Candidates: s.Candidates, Final: s.Final,
+		Rejected: s.Rejected, Deferred: s.Deferred, Capacity: s.Capacity,
 		Trace: s.Trace, Refuted: s.Refuted}
 	c.win.maxRounds, c.win.maxVars = s.MaxInFlight, s.MaxVarsInFlight
 	for i, fb := range s.Asks {

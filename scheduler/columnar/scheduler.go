@@ -101,5 +101,7 @@ func (s *Scheduler) Schedule(round uint64, fbs []schmp.Feedback) (Plan, schmp.Pl
 	for k, j := range sel.Vars {
 		vars[k] = j + s.first
 	}
-	return Plan{Vars: vars}, schmp.PlanInfo{Vars: vars, Candidates: sel.Candidates, Selected: len(vars)}, nil
+	info := s.d.Info(sel)
+	info.Vars = vars
+	return Plan{Vars: vars}, info, nil
 }
