@@ -142,7 +142,7 @@ func TestPlotBadInput(t *testing.T) {
 		want string // in the one line on stderr
 	}{
 		{"not a metrics CSV", []string{"--metrics", real + "," + model}, "model.csv:1: not a metrics CSV"},
-		{"a short row", []string{"--metrics", short}, "short.csv:3: 13 cells, the header names 14 columns"},
+		{"a short row", []string{"--metrics", short}, "short.csv:3: 16 cells, the header names 17 columns"},
 		{"not a number", []string{"--metrics", nan}, `nan.csv:2: column objective: "x111`},
 		{"empty", []string{"--metrics", file("empty.csv", "")}, "empty.csv: empty, not a metrics CSV"},
 		{"no rows", []string{"--metrics", file("header.csv", header+"\n")}, "header.csv: a header and no rows"},
