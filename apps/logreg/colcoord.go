@@ -22,8 +22,9 @@ const (
 )
 
 // ColCoordinator is the coordinator side of logistic regression in the
-// column layout: it holds w, b and its own replica of the margins, and
-// merges the workers' changes so that no round raises the objective. With
+// column layout: it holds w, b and its own replica of the margins, merges
+// the workers' changes so that no round raises the objective (Pull), and
+// forwards the columns they share. With
 // Config.Path it solves a regularization path in the runtime's stages (it
 // implements coordinator.Staged), as the Lasso's does: every update it
 // sends carries the λ being solved.
@@ -34,7 +35,7 @@ type ColCoordinator struct {
 	z       []float64 // the margins Xw + b
 	r       []float64 // −y_i·σ(−y_i·z_i)
 	pos     []int32   // column → its index in a round's feedback, or -1
-	held    []bool    // column → handed to the leader (several workers)
+	shared  []bool    // column → shared with every worker (several workers)
 
 	// lastMoved is the last round whose update changed the model: a
 	// partial computed before it is stale. taken[k] is the last round whose
@@ -50,16 +51,21 @@ type ColCoordinator struct {
 // ColStats tells what the merges of the column layout did.
 type ColStats struct {
 	// Rounds counts the rounds in which some worker changed the model, and
-	// Merged those that took a line search (several workers' changes, or a
-	// stale one).
+	// Merged those whose changes the coordinator weighed on the objective
+	// (several workers', or one computed from older margins): every one of
+	// these took its changes whole (Whole), the merged change at a step
+	// shorter than 1 (Shortened), one worker's change alone (Single), or
+	// nothing, since nothing lowered F (Rejected).
 	Rounds, Merged int
+	// Whole counts the merged rounds that took every change whole.
+	Whole int
 	// Shortened counts the merged rounds whose step along the merged
 	// direction was shorter than 1, and MinAlpha is the shortest step taken.
 	Shortened int
 	MinAlpha  float64
 	// Single counts the merged rounds that took one worker's change alone,
-	// which lowered F more than the merged direction, and Rejected those in
-	// which nothing lowered F (the round changed nothing).
+	// which lowered F more than the others, and Rejected those in which
+	// nothing lowered F (the round changed nothing).
 	Single, Rejected int
 	// Dropped counts the workers' changes dropped because they were
 	// computed before an earlier change of the same worker was applied
@@ -136,7 +142,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	c.n = float64(s0.Rows)
 	c.y = s0.Y
 	c.w = make([]float64, s0.Features)
-	c.held = make([]bool, s0.Features)
+	c.shared = make([]bool, s0.Features)
 	c.pos = make([]int32, s0.Features)
 	for j := range c.pos {
 		c.pos[j] = -1
@@ -221,25 +227,30 @@ type change struct {
 // single returns worker shard k's change alone, at step 1.
 func (c *ColCoordinator) single(k int, part ColPartial) change {
 	ch := change{dir: part.Dir, vars: part.Vars, vals: part.Value, bias: c.b, alpha: 1, from: []int{k}}
-	if k == 0 {
+	if k == 0 && c.cfg.Intercept {
 		ch.bias = part.Bias
 	}
 	return ch
 }
 
-// Pull implements schmp.Coordinator: it merges the workers' changes. With
-// one worker whose change was computed from the current margins, the change
-// is its own sequential coordinate descent, which never raises the
-// objective, and is taken whole. Otherwise (several workers, or a change
-// computed from older margins) it takes whichever lowers the objective most
-// of the merged change at the step a backtracking line search finds and
+// Pull implements schmp.Coordinator: it merges the workers' changes, all
+// over columns of their own, and forwards the columns they share to all of
+// them. With one worker whose change was computed from the current
+// margins, the change is its own sequential descent, which never raises
+// the objective, and is taken whole. Otherwise (several workers, or a
+// change computed from older margins) it weighs the changes on the exact
+// objective (merge): every change whole, if that lowers F by at least
+// nearWhole of what the best of the others does; else whichever lowers F
+// most of the merged change at the step of a backtracking line search and
 // each worker's change alone, at step 1; or nothing if none lowers it.
 //
-// With several workers only the leader's partial may change the model
-// (over its own columns and those handed to it), and the others' hand it
-// columns, which the update forwards to it (see ColumnProgram's layout
-// notes): the leader's change, computed from the current margins, is taken
-// whole as one worker's is.
+// The next round is joint when no working set grew in this one (the rest
+// is to solve the active set exactly), or when the round did not take
+// every change whole (the workers' columns explain the same part of the
+// margins, and block Jacobi is slow there);
+// never after a round that took nothing, which a joint round can do (a
+// worker's part of a solution that counted on columns not yet shared), and
+// the same round again would too.
 //
 // With rounds in flight, a worker's change computed before the model took
 // one of its earlier changes is dropped: its values of the worker's columns
@@ -252,25 +263,21 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 		return ColUpdate{}, schmp.Feedback{}, err
 	}
 	fb := p.Feedback()
+	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b, Lambda: c.lambda, Joint: c.workers > 1}
 	var moved []int // workers with a change
 	fresh := true
-	var handed columnar.Columns
 	for k, part := range partials {
-		var held []bool
-		if k == columnar.Leader {
-			held = c.held
+		if part.Added != 0 {
+			u.Joint = false
 		}
-		m, err := columnar.CheckChangeHeld(k, c.workers, len(c.w), len(c.z), part.Vars, part.Value, len(part.Dir), held)
+		m, err := columnar.CheckChange(k, c.workers, len(c.w), len(c.z), part.Vars, part.Value, len(part.Dir))
 		if err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err
 		}
-		if m && k != columnar.Leader {
-			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d changed the model, which only the leader (shard %d) does", k, columnar.Leader)
-		}
-		if err := columnar.CheckHanded(k, c.workers, len(c.z), &part.Cols, c.held, c.w); err != nil {
+		if err := columnar.CheckShared(k, c.workers, len(c.z), &part.Cols, c.shared); err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err
 		}
-		handed.AddAll(&part.Cols)
+		u.Cols.AddAll(&part.Cols)
 		if math.IsNaN(part.Bias) || math.IsInf(part.Bias, 0) {
 			return ColUpdate{}, schmp.Feedback{}, fmt.Errorf("worker shard %d set the intercept to %v", k, part.Bias)
 		}
@@ -284,23 +291,36 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 		moved = append(moved, k)
 		fresh = fresh && part.AsOf >= c.lastMoved
 	}
-	for _, j := range handed.IDs {
-		c.held[j] = true
+	if len(moved) > 0 {
+		c.stats.Rounds++
+		var ch change
+		if c.workers == 1 && fresh {
+			ch = c.single(moved[0], partials[moved[0]])
+		} else {
+			ch = c.merge(partials, moved)
+		}
+		switch {
+		case ch.alpha == 0:
+			u.Joint = false
+		case ch.alpha != 1 || len(ch.from) != len(moved):
+			u.Joint = c.workers > 1
+		}
+		if ch.alpha != 0 {
+			c.take(round, ch, &u, &fb)
+		}
 	}
-	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b, Lambda: c.lambda, Cols: handed}
-	if len(moved) == 0 {
-		return u, fb, nil
+	if u.Cols.Len() > 0 {
+		u.ColValue = make([]float64, u.Cols.Len())
+		for k, j := range u.Cols.IDs {
+			u.ColValue[k] = c.w[j]
+		}
 	}
-	c.stats.Rounds++
-	var ch change
-	if len(moved) == 1 && fresh {
-		ch = c.single(moved[0], partials[moved[0]])
-	} else {
-		ch = c.merge(partials, moved)
-	}
-	if ch.alpha == 0 {
-		return u, fb, nil
-	}
+	return u, fb, nil
+}
+
+// take applies the change ch of round round to the coordinator's model and
+// margins, and sets the update u and the feedback fb from it.
+func (c *ColCoordinator) take(round uint64, ch change, u *ColUpdate, fb *schmp.Feedback) {
 	u.Alpha, u.Dir, u.Vars, u.Value, u.Bias = ch.alpha, ch.dir, ch.vars, ch.vals, ch.bias
 	for i, d := range u.Dir {
 		if d != 0 {
@@ -325,75 +345,92 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 	for _, k := range ch.from {
 		c.taken[k] = round
 	}
-	return u, fb, nil
 }
 
-// merge returns the change that lowers the objective most of the merged
-// change of the workers in moved, at the step of a backtracking line
-// search, and each one's change alone, at step 1; a change with alpha 0 if
-// none lowers it.
+// nearWhole is how much of the best decrease of the other candidates the
+// workers' changes taken whole must achieve for merge to take them: near
+// the optimum they do, and whole changes keep the zeros that the workers
+// set exactly.
+const nearWhole = 0.9
+
+// merge returns the change of the workers in moved that it takes: every
+// change whole if that lowers the objective by at least nearWhole of what
+// the best of the others lowers it; otherwise whichever lowers it most of
+// the merged change at the step that lineSearch finds and each worker's
+// change alone, at step 1; a change with alpha 0 if none lowers it. Every
+// candidate's change of F is computed exactly (objectiveChange).
 func (c *ColCoordinator) merge(partials []ColPartial, moved []int) change {
 	c.stats.Merged++
-	merged := change{bias: c.b, from: moved}
+	whole := change{bias: c.b, alpha: 1, from: moved}
 	if len(moved) == 1 {
-		merged.dir = partials[moved[0]].Dir
+		whole.dir = partials[moved[0]].Dir
 	} else {
-		merged.dir = make([]float64, len(c.z))
+		whole.dir = make([]float64, len(c.z))
 	}
 	for _, k := range moved {
 		part := partials[k]
 		if len(moved) > 1 {
 			for i, d := range part.Dir {
-				merged.dir[i] += d
+				whole.dir[i] += d
 			}
 		}
-		merged.vars = append(merged.vars, part.Vars...)
-		merged.vals = append(merged.vals, part.Value...)
-		if k == 0 {
-			merged.bias = part.Bias
+		whole.vars = append(whole.vars, part.Vars...)
+		whole.vals = append(whole.vals, part.Value...)
+		if k == 0 && c.cfg.Intercept {
+			whole.bias = part.Bias
 		}
 	}
-	if c.cfg.mergeWhole {
-		merged.alpha = 1
-		return merged
-	}
+	wholeDF := c.objectiveChange(whole)
 	var best change // alpha 0: nothing
 	bestDF := 0.0
 	// The first-order change of F along the merged change, with the
 	// penalty's change at step 1 (which bounds it at any step in [0, 1],
 	// by convexity). Each worker's change lowers F, so each one's share is
-	// negative, and so is the sum.
-	if slope := c.slope(merged); slope < 0 {
-		alpha := 1.0
-		for range maxHalvings + 1 {
-			merged.alpha = alpha
-			if df := c.objectiveChange(merged); df <= armijo*alpha*slope {
-				best, bestDF = merged, df
-				break
-			}
-			alpha /= 2
-		}
+	// negative, and so is the sum, unless the workers' changes were
+	// computed in a joint round, or from older margins.
+	if slope := c.slope(whole); slope < 0 {
+		best, bestDF = c.lineSearch(whole, wholeDF, slope)
 	}
+	single := false
 	if len(moved) > 1 {
-		single := false
 		for _, k := range moved {
 			ch := c.single(k, partials[k])
 			if df := c.objectiveChange(ch); df < bestDF {
 				best, bestDF, single = ch, df, true
 			}
 		}
-		if single {
-			c.stats.Single++
-		}
 	}
 	switch {
+	case wholeDF < 0 && wholeDF <= nearWhole*bestDF:
+		c.stats.Whole++
+		return whole
 	case best.alpha == 0:
 		c.stats.Rejected++
-	case best.alpha < 1:
+	case single:
+		c.stats.Single++
+	default:
 		c.stats.Shortened++
 		c.stats.MinAlpha = min(c.stats.MinAlpha, best.alpha)
 	}
 	return best
+}
+
+// lineSearch returns the merged change ch, given at step 1, at the step of
+// a backtracking line search along it, and F's change there, from F's
+// change df at step 1 and F's first-order change slope < 0 along ch: the
+// first of the steps 1, ½, ¼, … at which F's change satisfies the Armijo
+// condition (alpha 0 if none does).
+func (c *ColCoordinator) lineSearch(ch change, df, slope float64) (change, float64) {
+	for range maxHalvings + 1 {
+		if ch.alpha != 1 {
+			df = c.objectiveChange(ch)
+		}
+		if df <= armijo*ch.alpha*slope {
+			return ch, df
+		}
+		ch.alpha /= 2
+	}
+	return change{}, 0
 }
 
 // slope returns the change of F to first order along ch at step 1:

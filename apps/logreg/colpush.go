@@ -3,8 +3,7 @@ package logreg
 import (
 	"context"
 	"math"
-
-	"github.com/strads-go/strads/scheduler/columnar"
+	"slices"
 )
 
 // newtonScratch is the scratch of a column worker's Newton steps, reused
@@ -24,48 +23,44 @@ const (
 	minHessDiag = 1e-12
 )
 
-// Push implements schmp.Worker: proximal Newton steps on a scratch copy of
-// the rows over the round's working set — the worker's block and its
-// non-zero coordinates, which are in every round's working set as in
-// glmnet's active set strategy — as liblinear's newGLMNET takes them (Yuan,
-// Ho and Lin, 2012). Each step minimizes the quadratic model of the loss at
-// the current margins plus the L1 penalty by coordinate descent, which costs
-// no exponential, then moves along the minimizer's direction by a
-// backtracking line search on the exact objective (Armijo), which costs a
-// few per row. The model's minimization sweeps the whole working set once,
-// then its non-zero coordinates until they settle, innerRatio times more
-// finely than the first sweep moved the model; the next step's first sweep
-// looks at the whole set again. For worker shard
-// 0 with an intercept, the intercept is one more coordinate of the model,
-// unpenalized. Steps follow each other until the first sweep of one changes
-// nothing by more than the inner tolerance or the work budget is spent.
-//
-// With several workers every worker first scans its columns not yet in the
-// leader's working set for violators (scan), as the Lasso's do. The others
-// hand theirs, with their data, to the leader and stop there: their partial
-// changes nothing. The leader adds its own to its working set and takes the
-// Newton steps above over its working set — the columns it picked from its
-// own so far and every column handed to it — instead of the plan's block,
-// which it only checks.
-func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, error) {
-	block, err := w.work.Build(p, w.w[:w.x.Cols])
-	if err != nil {
+// Push implements schmp.Worker. The worker's scan first updates its
+// working set (columnar.Screen.Update: the violators of the optimality
+// conditions join it, worst first, and coordinates that have settled at
+// zero leave); in a joint round the other workers' active columns that it
+// holds join the round's set too, all in column order. Then it takes
+// proximal Newton steps over the set on a scratch copy of the rows, as
+// liblinear's newGLMNET takes them (Yuan, Ho and Lin, 2012). Each step
+// minimizes the quadratic model of the loss at the current margins plus
+// the L1 penalty by coordinate descent, which costs no exponential, then
+// moves along the minimizer's direction by a backtracking line search on
+// the exact objective (Armijo), which costs a few per row. The model's
+// minimization sweeps the whole set once, then its non-zero coordinates
+// until they settle, innerRatio times more finely than the first sweep
+// moved the model; the next step's first sweep looks at the whole set
+// again. The intercept, where the worker moves it (ColWorker.bias), is one
+// more coordinate of the model, unpenalized. Steps follow each other until
+// the first sweep of one changes nothing by more than the inner tolerance
+// or the work budget is spent. The plan is empty: the workers choose their
+// columns themselves.
+func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, error) {
+	if err := ctx.Err(); err != nil {
 		return ColPartial{}, err
 	}
-	var scanWork int64
-	if w.handed != nil {
-		if err := ctx.Err(); err != nil {
-			return ColPartial{}, err
+	w.scanWork = 0
+	added := w.screen.Update(w.n*w.lambda, w.w[:w.x.Cols], w.corr)
+	block := append(w.block[:0], w.screen.Set()...)
+	if w.joint {
+		for f, j := range w.held.IDs {
+			if w.w[w.x.Cols+f] != 0 {
+				block = append(block, j)
+			}
 		}
-		picked, work := w.scan()
-		if w.shard != columnar.Leader {
-			part := ColPartial{Bias: w.b, AsOf: w.asOf, Work: work}
-			part.Cols.AddOwned(w.x, w.first, picked)
-			return part, nil
-		}
-		scanWork = work
-		block = w.held.WorkingSet(picked)
 	}
+	// In column order: in a joint round every worker then sweeps the
+	// active set in the same order, and their solves agree.
+	slices.Sort(block)
+	w.block = block
+	w.bias = w.cfg.Intercept && (w.shard == 0 || w.joint)
 	w.nt.grow(len(w.rows), len(w.w))
 	copy(w.scratch, w.rows)
 	copy(w.trial, w.w)
@@ -108,28 +103,46 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, p ColPlan) (ColPartial, 
 			break // no step along the direction lowers F: rounding
 		}
 	}
-	part := ColPartial{Bias: b, AsOf: w.asOf, Work: work + scanWork}
+	// The worker reports the changes of its own coefficients only, and of
+	// the intercept only on shard 0: those of the other workers' columns
+	// made its own fit the whole active set, and their owners report
+	// theirs. It shares its columns that come into the active set a second
+	// time: the first rounds make and drop many non-zeros, each a column's
+	// data to copy.
+	part := ColPartial{Bias: w.b, AsOf: w.asOf, Work: work + w.scanWork, Added: added}
+	if w.shard == 0 {
+		part.Bias = b
+	}
 	for _, j := range block {
 		l := w.held.Local(j)
+		if l >= w.x.Cols {
+			continue
+		}
 		if w.trial[l] != w.w[l] {
 			part.Vars = append(part.Vars, j)
 			part.Value = append(part.Value, w.trial[l])
 		}
+		if w.seen != nil && w.trial[l] != 0 && w.seen[l] < shared {
+			if w.seen[l]++; w.seen[l] == shared {
+				rows, vals := w.x.Col(l)
+				part.Cols.Add(j, rows, vals)
+			}
+		}
 	}
-	if len(part.Vars) > 0 || b != w.b {
+	if len(part.Vars) > 0 || part.Bias != w.b {
 		// The change of z is computed afresh from the changes of w and b,
 		// not as the scratch margins' difference, whose rounding (of the
 		// margins' size) would swamp the small changes near the optimum.
 		part.Dir = make([]float64, len(w.rows))
-		if db := b - w.b; db != 0 {
+		if db := part.Bias - w.b; db != 0 {
 			for i := range part.Dir {
 				part.Dir[i] = db
 			}
 		}
 		for k, j := range part.Vars {
-			l := w.held.Local(j)
+			l := int(j) - w.first
 			d := part.Value[k] - w.w[l]
-			rows, vals := w.col(l)
+			rows, vals := w.x.Col(l)
 			for t, i := range rows {
 				part.Dir[i] += vals[t] * d
 			}

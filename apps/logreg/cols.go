@@ -10,33 +10,42 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// The column layout (DESIGN §5), as the Lasso's: worker k of P owns the
-// columns columnar.OwnedRange(p, k, P) with all their rows, the labels,
-// and a replica of the margins z = Xw + b over all n rows. A round gives
-// each worker a block of its own columns (columnar.BlockScheduler); the
-// worker takes proximal Newton steps over the block and its non-zero
-// coordinates on a scratch copy of z, as newGLMNET does (ColWorker.Push:
-// coordinate descent on the quadratic model, then an Armijo line search on
-// the exact objective, so that no step raises F), and returns its change of
-// z. With one worker the change is taken whole.
+// The column layout (DESIGN §5), as the Lasso's (see lasso.ColumnProgram):
+// worker k of P owns the columns columnar.OwnedRange(p, k, P) with all
+// their rows, the labels, and a replica of the margins z = Xw + b over all
+// n rows.
 //
-// With several, what is parallel is split from what is sequential, exactly
-// as in the Lasso's column layout (see lasso.ColumnProgram): every worker
-// scans its columns each round for violators of the optimality conditions
-// (w_j = 0 and |∇_j L| > λ), the others hand theirs, once, with their data,
-// to worker columnar.Leader (ColPartial.Cols → ColUpdate.Cols, a
-// schmp.Splitter), and the leader alone takes the Newton steps over its
-// working set: the columns it picked from its own and every column handed
-// to it. A round's change is then one worker's sequence of Newton steps,
-// each accepted by an Armijo line search on the exact objective, from the
-// margins every node holds, and is taken whole as one worker's is; the
-// coordinator's backtracking merge (d-GLMNET's) remains for a change
-// computed from older margins. Every update carries the new values of the
-// w_j it changes, so every owner reports its columns exactly.
+// Every worker works. Each round, each worker updates its working set
+// (columnar.Screen: the violators of the optimality conditions, w_j = 0
+// and |Σ_i x_ij·r_i|/n > λ with r_i the derivative of row i's loss, join
+// it worst first, and coordinates settled at zero leave) and takes
+// proximal Newton steps over it on a scratch copy of the margins, as
+// liblinear's newGLMNET does (ColWorker.Push: coordinate descent on the
+// quadratic model, then an Armijo line search on the exact objective, so
+// that no step raises F), and returns its change of z and its new
+// coefficients. The coordinator takes every worker's change whole if that
+// comes close to the best it can do, and otherwise the merged change at the
+// step of a backtracking line search, or the one worker's change that
+// lowers the objective most (ColCoordinator.Pull), each computed exactly:
+// block Jacobi between the workers, made safe by the exact objective, so
+// that columns on different workers that explain the same part of the
+// margins can slow a round but never make F rise. With one worker the
+// change, its own sequential descent from the current margins, is taken
+// whole. The scheduler's plans are empty: the workers choose their columns
+// from their own scans.
 //
-// The intercept, with Config.Intercept, is one more coordinate of worker
-// shard 0's quadratic model, unpenalized; its change is part of that
-// worker's change of z. Shard 0 is the leader.
+// With several workers, a worker shares each of its columns that comes out
+// of a round non-zero a second time with the others, with its data
+// (ColPartial.Cols → ColUpdate.Cols); when no working set grew in a round,
+// or the changes did not all add up, the next round is joint: every worker
+// sweeps the other workers' active columns it holds too, in column order,
+// and moves the intercept, so that the workers solve the same problem alike
+// (reporting only their own coordinates).
+//
+// Every update carries the new values of the w_j it changes, so every
+// owner reports its columns exactly. The intercept, with Config.Intercept,
+// is one more coordinate of worker shard 0's quadratic model, unpenalized;
+// its change is part of that worker's change of z.
 
 // ColPlan is the plan of a round in the column layout.
 type ColPlan = columnar.BlockPlan
@@ -44,9 +53,10 @@ type ColPlan = columnar.BlockPlan
 // ColPartial is a worker's share of a round in the column layout: Dir is
 // the change of the margins z over all rows caused by its updates (nil if
 // none), Value[k] the new value of w_j for j = Vars[k], for the coordinates
-// it changed, and Bias the new intercept (worker shard 0; the others send
-// the intercept they hold). AsOf is the round of the last update the worker
-// applied before computing it, and Work counts the non-zeros it visited.
+// it changed, all its own, and Bias the new intercept (worker shard 0; the
+// others send the intercept they hold). AsOf is the round of the last
+// update the worker applied before computing it, and Work counts the
+// non-zeros it visited.
 type ColPartial struct {
 	Dir   wire.Float64s `msgpack:"d"`
 	Vars  wire.Int32s   `msgpack:"v"`
@@ -54,18 +64,22 @@ type ColPartial struct {
 	Bias  float64       `msgpack:"b"`
 	AsOf  uint64        `msgpack:"a"`
 	Work  int64         `msgpack:"w"`
-	// Cols are the columns a worker other than the leader hands to it.
+	// Added is how many columns joined the worker's working set.
+	Added int `msgpack:"n"`
+	// Cols are the worker's columns that stay in the active set, shared
+	// once (with several workers), with their data, for the other workers.
 	Cols columnar.Columns `msgpack:"c"`
 }
 
 // ColUpdate is the coordinator's merge of round Round: with step Alpha
 // along the merged direction, every node sets z ← z + Alpha·Dir,
 // w_j ← w_j + Alpha·(Value[k] − w_j) for j = Vars[k] (w_j ← Value[k] when
-// Alpha is 1) and b ← b + Alpha·(Bias − b), and the workers use the penalty
-// Lambda from then on (0: unchanged; on a regularization path, the first
-// update after a λ is solved carries the next). The first update of a job
-// (Init) carries instead the penalty Lambda and the initial intercept Bias,
-// at which every margin starts.
+// Alpha is 1; a worker, for the columns it owns or holds) and
+// b ← b + Alpha·(Bias − b), and the workers use the penalty Lambda from
+// then on (0: unchanged; on a regularization path, the first update after
+// a λ is solved carries the next). The first update of a job (Init)
+// carries instead the penalty Lambda and the initial intercept Bias, at
+// which every margin starts.
 type ColUpdate struct {
 	Round  uint64        `msgpack:"t"`
 	Alpha  float64       `msgpack:"a"`
@@ -75,18 +89,16 @@ type ColUpdate struct {
 	Bias   float64       `msgpack:"b"`
 	Init   bool          `msgpack:"i"`
 	Lambda float64       `msgpack:"l"`
-	// Cols are the columns handed to the leader in the round, which only
-	// the leader receives (ForShard).
-	Cols columnar.Columns `msgpack:"c"`
-}
-
-// ForShard implements schmp.Splitter: the handed columns go to the leader
-// alone.
-func (u ColUpdate) ForShard(shard int) ColUpdate {
-	if shard != columnar.Leader {
-		u.Cols = columnar.Columns{}
-	}
-	return u
+	// Cols are the columns the workers shared in the round: each worker
+	// keeps the others' (ColPartial.Cols), and ColValue[k] is w_j of
+	// column j = Cols.IDs[k] after the update, the value at which a worker
+	// that takes the column starts it.
+	Cols     columnar.Columns `msgpack:"c"`
+	ColValue wire.Float64s    `msgpack:"cv"`
+	// Joint makes the next round joint: every worker's Newton steps take
+	// the other workers' active columns too, and the intercept (reporting
+	// only its own coordinates), so that they solve the same problem alike.
+	Joint bool `msgpack:"j"`
 }
 
 // ColSummary describes a worker's shard in the column layout when it joins
@@ -119,7 +131,10 @@ type ColSummary struct {
 	QNeg    float64 `msgpack:"qn"` // and over the negative ones
 	// Dual is max_j |Σ_i x_ij·s_i·y_i·q_i| over the worker's columns, with
 	// s_i the scale of row i's class that makes the dual point feasible for
-	// the intercept (1 without one; see the package documentation).
+	// the intercept (1 without one; see the package documentation). Without
+	// an intercept it is exact wherever it exceeds nλ, and may be less
+	// below (the screen skips the columns it proves below nλ): the duality
+	// gap, which uses it only above nλ, is exact.
 	Dual float64 `msgpack:"du"`
 	L1   float64 `msgpack:"l1"` // ‖w‖₁ over the worker's columns
 	NNZ  int     `msgpack:"nz"` // non-zeros of w over the worker's columns
@@ -131,9 +146,9 @@ func ColumnProgram(cfg Config, workers int) schmp.Program[ColPlan, ColPartial, C
 	return schmp.Program[ColPlan, ColPartial, ColUpdate, ColSummary]{
 		Name: "logreg",
 		NewScheduler: func(ctx context.Context, part, parts int) (schmp.Scheduler[ColPlan], error) {
-			// With several workers, the workers choose their columns
-			// themselves: the plans are empty.
-			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{Engine: cfg.Schedule, Work: cfg.RoundWork, NoBlocks: workers > 1}, workers, part, parts)
+			// The workers choose their columns themselves: the plans are
+			// empty.
+			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{NoBlocks: true}, workers, part, parts)
 		},
 		NewWorker: func(ctx context.Context, shard, shards int) (schmp.Worker[ColPlan, ColPartial, ColUpdate, ColSummary], error) {
 			return NewColWorker(cfg, shard, shards)
@@ -145,7 +160,7 @@ func ColumnProgram(cfg Config, workers int) schmp.Program[ColPlan, ColPartial, C
 }
 
 // innerWorkFactor bounds a worker's work in a round, in the column layout,
-// to this many times the block's budget (as the Lasso's).
+// to this many times Config.RoundWork (as the Lasso's).
 const innerWorkFactor = 8
 
 // DefaultInnerTol is the default Config.InnerTol: a step has settled when

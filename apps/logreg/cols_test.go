@@ -65,39 +65,47 @@ func colSchedule(policy scheduler.Policy) scheduler.Config {
 }
 
 // TestColumnsKKT solves the problems of TestKKT in the column layout on 1, 2
-// and 3 workers, with blocks of every column of a worker and with small
-// blocks, and checks the solution against the optimality conditions and
-// the sequential solver, and every report's gap against the optimum.
+// and 3 workers, with the default work budget of a round and a small one,
+// under each growth policy of the working sets, and on a problem wide
+// enough that the working sets grow over several rounds
+// (columnar.HandLimit binds), and checks the solution against the
+// optimality conditions and the sequential solver, and every report's gap
+// against the optimum.
 func TestColumnsKKT(t *testing.T) {
 	wide := genConfig(50, 120, 24, 1)
 	tall := genConfig(200, 30, 10, 2)
 	tall.Bias, tall.ZeroOne = 0.8, true
+	wider := genConfig(40, 1500, 100, 4)
+	wider.TrueNNZ = 40
 	policies := []scheduler.Policy{scheduler.Priority, scheduler.Random, scheduler.Cyclic}
 	cases := []struct {
 		name      string
 		gen       GenConfig
 		intercept bool
+		ratio     float64
+		works     []int
 	}{
-		{"p>n", wide, false},
-		{"p>n/intercept", wide, true},
-		{"n>p/intercept", tall, true},
+		{"p>n", wide, false, 0.1, []int{0, 150}},
+		{"p>n/intercept", wide, true, 0.1, []int{0, 150}},
+		{"n>p/intercept", tall, true, 0.1, []int{0, 150}},
+		{"p≫n/intercept", wider, true, 0.1, []int{0}},
 	}
 	for c, tc := range cases {
 		pr := newProblem(t, tc.gen)
-		lambda := 0.1 * pr.lambdaMax(tc.intercept)
+		lambda := tc.ratio * pr.lambdaMax(tc.intercept)
 		rw, rb := pr.reference(t, lambda, tc.intercept)
 		want := pr.objective(rw, rb, lambda)
 		for i, workers := range []int{1, 2, 3} {
-			for _, work := range []int{0, 150} {
+			for _, work := range tc.works {
 				policy := policies[(c+i)%len(policies)]
 				t.Run(fmt.Sprintf("%s/workers=%d/work=%d/%v", tc.name, workers, work, policy), func(t *testing.T) {
-					cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: tc.intercept, Schedule: colSchedule(policy), RoundWork: work}
+					cfg := Config{Data: pr.path, LambdaRatio: tc.ratio, Intercept: tc.intercept, Schedule: colSchedule(policy), RoundWork: work}
 					res, coord, out, err := runColJob(t, colJob{cfg: cfg, workers: workers, opts: coordinator.Options{Tol: 1e-10, MaxRounds: 20000, ReportEvery: 2}})
 					if err != nil {
 						t.Fatalf("job: %v", err)
 					}
 					if rel := math.Abs(coord.Lambda()-lambda) / lambda; rel > 1e-12 {
-						t.Errorf("λ = %.15g, want 0.1·λ_max = %.15g", coord.Lambda(), lambda)
+						t.Errorf("λ = %.15g, want %v·λ_max = %.15g", coord.Lambda(), tc.ratio, lambda)
 					}
 					w, b := readModel(t, out, len(pr.cols))
 					pr.checkKKT(t, w, b, lambda, tc.intercept, 1e-6)
@@ -129,8 +137,8 @@ func TestColumnsKKT(t *testing.T) {
 						t.Errorf("%d reports raised the objective, at most by %.3g of it", rises, most)
 					}
 					st := coord.Stats()
-					t.Logf("%d rounds, %d updates, objective %.12g, nnz %d; merges %d (%d shortened, α ≥ %.3g; %d single, %d rejected)",
-						res.Rounds, res.Updates, got, res.Final.NNZ, st.Merged, st.Shortened, st.MinAlpha, st.Single, st.Rejected)
+					t.Logf("%d rounds, objective %.12g, nnz %d; merges %d (%d whole, %d shortened, α ≥ %.3g; %d single, %d rejected)",
+						res.Rounds, got, res.Final.NNZ, st.Merged, st.Whole, st.Shortened, st.MinAlpha, st.Single, st.Rejected)
 				})
 			}
 		}
@@ -152,13 +160,12 @@ func countRises(res *coordinator.Result) (rises int, most float64) {
 }
 
 // TestColumnsMonotone runs a problem whose columns come in groups of ten
-// with correlation 0.95, split among several workers, whose changes would
-// fight if every worker changed its own columns: with the leader alone
-// changing the model (the others hand it their violators), every report's
-// objective must be at or below the previous one, at depth 1 and with
-// rounds in flight (whose changes are computed from older margins), the
-// optimum must be reached, and at depth 1 no change needs the merge's line
-// search.
+// with correlation 0.95, split among several workers, whose changes fight:
+// with every worker changing its own columns and the coordinator weighing
+// their changes on the objective, every report's objective must be at or
+// below the previous one, at depth 1 and with rounds in flight (whose
+// changes are computed from older margins), and the optimum must be
+// reached.
 func TestColumnsMonotone(t *testing.T) {
 	g := genConfig(100, 80, 8, 3)
 	g.Corr, g.Density = 0.95, 0.3
@@ -178,8 +185,8 @@ func TestColumnsMonotone(t *testing.T) {
 			rises, most := countRises(res)
 			st := coord.Stats()
 			sub := (res.Final.Objective - want) / want
-			t.Logf("%d rounds: gap %.3g, (F − F*)/F* = %.3g; %d of %d reports rose (at most by %.3g); merges %d (%d shortened, α ≥ %.3g; %d single, %d rejected); %d changes dropped",
-				res.Rounds, res.Final.Gap, sub, rises, len(res.Trace)-1, most, st.Merged, st.Shortened, st.MinAlpha, st.Single, st.Rejected, st.Dropped)
+			t.Logf("%d rounds: gap %.3g, (F − F*)/F* = %.3g; %d of %d reports rose (at most by %.3g); merges %d (%d whole, %d shortened, α ≥ %.3g; %d single, %d rejected); %d changes dropped",
+				res.Rounds, res.Final.Gap, sub, rises, len(res.Trace)-1, most, st.Merged, st.Whole, st.Shortened, st.MinAlpha, st.Single, st.Rejected, st.Dropped)
 			if rises > 0 {
 				t.Errorf("%d reports raised the objective, at most by %.3g of it", rises, most)
 			}
@@ -192,8 +199,8 @@ func TestColumnsMonotone(t *testing.T) {
 					t.Errorf("round %d: objective %.15g, gap %.3g: does not bracket F* = %.15g", s.Round, s.Objective, s.Gap, want)
 				}
 			}
-			if tc.depth == 1 && st.Merged > 0 {
-				t.Errorf("%d merges at depth 1: only the leader changes the model, from the current margins, and its change is taken whole", st.Merged)
+			if tc.workers > 1 && st.Merged != st.Rounds {
+				t.Errorf("%d of %d rounds that changed the model merged: with several workers, all do", st.Merged, st.Rounds)
 			}
 			switch {
 			case sub > 1e-9:

@@ -11,11 +11,11 @@ import (
 
 // ColWorker is the worker side of logistic regression in the column layout:
 // its own columns with all their rows, the labels, and a replica of the
-// margins z = Xw + b over all rows. With several workers, worker
-// columnar.Leader takes the Newton steps over its working set and the
-// others scan, as the Lasso's column workers do; a worker's local index l
-// of a column is l < x.Cols for its own column first+l, and x.Cols+f for
-// the leader's f-th handed column.
+// margins z = Xw + b over all rows. Each round it takes proximal Newton
+// steps over its working set (columnar.Screen), which its scan keeps, and
+// returns its change of z (Push; DESIGN §5). A worker's local index l of a
+// column is l < x.Cols for its own column first+l, and x.Cols+f for the
+// f-th column it holds of the others' (columnar.Held).
 type ColWorker struct {
 	cfg          Config
 	shard        int
@@ -26,39 +26,36 @@ type ColWorker struct {
 	pos, neg     int       // labels as written: +1 or 1, −1
 	zero         int       // labels 0
 	data         libsvm.Fingerprint
-	bias         bool // the worker updates the intercept (shard 0, with Config.Intercept)
 
 	lambda float64
 	rows   []colRow  // at the margins as the updates so far make them
 	loss   []float64 // log(1 + exp(−y_i·z_i)) at rows[i].z
-	w      []float64 // w over the worker's columns
+	w      []float64 // w over the worker's columns, then those it holds
 	b      float64
 	asOf   uint64
 
 	scratch []colRow  // the rows during a Push
 	trial   []float64 // w over the worker's columns during a Push
 	active  []int32
-	relTol  float64              // the inner tolerance, relative to F (0: not set yet)
-	work    *columnar.WorkingSet // a round's working set: its block and the non-zero coordinates
-	rp      []float64            // scratch for Report
-	nt      newtonScratch        // scratch for Push's Newton steps
+	relTol  float64       // the inner tolerance, relative to F (0: not set yet)
+	rp      []float64     // scratch for Report
+	nt      newtonScratch // scratch for Push's Newton steps
+	screen  *columnar.Screen
+	block   []int32 // a round's working set: the screen's, and in a joint round the other workers' active columns
+	joint   bool    // the next round is joint (ColUpdate.Joint)
+	// bias is whether a Push's Newton steps move the intercept: always on
+	// worker shard 0 with Config.Intercept (which reports it), and on
+	// every worker in a joint round.
+	bias bool
 
-	// The leader's handed columns, copied as they arrived, with local
-	// indices after its own, and its working set (columnar.Held). w and
-	// trial extend over them.
-	held columnar.Held
-
-	// With several workers: which of its columns a worker handed to the
-	// leader's working set (the leader: put in its own), and a scan's
-	// candidates with their scores.
-	handed []bool
-	cand   []int32
-	score  []float64
-	// grad[l] is |Σ_i x_ij·r_i| of own column l as the last Report
-	// computed it (without an intercept, where the dual point is −r), which
-	// the next scan uses if no update came in between (gradFresh).
-	grad      []float64
-	gradFresh bool
+	// With several workers: the other workers' columns that joined the
+	// active set, copied as they arrived, with local indices after the
+	// worker's own (w and trial extend over them), and how often each of
+	// its own came out of a round non-zero, up to shared, when the worker
+	// shares it.
+	held     columnar.Held
+	seen     []uint8
+	scanWork int64 // the non-zeros that the screen's dot products visited
 }
 
 // colRow is what a worker keeps of a row in the column layout: the margin
@@ -89,10 +86,8 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 	w := &ColWorker{
 		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
 		held: columnar.NewHeld(first, x.Cols, total),
-		bias: shard == 0 && cfg.Intercept,
 		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
 		scratch: make([]colRow, n), trial: make([]float64, x.Cols),
-		work: columnar.NewWorkingSet(shard, first, x.Cols),
 	}
 	for i, v := range labels {
 		y, ok := label(v)
@@ -110,9 +105,18 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		}
 	}
 	if shards > 1 {
-		w.handed = make([]bool, x.Cols)
-		w.grad = make([]float64, x.Cols)
+		w.seen = make([]uint8, x.Cols)
 	}
+	norm := make([]float64, x.Cols)
+	for l := range x.Cols {
+		_, vals := x.Col(l)
+		var sq float64
+		for _, v := range vals {
+			sq += v * v
+		}
+		norm[l] = math.Sqrt(sq)
+	}
+	w.screen = columnar.NewScreen(first, norm, cfg.Schedule.Policy, cfg.Schedule.Seed)
 	w.setMargins(0)
 	return w, nil
 }
@@ -125,45 +129,16 @@ func (w *ColWorker) col(l int) ([]int32, []float64) {
 	return w.held.Col(l - w.x.Cols)
 }
 
-// take adds the columns handed to the leader, copied, with w_j = 0: only
-// the leader changes w, and a worker hands only columns whose w_j is 0.
-func (w *ColWorker) take(cols *columnar.Columns) error {
-	return w.held.Take(cols, len(w.rows), false, func([]float64) {
-		w.w = append(w.w, 0)
-		w.trial = append(w.trial, 0)
-	})
-}
-
-// scan is a worker's pass, with several workers, over its columns not yet
-// in the leader's working set (their w_j is 0) at the current margins: it
-// finds the violators of the optimality conditions, |Σ_i x_ij·r_i|/n > λ
-// (r_i the derivative of row i's loss), and returns the worst of them, at
-// most columnar.HandLimit of its non-zero coefficients, which it marks as
-// handed, and the work it did.
-func (w *ColWorker) scan() (picked []int32, work int64) {
-	w.cand, w.score = w.cand[:0], w.score[:0]
-	for l := range w.x.Cols {
-		if w.handed[l] {
-			continue
-		}
-		var g float64
-		if w.gradFresh {
-			g = w.grad[l]
-		} else {
-			rows, vals := w.x.Col(l)
-			work += int64(len(rows)) + 1
-			var dot float64
-			for t, i := range rows {
-				dot += vals[t] * w.rows[i].r
-			}
-			g = math.Abs(dot)
-		}
-		if g /= w.n; g > w.lambda {
-			w.cand = append(w.cand, int32(w.first+l))
-			w.score = append(w.score, g)
-		}
+// corr returns |Σ_i x_ij·r_i| of own column l at the current margins, the
+// screen's correlation (its threshold is nλ), counting its work.
+func (w *ColWorker) corr(l int) float64 {
+	rows, vals := w.x.Col(l)
+	w.scanWork += int64(len(rows)) + 1
+	var dot float64
+	for t, i := range rows {
+		dot += vals[t] * w.rows[i].r
 	}
-	return columnar.Pick(w.cand, w.score, w.w[:w.x.Cols], w.handed, w.first), work
+	return math.Abs(dot)
 }
 
 // setMargins sets every margin to b.
@@ -208,27 +183,31 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 	return s, nil
 }
 
-// Apply implements schmp.Worker: it moves the margins and the worker's w
-// (of its own columns, and the leader's of its handed columns too) and b as
-// the update says, switches to the update's λ, if it carries a new one,
-// and, on the leader, takes the columns handed to it.
+// Apply implements schmp.Worker: it moves the margins, the worker's w (of
+// its own columns and those it holds) and b as the update says, switches
+// to the update's λ, if it carries a new one, and keeps the columns the
+// other workers shared.
 func (w *ColWorker) Apply(u ColUpdate) error {
-	w.gradFresh = false
 	if u.Init {
 		if math.IsNaN(u.Bias) || math.IsInf(u.Bias, 0) {
 			return fmt.Errorf("initial intercept %v", u.Bias)
 		}
 		w.lambda = u.Lambda
 		w.setMargins(u.Bias)
-		w.asOf = u.Round
+		w.screen.Forget()
+		w.asOf, w.joint = u.Round, false
 		return nil
 	}
-	if len(u.Vars) != len(u.Value) {
-		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))
+	if len(u.Vars) != len(u.Value) || len(u.ColValue) != u.Cols.Len() {
+		return fmt.Errorf("update with %d variables and %d values, and %d columns with %d values",
+			len(u.Vars), len(u.Value), u.Cols.Len(), len(u.ColValue))
 	}
 	// Checked before any is applied: updates come over the network.
-	if !(u.Alpha >= 0 && u.Alpha <= 1) || !allFinite([]float64{u.Lambda, u.Bias}) || !allFinite(u.Value) || !allFinite(u.Dir) {
+	if !(u.Alpha >= 0 && u.Alpha <= 1) || !allFinite([]float64{u.Lambda, u.Bias}) || !allFinite(u.Value) || !allFinite(u.Dir) || !allFinite(u.ColValue) {
 		return fmt.Errorf("update with a step %v, λ %v, intercept %v, and values or a direction that are not finite", u.Alpha, u.Lambda, u.Bias)
+	}
+	if u.Dir != nil && len(u.Dir) != len(w.rows) {
+		return fmt.Errorf("update with a direction over %d rows, want %d", len(u.Dir), len(w.rows))
 	}
 	if u.Lambda != 0 && u.Lambda != w.lambda {
 		// The next λ of a path: the inner tolerance starts afresh, since
@@ -236,40 +215,54 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		w.lambda = u.Lambda
 		w.relTol = 0
 	}
-	if u.Dir != nil {
-		if len(u.Dir) != len(w.rows) {
-			return fmt.Errorf("update with a direction over %d rows, want %d", len(u.Dir), len(w.rows))
+	var moved float64 // ‖Δz‖²
+	for i, d := range u.Dir {
+		if d == 0 {
+			continue
 		}
-		for i, d := range u.Dir {
-			if d == 0 {
-				continue
-			}
-			y := w.y[i]
-			z := moveMargin(w.rows[i].z, u.Alpha, d)
-			w.rows[i] = at(y, z)
-			w.loss[i] = lossAt(y, z)
+		y, old := w.y[i], w.rows[i].z
+		z := moveMargin(old, u.Alpha, d)
+		w.rows[i] = at(y, z)
+		w.loss[i] = lossAt(y, z)
+		moved += (z - old) * (z - old)
+	}
+	// The derivative of a row's loss is ¼-Lipschitz in its margin:
+	// ‖Δr‖ ≤ ‖Δz‖/4.
+	w.screen.Moved(math.Sqrt(moved) / 4)
+	for k, j := range u.Vars {
+		if l := w.held.Local(j); l >= 0 {
+			w.w[l] = moveTo(w.w[l], u.Value[k], u.Alpha)
 		}
 	}
-	if u.Cols.Len() > 0 && w.shard == columnar.Leader {
-		if err := w.take(&u.Cols); err != nil {
+	// The columns shared in the round, taken after the values are moved:
+	// a new one starts at its value after the update.
+	if u.Cols.Len() > 0 && w.seen != nil {
+		from := len(w.w)
+		err := w.held.Take(&u.Cols, len(w.rows), true, func([]float64) {
+			w.w = append(w.w, 0)
+			w.trial = append(w.trial, 0)
+		})
+		if err != nil {
 			return err
 		}
-	}
-	for k, j := range u.Vars {
-		l := w.held.Local(j)
-		if l < 0 {
-			continue // another worker's column
+		for k, j := range u.Cols.IDs {
+			if l := w.held.Local(j); l >= from {
+				w.w[l] = u.ColValue[k]
+			}
 		}
-		w.w[l] = moveTo(w.w[l], u.Value[k], u.Alpha)
 	}
 	w.b = moveBias(w.b, u.Bias, u.Alpha)
-	w.asOf = u.Round
+	w.asOf, w.joint = u.Round, u.Joint
 	return nil
 }
 
 // Report implements schmp.Worker: the sums over all rows, which every
 // worker computes alike, and over the worker's own columns the largest
-// correlation of the dual point and ‖w‖₁.
+// correlation of the dual point and ‖w‖₁. Without an intercept the dual
+// point is −r, whose correlations are the screen's: the largest is exact
+// wherever it exceeds nλ (the screen computes every column that may), and
+// the duality gap, which uses it only above nλ, is exact. With one, the
+// classes' scales make it another point, and every column is computed.
 func (w *ColWorker) Report() (ColSummary, error) {
 	s := ColSummary{Rows: len(w.y)}
 	for i, st := range w.rows {
@@ -287,31 +280,29 @@ func (w *ColWorker) Report() (ColSummary, error) {
 			s.QNeg += q
 		}
 	}
-	sPos, sNeg := classScales(w.cfg.Intercept, s.QPos, s.QNeg)
-	// Row i's entry of the dual point, times n over the common scale:
-	// s_c·y_i·q_i = −s_c·r_i.
-	w.rp = w.rp[:0]
-	for i, st := range w.rows {
-		sc := sNeg
-		if w.y[i] > 0 {
-			sc = sPos
+	if w.cfg.Intercept {
+		sPos, sNeg := classScales(true, s.QPos, s.QNeg)
+		// Row i's entry of the dual point, times n over the common scale:
+		// s_c·y_i·q_i = −s_c·r_i.
+		w.rp = w.rp[:0]
+		for i, st := range w.rows {
+			sc := sNeg
+			if w.y[i] > 0 {
+				sc = sPos
+			}
+			w.rp = append(w.rp, -sc*st.r)
 		}
-		w.rp = append(w.rp, -sc*st.r)
+		for l := range w.x.Cols {
+			rows, vals := w.x.Col(l)
+			var dot float64
+			for t, i := range rows {
+				dot += vals[t] * w.rp[i]
+			}
+			s.Dual = max(s.Dual, math.Abs(dot))
+		}
+	} else {
+		s.Dual = w.screen.MaxCorr(w.n*w.lambda, w.corr)
 	}
-	for l := range w.x.Cols {
-		rows, vals := w.x.Col(l)
-		var dot float64
-		for t, i := range rows {
-			dot += vals[t] * w.rp[i]
-		}
-		s.Dual = max(s.Dual, math.Abs(dot))
-		if w.handed != nil {
-			w.grad[l] = math.Abs(dot)
-		}
-	}
-	// Without an intercept the dual point is −r, and the next Push scans
-	// the same margins, unless an update comes first.
-	w.gradFresh = w.handed != nil && !w.cfg.Intercept
 	for _, v := range w.w[:w.x.Cols] {
 		if v != 0 {
 			s.L1 += math.Abs(v)
@@ -336,3 +327,7 @@ func classScales(intercept bool, qPos, qNeg float64) (sPos, sNeg float64) {
 	}
 	return sPos, sNeg
 }
+
+// shared is the count of rounds out of which a column came non-zero at
+// which its worker shares it (ColWorker.seen).
+const shared = 2

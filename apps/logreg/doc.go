@@ -84,47 +84,62 @@
 // Lasso: lasso.ParseLayout). What is described above is the row layout
 // (Program). In the column layout (ColumnProgram), worker k of P owns the
 // columns columnar.OwnedRange(p, k, P) with all their rows, the labels, and
-// a replica of the margins z = Xw + b over all rows. Each round the block
-// scheduler (columnar.BlockScheduler) gives every worker a block of its own
-// columns; the worker adds its non-zero coordinates (glmnet's active set)
-// and takes proximal Newton steps over them on a scratch copy of the
+// a replica of the margins z = Xw + b over all rows, and every worker
+// works, as the Lasso's do (DESIGN §5). Each round every worker updates its
+// working set of its own columns (columnar.Screen: the violators of the
+// optimality conditions, w_j = 0 and |Σ_i x_ij·r_i| > nλ, join it worst
+// first, as Config.Schedule's policy grows it, and coordinates settled at
+// zero leave; a column's correlation is computed again only when the
+// margins have moved enough for it to violate, since r is ¼-Lipschitz in
+// them) and takes proximal Newton steps over it on a scratch copy of the
 // margins, as liblinear's newGLMNET does (see ColWorker.Push): each step
 // minimizes the quadratic model of the loss at the current margins plus
 // λ‖w‖₁ by coordinate descent — one sweep of the whole set, then sweeps of
 // its non-zero coordinates until they settle — and moves along the model's
-// minimizer by an Armijo line search on the exact objective, so that no step
-// raises F and with one worker the round's change is taken whole. Steps
-// follow each other until the first sweep of one moves the model by less
-// than an inner tolerance (relative to F, tightened once rounds settle) or a
-// work budget is spent. The intercept is one more coordinate of worker
-// shard 0's model, unpenalized.
+// minimizer by an Armijo line search on the exact objective, so that no
+// step raises F and with one worker the round's change is taken whole.
+// Steps follow each other until the first sweep of one moves the model by
+// less than an inner tolerance (relative to F, tightened once rounds
+// settle) or a work budget is spent. The intercept is one more coordinate
+// of worker shard 0's model, unpenalized. The scheduler's plans are empty.
 //
 // A worker returns the change of z over all rows, computed afresh from its
 // changes of w and b (X·Δw + Δb, not the difference of the scratch margins,
 // whose rounding would swamp the small changes near the optimum), and the
 // new values of the coordinates it changed. The coordinator keeps its own
 // margins and merges the changes of several workers so that a round never
-// raises F: a backtracking line search along the merged direction D,
-// α = 1, ½, ¼, … until
+// raises F. It takes every change whole if that lowers F by at least 90% of
+// what the best of these does, and otherwise the best of them: the merged
+// change D at the step of a backtracking line search, α = 1, ½, ¼, … until
 //
 //	F(α) − F(0) ≤ 0.01·α·Δ,  Δ = ∇L·D + λ·(‖w + Δw‖₁ − ‖w‖₁) < 0
 //
-// (d-GLMNET's Armijo rule; Δ < 0 because each worker's change lowers F), and
-// each worker's change alone at α = 1; it takes whichever lowers F most, or
-// nothing. F(α) − F(0) is computed exactly over the rows D moves, each row's
-// change as log1p(q·expm1(−y·α·D_i)) to its own relative precision, so that
-// changes near the optimum are told from rounding. With rounds in flight
-// (which the command refuses for this layout), a worker's change computed
-// before one of its earlier changes was taken is dropped, and one computed
-// from older margins is line-searched too.
+// (d-GLMNET's Armijo rule), and each worker's change alone at α = 1; or
+// nothing if none lowers F.
+// F(α) − F(0) is computed exactly over the rows D moves, each row's change
+// as log1p(q·expm1(−y·α·D_i)) to its own relative precision, so that
+// changes near the optimum are told from rounding.
+//
+// Workers share each of their columns that comes out of a round non-zero a
+// second time, with its data. When no working set grew in a round, or the
+// round did not take every change whole, the next one is joint: every
+// worker's Newton steps take the others' active columns that it holds, and
+// the intercept, too (in column order, so that the workers solve the same
+// problem alike), and it reports its own coordinates; a round that took
+// nothing is never followed by a joint one. With rounds in flight (which
+// the command refuses for this layout), a worker's change computed before
+// one of its earlier changes was taken is dropped, and one computed from
+// older margins is weighed like several workers' changes.
 //
 // Reports are the row layout's, from the workers' state: every worker sums
 // the loss, the entropies and the accuracy over all rows alike (the
 // coordinator checks that they agree bit for bit: workers that read
 // different data fail the job), and reports for its own columns ‖w‖₁, the
 // non-zeros and the largest |Σ_i x_ij·s_i·y_i·q_i| that the duality gap
-// needs. At the start the coordinator checks that every worker read the same
-// file (libsvm.Fingerprint) and holds the columns it should.
+// needs (without an intercept, where the dual point is −r, from the
+// screen, exact above nλ). At the start the coordinator checks that every
+// worker read the same file (libsvm.Fingerprint) and holds the columns it
+// should.
 //
 // # Objective and duality gap
 //

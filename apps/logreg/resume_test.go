@@ -103,9 +103,9 @@ func checkResume[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], c
 // TestResumeRuntime interrupts logistic regression jobs on the runtime
 // that take checkpoints, in the row layout with two scheduler parts (whose
 // rounds overshoot, so that the safeguard's θ moves), at depth 1 and with
-// rounds in flight, and in the column
-// layout on a regularization path with a leader, resumes them from their
-// store, and checks that they end as the jobs never interrupted.
+// rounds in flight, and in the column layout on a regularization path with
+// two workers, resumes them from their store, and checks that they end as
+// the jobs never interrupted.
 func TestResumeRuntime(t *testing.T) {
 	for _, depth := range []int{1, 3} {
 		t.Run(fmt.Sprintf("rows/depth=%d", depth), func(t *testing.T) {
@@ -126,7 +126,7 @@ func TestResumeRuntime(t *testing.T) {
 			return fmt.Sprintf("%+v %v\n%s", coord.Stats(), coord.Records(), pathLines(t, coord.Path()))
 		}
 		co := coordinator.Options{Workers: 2, Tol: 1e-9, MaxRounds: 3000, ReportEvery: 1}
-		checkResume(t, prog, co, extra, 2, 10, 40, 200)
+		checkResume(t, prog, co, extra, 2, 10, 40, 100)
 	})
 }
 

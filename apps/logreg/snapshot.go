@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/wire"
 )
@@ -14,7 +15,7 @@ import (
 // snapshotVersion is the version of the encoding of the roles' snapshots
 // (schmp.Snapshotter). The schedulers' are package columnar's, the path's
 // package lasso's.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // checkVersion reports an error unless v is snapshotVersion.
 func checkVersion(v uint8) error {
@@ -159,32 +160,41 @@ func (c *Coordinator) Restore(b []byte) error {
 }
 
 // colWorkerState is a ColWorker's snapshot: the margins (the rows' other
-// values and losses are functions of them), w and b, the λ and the inner
-// tolerance, the round of the last update, and with several workers the
-// columns handed (the leader's held columns, the others' marks); its data
-// and columns, to check that it is restored into the same shard. The last
-// report's correlations are not saved: an update, which makes them stale,
-// comes before the next push of a worker restored after a round.
+// values and losses are functions of them), w (of its own columns, then
+// those it holds) and b, the λ and the inner tolerance, the round of the
+// last update and whether the next round is joint, the working set and
+// where its growth rule stands, and with several workers the columns held
+// and how often each of its own came out non-zero; its data and columns,
+// to check that it is restored into the same shard. The screen's
+// correlations are not saved: a restored worker computes them afresh, and
+// what it decides from them is the same (columnar.Screen).
 type colWorkerState struct {
-	Version uint8              `msgpack:"version"`
-	Shard   int                `msgpack:"shard"`
-	First   int                `msgpack:"first"`
-	Cols    int                `msgpack:"cols"`
-	Lambda  float64            `msgpack:"lambda"`
-	RelTol  float64            `msgpack:"rel_tol"`
-	Z       wire.Float64s      `msgpack:"z"`
-	W       wire.Float64s      `msgpack:"w"` // own columns, then held ones
-	B       float64            `msgpack:"b"`
-	AsOf    uint64             `msgpack:"as_of"`
-	Held    columnar.HeldState `msgpack:"held"`
-	Handed  []bool             `msgpack:"handed"`
+	Version uint8                `msgpack:"version"`
+	Data    libsvm.Fingerprint   `msgpack:"data"`
+	Shard   int                  `msgpack:"shard"`
+	First   int                  `msgpack:"first"`
+	Cols    int                  `msgpack:"cols"`
+	Lambda  float64              `msgpack:"lambda"`
+	RelTol  float64              `msgpack:"rel_tol"`
+	Z       wire.Float64s        `msgpack:"z"`
+	W       wire.Float64s        `msgpack:"w"` // own columns, then held ones
+	B       float64              `msgpack:"b"`
+	AsOf    uint64               `msgpack:"as_of"`
+	Joint   bool                 `msgpack:"joint"`
+	Screen  columnar.ScreenState `msgpack:"screen"`
+	Held    columnar.Columns     `msgpack:"held"`
+	Seen    []uint8              `msgpack:"seen"`
 }
 
 // Snapshot implements schmp.Snapshotter.
 func (w *ColWorker) Snapshot() ([]byte, error) {
+	sc, err := w.screen.State()
+	if err != nil {
+		return nil, err
+	}
 	st := colWorkerState{
-		Version: snapshotVersion, Shard: w.shard, First: w.first, Cols: w.x.Cols, Lambda: w.lambda, RelTol: w.relTol,
-		Z: make(wire.Float64s, len(w.rows)), W: w.w, B: w.b, AsOf: w.asOf, Held: w.held.State(), Handed: w.handed,
+		Version: snapshotVersion, Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols, Lambda: w.lambda, RelTol: w.relTol,
+		Z: make(wire.Float64s, len(w.rows)), W: w.w, B: w.b, AsOf: w.asOf, Joint: w.joint, Screen: sc, Held: w.held.Columns, Seen: w.seen,
 	}
 	for i, r := range w.rows {
 		st.Z[i] = r.z
@@ -192,9 +202,10 @@ func (w *ColWorker) Snapshot() ([]byte, error) {
 	return wire.Marshal(st)
 }
 
-// Restore implements schmp.Snapshotter. A snapshot of another shard,
-// columns held that do not fit (as for an update that hands them), or
-// numbers that are not finite, are an error.
+// Restore implements schmp.Snapshotter. A snapshot of another shard or
+// data, a working set of columns not the worker's, columns held that do
+// not fit (as for an update that shares them), or numbers that are not
+// finite, are an error.
 func (w *ColWorker) Restore(b []byte) error {
 	var st colWorkerState
 	if err := wire.Unmarshal(b, &st); err != nil {
@@ -204,29 +215,24 @@ func (w *ColWorker) Restore(b []byte) error {
 		return restoreErr(err)
 	}
 	switch {
-	case st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Z) != len(w.rows):
-		return restoreErr(fmt.Errorf("snapshot of worker shard %d, of columns [%d, %d) and %d rows; this one is shard %d, of [%d, %d) and %d rows",
-			st.Shard, st.First, st.First+st.Cols, len(st.Z), w.shard, w.first, w.first+w.x.Cols, len(w.rows)))
-	case len(st.Handed) != len(w.handed):
-		return restoreErr(fmt.Errorf("snapshot with %d columns marked handed, want %d", len(st.Handed), len(w.handed)))
-	case st.Held.Cols.Len() > 0 && w.shard != columnar.Leader || len(st.Held.Picked) > 0 && w.handed == nil:
-		return restoreErr(fmt.Errorf("snapshot of worker shard %d holding columns", w.shard))
-	case len(st.W) != w.x.Cols+st.Held.Cols.Len():
-		return restoreErr(fmt.Errorf("snapshot of %d weights for %d columns", len(st.W), w.x.Cols+st.Held.Cols.Len()))
+	case st.Data != w.data || st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Z) != len(w.rows):
+		return restoreErr(fmt.Errorf("snapshot of worker shard %d, of columns [%d, %d) and %d rows of %v; this one is shard %d, of [%d, %d) and %d rows of %v",
+			st.Shard, st.First, st.First+st.Cols, len(st.Z), st.Data, w.shard, w.first, w.first+w.x.Cols, len(w.rows), w.data))
+	case len(st.Seen) != len(w.seen) || st.Held.Len() > 0 && w.seen == nil:
+		return restoreErr(fmt.Errorf("snapshot with %d columns counted non-zero and %d held, for a worker of %d", len(st.Seen), st.Held.Len(), len(w.seen)))
+	case len(st.W) != w.x.Cols+st.Held.Len():
+		return restoreErr(fmt.Errorf("snapshot of %d weights for %d columns", len(st.W), w.x.Cols+st.Held.Len()))
 	case !(st.Lambda >= 0) || math.IsInf(st.Lambda, 0) || !(st.RelTol >= 0 && st.RelTol <= 1) || !finite(st.B) || !allFinite(st.Z) || !allFinite(st.W):
 		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
 	}
-	for _, j := range st.Held.Picked {
-		if l := int(j) - w.first; l < 0 || l >= len(st.Handed) || !st.Handed[l] {
-			return restoreErr(fmt.Errorf("snapshot of the leader with its column %d picked but not marked", j))
-		}
+	if err := w.screen.Restore(st.Screen); err != nil {
+		return restoreErr(err)
 	}
 	// A worker restored in place (a rollback, DESIGN §6) drops the
-	// columns it held, and what extends over them, first; the last
-	// report's correlations are stale.
+	// columns it held, and what extends over them, first.
 	nc := w.x.Cols
-	w.trial, w.gradFresh = w.trial[:nc:nc], false
-	if err := w.held.Restore(st.Held, len(w.rows), func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
+	w.trial = w.trial[:nc:nc]
+	if err := w.held.Restore(columnar.HeldState{Cols: st.Held}, len(w.rows), func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
 		return restoreErr(err)
 	}
 	for i, z := range st.Z {
@@ -234,22 +240,21 @@ func (w *ColWorker) Restore(b []byte) error {
 		w.rows[i] = at(y, z)
 		w.loss[i] = lossAt(y, z)
 	}
-	w.lambda, w.relTol, w.w, w.b, w.asOf = st.Lambda, st.RelTol, st.W, st.B, st.AsOf
-	copy(w.handed, st.Handed)
+	w.lambda, w.relTol, w.w, w.b, w.asOf, w.joint = st.Lambda, st.RelTol, st.W, st.B, st.AsOf, st.Joint
+	copy(w.seen, st.Seen)
 	return nil
 }
 
 // colCoordinatorState is a ColCoordinator's snapshot: its replica of the
-// margins, w and b, the columns handed to the leader, the rounds that
-// decide whether a partial is stale, what the merges did, the records of
-// the reports and the regularization path's progress (Start gives the rest
-// again).
+// margins, w and b, the columns shared, the rounds that decide whether a
+// partial is stale, what the merges did, the records of the reports and
+// the regularization path's progress (Start gives the rest again).
 type colCoordinatorState struct {
 	Version   uint8         `msgpack:"version"`
 	Z         wire.Float64s `msgpack:"z"`
 	W         wire.Float64s `msgpack:"w"`
 	B         float64       `msgpack:"b"`
-	Held      []bool        `msgpack:"held"`
+	Shared    []bool        `msgpack:"shared"`
 	LastMoved uint64        `msgpack:"last_moved"`
 	Taken     []uint64      `msgpack:"taken"`
 	Stats     ColStats      `msgpack:"stats"`
@@ -260,7 +265,7 @@ type colCoordinatorState struct {
 // Snapshot implements schmp.Snapshotter.
 func (c *ColCoordinator) Snapshot() ([]byte, error) {
 	st := colCoordinatorState{
-		Version: snapshotVersion, Z: c.z, W: c.w, B: c.b, Held: c.held, LastMoved: c.lastMoved, Taken: c.taken,
+		Version: snapshotVersion, Z: c.z, W: c.w, B: c.b, Shared: c.shared, LastMoved: c.lastMoved, Taken: c.taken,
 		Stats: c.stats, Records: c.records,
 	}
 	if c.regPath != nil {
@@ -283,9 +288,9 @@ func (c *ColCoordinator) Restore(b []byte) error {
 		return restoreErr(err)
 	}
 	switch {
-	case len(st.Z) != len(c.z) || len(st.W) != len(c.w) || len(st.Held) != len(c.held) || len(st.Taken) != len(c.taken):
-		return restoreErr(fmt.Errorf("snapshot of %d rows, %d weights (%d marked held) and %d workers, want %d, %d and %d",
-			len(st.Z), len(st.W), len(st.Held), len(st.Taken), len(c.z), len(c.w), len(c.taken)))
+	case len(st.Z) != len(c.z) || len(st.W) != len(c.w) || len(st.Shared) != len(c.shared) || len(st.Taken) != len(c.taken):
+		return restoreErr(fmt.Errorf("snapshot of %d rows, %d weights (%d marked shared) and %d workers, want %d, %d and %d",
+			len(st.Z), len(st.W), len(st.Shared), len(st.Taken), len(c.z), len(c.w), len(c.taken)))
 	case (st.Path != nil) != (c.regPath != nil):
 		return restoreErr(fmt.Errorf("snapshot with a path: %t, this job's: %t", st.Path != nil, c.regPath != nil))
 	case !allFinite(st.Z) || !allFinite(st.W) || !finite(st.B) || !(st.Stats.MinAlpha >= 0 && st.Stats.MinAlpha <= 1):
@@ -301,7 +306,7 @@ func (c *ColCoordinator) Restore(b []byte) error {
 		c.setRow(i, z)
 	}
 	copy(c.w, st.W)
-	copy(c.held, st.Held)
+	copy(c.shared, st.Shared)
 	copy(c.taken, st.Taken)
 	c.b, c.lastMoved, c.stats, c.records = st.B, st.LastMoved, st.Stats, st.Records
 	return nil

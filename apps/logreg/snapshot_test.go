@@ -147,8 +147,8 @@ func TestRestoreRows(t *testing.T) {
 }
 
 // TestRestoreColumns checks RestoreEvery in the column layout, with every
-// policy, one to three workers (the leader's working set and held
-// columns), and a regularization path.
+// policy, one to three workers (the working sets, the columns shared and
+// held, the joint rounds), and a regularization path.
 func TestRestoreColumns(t *testing.T) {
 	wide := genConfig(50, 120, 24, 1)
 	tall := genConfig(200, 30, 10, 2)
@@ -284,7 +284,7 @@ func TestRestoreBad(t *testing.T) {
 }
 
 // FuzzRestore checks that Restore of any bytes into a worker of each
-// layout (the column layout's leader) and the coordinators is an error or
+// layout (the column layout's shard 0) and the coordinators is an error or
 // a state from which the role runs, never a panic. The seeds are
 // snapshots of the roles of short jobs, and those with a byte changed.
 func FuzzRestore(f *testing.F) {
