@@ -57,8 +57,9 @@ type ColStats struct {
 	// shorter than 1 (Shortened), one worker's change alone (Single), or
 	// nothing, since nothing lowered F (Rejected).
 	Rounds, Merged int
-	// Whole counts the merged rounds that took every change whole.
-	Whole int
+	// Whole counts the merged rounds that took every change whole, and
+	// Stretched those that took the merged change at a step longer than 1.
+	Whole, Stretched int
 	// Shortened counts the merged rounds whose step along the merged
 	// direction was shorter than 1, and MinAlpha is the shortest step taken.
 	Shortened int
@@ -241,13 +242,14 @@ func (c *ColCoordinator) single(k int, part ColPartial) change {
 // change computed from older margins) it weighs the changes on the exact
 // objective (merge): every change whole, if that lowers F by at least
 // nearWhole of what the best of the others does; else whichever lowers F
-// most of the merged change at the step of a backtracking line search and
-// each worker's change alone, at step 1; or nothing if none lowers it.
+// most of the merged change at the step of a line search (stretched up to
+// MaxStep where the changes complement each other) and each worker's
+// change alone, at step 1; or nothing if none lowers it.
 //
 // The next round is joint when no working set grew in this one (the rest
 // is to solve the active set exactly), or when the round did not take
 // every change whole (the workers' columns explain the same part of the
-// margins, and block Jacobi is slow there);
+// margins, or complement each other, and block Jacobi is slow there);
 // never after a round that took nothing, which a joint round can do (a
 // worker's part of a solution that counted on columns not yet shared), and
 // the same round again would too.
@@ -408,6 +410,8 @@ func (c *ColCoordinator) merge(partials []ColPartial, moved []int) change {
 		c.stats.Rejected++
 	case single:
 		c.stats.Single++
+	case best.alpha > 1:
+		c.stats.Stretched++
 	default:
 		c.stats.Shortened++
 		c.stats.MinAlpha = min(c.stats.MinAlpha, best.alpha)
@@ -415,23 +419,47 @@ func (c *ColCoordinator) merge(partials []ColPartial, moved []int) change {
 	return best
 }
 
-// lineSearch returns the merged change ch, given at step 1, at the step of
-// a backtracking line search along it, and F's change there, from F's
-// change df at step 1 and F's first-order change slope < 0 along ch: the
-// first of the steps 1, ½, ¼, … at which F's change satisfies the Armijo
-// condition (alpha 0 if none does).
+// lineSearch returns the merged change ch, given at step 1, at the step it
+// finds along it, and F's change there, from F's change df at step 1 and
+// F's first-order change slope < 0 along ch. It guesses the step that
+// minimizes the parabola through F's change at 0, with that slope, and at
+// 1. If step 1 satisfies the Armijo condition, it returns the guess where
+// that is longer (up to MaxStep) and lowers F more, and step 1 otherwise;
+// if not, it backtracks from the guess by halving until the Armijo
+// condition holds (alpha 0 if it never does).
 func (c *ColCoordinator) lineSearch(ch change, df, slope float64) (change, float64) {
-	for range maxHalvings + 1 {
-		if ch.alpha != 1 {
-			df = c.objectiveChange(ch)
+	// F is convex along ch, so df ≥ slope: the parabola's curvature
+	// df − slope is positive unless F is linear along ch.
+	guess := float64(MaxStep)
+	if curv := df - slope; curv > 0 {
+		guess = min(-slope/(2*curv), MaxStep)
+	}
+	if df <= armijo*slope {
+		if guess > 1 {
+			// The changes complement each other: stretched, they lower F
+			// more.
+			long := ch
+			long.alpha = guess
+			if dl := c.objectiveChange(long); dl < df {
+				return long, dl
+			}
 		}
-		if df <= armijo*ch.alpha*slope {
-			return ch, df
+		return ch, df
+	}
+	// Here df > armijo·slope, so guess < 1/(2(1 − armijo)) < 1.
+	ch.alpha = max(guess, math.Ldexp(1, -maxHalvings))
+	for range maxHalvings + 1 {
+		if d := c.objectiveChange(ch); d <= armijo*ch.alpha*slope {
+			return ch, d
 		}
 		ch.alpha /= 2
 	}
 	return change{}, 0
 }
+
+// MaxStep is the longest step the coordinator takes along the workers'
+// merged change: more than 1 where their changes complement each other.
+const MaxStep = 4
 
 // slope returns the change of F to first order along ch at step 1:
 // ∇L·Δ + λ·(‖w + Δw‖₁ − ‖w‖₁).

@@ -25,14 +25,14 @@ import (
 // that no step raises F), and returns its change of z and its new
 // coefficients. The coordinator takes every worker's change whole if that
 // comes close to the best it can do, and otherwise the merged change at the
-// step of a backtracking line search, or the one worker's change that
-// lowers the objective most (ColCoordinator.Pull), each computed exactly:
-// block Jacobi between the workers, made safe by the exact objective, so
-// that columns on different workers that explain the same part of the
-// margins can slow a round but never make F rise. With one worker the
-// change, its own sequential descent from the current margins, is taken
-// whole. The scheduler's plans are empty: the workers choose their columns
-// from their own scans.
+// step of a line search (longer than 1 where the changes complement each
+// other), or the one worker's change that lowers the objective most
+// (ColCoordinator.Pull), each computed exactly: block Jacobi between the
+// workers, made safe by the exact objective, so that columns on different
+// workers that explain the same part of the margins can slow a round but
+// never make F rise. With one worker the change, its own sequential
+// descent from the current margins, is taken whole. The scheduler's plans
+// are empty: the workers choose their columns from their own scans.
 //
 // With several workers, a worker shares each of its columns that comes out
 // of a round non-zero a second time with the others, with its data
@@ -71,8 +71,8 @@ type ColPartial struct {
 	Cols columnar.Columns `msgpack:"c"`
 }
 
-// ColUpdate is the coordinator's merge of round Round: with step Alpha
-// along the merged direction, every node sets z ← z + Alpha·Dir,
+// ColUpdate is the coordinator's merge of round Round: with step Alpha in
+// [0, MaxStep] along the merged direction, every node sets z ← z + Alpha·Dir,
 // w_j ← w_j + Alpha·(Value[k] − w_j) for j = Vars[k] (w_j ← Value[k] when
 // Alpha is 1; a worker, for the columns it owns or holds) and
 // b ← b + Alpha·(Bias − b), and the workers use the penalty Lambda from

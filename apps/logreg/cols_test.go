@@ -137,8 +137,8 @@ func TestColumnsKKT(t *testing.T) {
 						t.Errorf("%d reports raised the objective, at most by %.3g of it", rises, most)
 					}
 					st := coord.Stats()
-					t.Logf("%d rounds, objective %.12g, nnz %d; merges %d (%d whole, %d shortened, α ≥ %.3g; %d single, %d rejected)",
-						res.Rounds, got, res.Final.NNZ, st.Merged, st.Whole, st.Shortened, st.MinAlpha, st.Single, st.Rejected)
+					t.Logf("%d rounds, objective %.12g, nnz %d; merges %d (%d whole, %d stretched, %d shortened, α ≥ %.3g; %d single, %d rejected)",
+						res.Rounds, got, res.Final.NNZ, st.Merged, st.Whole, st.Stretched, st.Shortened, st.MinAlpha, st.Single, st.Rejected)
 				})
 			}
 		}
@@ -185,8 +185,8 @@ func TestColumnsMonotone(t *testing.T) {
 			rises, most := countRises(res)
 			st := coord.Stats()
 			sub := (res.Final.Objective - want) / want
-			t.Logf("%d rounds: gap %.3g, (F − F*)/F* = %.3g; %d of %d reports rose (at most by %.3g); merges %d (%d whole, %d shortened, α ≥ %.3g; %d single, %d rejected); %d changes dropped",
-				res.Rounds, res.Final.Gap, sub, rises, len(res.Trace)-1, most, st.Merged, st.Whole, st.Shortened, st.MinAlpha, st.Single, st.Rejected, st.Dropped)
+			t.Logf("%d rounds: gap %.3g, (F − F*)/F* = %.3g; %d of %d reports rose (at most by %.3g); merges %d (%d whole, %d stretched, %d shortened, α ≥ %.3g; %d single, %d rejected); %d changes dropped",
+				res.Rounds, res.Final.Gap, sub, rises, len(res.Trace)-1, most, st.Merged, st.Whole, st.Stretched, st.Shortened, st.MinAlpha, st.Single, st.Rejected, st.Dropped)
 			if rises > 0 {
 				t.Errorf("%d reports raised the objective, at most by %.3g of it", rises, most)
 			}

@@ -203,7 +203,7 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 			len(u.Vars), len(u.Value), u.Cols.Len(), len(u.ColValue))
 	}
 	// Checked before any is applied: updates come over the network.
-	if !(u.Alpha >= 0 && u.Alpha <= 1) || !allFinite([]float64{u.Lambda, u.Bias}) || !allFinite(u.Value) || !allFinite(u.Dir) || !allFinite(u.ColValue) {
+	if !(u.Alpha >= 0 && u.Alpha <= MaxStep) || !allFinite([]float64{u.Lambda, u.Bias}) || !allFinite(u.Value) || !allFinite(u.Dir) || !allFinite(u.ColValue) {
 		return fmt.Errorf("update with a step %v, λ %v, intercept %v, and values or a direction that are not finite", u.Alpha, u.Lambda, u.Bias)
 	}
 	if u.Dir != nil && len(u.Dir) != len(w.rows) {

@@ -110,12 +110,14 @@
 // margins and merges the changes of several workers so that a round never
 // raises F. It takes every change whole if that lowers F by at least 90% of
 // what the best of these does, and otherwise the best of them: the merged
-// change D at the step of a backtracking line search, α = 1, ½, ¼, … until
+// change D along a line search — from the step that minimizes the parabola
+// through F(0), F(1) and Δ, the longer one up to 4 where it lowers F more
+// than step 1 and step 1 satisfies d-GLMNET's Armijo rule, and otherwise
+// backtracking by halving until
 //
 //	F(α) − F(0) ≤ 0.01·α·Δ,  Δ = ∇L·D + λ·(‖w + Δw‖₁ − ‖w‖₁) < 0
 //
-// (d-GLMNET's Armijo rule), and each worker's change alone at α = 1; or
-// nothing if none lowers F.
+// — and each worker's change alone at α = 1; or nothing if none lowers F.
 // F(α) − F(0) is computed exactly over the rows D moves, each row's change
 // as log1p(q·expm1(−y·α·D_i)) to its own relative precision, so that
 // changes near the optimum are told from rounding.
