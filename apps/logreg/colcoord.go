@@ -266,6 +266,12 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 	}
 	fb := p.Feedback()
 	u := ColUpdate{Round: round, Alpha: 1, Bias: c.b, Lambda: c.lambda, Joint: c.workers > 1}
+	var cols, nnz int
+	for _, part := range partials {
+		cols += part.Cols.Len()
+		nnz += len(part.Cols.Rows)
+	}
+	growColumns(&u.Cols, cols, nnz)
 	var moved []int // workers with a change
 	fresh := true
 	for k, part := range partials {

@@ -113,6 +113,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	if w.shard == 0 {
 		part.Bias = b
 	}
+	share, nnz := w.share[:0], 0
 	for _, j := range block {
 		l := w.held.Local(j)
 		if l >= w.x.Cols {
@@ -124,11 +125,14 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 		}
 		if w.seen != nil && w.trial[l] != 0 && w.seen[l] < shared {
 			if w.seen[l]++; w.seen[l] == shared {
-				rows, vals := w.x.Col(l)
-				part.Cols.Add(j, rows, vals)
+				share = append(share, j)
+				nnz += w.x.NNZ(l)
 			}
 		}
 	}
+	w.share = share
+	growColumns(&part.Cols, len(share), nnz)
+	part.Cols.AddOwned(w.x, w.first, share)
 	if len(part.Vars) > 0 || part.Bias != w.b {
 		// The change of z is computed afresh from the changes of w and b,
 		// not as the scratch margins' difference, whose rounding (of the

@@ -3,6 +3,7 @@ package logreg
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
@@ -55,7 +56,8 @@ type ColWorker struct {
 	// shares it.
 	held     columnar.Held
 	seen     []uint8
-	scanWork int64 // the non-zeros that the screen's dot products visited
+	share    []int32 // the columns a Push shares
+	scanWork int64   // the non-zeros that the screen's dot products visited
 }
 
 // colRow is what a worker keeps of a row in the column layout: the margin
@@ -238,6 +240,7 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 	// a new one starts at its value after the update.
 	if u.Cols.Len() > 0 && w.seen != nil {
 		from := len(w.w)
+		growColumns(&w.held.Columns, u.Cols.Len(), len(u.Cols.Rows))
 		err := w.held.Take(&u.Cols, len(w.rows), true, func([]float64) {
 			w.w = append(w.w, 0)
 			w.trial = append(w.trial, 0)
@@ -310,6 +313,19 @@ func (w *ColWorker) Report() (ColSummary, error) {
 		}
 	}
 	return s, nil
+}
+
+// growColumns makes room in c for cols more columns of nnz entries in
+// all, so that adding them copies none of those before: the columns shared
+// in the first rounds are many, and long where n is large.
+func growColumns(c *columnar.Columns, cols, nnz int) {
+	if cols == 0 {
+		return
+	}
+	c.IDs = slices.Grow(c.IDs, cols)
+	c.Ptr = slices.Grow(c.Ptr, cols+1)
+	c.Rows = slices.Grow(c.Rows, nnz)
+	c.Vals = slices.Grow(c.Vals, nnz)
 }
 
 // classScales returns the scales s₊ and s₋ of the positive and negative
