@@ -54,8 +54,8 @@ type ColStats struct {
 	// Merged those whose changes the coordinator weighed on the objective
 	// (several workers', or one computed from older margins): every one of
 	// these took its changes whole (Whole), the merged change at a step
-	// shorter than 1 (Shortened), one worker's change alone (Single), or
-	// nothing, since nothing lowered F (Rejected).
+	// longer than 1 (Stretched) or shorter (Shortened), one worker's change
+	// alone (Single), or nothing, since nothing lowered F (Rejected).
 	Rounds, Merged int
 	// Whole counts the merged rounds that took every change whole, and
 	// Stretched those that took the merged change at a step longer than 1.
