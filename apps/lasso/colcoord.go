@@ -11,6 +11,7 @@ import (
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
 )
 
 // ColCoordinator is the coordinator side of the Lasso in the column layout:
@@ -188,6 +189,7 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		u.Cols.AddAll(&part.Cols)
 	}
 	if len(changes) == 0 {
+		u.ColValue = c.sharedValues(&u.Cols)
 		return u, fb, nil
 	}
 	alpha := stepWeights(c.residual(), changes, c.beta, c.lambda, c.cfg.Intercept)
@@ -237,7 +239,20 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 	for _, j := range fb.Vars {
 		c.pos[j] = -1
 	}
+	u.ColValue = c.sharedValues(&u.Cols)
 	return u, fb, nil
+}
+
+// sharedValues returns β_j of each column of cols, as ColUpdate.ColValue.
+func (c *ColCoordinator) sharedValues(cols *columnar.Columns) wire.Float64s {
+	if cols.Len() == 0 {
+		return nil
+	}
+	v := make(wire.Float64s, cols.Len())
+	for k, j := range cols.IDs {
+		v[k] = c.beta[j]
+	}
+	return v
 }
 
 // residual returns r = ỹ − X̃β from the coordinator's q.

@@ -63,8 +63,11 @@ type ColUpdate struct {
 	Value  wire.Float64s `msgpack:"x"`
 	Lambda float64       `msgpack:"l"`
 	// Cols are the columns the workers shared in the round: each worker
-	// keeps the others' (ColPartial.Cols).
-	Cols columnar.Columns `msgpack:"c"`
+	// keeps the others' (ColPartial.Cols), and ColValue[k] is β_j of
+	// column Cols.IDs[k] after the update (a column shared in a round that
+	// did not change it is not in Vars).
+	Cols     columnar.Columns `msgpack:"c"`
+	ColValue wire.Float64s    `msgpack:"cv"`
 	// Joint makes the next round joint: every worker's coordinate descent
 	// sweeps the other workers' active columns too (reporting only its
 	// own), so that they solve the same problem alike.

@@ -144,11 +144,11 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		w.lambda = u.Lambda
 		w.relTol = 0
 	}
-	if len(u.Vars) != len(u.Value) {
-		return fmt.Errorf("update with %d variables and %d values", len(u.Vars), len(u.Value))
+	if len(u.Vars) != len(u.Value) || len(u.ColValue) != u.Cols.Len() {
+		return fmt.Errorf("update with %d variables and %d values, %d columns shared and %d values", len(u.Vars), len(u.Value), u.Cols.Len(), len(u.ColValue))
 	}
 	// Checked before any is applied: updates come over the network.
-	if !finite(u.Lambda) || !allFinite(u.Value) || !allFinite(u.Dir) {
+	if !finite(u.Lambda) || !allFinite(u.Value) || !allFinite(u.Dir) || !allFinite(u.ColValue) {
 		return fmt.Errorf("update with λ %v, and values or a direction that are not finite", u.Lambda)
 	}
 	if u.Dir != nil {
@@ -159,6 +159,7 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		w.screen.Moved(centeredNorm(u.Dir, w.cfg.Intercept))
 	}
 	if u.Cols.Len() > 0 && w.seen != nil {
+		from := len(w.beta)
 		err := w.held.Take(&u.Cols, len(w.q), true, func(vals []float64) {
 			sum, a := w.colStats(vals)
 			w.colSum = append(w.colSum, sum)
@@ -168,6 +169,11 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		})
 		if err != nil {
 			return err
+		}
+		for k, j := range u.Cols.IDs {
+			if l := w.held.Local(j); l >= from {
+				w.beta[l] = u.ColValue[k]
+			}
 		}
 	}
 	for k, j := range u.Vars {
