@@ -12,9 +12,11 @@
 # every worker count with --target F*·(1 + 1e-6) --tol 0, as bench/peers does,
 # and prints one line per run and the medians: rounds, fit (first round to the
 # end, as strads prints it), whole job (process start to exit) and the job's
-# CPU time (user + system, where /usr/bin/time is installed), in seconds.
+# CPU time (user + system) in seconds and peak resident memory in MB, where
+# GNU time is installed ($TIME_BIN, default /usr/bin/time).
 #
-# Environment: SHAPES (default "b c"; also a, and bench/peers's large d and e), WORKERS (default "1 2 4 8"),
+# Environment: SHAPES (default "b c"; also a, bench/peers's large d and e, and
+# f, 20,000 × 2,000,000 with 10^8 non-zeros), WORKERS (default "1 2 4 8"),
 # RUNS (default 3), DATA (default ${TMPDIR:-/tmp}/strads-peers-data),
 # PROBLEM (lasso; logreg takes the logistic problem, without an intercept).
 set -eu
@@ -34,13 +36,14 @@ trap 'rm -rf "$TMP"' EXIT
 
 now() { date +%s.%N; }
 
-# timed runs a command, recording its CPU time (user + system) in $TMP/cpu
-# where GNU time is installed.
+# timed runs a command, recording its CPU time (user + system) and peak
+# resident set (KB) in $TMP/cpu where GNU time is installed.
+TIME_BIN=${TIME_BIN:-/usr/bin/time}
 TIME=""
-if [ -x /usr/bin/time ]; then TIME=yes; fi
+if [ -x "$TIME_BIN" ]; then TIME=yes; fi
 timed() {
 	if [ -n "$TIME" ]; then
-		/usr/bin/time -o "$TMP/cpu" -f "%U %S" "$@"
+		"$TIME_BIN" -o "$TMP/cpu" -f "%U %S %M" "$@"
 	else
 		"$@"
 	fi
@@ -54,7 +57,8 @@ shape() {
 	c) GEN="100000 1000 0.02 0 0 100"; FIT="--lambda-ratio 0.01 --intercept" ;;
 	d) GEN="20000 500000 0.0025 5000 0.8 1000"; FIT="--lambda-ratio 0.01" ;;
 	e) GEN="1000000 20000 0.0025 0 0 200"; FIT="--lambda-ratio 0.01 --intercept" ;;
-	*) echo "unknown shape $1 (a, b, c, d or e)" >&2; exit 2 ;;
+	f) GEN="20000 2000000 0.0025 20000 0.8 4000"; FIT="--lambda-ratio 0.01" ;;
+	*) echo "unknown shape $1 (a, b, c, d, e or f)" >&2; exit 2 ;;
 	esac
 	if [ "$PROBLEM" = logreg ]; then
 		FIT=$(echo "$FIT" | sed 's/ --intercept//')
@@ -81,7 +85,7 @@ median() {
 
 STRADS=$1
 echo "# $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# shape binary workers run rounds fit_s job_s cpu_s status"
+echo "# shape binary workers run rounds fit_s job_s cpu_s rss_mb status"
 for s in $SHAPES; do
 	shape "$s"
 	"$STRADS" "$PROBLEM" --data "$FILE" $FIT --workers 1 --tol 1e-10 --progress 0 --out "$TMP/opt.csv" >"$TMP/opt.log" 2>&1
@@ -105,15 +109,18 @@ for s in $SHAPES; do
 				rounds=${rf% *} fit=${rf#* }
 				if [ -z "$rf" ]; then rounds=- fit=-; fi
 				job=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
-				cpu=-
-				if [ -n "$TIME" ]; then cpu=$(awk '{printf "%.2f", $1 + $2}' "$TMP/cpu"); fi
-				echo "$s $b $w $r $rounds $fit $job $cpu $status" | tee -a "$TMP/runs"
+				cpu=- rss=-
+				if [ -n "$TIME" ]; then
+					cpu=$(tail -1 "$TMP/cpu" | awk '{printf "%.2f", $1 + $2}')
+					rss=$(tail -1 "$TMP/cpu" | awk '{printf "%.0f", $3 / 1024}')
+				fi
+				echo "$s $b $w $r $rounds $fit $job $cpu $rss $status" | tee -a "$TMP/runs"
 			done
 		done
 	done
 done
-echo "# medians: shape binary workers rounds fit_s job_s cpu_s"
+echo "# medians: shape binary workers rounds fit_s job_s cpu_s rss_mb"
 awk '{print $1, $2, $3}' "$TMP/runs" | sort -u | sort -k1,1 -k2,2n -k3,3n | while read -r s b w; do
 	sel() { awk -v s="$s" -v b="$b" -v w="$w" -v c="$1" '$1 == s && $2 == b && $3 == w {print $c}' "$TMP/runs" | median; }
-	echo "$s $b $w $(sel 5) $(sel 6) $(sel 7) $(sel 8)"
+	echo "$s $b $w $(sel 5) $(sel 6) $(sel 7) $(sel 8) $(sel 9)"
 done
