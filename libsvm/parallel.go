@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -14,6 +15,9 @@ import (
 // order: the parse, not the callback, is what costs (some 200 MB/s a
 // core). Blocks are cut at the last '\n' of chunkSize bytes, or further on
 // for a longer line; at most 2·parsers blocks are in flight.
+// Blocks whose rows the callback has seen are parsed into again: a read
+// makes next to no garbage, so that the heap of a caller who keeps what it
+// reads (a matrix) does not grow by half again before a collection.
 const chunkSize = 1 << 20
 
 // chunk is a block of whole lines and, once parsed, its rows.
@@ -37,8 +41,9 @@ func parsers() int { return runtime.GOMAXPROCS(0) }
 // ends), calling fn in file order.
 func readParallel(name string, r io.Reader, p, size int, win cols, fn func(int, Row) error) error {
 	stop := make(chan struct{})
-	order := make(chan *chunk, 2*p) // blocks in file order, for the caller
-	work := make(chan *chunk, 2*p)  // blocks to parse
+	order := make(chan *chunk, 2*p)  // blocks in file order, for the caller
+	work := make(chan *chunk, 2*p)   // blocks to parse
+	free := make(chan *chunk, 4*p+2) // blocks whose rows fn has seen
 	var wg sync.WaitGroup
 	defer func() {
 		close(stop)
@@ -51,7 +56,7 @@ func readParallel(name string, r io.Reader, p, size int, win cols, fn func(int, 
 		defer wg.Done()
 		defer close(order)
 		defer close(work)
-		splitChunks(r, size, stop, func(c *chunk) bool {
+		splitChunks(r, size, stop, free, func(c *chunk) bool {
 			select {
 			case order <- c:
 			case <-stop:
@@ -100,6 +105,10 @@ func readParallel(name string, r io.Reader, p, size int, win cols, fn func(int, 
 		if c.readEr != nil {
 			return readError(name, line+1, c.readEr)
 		}
+		select {
+		case free <- c:
+		default:
+		}
 	}
 	if !seen {
 		return &ParseError{File: name, Msg: "no samples (empty file)"}
@@ -110,8 +119,10 @@ func readParallel(name string, r io.Reader, p, size int, win cols, fn func(int, 
 // splitChunks reads r in blocks of whole lines of about size bytes and
 // gives each to emit in order, until emit returns false, stop is closed or
 // r ends. A read error is given as a chunk with readEr set, after the lines
-// before it; a final line without '\n' is a line.
-func splitChunks(r io.Reader, size int, stop <-chan struct{}, emit func(*chunk) bool) {
+// before it; a final line without '\n' is a line. It takes the chunks it
+// fills from free while free has one (a nil free: none), and makes new ones
+// otherwise.
+func splitChunks(r io.Reader, size int, stop <-chan struct{}, free <-chan *chunk, emit func(*chunk) bool) {
 	var carry []byte // the start of a line that the previous block cut
 	for {
 		select {
@@ -125,8 +136,18 @@ func splitChunks(r io.Reader, size int, stop <-chan struct{}, emit func(*chunk) 
 		}
 		// A line longer than size doubles the block, so that its bytes
 		// are copied a bounded number of times.
-		buf := make([]byte, len(carry), len(carry)+max(size, len(carry)))
-		copy(buf, carry)
+		c := &chunk{}
+		select {
+		case old := <-free:
+			c = old.reuse()
+		default:
+		}
+		want := len(carry) + max(size, len(carry))
+		buf := c.data[:0]
+		if cap(buf) < want {
+			buf = make([]byte, 0, want)
+		}
+		buf = append(buf, carry...)
 		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		end := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
@@ -137,7 +158,8 @@ func splitChunks(r io.Reader, size int, stop <-chan struct{}, emit func(*chunk) 
 		}
 		carry = append(carry[:0], buf[cut:]...)
 		if cut > 0 {
-			if !emit(&chunk{data: buf[:cut], done: make(chan struct{})}) {
+			c.data, c.done = buf[:cut], make(chan struct{})
+			if !emit(c) {
 				return
 			}
 		}
@@ -151,16 +173,21 @@ func splitChunks(r io.Reader, size int, stop <-chan struct{}, emit func(*chunk) 
 	}
 }
 
+// reuse returns c emptied, its arrays kept for the next block.
+func (c *chunk) reuse() *chunk {
+	return &chunk{data: c.data[:0], label: c.label[:0], start: c.start[:0], idx: c.idx[:0], val: c.val[:0]}
+}
+
 // parse parses the chunk's lines, keeping the features in the window win,
 // stopping at the first bad one.
 func (c *chunk) parse(row *Row, win cols) {
 	// At most a feature per ':', a row per line: growing the slices
 	// from nothing moved each byte of them several times.
 	lines, feats := bytes.Count(c.data, []byte{'\n'})+1, bytes.Count(c.data, []byte{':'})
-	c.label = make([]float64, 0, lines)
-	c.start = make([]int, 1, lines+1)
-	c.idx = make([]int32, 0, feats)
-	c.val = make([]float64, 0, feats)
+	c.label = slices.Grow(c.label[:0], lines)
+	c.start = append(slices.Grow(c.start[:0], lines+1), 0)
+	c.idx = slices.Grow(c.idx[:0], feats)
+	c.val = slices.Grow(c.val[:0], feats)
 	for line := range bytes.Lines(c.data) {
 		// The row's features go straight to the chunk's free capacity,
 		// which holds them all (see above): nothing is copied.
@@ -219,7 +246,7 @@ func countColumns(name string, r io.Reader, p, size int) ([]int, error) {
 			counts[w] = nnz
 		}()
 	}
-	splitChunks(r, size, nil, func(c *chunk) bool {
+	splitChunks(r, size, nil, nil, func(c *chunk) bool {
 		if c.readEr != nil {
 			readEr = c.readEr
 			return false

@@ -15,24 +15,29 @@ func TestBuilder(t *testing.T) {
 	if m.Rows != 4 || m.Cols != 5 {
 		t.Fatalf("shape %dx%d, want 4x5", m.Rows, m.Cols)
 	}
-	wantPtr := []int{0, 1, 2, 4, 4, 4}
-	if !reflect.DeepEqual(m.ColPtr, wantPtr) {
-		t.Fatalf("ColPtr %v, want %v", m.ColPtr, wantPtr)
+	for j, want := range []int{1, 1, 2, 0, 0} {
+		if got := m.NNZ(j); got != want {
+			t.Fatalf("column %d has %d non-zeros, want %d", j, got, want)
+		}
+	}
+	if m.Nonzeros() != 4 {
+		t.Fatalf("%d non-zeros, want 4", m.Nonzeros())
 	}
 	rows, vals := m.Col(2)
 	if !reflect.DeepEqual(rows, []int32{0, 3}) || !reflect.DeepEqual(vals, []float64{2, 4}) {
 		t.Fatalf("column 2 = %v %v", rows, vals)
 	}
-	if m.NNZ(1) != 1 || m.NNZ(4) != 0 {
-		t.Fatalf("NNZ wrong: %d %d", m.NNZ(1), m.NNZ(4))
+	if b.Rows() != 0 {
+		t.Fatalf("the builder holds %d rows after Build, want none", b.Rows())
 	}
 }
 
-// TestBuildParallel checks that a matrix large enough to be compressed in
-// parallel is the one a sequential counting sort gives.
+// TestBuildParallel checks that a matrix of several segments, large enough
+// to be compressed in parallel, holds exactly the entries added: every
+// column's rows ascending, with their values.
 func TestBuildParallel(t *testing.T) {
 	var b Builder
-	const rows, cols = 600, 9000
+	const rows, cols = 600, 2*SegmentCols + 808
 	for i := range rows {
 		var idx []int32
 		var val []float64
@@ -42,9 +47,25 @@ func TestBuildParallel(t *testing.T) {
 		}
 		b.AddRow(idx, val)
 	}
+	var want int
+	for i := range rows {
+		for j := (i * 7) % 3; j < cols; j += 1 + (i+j)%4 {
+			want++
+		}
+	}
 	m := b.Build(cols + 2)
-	if n := len(m.Val); n < parallelBuild {
-		t.Fatalf("only %d non-zeros: the test does not reach the parallel fill", n)
+	if n := m.Nonzeros(); n < parallelBuild || n != want {
+		t.Fatalf("%d non-zeros, want %d (at least %d, to reach the parallel fill)", n, want, parallelBuild)
+	}
+	if m.Cols != cols+2 || m.NNZ(cols+1) != 0 {
+		t.Fatalf("%d columns (the last with %d non-zeros), want %d, empty", m.Cols, m.NNZ(m.Cols-1), cols+2)
+	}
+	got := 0
+	for j := range m.Cols {
+		got += m.NNZ(j)
+	}
+	if got != want {
+		t.Fatalf("the columns hold %d non-zeros, want %d", got, want)
 	}
 	for j := range m.Cols {
 		rs, vs := m.Col(j)
