@@ -35,9 +35,7 @@ const SegmentCols = 1 << segShift
 // Col returns the row indices (ascending) and values of column j. It
 // panics if j is out of range.
 func (m *CSC) Col(j int) ([]int32, []float64) {
-	if j < 0 || j >= m.Cols {
-		panic(fmt.Sprintf("sparse: column %d of a matrix of %d", j, m.Cols))
-	}
+	// Out of range, j fails an index: segs, or the last segment's ptr.
 	s := &m.segs[j>>segShift]
 	k := j & (SegmentCols - 1)
 	lo, hi := s.ptr[k], s.ptr[k+1]
@@ -47,9 +45,6 @@ func (m *CSC) Col(j int) ([]int32, []float64) {
 // NNZ returns the number of stored non-zeros of column j. It panics if j is
 // out of range.
 func (m *CSC) NNZ(j int) int {
-	if j < 0 || j >= m.Cols {
-		panic(fmt.Sprintf("sparse: column %d of a matrix of %d", j, m.Cols))
-	}
 	s := &m.segs[j>>segShift]
 	k := j & (SegmentCols - 1)
 	return s.ptr[k+1] - s.ptr[k]

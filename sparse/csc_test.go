@@ -79,3 +79,21 @@ func TestBuildParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestColOutOfRange checks that a column past the matrix panics, also one
+// that falls in the last segment's span.
+func TestColOutOfRange(t *testing.T) {
+	var b Builder
+	b.AddRow([]int32{0, 5}, []float64{1, 2})
+	m := b.Build(SegmentCols + 3)
+	for _, j := range []int{-1, SegmentCols + 3, SegmentCols + 4, 2 * SegmentCols} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Col(%d) of %d columns did not panic", j, m.Cols)
+				}
+			}()
+			m.Col(j)
+		}()
+	}
+}
