@@ -56,5 +56,5 @@
 // little more than its paths, --nats and --job.
 //
 // Command strads is this package's largest user (cmd/strads); apps/nnls's
-// walkthrough in the README is its smallest.
+// walkthrough in docs/writing-a-model.md is its smallest.
 package cli

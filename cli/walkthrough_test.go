@@ -18,30 +18,31 @@ import (
 	"github.com/strads-go/strads/natsserver"
 )
 
-// walkthrough returns the command of the README's "Writing a model of your
-// own": the Go block of that section that is a main package.
+// walkthrough returns the command of docs/writing-a-model.md, "Writing a
+// model of your own": the Go block of that page that is a main package.
 func walkthrough(t *testing.T) []byte {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	const page = "docs/writing-a-model.md"
+	text, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(page)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Writing a model of your own\n")
+	_, section, ok := strings.Cut("\n"+string(text), "\n# Writing a model of your own\n")
 	if !ok {
-		t.Fatal(`README.md has no section "Writing a model of your own"`)
+		t.Fatalf(`%s has no heading "# Writing a model of your own"`, page)
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section, _, _ = strings.Cut(section, "\n# ")
 	for _, block := range strings.Split(section, "```go\n")[1:] {
 		code, _, ok := strings.Cut(block, "```")
 		if ok && strings.Contains(code, "\npackage main\n") {
 			return []byte(code)
 		}
 	}
-	t.Fatal(`README.md's "Writing a model of your own" has no Go block of a main package`)
+	t.Fatalf(`%s, "Writing a model of your own", has no Go block of a main package`, page)
 	return nil
 }
 
-// buildWalkthrough builds the README's command in a fresh module whose
+// buildWalkthrough builds the walkthrough's command in a fresh module whose
 // go.mod replaces strads with this repository, and returns its path. It
 // needs no network: the module's requirements are this repository's, in
 // the module cache the test runs with.
@@ -67,12 +68,12 @@ func buildWalkthrough(t *testing.T) string {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOTOOLCHAIN=local", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build of the README's command: %v\n%s", err, out)
+		t.Fatalf("go build of the walkthrough's command: %v\n%s", err, out)
 	}
 	return bin
 }
 
-// proc is the README's command running as its own process.
+// proc is the walkthrough's command running as its own process.
 type proc struct {
 	name string
 	cmd  *exec.Cmd
@@ -108,13 +109,13 @@ func (p *proc) wait() int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-// TestWalkthrough follows the README's "Writing a model of your own" in a
-// fresh module outside the repository: its command, built with a replace
-// directive, runs a whole job and the same job as four processes (a
-// scheduler, a coordinator, two workers, the last three given nothing but
-// the server and the job's name) over a NATS server; both write the same
-// model, bit for bit, and it satisfies the KKT conditions of NNLS. A bad
-// flag is a usage error (exit status 2).
+// TestWalkthrough follows docs/writing-a-model.md, "Writing a model of
+// your own", in a fresh module outside the repository: its command, built
+// with a replace directive, runs a whole job and the same job as four
+// processes (a scheduler, a coordinator, two workers, the last three given
+// nothing but the server and the job's name) over a NATS server; both
+// write the same model, bit for bit, and it satisfies the KKT conditions
+// of NNLS. A bad flag is a usage error (exit status 2).
 func TestWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program in a fresh module")

@@ -117,7 +117,8 @@ func TestAfterApply(t *testing.T) {
 }
 
 // TestOut checks the runtime's output path in the local driver with a
-// model of one file (WriteModel, as the README's walkthrough writes):
+// model of one file (WriteModel, as the walkthrough in
+// docs/writing-a-model.md writes):
 // the file is the model the coordinator holds, and a bad path fails the
 // job before any round runs, leaving nothing.
 func TestOut(t *testing.T) {

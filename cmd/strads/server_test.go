@@ -312,7 +312,7 @@ func hostAddress() string {
 	return ""
 }
 
-// TestSeveralMachines runs README's "several machines" recipe: strads
+// TestSeveralMachines runs docs/several-machines.md's recipe: strads
 // server --addr 0.0.0.0:4222 and the coordinator and the scheduler on
 // machine A, a worker on each of machines B and C that reach A through a
 // network, not through loopback, and checks that the job finds the β of
