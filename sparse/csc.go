@@ -138,14 +138,14 @@ func (b *Builder) Build(cols int) *CSC {
 	if b.nnz >= parallelBuild {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	// The segments are compressed in batches of about an eighth of the
+	// The segments are compressed in batches of about a 32nd of the
 	// non-zeros, with a collection after each: the arrays a batch
 	// released are reused by the next, where the collector, paced by the
 	// heap at its last run, would let the released arrays and the matrix
 	// build up side by side.
 	for s := 0; s < len(m.segs); {
 		end, n := s, 0
-		for end < len(m.segs) && (n == 0 || n < b.nnz/8) {
+		for end < len(m.segs) && (n == 0 || n < b.nnz/32) {
 			if end < len(b.buckets) {
 				for _, c := range b.buckets[end] {
 					n += len(c.row)
