@@ -13,6 +13,11 @@ type Feedback struct {
 	Round uint64        `msgpack:"r"`
 	Vars  wire.Int32s   `msgpack:"v"`
 	Delta wire.Float64s `msgpack:"d"`
+	// Updates, where the workers choose the variables they update (the
+	// plan's PlanInfo.Selected does not count them), is how many variable
+	// updates the round made; the runtime counts it in place of Selected
+	// (the result's and the metrics' updates).
+	Updates int64 `msgpack:"u,omitempty"`
 }
 
 // Len returns the number of variables in f.

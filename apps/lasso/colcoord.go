@@ -176,6 +176,7 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		if part.Added != 0 {
 			u.Joint = false
 		}
+		fb.Updates += part.Updates
 		m, err := columnar.CheckChange(k, c.workers, len(c.beta), len(c.q), part.Vars, part.Value, len(part.Dir))
 		if err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err

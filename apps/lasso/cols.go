@@ -44,6 +44,9 @@ type ColPartial struct {
 	Vars  wire.Int32s   `msgpack:"v"`
 	Value wire.Float64s `msgpack:"x"`
 	Work  int64         `msgpack:"w"`
+	// Updates is how many coordinate steps the worker took on its own
+	// columns.
+	Updates int64 `msgpack:"u"`
 	// Added is how many columns joined the worker's working set.
 	Added int `msgpack:"n"`
 	// Cols are the worker's columns that stay in the active set, shared

@@ -290,13 +290,16 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	}
 	tol := w.relTol * rr / w.n
 	budget := w.cfg.roundWork() * innerWorkFactor
-	var work int64
+	var work, steps int64
 	sweep := func(cols []int32) float64 {
 		var most float64
 		for _, j := range cols {
 			l := w.held.Local(j)
 			rows, vals := w.col(l)
 			work += int64(len(rows)) + 1
+			if l < w.x.Cols {
+				steps++
+			}
 			a := w.curv[l]
 			if a == 0 {
 				continue
@@ -356,7 +359,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	// and their owners report theirs. It shares its columns that come
 	// into the active set a second time: the first rounds make and drop
 	// many non-zeros, each a column's data to copy.
-	part := ColPartial{Work: work + w.work, Added: added}
+	part := ColPartial{Work: work + w.work, Updates: steps, Added: added}
 	for _, j := range block {
 		l := w.held.Local(j)
 		if l >= w.x.Cols {

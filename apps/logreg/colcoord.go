@@ -278,6 +278,7 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 		if part.Added != 0 {
 			u.Joint = false
 		}
+		fb.Updates += part.Updates
 		m, err := columnar.CheckChange(k, c.workers, len(c.w), len(c.z), part.Vars, part.Value, len(part.Dir))
 		if err != nil {
 			return ColUpdate{}, schmp.Feedback{}, err

@@ -46,7 +46,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	if err := ctx.Err(); err != nil {
 		return ColPartial{}, err
 	}
-	w.scanWork = 0
+	w.scanWork, w.steps = 0, 0
 	added := w.screen.Update(w.n*w.lambda, w.w[:w.x.Cols], w.corr)
 	block := append(w.block[:0], w.screen.Set()...)
 	if w.joint {
@@ -109,7 +109,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	// theirs. It shares its columns that come into the active set a second
 	// time: the first rounds make and drop many non-zeros, each a column's
 	// data to copy.
-	part := ColPartial{Bias: w.b, AsOf: w.asOf, Work: work + w.scanWork, Added: added}
+	part := ColPartial{Bias: w.b, AsOf: w.asOf, Work: work + w.scanWork, Updates: w.steps, Added: added}
 	if w.shard == 0 {
 		part.Bias = b
 	}
@@ -189,6 +189,9 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		for _, j := range cols {
 			l := w.held.Local(j)
 			rows, vals := w.col(l)
+			if l < w.x.Cols {
+				w.steps++
+			}
 			var g, h float64
 			if fresh {
 				for t, i := range rows {

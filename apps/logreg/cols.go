@@ -64,6 +64,9 @@ type ColPartial struct {
 	Bias  float64       `msgpack:"b"`
 	AsOf  uint64        `msgpack:"a"`
 	Work  int64         `msgpack:"w"`
+	// Updates is how many coordinate steps the worker took on its own
+	// columns.
+	Updates int64 `msgpack:"u"`
 	// Added is how many columns joined the worker's working set.
 	Added int `msgpack:"n"`
 	// Cols are the worker's columns that stay in the active set, shared

@@ -58,6 +58,7 @@ type ColWorker struct {
 	seen     []uint8
 	share    []int32 // the columns a Push shares
 	scanWork int64   // the non-zeros that the screen's dot products visited
+	steps    int64   // the coordinate steps of this round on the worker's own columns
 }
 
 // colRow is what a worker keeps of a row in the column layout: the margin

@@ -43,6 +43,7 @@ import (
 type options struct {
 	quick        bool
 	noStrads     bool
+	skipPeers    map[string]bool
 	shapes       []string
 	problems     []problem
 	runs         int
@@ -71,7 +72,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	fs.BoolVar(&o.quick, "quick", false, "small sizes of the generated shapes, for trying things out")
 	fs.BoolVar(&o.noStrads, "no-strads", false, "run the peers only (to check their accuracy settings)")
-	shapes := fs.String("shapes", "a,b,c,real", "comma-separated shapes: a (p ≫ n dense, correlated groups), b (p ≫ n sparse), c (n ≫ p), d (p ≫ n sparse, correlated groups, 20,000 × 500,000), e (n ≫ p, 1,000,000 × 20,000), bladder, diabetes, breast_cancer; real = the last three")
+	skip := fs.String("skip-peers", "", "comma-separated peers not to run (scikit-learn, glmnet, liblinear), e.g. glmnet on a shape where its read alone takes minutes; F_best is then the others'")
+	shapes := fs.String("shapes", "a,b,c,real", "comma-separated shapes: a (p ≫ n dense, correlated groups), b (p ≫ n sparse), c (n ≫ p), d (p ≫ n sparse, correlated groups, 20,000 × 500,000), e (n ≫ p, 1,000,000 × 20,000), f (Lasso only, as d at 20,000 × 2,000,000, 10⁸ non-zeros), g (logistic only, 90,000 × 100,000, C = 1), bladder, diabetes, breast_cancer; real = the last three")
 	problems := fs.String("problems", "lasso,logreg", "comma-separated problems: lasso, logreg")
 	fs.IntVar(&o.runs, "runs", 3, "runs of every system (interleaved: run 1 of all, then run 2, …); medians are reported")
 	workers := fs.String("workers", "1,2", "comma-separated numbers of strads workers")
@@ -112,6 +114,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("--problems: unknown problem %q", s)
 		}
 		o.problems = append(o.problems, p)
+	}
+	for _, s := range splitList(*skip) {
+		if s != "scikit-learn" && s != "glmnet" && s != "liblinear" {
+			return nil, fmt.Errorf("--skip-peers: unknown peer %q", s)
+		}
+		if o.skipPeers == nil {
+			o.skipPeers = map[string]bool{}
+		}
+		o.skipPeers[s] = true
 	}
 	for _, s := range splitList(*workers) {
 		w, err := strconv.Atoi(s)

@@ -87,12 +87,13 @@ type theCase struct {
 	d         *dataset
 }
 
-// peers returns the peers of a problem.
-func peers(prob problem) []string {
+// peers returns the peers of a problem, less those --skip-peers names.
+func (e *env) peers(prob problem) []string {
+	all := []string{"liblinear", "glmnet"}
 	if prob == lassoProblem {
-		return []string{"scikit-learn", "glmnet"}
+		all = []string{"scikit-learn", "glmnet"}
 	}
-	return []string{"liblinear", "glmnet"}
+	return slices.DeleteFunc(all, func(p string) bool { return e.o.skipPeers[p] })
 }
 
 // peerArgs returns the command line of peer on c, writing its model to out.
@@ -323,20 +324,28 @@ func (e *env) prepare(ctx context.Context, s shape, prob problem) (*theCase, err
 		c.d.p = c.p
 	}
 	c.lambdaMax = c.d.lambdaMax(prob, c.fit.intercept)
-	c.lambda = c.fit.ratio * c.lambdaMax
+	if c.fit.c > 0 {
+		c.lambda = 1 / (c.fit.c * float64(c.n))
+		c.fit.ratio = c.lambda / c.lambdaMax
+	} else {
+		c.lambda = c.fit.ratio * c.lambdaMax
+	}
 	c.c = 1 / (c.lambda * float64(c.n))
 	return c, nil
 }
 
 // bench runs every system on c, --runs times, interleaved.
 func (e *env) bench(ctx context.Context, c *theCase) error {
+	if len(e.peers(c.prob)) == 0 {
+		return fmt.Errorf("%s: --skip-peers leaves no peer to set F_best", c.prob)
+	}
 	fmt.Fprintf(e.stdout, "\n== %s, shape %s: %d × %d, %d non-zeros; λ = %g·λ_max = %.6g\n", c.prob, c.shape.name, c.n, c.p, c.nnz, c.fit.ratio, c.lambda)
-	for _, peer := range peers(c.prob) {
+	for _, peer := range e.peers(c.prob) {
 		name, args := e.peerArgs(c, peer, "MODEL")
 		c.commands = append(c.commands, fmt.Sprintf("%s: `%s %s`", peer, filepath.Base(name), joinArgs(relArgs(args, e.scripts))))
 	}
 	for r := 1; r <= e.o.runs; r++ {
-		for _, peer := range peers(c.prob) {
+		for _, peer := range e.peers(c.prob) {
 			res, err := e.runPeer(ctx, c, peer, r)
 			if err != nil {
 				return err

@@ -19,11 +19,13 @@ type genSpec struct {
 	trueNNZ           int
 }
 
-// fit is one problem on a shape: the penalty as a fraction of λ_max and
+// fit is one problem on a shape: the penalty as a fraction of λ_max, or as
+// liblinear's and scikit-learn's C (λ = 1/(C·n)) where c is set, and
 // whether the Lasso fits an intercept (logistic regression never does, so
 // that liblinear, which has no unpenalized bias, solves the same problem).
 type fit struct {
 	ratio     float64
+	c         float64
 	intercept bool
 }
 
@@ -50,40 +52,54 @@ var shapes = []shape{
 		desc:  "p ≫ n, dense, correlated groups (gene-expression-like)",
 		gen:   genSpec{samples: 120, features: 12000, density: 1, groups: 200, corr: 0.9, trueNNZ: 20},
 		quick: genSpec{samples: 60, features: 2000, density: 1, groups: 40, corr: 0.9, trueNNZ: 10},
-		fits:  map[problem]fit{lassoProblem: {0.1, true}, logisticProblem: {0.1, false}},
+		fits:  map[problem]fit{lassoProblem: {ratio: 0.1, intercept: true}, logisticProblem: {ratio: 0.1, intercept: false}},
 	},
 	{
 		name:  "b",
 		desc:  "p ≫ n, sparse",
 		gen:   genSpec{samples: 5000, features: 50000, density: 0.018, trueNNZ: 500},
 		quick: genSpec{samples: 1000, features: 10000, density: 0.01, trueNNZ: 100},
-		fits:  map[problem]fit{lassoProblem: {0.01, false}, logisticProblem: {0.01, false}},
+		fits:  map[problem]fit{lassoProblem: {ratio: 0.01, intercept: false}, logisticProblem: {ratio: 0.01, intercept: false}},
 	},
 	{
 		name:  "c",
 		desc:  "n ≫ p, sparse",
 		gen:   genSpec{samples: 100000, features: 1000, density: 0.02, trueNNZ: 100},
 		quick: genSpec{samples: 20000, features: 200, density: 0.05, trueNNZ: 20},
-		fits:  map[problem]fit{lassoProblem: {0.01, true}, logisticProblem: {0.01, false}},
+		fits:  map[problem]fit{lassoProblem: {ratio: 0.01, intercept: true}, logisticProblem: {ratio: 0.01, intercept: false}},
 	},
 	{
 		name:  "d",
 		desc:  "p ≫ n, sparse, correlated groups, large (issue 24)",
 		gen:   genSpec{samples: 20000, features: 500000, density: 0.0025, groups: 5000, corr: 0.8, trueNNZ: 1000},
 		quick: genSpec{samples: 2000, features: 50000, density: 0.0025, groups: 500, corr: 0.8, trueNNZ: 100},
-		fits:  map[problem]fit{lassoProblem: {0.01, false}, logisticProblem: {0.01, false}},
+		fits:  map[problem]fit{lassoProblem: {ratio: 0.01, intercept: false}, logisticProblem: {ratio: 0.01, intercept: false}},
 	},
 	{
 		name:  "e",
 		desc:  "n ≫ p, sparse, large (issue 24)",
 		gen:   genSpec{samples: 1000000, features: 20000, density: 0.0025, trueNNZ: 200},
 		quick: genSpec{samples: 100000, features: 2000, density: 0.0025, trueNNZ: 20},
-		fits:  map[problem]fit{lassoProblem: {0.01, true}, logisticProblem: {0.01, false}},
+		fits:  map[problem]fit{lassoProblem: {ratio: 0.01, intercept: true}, logisticProblem: {ratio: 0.01, intercept: false}},
+	},
+	{
+		name:  "f",
+		desc:  "p ≫ n, sparse, correlated groups, 10⁸ non-zeros (issue 24)",
+		gen:   genSpec{samples: 20000, features: 2000000, density: 0.0025, groups: 20000, corr: 0.8, trueNNZ: 4000},
+		quick: genSpec{samples: 2000, features: 200000, density: 0.0025, groups: 2000, corr: 0.8, trueNNZ: 400},
+		fits:  map[problem]fit{lassoProblem: {ratio: 0.01, intercept: false}},
+	},
+	{
+		name:  "g",
+		desc:  "sparse, n ≈ p, C = 1 (issue 24's logistic regression against liblinear)",
+		gen:   genSpec{samples: 90000, features: 100000, density: 0.001, trueNNZ: 1000},
+		quick: genSpec{samples: 9000, features: 10000, density: 0.001, trueNNZ: 100},
+		fits:  map[problem]fit{logisticProblem: {c: 1}},
 	},
 	{
 		name:   "bladder",
 		desc:   "real, p ≫ n, dense: 57 bladder samples × 22,283 genes (log2 expression, centered), label cancer (40) or not (17)",
-		fits:   map[problem]fit{lassoProblem: {0.1, true}, logisticProblem: {0.1, false}},
+		fits:   map[problem]fit{lassoProblem: {ratio: 0.1, intercept: true}, logisticProblem: {ratio: 0.1, intercept: false}},
 		real:   "bladder.svm",
 		source: "Debian r-bioc-bladderbatch (Bioconductor bladderbatch, bladderEset)",
 		export: []string{"rscript", "export_bladder.R"},
@@ -91,7 +107,7 @@ var shapes = []shape{
 	{
 		name:   "diabetes",
 		desc:   "real, n ≫ p, dense: 442 patients × 10 features, response disease progression",
-		fits:   map[problem]fit{lassoProblem: {0.01, true}},
+		fits:   map[problem]fit{lassoProblem: {ratio: 0.01, intercept: true}},
 		real:   "diabetes.svm",
 		source: "Debian python3-sklearn (sklearn.datasets.load_diabetes)",
 		export: []string{"python", "export_sklearn.py"},
@@ -99,7 +115,7 @@ var shapes = []shape{
 	{
 		name:   "breast_cancer",
 		desc:   "real, n ≫ p, dense: 569 tumours × 30 features (standardized), malignant or benign",
-		fits:   map[problem]fit{logisticProblem: {0.01, false}},
+		fits:   map[problem]fit{logisticProblem: {ratio: 0.01, intercept: false}},
 		real:   "breast_cancer.svm",
 		source: "Debian python3-sklearn (sklearn.datasets.load_breast_cancer)",
 		export: []string{"python", "export_sklearn.py"},

@@ -520,7 +520,11 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, U, S], now time.Time) error {
 	c.updates = append(c.updates, pending[U]{round, u})
 	c.pulled = round
 	c.st.Rounds = round
-	c.st.Updates += int64(f.info.Selected)
+	if fb.Updates > 0 {
+		c.st.Updates += fb.Updates
+	} else {
+		c.st.Updates += int64(f.info.Selected)
+	}
 	c.st.Candidates += int64(f.info.Candidates)
 	c.st.Rejected += int64(f.info.Rejected)
 	c.st.Deferred += int64(f.info.Deferred)

@@ -964,3 +964,32 @@ func TestConfig(t *testing.T) {
 		t.Error("Step before Start: no error")
 	}
 }
+
+// TestFeedbackUpdates checks that the updates a pull's feedback counts (the
+// workers chose the variables) replace the plan's Selected in the status,
+// round by round, and that a feedback without them keeps Selected.
+func TestFeedbackUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		updates func(round uint64) int64
+		want    int64
+	}{
+		{"workers", func(round uint64) int64 { return int64(round) }, 210},
+		{"plans", func(uint64) int64 { return 0 }, 20},
+		{"mixed", func(round uint64) int64 { return int64(round % 2 * 5) }, 10*5 + 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Workers: 2, Parts: 1, Depth: 1, ReportEvery: 3, MaxRounds: 20}
+			app := &toyApp{feedback: func(round uint64) schmp.Feedback {
+				return schmp.Feedback{Updates: tc.updates(round)}
+			}}
+			s := newSim(t, cfg, app, 0)
+			if err := s.run(); err != nil {
+				t.Fatal(err)
+			}
+			if st := s.core.Status(); st.Rounds != 20 || st.Updates != tc.want {
+				t.Errorf("%d rounds, %d updates; want 20, %d", st.Rounds, st.Updates, tc.want)
+			}
+		})
+	}
+}
