@@ -173,6 +173,10 @@ func (b *Builder) Build(cols int) *CSC {
 	return m
 }
 
+// emptyPtr is the column pointers of an empty segment, shared, never
+// written.
+var emptyPtr = make([]int, SegmentCols+1)
+
 // parallelBuild is the number of non-zeros from which Build compresses in
 // parallel.
 const parallelBuild = 1 << 20
@@ -183,10 +187,14 @@ const parallelBuild = 1 << 20
 func (b *Builder) fill(m *CSC, s int) {
 	lo := s << segShift
 	seg := &m.segs[s]
-	seg.ptr = make([]int, min(SegmentCols, m.Cols-lo)+1)
-	if s >= len(b.buckets) {
+	cols := min(SegmentCols, m.Cols-lo)
+	if s >= len(b.buckets) || len(b.buckets[s]) == 0 {
+		// Empty: every empty segment shares one array of zeros, so a
+		// matrix's empty columns cost next to nothing.
+		seg.ptr = emptyPtr[:cols+1]
 		return
 	}
+	seg.ptr = make([]int, cols+1)
 	chunks := b.buckets[s]
 	b.buckets[s] = nil
 	n := 0

@@ -2,6 +2,7 @@ package sparse
 
 import (
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -95,5 +96,34 @@ func TestColOutOfRange(t *testing.T) {
 			}()
 			m.Col(j)
 		}()
+	}
+}
+
+// TestEmptySegments checks that a matrix of mostly empty columns (an index
+// far past the others) reads as empty there and costs little memory.
+func TestEmptySegments(t *testing.T) {
+	var b Builder
+	const far = 1 << 26
+	b.AddRow([]int32{1, far}, []float64{1, 2})
+	b.AddRow([]int32{2}, []float64{3})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m := b.Build(0)
+	runtime.ReadMemStats(&after)
+	if m.Cols != far+1 || m.Nonzeros() != 3 {
+		t.Fatalf("%d columns, %d non-zeros; want %d, 3", m.Cols, m.Nonzeros(), far+1)
+	}
+	for _, j := range []int{0, 3, SegmentCols, far - 1} {
+		if m.NNZ(j) != 0 {
+			t.Errorf("column %d has %d non-zeros, want none", j, m.NNZ(j))
+		}
+	}
+	if rows, vals := m.Col(far); len(rows) != 1 || rows[0] != 0 || vals[0] != 2 {
+		t.Errorf("column %d = %v %v, want row 0, value 2", far, rows, vals)
+	}
+	// 8 bytes a column would be 512 MiB; the segments' headers are 1.2 MiB.
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 8<<20 {
+		t.Errorf("Build allocated %d bytes for %d mostly empty columns", grown, m.Cols)
 	}
 }
