@@ -284,7 +284,8 @@ func (w *ccdWorker) Report() (Summary, error) {
 		}
 	}
 	if w.factors {
-		s.W, s.B = rows(w.w), w.bs.b
+		// Copies: the runtime may encode the report after the next Push.
+		s.W, s.B = rows(w.w), slices.Clone(w.bs.b)
 	}
 	if w.round == 0 {
 		w.foldReport(&s, w.factors)

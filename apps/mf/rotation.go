@@ -179,7 +179,8 @@ func (w *rotationWorker) Report() (Summary, error) {
 	}
 	w.norms(&s, w.w, w.h, w.bs, lo, hi)
 	if w.factors {
-		s.W, s.B = w.w, w.bs.b
+		// Copies: the runtime may encode the report after the next Push.
+		s.W, s.B = slices.Clone(w.w), slices.Clone(w.bs.b)
 	}
 	if w.round == 0 {
 		w.foldReport(&s, w.factors)

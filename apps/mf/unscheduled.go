@@ -173,7 +173,8 @@ func (w *unscheduledWorker) Report() (Summary, error) {
 	}
 	w.norms(&s, w.w, w.h, w.bs, 0, hi)
 	if w.factors {
-		s.W, s.B = w.w, w.bs.b
+		// Copies: the runtime may encode the report after the next Push.
+		s.W, s.B = slices.Clone(w.w), slices.Clone(w.bs.b)
 	}
 	return s, nil
 }

@@ -12,8 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/schmp"
 )
@@ -451,5 +454,50 @@ func TestSavedBadInput(t *testing.T) {
 	os.Remove(prefix + ".json")
 	if s, err := LoadSaved(prefix); err != nil || s.Biased {
 		t.Fatalf("without the bias file and the side file: %+v, %v", s, err)
+	}
+}
+
+// TestWrittenIsReported runs jobs with validation on the runtime (embedded
+// NATS), where the factors overfit so that the job keeps an evaluation
+// before its last, and checks that the files it writes give the test RMSE
+// that the kept evaluation reports, for every algorithm and schedule. The
+// workers' reports once carried their live factors, which the runtime
+// encoded after the next round had moved them on.
+func TestWrittenIsReported(t *testing.T) {
+	train, test := genSet(t, t.TempDir(), 1, 7)
+	var tests []Rating
+	if err := ReadRatings(test, func(_ int, r Rating) error { tests = append(tests, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"sgd-ring", func(*Config) {}},
+		{"sgd-star", func(c *Config) { c.Star = true }},
+		{"sgd-unscheduled", func(c *Config) { c.Schedule = Unscheduled }},
+		{"ccd", func(c *Config) { c.Algo = CCD }},
+		{"als", func(c *Config) { c.Algo, c.Rank, c.Lambda = ALS, 20, 0.03 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := defaults(train, test, 1)
+			cfg.Rank, cfg.Lambda, cfg.Iters = 10, 0.001, 30
+			tc.set(&cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := runJob(ctx, cfg, job.Options{Job: "mfwritten", Timeout: 20 * time.Second,
+				Coordinator: coordinator.Options{Depth: 1, Timeout: 20 * time.Second, Out: filepath.Join(t.TempDir(), "model")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := ModelOf(res.App)
+			best := m.Best()
+			if last := m.Trace[len(m.Trace)-1]; best.Iter == 0 || best.Iter == last.Iter {
+				t.Fatalf("kept iteration %g of %g: the data do not overfit, no test of the kept factors", best.Iter, last.Iter)
+			}
+			if got := savedRMSE(t, m, tests); math.Abs(got-best.TestRMSE) > 1e-9*got {
+				t.Errorf("the files give test RMSE %.9f, the kept evaluation (iteration %g) says %.9f", got, best.Iter, best.TestRMSE)
+			}
+		})
 	}
 }
