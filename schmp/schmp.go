@@ -116,7 +116,9 @@ type Worker[P, R, U, S any] interface {
 	// rounds in flight, a report taken in round t describes the state after
 	// the updates of rounds up to t−depth, while the coordinator's own
 	// variables may be up to depth−1 rounds newer: a report that the
-	// objective needs must describe that state by itself.
+	// objective needs must describe that state by itself. The summary must
+	// share no memory with the worker's state: the runtime may encode it
+	// after the next Push has changed that state.
 	Report() (S, error)
 }
 
