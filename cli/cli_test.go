@@ -100,6 +100,14 @@ var echo = cli.Command{
 	},
 }
 
+var version = cli.Command{
+	Name: "version", Summary: "print the version",
+	Run: func(_ context.Context, _ []string, stdout, _ io.Writer) error {
+		_, err := fmt.Fprintln(stdout, "prog 1.0")
+		return err
+	},
+}
+
 // runCmd runs the command line args of cl and returns its exit status and
 // output.
 func runCmd(t *testing.T, cl *cli.CommandLine, args ...string) (code int, stdout, stderr string) {
@@ -115,7 +123,7 @@ func runCmd(t *testing.T, cl *cli.CommandLine, args ...string) (code int, stdout
 // of several, their help, and their exit statuses.
 func TestCommandLine(t *testing.T) {
 	single := &cli.CommandLine{Name: "toy", Apps: []cli.App{toyApp("toy")}}
-	multi := &cli.CommandLine{Name: "prog", Summary: "runs toys.", Apps: []cli.App{toyApp("toy"), toyApp("other")}, Commands: []cli.Command{echo}}
+	multi := &cli.CommandLine{Name: "prog", Summary: "runs toys.", Apps: []cli.App{toyApp("toy"), toyApp("other")}, Commands: []cli.Command{echo, version}}
 	job := []string{"--workers", "1", "--max-rounds", "2", "--progress", "0"}
 	cases := []struct {
 		name   string
@@ -132,6 +140,8 @@ func TestCommandLine(t *testing.T) {
 		{"bad app flag", single, []string{"--kind", "x"}, 2, "", "toy: --kind \"x\": want float or int\n"},
 		{"job not made", single, []string{"--fail"}, 1, "", "toy: toy: failed\n"},
 		{"unknown flag", single, []string{"--bogus"}, 2, "", "toy: flag provided but not defined: -bogus\n"},
+		{"misspelt flag", single, []string{"--scal", "2"}, 2, "", "toy: flag provided but not defined: -scal (did you mean --scale?)\n"},
+		{"single --version", single, []string{"--version"}, 2, "", "flag provided but not defined: -version"},
 		{"argument", single, []string{"--scale", "2", "extra"}, 2, "", "toy: unexpected argument \"extra\"\n"},
 		{"unknown command", single, []string{"frob"}, 2, "", "toy: unknown command \"frob\"\n"},
 		{"role without nats", single, []string{"worker"}, 2, "", "toy worker: --nats URL is required"},
@@ -148,6 +158,7 @@ func TestCommandLine(t *testing.T) {
 		{"unknown app", multi, []string{"worker", "--app", "nope", "--nats", "x"}, 2, "", "prog worker: --app \"nope\": want one of toy, other\n"},
 		{"command", multi, []string{"echo", "a", "b"}, 0, "a b\n", ""},
 		{"unknown command", multi, []string{"frob"}, 2, "", "prog: unknown command \"frob\"\n"},
+		{"--version", multi, []string{"--version"}, 0, "prog 1.0\n", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.cl.Name+"/"+tc.name, func(t *testing.T) {

@@ -132,6 +132,9 @@ func (cl *CommandLine) Run(ctx context.Context, args []string, stdout, stderr io
 		}
 		fmt.Fprint(stdout, cl.usage())
 		return 0
+	case (first == "--version" || first == "-version") && cl.command("version") != nil:
+		cmd += " version"
+		err = cl.command("version").Run(ctx, args[1:], stdout, stderr)
 	case roleNames[first] != "":
 		cmd += " " + first
 		err = cl.runRole(ctx, roleNames[first], args[1:], stdout, stderr)
@@ -324,12 +327,53 @@ func Parse(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis string) e
 		return flag.ErrHelp
 	}
 	if err != nil {
-		return UsageError(err)
+		return UsageError(suggest(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return Usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// suggest adds to the flag package's error for an unknown flag the
+// nearest of fs's flags, when one is within two edits of it.
+func suggest(fs *flag.FlagSet, err error) error {
+	const prefix = "flag provided but not defined: -"
+	name, ok := strings.CutPrefix(err.Error(), prefix)
+	if !ok {
+		return err
+	}
+	best, dist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(name, f.Name); d < dist {
+			best, dist = f.Name, d
+		}
+	})
+	if best == "" {
+		return err
+	}
+	return fmt.Errorf("%w (did you mean --%s?)", err, best)
+}
+
+// editDistance returns the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // usageError marks errors in the command line or its input.

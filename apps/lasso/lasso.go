@@ -122,6 +122,8 @@ func (c *Config) Validate() error {
 		return schmp.Fieldf("Path", "must be 0 (off) or at least 2, got %d", c.Path)
 	case c.Path > 0 && c.Lambda == 0 && c.LambdaRatio == 0:
 		return schmp.Fieldf("Path", "needs the path's last λ: give {LambdaRatio} R < 1 (or {Lambda} L)")
+	case c.Lambda > 0 && c.LambdaRatio > 0:
+		return schmp.Fieldf("", "give only one of {Lambda} and {LambdaRatio}")
 	case c.Path > 0 && c.LambdaRatio >= 1:
 		return schmp.Fieldf("LambdaRatio", "must be below 1 with {Path} (the path goes from λ_max down to {LambdaRatio}·λ_max), got %v", c.LambdaRatio)
 	}

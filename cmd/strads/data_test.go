@@ -293,7 +293,7 @@ func TestDataErrors(t *testing.T) {
 	putData(t, bad, "bad.svm", "--store", store)
 	plain := startServer(t) // no JetStream
 	missingStore := filepath.Join(t.TempDir(), "none")
-	lasso := []string{"lasso", "--workers", "2", "--progress", "0"}
+	lasso := []string{"lasso", "--workers", "2", "--lambda-ratio", "0.1", "--progress", "0"}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -409,7 +409,7 @@ func TestDataCredentials(t *testing.T) {
 		t.Fatalf("local: exit %d: %s", code, stderr)
 	}
 	sameFiles(t, out, local)
-	code, _, stderr = runCLI(t, "lasso", "--data", "nats:secure", "--nats", url, "--workers", "2", "--progress", "0")
+	code, _, stderr = runCLI(t, "lasso", "--data", "nats:secure", "--nats", url, "--workers", "2", "--lambda-ratio", "0.05", "--progress", "0")
 	if code != 1 || !strings.Contains(stderr, "--data nats:secure") || !strings.Contains(stderr, "Authorization Violation") {
 		t.Errorf("a job without credentials: exit %d: %s", code, stderr)
 	}

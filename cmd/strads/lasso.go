@@ -98,6 +98,10 @@ func lassoCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 			return nil, err
 		}
 		cfg.RoundWork = lay.roundWork
+		if env.Role.Has(cli.Coordinator) && cfg.Layout == lasso.LayoutColumns && cfg.Lambda == 0 && cfg.LambdaRatio == 0 {
+			// The coordinator would find it out only once the data are read.
+			return nil, cli.Usagef("the penalty is required: give --lambda-ratio R > 0 (λ = R·λ_max; 0.01 to 0.1 are typical) or --lambda L > 0")
+		}
 		if cfg.Layout == lasso.LayoutColumns {
 			if err := columnOptions(fs, opts); err != nil {
 				return nil, err

@@ -136,6 +136,7 @@ func TestBadFlags(t *testing.T) {
 	}{
 		{"negative lambda", []string{"--lambda", "-1"}, "--lambda"},
 		{"negative lambda ratio", []string{"--lambda-ratio", "-0.5"}, "--lambda-ratio"},
+		{"lambda and ratio", []string{"--lambda", "0.1"}, "only one of --lambda and --lambda-ratio"},
 		{"zero workers", []string{"--workers", "0"}, "--workers"},
 		{"negative workers", []string{"--workers", "-2"}, "--workers"},
 		{"unknown schedule", []string{"--schedule", "fastest"}, "--schedule"},
@@ -161,6 +162,9 @@ func TestBadFlags(t *testing.T) {
 				t.Errorf("error %q: want one line naming %s", stderr, tc.want)
 			}
 		})
+	}
+	if code, _, stderr := runCLI(t, "lasso", "--data", data, "--progress", "0"); code != 2 || !strings.Contains(stderr, "--lambda-ratio") {
+		t.Errorf("no penalty: exit %d, %q; want 2 and a message naming --lambda-ratio", code, stderr)
 	}
 	if code, _, _ := runCLI(t, "frobnicate"); code != 2 {
 		t.Errorf("unknown command: exit %d, want 2", code)
