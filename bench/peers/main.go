@@ -48,6 +48,7 @@ type options struct {
 	problems     []problem
 	runs         int
 	workers      []int
+	schedules    []string
 	timeLimit    time.Duration
 	targetRel    float64
 	seed         uint64
@@ -77,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	problems := fs.String("problems", "lasso,logreg", "comma-separated problems: lasso, logreg")
 	fs.IntVar(&o.runs, "runs", 3, "runs of every system (interleaved: run 1 of all, then run 2, …); medians are reported")
 	workers := fs.String("workers", "1,2", "comma-separated numbers of strads workers")
+	schedules := fs.String("schedules", defaultSchedule, "comma-separated strads --schedule values to run side by side: priority (the default), random, cyclic")
 	fs.DurationVar(&o.timeLimit, "time-limit", 300*time.Second, "longest run of any system; a strads run still above the target then is recorded as not reached")
 	fs.Float64Var(&o.targetRel, "target-rel", 1e-6, "strads stops at F ≤ F_best·(1 + target-rel), F_best the lowest objective of the peers")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated data")
@@ -123,6 +125,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			o.skipPeers = map[string]bool{}
 		}
 		o.skipPeers[s] = true
+	}
+	for _, s := range splitList(*schedules) {
+		if s != "priority" && s != "random" && s != "cyclic" {
+			return nil, fmt.Errorf("--schedules: unknown schedule %q (priority, random or cyclic)", s)
+		}
+		o.schedules = append(o.schedules, s)
+	}
+	if len(o.schedules) == 0 {
+		o.schedules = []string{defaultSchedule}
 	}
 	for _, s := range splitList(*workers) {
 		w, err := strconv.Atoi(s)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -214,10 +215,19 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(o.shapes, ",") != "a,bladder,diabetes,breast_cancer" || len(o.workers) != 1 || !strings.Contains(o.out, "strads-peers-quick") {
+	if strings.Join(o.shapes, ",") != "a,bladder,diabetes,breast_cancer" || len(o.workers) != 1 || !strings.Contains(o.out, "strads-peers-quick") ||
+		!slices.Equal(o.schedules, []string{"priority"}) || o.skipPeers["glmnet"] {
 		t.Errorf("got %+v", o)
 	}
-	for _, bad := range [][]string{{"--shapes", "z"}, {"--problems", "svm"}, {"--workers", "0"}, {"--runs", "0"}, {"extra"}} {
+	o, err = parseFlags([]string{"--schedules", "priority,random,cyclic", "--skip-peers", "glmnet"}, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.schedules, []string{"priority", "random", "cyclic"}) || !o.skipPeers["glmnet"] || o.skipPeers["liblinear"] {
+		t.Errorf("got schedules %v, skipped peers %v", o.schedules, o.skipPeers)
+	}
+	for _, bad := range [][]string{{"--shapes", "z"}, {"--problems", "svm"}, {"--workers", "0"}, {"--runs", "0"}, {"extra"},
+		{"--schedules", "shotgun"}, {"--skip-peers", "sklearn"}} {
 		if _, err := parseFlags(bad, &strings.Builder{}); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

@@ -55,10 +55,16 @@ func plotCase(path string, c *theCase, st []stats, o *options) error {
 	ymax, xmin, xmax := o.targetRel, math.Inf(1), 0.0
 	lx := func(t float64) float64 { return math.Log10(max(t, 1e-3)) }
 
-	for i, w := range o.workers {
+	var variants []string // strads's labels, in order
+	for _, sched := range o.schedules {
+		for _, w := range o.workers {
+			variants = append(variants, stradsLabel(w, sched))
+		}
+	}
+	for i, v := range variants {
 		legend := false
 		for _, r := range c.runs {
-			if r.system != "strads" || r.workers != w || len(r.trace) == 0 {
+			if r.system != "strads" || r.label() != v || len(r.trace) == 0 {
 				continue
 			}
 			shift := r.wall - r.elapsed
@@ -75,7 +81,7 @@ func plotCase(path string, c *theCase, st []stats, o *options) error {
 			l.Color = palette[i%len(palette)]
 			if !legend {
 				l.Width = vg.Points(1.5)
-				p.Legend.Add(fmt.Sprintf("strads w=%d", w), l)
+				p.Legend.Add(v, l)
 				legend = true
 			} else {
 				l.Width = vg.Points(0.6)
@@ -88,7 +94,7 @@ func plotCase(path string, c *theCase, st []stats, o *options) error {
 		if x.system == "strads" || math.IsNaN(x.obj) || math.IsInf(x.time, 1) {
 			continue
 		}
-		col := palette[(len(o.workers)+k)%len(palette)]
+		col := palette[(len(variants)+k)%len(palette)]
 		for _, filled := range []bool{true, false} {
 			t := x.time
 			if !filled {

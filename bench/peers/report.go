@@ -78,6 +78,7 @@ type stats struct {
 	label          string
 	system         string
 	workers        int
+	schedule       string  // strads's
 	runs, ok, hits int     // runs, runs that wrote a model, strads runs that reached the target
 	time           float64 // whole job (peers) or whole job to the target (strads; +Inf: not reached), median
 	tmin, tmax     float64
@@ -105,7 +106,7 @@ func summarize(c *theCase) []stats {
 			if r.label() != l {
 				continue
 			}
-			s.system, s.workers = r.system, r.workers
+			s.system, s.workers, s.schedule = r.system, r.workers, r.schedule
 			s.runs++
 			t := r.wall
 			if r.system == "strads" {
@@ -313,10 +314,14 @@ func writeCase(s *strings.Builder, e *env, c *theCase) {
 		if math.IsInf(x.tmin, 1) {
 			spread = ""
 		}
-		fmt.Fprintf(s, "| %s | %s | %s | %s%s | %s | %s | %.12g | %s | %d |", x.system, workers, runs, fmtSec(x.time), spread,
+		system := x.system
+		if x.system == "strads" && x.schedule != defaultSchedule {
+			system = "strads, " + x.schedule + " schedule"
+		}
+		fmt.Fprintf(s, "| %s | %s | %s | %s%s | %s | %s | %.12g | %s | %d |", system, workers, runs, fmtSec(x.time), spread,
 			fmtSec(x.fit), fmtSec(x.cpu), x.obj, fmtRel(relDiff(x.obj, c.best)), x.nnz)
 		for _, w := range o.workers {
-			if x.system == "strads" {
+			if x.system == "strads" && x.schedule == defaultSchedule {
 				s.WriteString(" — |")
 				continue
 			}
@@ -337,18 +342,18 @@ const curvePoints = 100
 
 // writeCurves writes strads's reports of every run of c (thinned to about
 // curvePoints each, evenly in log time) as CSV
-// workers,run,time_s,objective,rel_subopt, the time since the process
-// started (the metrics' time since the first round plus the setup).
+// schedule,workers,run,time_s,objective,rel_subopt, the time since the
+// process started (the metrics' time since the first round plus the setup).
 func writeCurves(path string, c *theCase) error {
 	var b strings.Builder
-	b.WriteString("workers,run,time_s,objective,rel_subopt\n")
+	b.WriteString("schedule,workers,run,time_s,objective,rel_subopt\n")
 	for _, r := range c.runs {
 		if r.system != "strads" {
 			continue
 		}
 		shift := r.wall - r.elapsed
 		for _, s := range thin(r.trace, curvePoints) {
-			fmt.Fprintf(&b, "%d,%d,%.4f,%.15g,%.4e\n", r.workers, r.run, s[0]+shift, s[1], relDiff(s[1], c.best))
+			fmt.Fprintf(&b, "%s,%d,%d,%.4f,%.15g,%.4e\n", r.schedule, r.workers, r.run, s[0]+shift, s[1], relDiff(s[1], c.best))
 		}
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)

@@ -39,31 +39,44 @@ type env struct {
 
 // runResult is one run of one system on one case.
 type runResult struct {
-	system  string // scikit-learn, glmnet, liblinear, strads
-	workers int    // strads's --workers; 0 for a peer
-	run     int
-	wall    float64 // whole process, s
-	cpu     float64 // user + system time of the process, s
-	fit     float64 // peers: the fit alone as the script timed it; strads: first round to the end; NaN if unknown
-	status  string  // peers: ok, timeout, failed; strads: its stop reason, or killed/failed
-	ok      bool    // a model was written and evaluated
-	obj     float64 // the objective of the written model (eval.go)
-	nnz     int
-	reached bool   // strads: obj ≤ target
-	note    string // peer's convergence notes, strads's estimate
+	system   string // scikit-learn, glmnet, liblinear, strads
+	workers  int    // strads's --workers; 0 for a peer
+	schedule string // strads's --schedule; "" for a peer
+	run      int
+	wall     float64 // whole process, s
+	cpu      float64 // user + system time of the process, s
+	fit      float64 // peers: the fit alone as the script timed it; strads: first round to the end; NaN if unknown
+	status   string  // peers: ok, timeout, failed; strads: its stop reason, or killed/failed
+	ok       bool    // a model was written and evaluated
+	obj      float64 // the objective of the written model (eval.go)
+	nnz      int
+	reached  bool   // strads: obj ≤ target
+	note     string // peer's convergence notes, strads's estimate
 	// strads only.
 	elapsed  float64      // first round to the end, as strads prints it
 	toTarget float64      // whole job until the target: wall, or an estimate without --target
 	trace    [][2]float64 // (time_s, objective) of the metrics rows
 }
 
-// label returns the system's name with its workers.
+// label returns the system's name with its workers, and its schedule
+// where it is not the default.
 func (r *runResult) label() string {
 	if r.system == "strads" {
-		return fmt.Sprintf("strads w=%d", r.workers)
+		return stradsLabel(r.workers, r.schedule)
 	}
 	return r.system
 }
+
+// stradsLabel names strads with w workers and the schedule sched.
+func stradsLabel(w int, sched string) string {
+	if sched == defaultSchedule {
+		return fmt.Sprintf("strads w=%d", w)
+	}
+	return fmt.Sprintf("strads w=%d %s", w, sched)
+}
+
+// defaultSchedule is strads's default --schedule.
+const defaultSchedule = "priority"
 
 func joinArgs(args []string) string { return strings.Join(args, " ") }
 
@@ -185,9 +198,13 @@ func (e *env) runPeer(ctx context.Context, c *theCase, peer string, r int) (runR
 	return res, nil
 }
 
-// stradsArgs returns strads's command line on c with w workers.
-func (e *env) stradsArgs(c *theCase, w int, out, metrics string) []string {
+// stradsArgs returns strads's command line on c with w workers and the
+// schedule sched (default flags but --workers for the default schedule).
+func (e *env) stradsArgs(c *theCase, w int, sched, out, metrics string) []string {
 	args := []string{string(c.prob), "--data", c.data, "--lambda", fmtFloat(c.lambda), "--workers", strconv.Itoa(w)}
+	if sched != defaultSchedule {
+		args = append(args, "--schedule", sched)
+	}
 	if c.fit.intercept {
 		args = append(args, "--intercept")
 	}
@@ -202,14 +219,15 @@ func (e *env) stradsArgs(c *theCase, w int, out, metrics string) []string {
 // resultLine matches strads's final line.
 var resultLine = regexp.MustCompile(`(?m)^objective \S+\s+gap \S+\s+nnz \d+\s+rounds \d+\s+updates \d+\s+time ([0-9.]+)s\s+\(([^)]*)\)`)
 
-// runStrads runs the strads command on c with w workers once.
-func (e *env) runStrads(ctx context.Context, c *theCase, w, r int) (runResult, error) {
-	res := runResult{system: "strads", workers: w, run: r, fit: math.NaN(), obj: math.NaN(), toTarget: math.Inf(1)}
+// runStrads runs the strads command on c with w workers and the schedule
+// sched once.
+func (e *env) runStrads(ctx context.Context, c *theCase, w int, sched string, r int) (runResult, error) {
+	res := runResult{system: "strads", workers: w, schedule: sched, run: r, fit: math.NaN(), obj: math.NaN(), toTarget: math.Inf(1)}
 	out := filepath.Join(e.tmp, "strads.model")
 	metrics := filepath.Join(e.tmp, "strads-metrics.csv")
 	os.Remove(out)
 	os.Remove(metrics)
-	args := e.stradsArgs(c, w, out, metrics)
+	args := e.stradsArgs(c, w, sched, out, metrics)
 	// strads stops itself at --time-limit and writes its model; the hard
 	// limit is for a run that does not.
 	p, err := proc.Run(ctx, e.o.timeLimit+2*time.Minute, nil, e.strads, args...)
@@ -369,21 +387,25 @@ func (e *env) bench(ctx context.Context, c *theCase) error {
 			if e.o.noStrads {
 				continue
 			}
-			for _, w := range e.o.workers {
-				c.commands = append(c.commands, fmt.Sprintf("strads w=%d: `strads %s`", w, joinArgs(e.stradsArgs(c, w, "MODEL", "METRICS"))))
+			for _, sched := range e.o.schedules {
+				for _, w := range e.o.workers {
+					c.commands = append(c.commands, fmt.Sprintf("%s: `strads %s`", stradsLabel(w, sched), joinArgs(e.stradsArgs(c, w, sched, "MODEL", "METRICS"))))
+				}
 			}
 		}
-		for _, w := range e.o.workers {
-			if e.o.noStrads {
-				break
+		for _, sched := range e.o.schedules {
+			for _, w := range e.o.workers {
+				if e.o.noStrads {
+					break
+				}
+				res, err := e.runStrads(ctx, c, w, sched, r)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "  run %d %s %7.2fs (rounds %.2fs, cpu %.2fs) %s, reached %v, F = %.12g nnz %d %s\n",
+					r, res.label(), res.wall, res.elapsed, res.cpu, res.status, res.reached, res.obj, res.nnz, res.note)
+				c.runs = append(c.runs, res)
 			}
-			res, err := e.runStrads(ctx, c, w, r)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "  run %d strads w=%d %7.2fs (rounds %.2fs, cpu %.2fs) %s, reached %v, F = %.12g nnz %d %s\n",
-				r, w, res.wall, res.elapsed, res.cpu, res.status, res.reached, res.obj, res.nnz, res.note)
-			c.runs = append(c.runs, res)
 		}
 	}
 	return nil
