@@ -60,20 +60,13 @@ func (p BlockPlan) Check(workers, total int) error {
 // direction of dirLen entries, over every row or none. It reports whether
 // the change moves the model (it has a direction).
 func CheckChange(k, workers, total, rows int, vars []int32, vals []float64, dirLen int) (moved bool, err error) {
-	return CheckChangeHeld(k, workers, total, rows, vars, vals, dirLen, nil)
-}
-
-// CheckChangeHeld is CheckChange for a worker that may also change the
-// columns it holds besides its own: those j with held[j] (held may be nil:
-// none), as the leader holds the columns handed to it.
-func CheckChangeHeld(k, workers, total, rows int, vars []int32, vals []float64, dirLen int, held []bool) (moved bool, err error) {
 	if len(vars) != len(vals) {
 		return false, fmt.Errorf("worker shard %d sent %d variables and %d values", k, len(vars), len(vals))
 	}
 	lo, hi := OwnedRange(total, k, workers)
 	for i, j := range vars {
-		if (int(j) < lo || int(j) >= hi) && (j < 0 || int(j) >= len(held) || !held[j]) {
-			return false, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d) and those it holds", k, j, lo, hi)
+		if int(j) < lo || int(j) >= hi {
+			return false, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d)", k, j, lo, hi)
 		}
 		if math.IsNaN(vals[i]) || math.IsInf(vals[i], 0) {
 			return false, fmt.Errorf("worker shard %d set column %d to %v", k, j, vals[i])
@@ -123,55 +116,6 @@ func CheckOwnedShards(shards []OwnedShard) error {
 		}
 	}
 	return nil
-}
-
-// WorkingSet builds a column-layout worker's working set of a round: the
-// columns of its block in the plan and its non-zero coordinates (glmnet's
-// active set, swept every round). The zero value is not ready: use
-// NewWorkingSet.
-type WorkingSet struct {
-	shard, first int
-	in           []bool // by column of the worker
-	set          []int32
-}
-
-// NewWorkingSet returns the working-set builder of worker shard, which owns
-// the cols columns from first.
-func NewWorkingSet(shard, first, cols int) *WorkingSet {
-	return &WorkingSet{shard: shard, first: first, in: make([]bool, cols)}
-}
-
-// Build returns the columns of the worker's block in p, in order, then
-// those of its columns whose coefficient (coef, indexed from first) is
-// non-zero and not in the block. It fails if p has no block for the worker
-// or gives it a column it does not own. The result is reused by the next
-// Build.
-func (ws *WorkingSet) Build(p BlockPlan, coef []float64) ([]int32, error) {
-	if len(p.Blocks) <= ws.shard {
-		return nil, fmt.Errorf("plan with %d blocks has none for worker shard %d", len(p.Blocks), ws.shard)
-	}
-	set := ws.set[:0]
-	for _, j := range p.Blocks[ws.shard] {
-		l := int(j) - ws.first
-		if l < 0 || l >= len(ws.in) {
-			return nil, fmt.Errorf("plan gives worker shard %d column %d, outside its columns [%d, %d)", ws.shard, j, ws.first, ws.first+len(ws.in))
-		}
-		if !ws.in[l] {
-			ws.in[l] = true
-			set = append(set, j)
-		}
-	}
-	for l, v := range coef {
-		if v != 0 && !ws.in[l] {
-			ws.in[l] = true
-			set = append(set, int32(ws.first+l))
-		}
-	}
-	for _, j := range set {
-		ws.in[int(j)-ws.first] = false
-	}
-	ws.set = set
-	return set, nil
 }
 
 // BlockScheduler is the scheduler of the column layout (DESIGN §5), in

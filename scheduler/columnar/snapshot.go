@@ -80,45 +80,19 @@ func (s *BlockScheduler) Restore(b []byte) error {
 	return nil
 }
 
-// HeldState is what a snapshot of the leader's Held saves: the columns
-// handed to it, in the order they came, and its own columns in its working
-// set, in the order it picked them.
-type HeldState struct {
-	Cols   Columns     `msgpack:"cols"`
-	Picked wire.Int32s `msgpack:"picked"`
-}
-
-// State returns h's state for a snapshot; it shares h's slices.
-func (h *Held) State() HeldState { return HeldState{Cols: h.Columns, Picked: h.picked} }
-
-// Restore sets h to s over rows rows: it empties h (it may hold columns:
-// a rollback restores a worker in place, DESIGN §6), takes s's columns as
-// Take does, calling added for each, and sets the columns picked. The
-// caller drops its per-column state of the columns h held before. Columns
-// that do not fit (as for Take), or picked columns that are not h's own or
-// are picked twice, are an error; h is then empty, or holds some of s's
-// columns.
-func (h *Held) Restore(s HeldState, rows int, added func(vals []float64)) error {
-	seen := make(map[int32]bool, len(s.Picked))
-	for _, j := range s.Picked {
-		if l := int(j) - h.first; l < 0 || l >= h.own {
-			return fmt.Errorf("column %d picked, outside the leader's own [%d, %d)", j, h.first, h.first+h.own)
-		}
-		if seen[j] {
-			return fmt.Errorf("column %d picked twice", j)
-		}
-		seen[j] = true
-	}
-	if err := s.Cols.Check(rows, h.total); err != nil {
+// Restore sets h to the held columns cols over rows rows: it empties h (it
+// may hold columns: a rollback restores a worker in place, DESIGN §6) and
+// takes cols as Take does, calling added for each. The caller drops its
+// per-column state of the columns h held before. Columns that do not fit
+// (as for Take) are an error; h is then empty, or holds some of cols.
+func (h *Held) Restore(cols Columns, rows int, added func(vals []float64)) error {
+	if err := cols.Check(rows, h.total); err != nil {
 		return err
 	}
 	h.reset()
-	if s.Cols.Len() != 0 {
-		if err := h.Take(&s.Cols, rows, false, added); err != nil {
-			return err
-		}
+	if cols.Len() != 0 {
+		return h.Take(&cols, rows, false, added)
 	}
-	h.picked = append(h.picked[:0], s.Picked...)
 	return nil
 }
 
@@ -127,5 +101,5 @@ func (h *Held) reset() {
 	for _, j := range h.IDs {
 		h.where[j] = 0
 	}
-	h.Columns, h.picked = Columns{}, h.picked[:0]
+	h.Columns = Columns{}
 }
