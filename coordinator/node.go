@@ -367,7 +367,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	if n.store != nil {
 		var ok bool
 		if n.snap, ok = n.app.(schmp.Snapshotter); !ok {
-			return nil, fmt.Errorf("coordinator: app %s takes no checkpoints: its coordinator is no schmp.Snapshotter", cmpOr(n.opts.Manifest.App, "of the job"))
+			return nil, fmt.Errorf("coordinator: app %s takes no checkpoints: its coordinator is no schmp.Snapshotter", cmp.Or(n.opts.Manifest.App, "of the job"))
 		}
 	}
 	cfg := n.opts.pipeline()
@@ -501,7 +501,7 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			err = req.Validate()
 		}
 		if err != nil {
-			n.drop(msg, "", cmpOr(protocol.Reason(err), protocol.DropGarbage), err)
+			n.drop(msg, "", cmp.Or(protocol.Reason(err), protocol.DropGarbage), err)
 			if t := req.Header.Type; t != "" && t != protocol.TypeJoin {
 				// Another message of the protocol, relayed here: its reply
 				// subject awaits another answer (a ready's, its ack), which
@@ -512,7 +512,7 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			// learns why it is refused.
 			rep.Err = fmt.Sprintf("not a join request of protocol version %d: %v", protocol.Version, err)
 		} else {
-			role := cmpOr(req.Role, protocol.RoleWorker)
+			role := cmp.Or(req.Role, protocol.RoleWorker)
 			n.mu.Lock()
 			started := n.started
 			have := places[role]
@@ -626,13 +626,6 @@ func (n *node[P, R, U, S]) failed(role string, place int, round uint64, cause st
 	return protocol.Aborted(&NodeError{Node: n.who(role, place), Round: round, Err: errors.New(cause)})
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // awaitReady waits until every worker and every scheduler part is ready,
 // and returns the workers' shard summaries. A ready counts only from the
 // node that joined at its place, with the job's run id; others are
@@ -664,7 +657,7 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 			n.drop(msg, "", protocol.Reason(err), err)
 			continue
 		}
-		role := cmpOr(r.Role, protocol.RoleWorker)
+		role := cmp.Or(r.Role, protocol.RoleWorker)
 		got := ready[role]
 		from := n.who(role, r.Shard)
 		if err := r.Validate(len(got)); err != nil {

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -133,7 +134,7 @@ func (r *Ready[S]) Validate(places int) error {
 	case r.Role != "" && r.Role != RoleWorker && r.Role != RoleScheduler:
 		return invalid("a ready of role %.32q", r.Role)
 	case r.Shard < 0 || r.Shard >= places:
-		return invalid("a ready of %s %d in a job of %d", cmpOr(r.Role, RoleWorker), r.Shard, places)
+		return invalid("a ready of %s %d in a job of %d", cmp.Or(r.Role, RoleWorker), r.Shard, places)
 	case r.ID == "" || len(r.ID) > maxID:
 		return invalid("a ready with an ID of %d bytes", len(r.ID))
 	}
@@ -248,7 +249,7 @@ func (s *Stored) Validate(workers, parts int) error {
 	places := map[string]int{RoleWorker: workers, RoleScheduler: parts}[s.Role]
 	switch {
 	case s.Place < 0 || s.Place >= places:
-		return invalid("a checkpoint piece of %s %d in a job of %d workers and %d schedulers", cmpOr(s.Role, "no role"), s.Place, workers, parts)
+		return invalid("a checkpoint piece of %s %d in a job of %d workers and %d schedulers", cmp.Or(s.Role, "no role"), s.Place, workers, parts)
 	case s.Round == 0:
 		return invalid("a checkpoint piece of round 0")
 	case s.Bytes < 0:
@@ -293,13 +294,6 @@ func checkVars(vars []int32) error {
 		}
 	}
 	return nil
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Validate checks a pass that worker shard to of a job of shards workers

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -449,8 +450,9 @@ type heldTask[P, U any] struct {
 // answer, so that a task that the coordinator sends again after a
 // reconnect is answered again with the same bytes, and the partials are
 // sent again after the worker's own reconnect (DESIGN §6). It keeps the
-// partials of the last MaxDepth tasks, up to maxAnswers bytes: the
-// coordinator has at most MaxDepth rounds in flight.
+// partials of the last 2·pipeline.MaxDepth tasks, up to maxAnswers bytes:
+// the coordinator has at most MaxDepth rounds in flight, a check besides
+// each.
 type answers struct {
 	keys  []taskKey
 	data  [][]byte
@@ -465,7 +467,7 @@ const maxAnswers = 64 << 20
 func (a *answers) add(key taskKey, data []byte) {
 	a.keys, a.data = append(a.keys, key), append(a.data, data)
 	a.bytes += len(data)
-	for len(a.keys) > 1 && (len(a.keys) > 2*pipelineDepth || a.bytes > maxAnswers) {
+	for len(a.keys) > 1 && (len(a.keys) > 2*pipeline.MaxDepth || a.bytes > maxAnswers) {
 		a.bytes -= len(a.data[0])
 		a.keys, a.data = a.keys[1:], a.data[1:]
 	}
@@ -492,10 +494,6 @@ func (a *answers) resend(c *wire.Conn, log *slog.Logger) {
 		}
 	}
 }
-
-// pipelineDepth is the most rounds a coordinator has in flight
-// (coordinator.MaxDepth), a check besides each.
-const pipelineDepth = 64
 
 // lost reports whether err is a publish that failed only because the
 // connection is down: nats.go's buffer for a reconnect is full. What was
@@ -538,9 +536,10 @@ func flush(c *wire.Conn, timeout time.Duration, log *slog.Logger) {
 }
 
 // maxEarly bounds how far ahead a task that a worker holds back until its
-// turn may be: more rounds than the coordinator ever has in flight. A task
-// further ahead is dropped.
-const maxEarly = 2 * 64
+// turn may be: more rounds than the coordinator ever has in flight
+// (pipeline.MaxDepth, a check besides each). A task further ahead is
+// dropped.
+const maxEarly = 2 * pipeline.MaxDepth
 
 // step runs one task on w and returns the partial to send. On error the
 // partial carries the error's text.

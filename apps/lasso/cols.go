@@ -114,7 +114,7 @@ func ColumnProgram(cfg Config, workers int) schmp.Program[ColPlan, ColPartial, C
 		NewScheduler: func(ctx context.Context, part, parts int) (schmp.Scheduler[ColPlan], error) {
 			// The workers choose their columns themselves: the plans are
 			// empty.
-			return columnar.NewBlockScheduler(cfg.Data, columnar.BlockConfig{NoBlocks: true}, workers, part, parts)
+			return columnar.NewBlockScheduler(workers, part, parts)
 		},
 		NewWorker: func(ctx context.Context, shard, shards int) (schmp.Worker[ColPlan, ColPartial, ColUpdate, ColSummary], error) {
 			return NewColWorker(cfg, shard, shards)

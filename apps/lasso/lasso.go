@@ -36,13 +36,14 @@ type Config struct {
 	Path int
 	// Schedule configures the scheduler's dynamic engine; its Vars is set
 	// from the data, and a negative Warmup means one sweep's worth of
-	// rounds, ⌈M/Block⌉. In the column layout its Block, Candidates and
-	// Rho are set by the block scheduler.
+	// rounds, ⌈M/Block⌉. In the column layout only its Policy and Seed
+	// count: how the workers' working sets grow (columnar.Screen).
 	Schedule scheduler.Config
 	// Layout is LayoutRows or LayoutColumns (see ParseLayout).
 	Layout Layout
-	// RoundWork is the work of a worker's block in the column layout, in
-	// non-zeros (0: columnar.DefaultRoundWork).
+	// RoundWork bounds the work of a worker's round in the column layout,
+	// in non-zeros, to innerWorkFactor times itself (0:
+	// columnar.DefaultRoundWork).
 	RoundWork int
 	// InnerTol is the relative tolerance of a worker's coordinate descent
 	// over its block in the column layout (0: DefaultInnerTol).

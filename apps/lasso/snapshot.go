@@ -173,7 +173,7 @@ func (w *ColWorker) Restore(b []byte) error {
 	// columns it held, and what extends over them, first.
 	nc := w.x.Cols
 	w.colSum, w.curv, w.trial = w.colSum[:nc:nc], w.curv[:nc:nc], w.trial[:nc:nc]
-	err := w.held.Restore(columnar.HeldState{Cols: st.Held}, len(w.q), func(vals []float64) {
+	err := w.held.Restore(st.Held, len(w.q), func(vals []float64) {
 		sum, a := w.colStats(vals)
 		w.colSum = append(w.colSum, sum)
 		w.curv = append(w.curv, a)

@@ -282,7 +282,7 @@ func columnarScheduler(t *testing.T, cfg Config, workers int) snapshotter {
 }
 
 // FuzzRestore checks that Restore of any bytes into a worker of each
-// layout (the column layout's leader) and the column layout's coordinator
+// layout (the column layout's worker 0) and the column layout's coordinator
 // of a path is an error or a state from which the role runs, never a
 // panic. The seeds are snapshots of the roles of short jobs.
 func FuzzRestore(f *testing.F) {

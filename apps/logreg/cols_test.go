@@ -59,7 +59,7 @@ func runColJob(t *testing.T, j colJob) (*coordinator.Result, *ColCoordinator, st
 	return res, coord, copts.Out, err
 }
 
-// colSchedule is the engine config of a column job's block scheduler.
+// colSchedule is the schedule of the column layout's tests.
 func colSchedule(policy scheduler.Policy) scheduler.Config {
 	return scheduler.Config{Policy: policy, Gamma: 2, Eta: 1e-6, Candidates: 1, Block: 1, Warmup: -1, Rho: 1, Workers: 1, Seed: 1}
 }

@@ -232,7 +232,7 @@ func (w *ColWorker) Restore(b []byte) error {
 	// columns it held, and what extends over them, first.
 	nc := w.x.Cols
 	w.trial = w.trial[:nc:nc]
-	if err := w.held.Restore(columnar.HeldState{Cols: st.Held}, len(w.rows), func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
+	if err := w.held.Restore(st.Held, len(w.rows), func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
 		return restoreErr(err)
 	}
 	for i, z := range st.Z {

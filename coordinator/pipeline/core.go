@@ -225,8 +225,10 @@ func (c *Core[P, R, U, S]) Deadline() (deadline time.Time, what string, ok bool)
 	for _, f := range fs {
 		consider(f.sent.Add(c.cfg.Timeout), f.round, func() string {
 			var who []string
-			for _, k := range missing(f.got) {
-				who = append(who, c.name(protocol.RoleWorker, k))
+			for k, got := range f.got {
+				if !got {
+					who = append(who, c.name(protocol.RoleWorker, k))
+				}
 			}
 			return fmt.Sprintf("round %d: no answer from %s", f.round, strings.Join(who, ", "))
 		})
@@ -243,16 +245,6 @@ func (c *Core[P, R, U, S]) name(role string, place int) string {
 		return c.cfg.Name(role, place)
 	}
 	return protocol.Node{Role: role, Place: place}.String()
-}
-
-func missing(ok []bool) []int {
-	var m []int
-	for i, b := range ok {
-		if !b {
-			m = append(m, i)
-		}
-	}
-	return m
 }
 
 // Step takes event e in. It returns an error wrapping ErrRefused for an

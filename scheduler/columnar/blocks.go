@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
@@ -18,13 +17,14 @@ type BlockPlan struct {
 	Blocks []wire.Int32s `msgpack:"b"`
 }
 
-// DefaultRoundWork is the work, in non-zeros visited, that BlockScheduler
-// gives each worker's block by default: some 10–20 ms of coordinate updates
-// on one core, a hundred times the fixed cost of a round over NATS. It is
-// large because sweeps over the whole of a worker's columns, with many
-// sweeps of the non-zero coordinates between them (glmnet's strategy),
-// measured far faster than small blocks drawn by priority (bench/RESULTS.md):
-// the block covers every column of a worker with up to 16M non-zeros.
+// DefaultRoundWork is the default work budget of a column-layout
+// worker's round, in non-zeros visited (the apps' RoundWork; a worker's
+// coordinate descent stops at a multiple of it): some 10–20 ms of
+// coordinate updates on one core, a hundred times the fixed cost of a
+// round over NATS. It is large because sweeps over the whole of a worker's
+// columns, with many sweeps of the non-zero coordinates between them
+// (glmnet's strategy), measured far faster than small blocks drawn by
+// priority (bench/RESULTS.md).
 const DefaultRoundWork = 1 << 24
 
 // Feedback returns the feedback of a round of plan p before its changes are
@@ -60,20 +60,13 @@ func (p BlockPlan) Check(workers, total int) error {
 // direction of dirLen entries, over every row or none. It reports whether
 // the change moves the model (it has a direction).
 func CheckChange(k, workers, total, rows int, vars []int32, vals []float64, dirLen int) (moved bool, err error) {
-	return CheckChangeHeld(k, workers, total, rows, vars, vals, dirLen, nil)
-}
-
-// CheckChangeHeld is CheckChange for a worker that may also change the
-// columns it holds besides its own: those j with held[j] (held may be nil:
-// none), as the leader holds the columns handed to it.
-func CheckChangeHeld(k, workers, total, rows int, vars []int32, vals []float64, dirLen int, held []bool) (moved bool, err error) {
 	if len(vars) != len(vals) {
 		return false, fmt.Errorf("worker shard %d sent %d variables and %d values", k, len(vars), len(vals))
 	}
 	lo, hi := OwnedRange(total, k, workers)
 	for i, j := range vars {
-		if (int(j) < lo || int(j) >= hi) && (j < 0 || int(j) >= len(held) || !held[j]) {
-			return false, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d) and those it holds", k, j, lo, hi)
+		if int(j) < lo || int(j) >= hi {
+			return false, fmt.Errorf("worker shard %d changed column %d, outside its columns [%d, %d)", k, j, lo, hi)
 		}
 		if math.IsNaN(vals[i]) || math.IsInf(vals[i], 0) {
 			return false, fmt.Errorf("worker shard %d set column %d to %v", k, j, vals[i])
@@ -125,222 +118,28 @@ func CheckOwnedShards(shards []OwnedShard) error {
 	return nil
 }
 
-// WorkingSet builds a column-layout worker's working set of a round: the
-// columns of its block in the plan and its non-zero coordinates (glmnet's
-// active set, swept every round). The zero value is not ready: use
-// NewWorkingSet.
-type WorkingSet struct {
-	shard, first int
-	in           []bool // by column of the worker
-	set          []int32
-}
-
-// NewWorkingSet returns the working-set builder of worker shard, which owns
-// the cols columns from first.
-func NewWorkingSet(shard, first, cols int) *WorkingSet {
-	return &WorkingSet{shard: shard, first: first, in: make([]bool, cols)}
-}
-
-// Build returns the columns of the worker's block in p, in order, then
-// those of its columns whose coefficient (coef, indexed from first) is
-// non-zero and not in the block. It fails if p has no block for the worker
-// or gives it a column it does not own. The result is reused by the next
-// Build.
-func (ws *WorkingSet) Build(p BlockPlan, coef []float64) ([]int32, error) {
-	if len(p.Blocks) <= ws.shard {
-		return nil, fmt.Errorf("plan with %d blocks has none for worker shard %d", len(p.Blocks), ws.shard)
-	}
-	set := ws.set[:0]
-	for _, j := range p.Blocks[ws.shard] {
-		l := int(j) - ws.first
-		if l < 0 || l >= len(ws.in) {
-			return nil, fmt.Errorf("plan gives worker shard %d column %d, outside its columns [%d, %d)", ws.shard, j, ws.first, ws.first+len(ws.in))
-		}
-		if !ws.in[l] {
-			ws.in[l] = true
-			set = append(set, j)
-		}
-	}
-	for l, v := range coef {
-		if v != 0 && !ws.in[l] {
-			ws.in[l] = true
-			set = append(set, int32(ws.first+l))
-		}
-	}
-	for _, j := range set {
-		ws.in[int(j)-ws.first] = false
-	}
-	ws.set = set
-	return set, nil
-}
-
-// BlockScheduler plans rounds for the column layout (DESIGN §5), in which
-// each worker owns a contiguous range of the columns with all their rows and
-// runs many sequential coordinate updates per round: the plan gives every
-// worker a block of its own columns. It runs one dynamic engine per worker,
-// over that worker's columns, without a dependency check (a worker's updates
-// are sequential, hence exact); the coordinator's merge of the workers'
-// changes is what makes their blocks safe together. A block holds as many
-// columns as fit the work budget: Work non-zeros, at the worker's mean
-// non-zeros per column.
+// BlockScheduler is the scheduler of the column layout (DESIGN §5), in
+// which each worker owns a contiguous range of the columns with all their
+// rows and chooses the columns it updates itself, from its own working set
+// (Screen): every plan gives each worker an empty block. It reads no data.
 type BlockScheduler struct {
-	engines []*scheduler.Dynamic
-	first   []int32 // engine k's variable i is column first[k]+i
-	vars    []int32 // engine k has vars[k] variables
-	// dataErr is what was wrong with the data file, reported at the first
-	// Schedule (see NewBlockScheduler).
-	dataErr error
-	// noBlocks: Schedule plans empty blocks for workers workers
-	// (BlockConfig.NoBlocks).
-	noBlocks bool
-	workers  int
+	workers int
 }
 
-// BlockConfig configures a BlockScheduler.
-type BlockConfig struct {
-	// Engine configures each worker's engine. Vars, Block, Candidates,
-	// Rho and Workers are set by the scheduler; a negative Warmup means one
-	// sweep over the worker's columns.
-	Engine scheduler.Config
-	// Work is the budget of a worker's block in non-zeros (0:
-	// DefaultRoundWork).
-	Work int
-	// NoBlocks makes every plan's blocks empty, with no engine run and the
-	// file not read: for an app whose workers choose their columns
-	// themselves, as the Lasso's column layout does with several workers
-	// (every worker scans all its columns, and the leader solves the
-	// working set it gathers; DESIGN §5).
-	NoBlocks bool
-}
-
-// NewBlockScheduler reads the column counts of the LIBSVM file at path and
-// starts an engine for each of workers workers. It must be the only
-// scheduler part: the column layout plans every worker each round.
-//
-// The count is no validator (libsvm.CountColumns); the workers check the
-// data as they load it, and report its first bad line, or too few columns
-// for them. So what the count finds wrong with the file (a bad token, no
-// features, fewer columns than workers) does not fail the scheduler's
-// start, where it could overtake a worker's more precise report: the first
-// Schedule returns it, which a job whose workers loaded the data never
-// reaches.
-func NewBlockScheduler(path string, c BlockConfig, workers, part, parts int) (*BlockScheduler, error) {
+// NewBlockScheduler returns the scheduler of the column layout for workers
+// workers. It must be the only scheduler part: the column layout plans
+// every worker each round.
+func NewBlockScheduler(workers, part, parts int) (*BlockScheduler, error) {
 	if parts != 1 || part != 0 {
 		return nil, fmt.Errorf("the column layout takes one scheduler, not %d", parts)
 	}
 	if workers < 1 {
 		return nil, fmt.Errorf("workers must be >= 1, got %d", workers)
 	}
-	if c.NoBlocks {
-		return &BlockScheduler{noBlocks: true, workers: workers}, nil
-	}
-	nnz, err := libsvm.CountColumns(path)
-	switch {
-	case err != nil:
-		return &BlockScheduler{dataErr: err}, nil
-	case len(nnz) == 0:
-		return &BlockScheduler{dataErr: fmt.Errorf("%s: no features", path)}, nil
-	case len(nnz) < workers:
-		return &BlockScheduler{dataErr: fmt.Errorf("%s: %d features are too few for %d workers in the column layout", path, len(nnz), workers)}, nil
-	}
-	return newBlockScheduler(nnz, c, workers)
+	return &BlockScheduler{workers: workers}, nil
 }
 
-// newBlockScheduler starts the engines for columns with the given non-zero
-// counts.
-func newBlockScheduler(nnz []int, c BlockConfig, workers int) (*BlockScheduler, error) {
-	if workers < 1 {
-		return nil, fmt.Errorf("workers must be >= 1, got %d", workers)
-	}
-	if len(nnz) < workers {
-		return nil, fmt.Errorf("%d features are too few for %d workers in the column layout", len(nnz), workers)
-	}
-	work := c.Work
-	if work <= 0 {
-		work = DefaultRoundWork
-	}
-	s := &BlockScheduler{}
-	for k := range workers {
-		lo, hi := OwnedRange(len(nnz), k, workers)
-		total := 0
-		for _, v := range nnz[lo:hi] {
-			total += v + 1
-		}
-		// Columns per block at the range's mean cost.
-		block := max(1, min(hi-lo, int(int64(work)*int64(hi-lo)/int64(max(total, 1)))))
-		e := c.Engine
-		e.Vars, e.Block, e.Candidates, e.Rho, e.Workers = hi-lo, block, block, 1, 1
-		e.Seed += uint64(k)
-		if e.Warmup < 0 {
-			e.Warmup = (e.Vars + block - 1) / block
-		}
-		d, err := scheduler.NewDynamic(e, nil)
-		if err != nil {
-			return nil, err
-		}
-		s.engines = append(s.engines, d)
-		s.first = append(s.first, int32(lo))
-		s.vars = append(s.vars, int32(hi-lo))
-	}
-	return s, nil
-}
-
-// owner returns the engine that owns column j, or -1.
-func (s *BlockScheduler) owner(j int32) int {
-	for k := len(s.first) - 1; k >= 0; k-- {
-		if j >= s.first[k] {
-			if j-s.first[k] < s.vars[k] {
-				return k
-			}
-			return -1
-		}
-	}
-	return -1
-}
-
-// Schedule implements schmp.Scheduler.
+// Schedule implements schmp.Scheduler: an empty block for every worker.
 func (s *BlockScheduler) Schedule(round uint64, fbs []schmp.Feedback) (BlockPlan, schmp.PlanInfo, error) {
-	if s.dataErr != nil {
-		return BlockPlan{}, schmp.PlanInfo{}, s.dataErr
-	}
-	if s.noBlocks {
-		return BlockPlan{Blocks: make([]wire.Int32s, s.workers)}, schmp.PlanInfo{}, nil
-	}
-	local := make([][]int32, len(s.engines))
-	deltas := make([][]float64, len(s.engines))
-	for _, fb := range fbs {
-		if len(fb.Delta) != len(fb.Vars) {
-			return BlockPlan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d with %d variables and %d deltas", fb.Round, len(fb.Vars), len(fb.Delta))
-		}
-		for k := range local {
-			local[k], deltas[k] = local[k][:0], deltas[k][:0]
-		}
-		for i, j := range fb.Vars {
-			k := s.owner(j)
-			if k < 0 {
-				return BlockPlan{}, schmp.PlanInfo{}, fmt.Errorf("feedback of round %d for column %d, which no worker owns", fb.Round, j)
-			}
-			local[k] = append(local[k], j-s.first[k])
-			deltas[k] = append(deltas[k], fb.Delta[i])
-		}
-		for k, d := range s.engines {
-			if len(local[k]) > 0 {
-				d.Feedback(local[k], deltas[k])
-			}
-		}
-	}
-	p := BlockPlan{Blocks: make([]wire.Int32s, len(s.engines))}
-	var info schmp.PlanInfo
-	for k, d := range s.engines {
-		sel := d.Next()
-		b := make(wire.Int32s, len(sel.Vars))
-		for i, j := range sel.Vars {
-			b[i] = j + s.first[k]
-		}
-		p.Blocks[k] = b
-		info.Vars = append(info.Vars, b...)
-		info.Candidates += sel.Candidates
-	}
-	info.Selected = len(info.Vars)
-	return p, info, nil
+	return BlockPlan{Blocks: make([]wire.Int32s, s.workers)}, schmp.PlanInfo{}, nil
 }

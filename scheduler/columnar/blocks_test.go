@@ -2,13 +2,10 @@ package columnar
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -57,35 +54,10 @@ func TestPlanFeedback(t *testing.T) {
 	}
 }
 
-// TestBlockSchedulerDataErrors checks that what the column count finds
-// wrong with the data does not fail the scheduler's start, where it could
-// overtake a worker's report of the first bad line, but its first plan.
-func TestBlockSchedulerDataErrors(t *testing.T) {
-	for _, tt := range []struct{ name, data, want string }{
-		{"bad token", "1 1:1 2:3\nnan 1:1 x\n", ":2: token"},
-		{"no features", "1\n2\n", "no features"},
-		{"too few columns", "1 1:1\n2 1:3\n", "1 features are too few for 2 workers"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "data.svm")
-			if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s, err := NewBlockScheduler(path, BlockConfig{Engine: scheduler.Config{Policy: scheduler.Cyclic}}, 2, 0, 1)
-			if err != nil {
-				t.Fatalf("start: %v", err)
-			}
-			if _, _, err := s.Schedule(1, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("first plan: %v, want an error with %q", err, tt.want)
-			}
-		})
-	}
-}
-
-// TestBlockSchedulerNoBlocks checks BlockConfig.NoBlocks: empty blocks for
-// every worker, without reading the file.
-func TestBlockSchedulerNoBlocks(t *testing.T) {
-	s, err := NewBlockScheduler(filepath.Join(t.TempDir(), "missing.svm"), BlockConfig{NoBlocks: true}, 3, 0, 1)
+// TestBlockScheduler checks the column layout's plans: empty blocks for
+// every worker.
+func TestBlockScheduler(t *testing.T) {
+	s, err := NewBlockScheduler(3, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +74,64 @@ func TestBlockSchedulerNoBlocks(t *testing.T) {
 				t.Errorf("round %d: worker %d's block %v", round, k, b)
 			}
 		}
+	}
+}
+
+// TestBlockSchedulerSnapshot checks the scheduler's snapshots: one restores
+// into a scheduler for as many workers, and an older version's of the same
+// plans (with the fields of its engines, empty) too; one for other workers,
+// or of a scheduler that ran engines, is an error. A job takes one scheduler
+// part.
+func TestBlockSchedulerSnapshot(t *testing.T) {
+	s, err := NewBlockScheduler(2, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restore(b); err != nil {
+		t.Errorf("own snapshot: %v", err)
+	}
+	// The encoding of the older block scheduler's state.
+	type old struct {
+		Version  uint8       `msgpack:"version"`
+		NoBlocks bool        `msgpack:"no_blocks"`
+		Workers  int         `msgpack:"workers"`
+		First    wire.Int32s `msgpack:"first"`
+		Vars     wire.Int32s `msgpack:"vars"`
+		Engines  [][]byte    `msgpack:"engines"`
+	}
+	for _, tc := range []struct {
+		name   string
+		st     old
+		errHas string // "" for no error
+	}{
+		{"older, no blocks", old{Version: snapshotVersion, NoBlocks: true, Workers: 2}, ""},
+		{"other workers", old{Version: snapshotVersion, NoBlocks: true, Workers: 3}, "for 3 workers, this one is for 2"},
+		{"engines", old{Version: snapshotVersion, Workers: 2, First: wire.Int32s{0, 5}, Vars: wire.Int32s{5, 5}, Engines: [][]byte{{1}, {2}}}, "ran an engine per worker"},
+		{"other version", old{Version: snapshotVersion + 1, NoBlocks: true, Workers: 2}, "version"},
+	} {
+		b, err := wire.Marshal(tc.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Restore(b)
+		switch {
+		case tc.errHas == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas)):
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.errHas)
+		}
+	}
+	if err := s.Restore([]byte{0xc1}); err == nil {
+		t.Error("bad bytes: no error")
+	}
+	if _, err := NewBlockScheduler(2, 0, 2); err == nil {
+		t.Error("two scheduler parts: no error")
+	}
+	if _, err := NewBlockScheduler(0, 0, 1); err == nil {
+		t.Error("no workers: no error")
 	}
 }

@@ -9,16 +9,8 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// Leader is the worker shard that solves the active set in the column
-// layout with several workers (DESIGN §5): the other workers scan their
-// columns for coordinates that violate the optimality conditions and hand
-// those columns, once, to the leader, which runs sequential coordinate
-// descent over its own columns and every column handed to it. Only the
-// leader changes the model.
-const Leader = 0
-
 // Columns is a set of whole columns of the data in transit from their owner
-// to the leader: column IDs[k] has the entries Rows[Ptr[k]:Ptr[k+1]] and
+// to the other workers (CheckShared, Held): column IDs[k] has the entries Rows[Ptr[k]:Ptr[k+1]] and
 // Vals[Ptr[k]:Ptr[k+1]], rows increasing. The zero value is the empty set.
 // Decoded columns share the decoder's buffers: a receiver that keeps them
 // copies them (see Check).
@@ -103,9 +95,9 @@ func (c *Columns) Reset() {
 	c.IDs, c.Ptr, c.Rows, c.Vals = c.IDs[:0], c.Ptr[:0], c.Rows[:0], c.Vals[:0]
 }
 
-// HandOver picks the columns that a worker which is not the leader hands to
-// it in a round: of the candidates cand with scores score (the violation of
-// the optimality conditions, larger first), at most limit, the largest
+// HandOver picks the columns that join a worker's working set in a round
+// (Screen.Update): of the candidates cand with scores score (the violation
+// of the optimality conditions, larger first), at most limit, the largest
 // scores first and the lower column first among equal scores, so that every
 // node picks alike. It reorders cand and score and returns the picked
 // columns, a prefix of cand.
@@ -163,48 +155,18 @@ func HandOver(cand []int32, score []float64, limit int) []int32 {
 	return cand[:limit]
 }
 
-// HandLimit is how many columns a worker adds to the leader's working set
-// in a round (DESIGN §5), having nnz non-zero coefficients among its own
+// HandLimit is how many columns a worker adds to its working set in a
+// round (DESIGN §5), having nnz non-zero coefficients among its own
 // columns: as many (the working set grows about as the active set does, as
 // in celer's working sets), and at least MinHand. All the violators would
 // be too many in the first rounds, when the residual is far from fitted and
-// most columns violate, and the leader would solve a problem as large as
-// one worker's; bench/RESULTS.md compares the choices.
+// most columns violate, and the worker would solve a problem as large as
+// all its columns; bench/RESULTS.md compares the choices.
 func HandLimit(nnz int) int { return max(MinHand, nnz) }
 
-// MinHand is the fewest columns a worker adds to the leader's working set
-// in a round when it has more violators (see HandLimit).
+// MinHand is the fewest columns a worker adds to its working set in a
+// round when it has more violators (see HandLimit).
 const MinHand = 256
-
-// CheckHanded checks the columns cols that worker shard k of workers hands
-// to the leader in the column layout of total columns and rows rows: none
-// from the leader itself, each a column of k's (OwnedRange) not handed
-// before (held[j]) whose coefficient coef[j] is 0, and the data well formed
-// (Columns.Check).
-func CheckHanded(k, workers, rows int, cols *Columns, held []bool, coef []float64) error {
-	if cols.Len() == 0 {
-		return nil
-	}
-	if k == Leader {
-		return fmt.Errorf("worker shard %d, the leader, handed itself %d columns", k, cols.Len())
-	}
-	total := len(coef)
-	if err := cols.Check(rows, total); err != nil {
-		return fmt.Errorf("worker shard %d handed the leader columns: %w", k, err)
-	}
-	lo, hi := OwnedRange(total, k, workers)
-	for _, j := range cols.IDs {
-		switch {
-		case int(j) < lo || int(j) >= hi:
-			return fmt.Errorf("worker shard %d handed the leader column %d, outside its columns [%d, %d)", k, j, lo, hi)
-		case held[j]:
-			return fmt.Errorf("worker shard %d handed the leader column %d a second time", k, j)
-		case coef[j] != 0:
-			return fmt.Errorf("worker shard %d handed the leader column %d, whose coefficient is %v, not 0", k, j, coef[j])
-		}
-	}
-	return nil
-}
 
 // CheckShared checks the columns cols that worker shard k of workers shares
 // with the others in a round, in the column layout of rows rows and
@@ -235,10 +197,10 @@ func CheckShared(k, workers, rows int, cols *Columns, shared []bool) error {
 }
 
 // Held is what a column worker holds besides its own columns: the columns
-// that the other workers handed or shared with it, copied as they
-// arrived. A worker's columns have local indices: its own Own columns
-// [First, First+Own) first, then the held ones in the order they came, so
-// that its per-column state (coefficients, curvatures) extends over them.
+// that the other workers shared with it, copied as they arrived. A
+// worker's columns have local indices: its own columns [first, first+own)
+// first, then the held ones in the order they came, so that its per-column
+// state (coefficients, curvatures) extends over them.
 // The zero value holds nothing and owns nothing: make one with NewHeld.
 type Held struct {
 	Columns // the held columns
@@ -246,8 +208,6 @@ type Held struct {
 	own     int
 	total   int
 	where   []int32 // column → its local index; 0: not held (nil until the first)
-	picked  []int32 // the leader's own columns in its working set
-	set     []int32 // the working set, WorkingSet's buffer
 }
 
 // NewHeld returns the empty Held of a worker that owns the columns
@@ -268,14 +228,14 @@ func (h *Held) Local(j int32) int {
 	return int(h.where[j])
 }
 
-// Take adds the columns of cols, an update's hand-over of data with rows
+// Take adds the columns of cols, an update's share of data with rows
 // rows, checked (Columns.Check), calling added with each new column's
 // values, in order, so that the caller extends its per-column state. A
 // column the worker holds already is an error; one it owns, too, unless
 // skipOwn, which skips them.
 func (h *Held) Take(cols *Columns, rows int, skipOwn bool, added func(vals []float64)) error {
 	if err := cols.Check(rows, h.total); err != nil {
-		return fmt.Errorf("update handing columns to the leader: %w", err)
+		return fmt.Errorf("update sharing columns: %w", err)
 	}
 	if h.where == nil {
 		h.where = make([]int32, h.total)
@@ -285,7 +245,7 @@ func (h *Held) Take(cols *Columns, rows int, skipOwn bool, added func(vals []flo
 			continue
 		}
 		if h.Local(j) >= 0 {
-			return fmt.Errorf("update handing the worker column %d, which it holds already", j)
+			return fmt.Errorf("update sharing column %d, which the worker holds already", j)
 		}
 		r, vals := cols.Col(k)
 		h.where[j] = int32(h.own + h.Len())
@@ -295,16 +255,6 @@ func (h *Held) Take(cols *Columns, rows int, skipOwn bool, added func(vals []flo
 	return nil
 }
 
-// WorkingSet adds picked, the columns of its own that the leader's scan
-// found this round, to those it found before, and returns the leader's
-// working set: its picked columns, then every held one (valid until the
-// next call).
-func (h *Held) WorkingSet(picked []int32) []int32 {
-	h.picked = append(h.picked, picked...)
-	h.set = append(append(h.set[:0], h.picked...), h.IDs...)
-	return h.set
-}
-
 // AddOwned appends the columns ids of a worker's own columns x, whose
 // column l is column first+l of the data.
 func (c *Columns) AddOwned(x *sparse.CSC, first int, ids []int32) {
@@ -312,23 +262,4 @@ func (c *Columns) AddOwned(x *sparse.CSC, first int, ids []int32) {
 		rows, vals := x.Col(int(j) - first)
 		c.Add(j, rows, vals)
 	}
-}
-
-// Pick ends a worker's scan: of the candidates cand (with their scores),
-// it takes what it hands to the leader this round (HandOver, at most
-// HandLimit of the number of non-zeros of coef, the coefficients of its own
-// columns) and marks them in handed, indexed from the worker's first
-// column.
-func Pick(cand []int32, score []float64, coef []float64, handed []bool, first int) []int32 {
-	nz := 0
-	for _, v := range coef {
-		if v != 0 {
-			nz++
-		}
-	}
-	picked := HandOver(cand, score, HandLimit(nz))
-	for _, j := range picked {
-		handed[int(j)-first] = true
-	}
-	return picked
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestColumnsCheck checks the columns handed to the leader as they come
-// over the network, for data of 4 rows and 10 columns.
+// TestColumnsCheck checks the columns shared among the workers as they
+// come over the network, for data of 4 rows and 10 columns.
 func TestColumnsCheck(t *testing.T) {
 	good := func() Columns {
 		var c Columns
@@ -82,7 +82,7 @@ func TestColumnsAddAll(t *testing.T) {
 	}
 }
 
-// TestHandOver checks which violators a worker hands to the leader: the
+// TestHandOver checks which violators join a worker's working set: the
 // largest scores first, the lower column first among equal ones, at most
 // the limit.
 func TestHandOver(t *testing.T) {
@@ -107,22 +107,6 @@ func TestHandOver(t *testing.T) {
 	}
 	if HandLimit(0) != MinHand || HandLimit(10*MinHand) != 10*MinHand {
 		t.Errorf("HandLimit(0) = %d, HandLimit(%d) = %d", HandLimit(0), 10*MinHand, HandLimit(10*MinHand))
-	}
-}
-
-// TestCheckChangeHeld checks that the leader may change the columns it
-// holds, and no others outside its own: worker 0 of 2 owns [0, 5).
-func TestCheckChangeHeld(t *testing.T) {
-	held := make([]bool, 10)
-	held[7] = true
-	if _, err := CheckChangeHeld(0, 2, 10, 4, []int32{1, 7}, []float64{1, 2}, 4, held); err != nil {
-		t.Errorf("a held column: %v", err)
-	}
-	if _, err := CheckChangeHeld(0, 2, 10, 4, []int32{8}, []float64{1}, 4, held); err == nil || !strings.Contains(err.Error(), "column 8, outside its columns [0, 5) and those it holds") {
-		t.Errorf("a column not held: %v", err)
-	}
-	if _, err := CheckChangeHeld(0, 2, 10, 4, []int32{-3}, []float64{1}, 4, held); err == nil {
-		t.Error("a negative column: no error")
 	}
 }
 

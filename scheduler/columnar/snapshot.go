@@ -3,7 +3,6 @@ package columnar
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/strads-go/strads/wire"
 )
@@ -47,41 +46,25 @@ func (s *Scheduler) Restore(b []byte) error {
 	return s.d.Restore(st.Engine)
 }
 
-// blockState is a BlockScheduler's snapshot: each engine's range and state.
+// blockState is a BlockScheduler's snapshot. NoBlocks is always true: it
+// tells the snapshots of this scheduler from those of older versions,
+// which could also run an engine per worker, and which Restore rejects.
 type blockState struct {
-	Version  uint8       `msgpack:"version"`
-	NoBlocks bool        `msgpack:"no_blocks"`
-	Workers  int         `msgpack:"workers"`
-	First    wire.Int32s `msgpack:"first"`
-	Vars     wire.Int32s `msgpack:"vars"`
-	Engines  [][]byte    `msgpack:"engines"`
+	Version  uint8 `msgpack:"version"`
+	NoBlocks bool  `msgpack:"no_blocks"`
+	Workers  int   `msgpack:"workers"`
 }
 
-// Snapshot implements schmp.Snapshotter: the state of every worker's
-// engine (nothing with NoBlocks). A scheduler that failed to read its data
-// has no state: its snapshot is that error.
+// Snapshot implements schmp.Snapshotter: the number of workers, which is
+// all the scheduler has.
 func (s *BlockScheduler) Snapshot() ([]byte, error) {
-	if s.dataErr != nil {
-		return nil, s.dataErr
-	}
-	st := blockState{Version: snapshotVersion, NoBlocks: s.noBlocks, Workers: s.workers, First: s.first, Vars: s.vars}
-	for _, d := range s.engines {
-		e, err := d.Snapshot()
-		if err != nil {
-			return nil, err
-		}
-		st.Engines = append(st.Engines, e)
-	}
-	return wire.Marshal(st)
+	return wire.Marshal(blockState{Version: snapshotVersion, NoBlocks: true, Workers: s.workers})
 }
 
-// Restore implements schmp.Snapshotter. A snapshot of a scheduler of other
-// blocks (another number of workers, other columns) or of another version
-// is an error.
+// Restore implements schmp.Snapshotter. A snapshot of a scheduler for
+// another number of workers, of one that ran engines, or of another
+// version is an error.
 func (s *BlockScheduler) Restore(b []byte) error {
-	if s.dataErr != nil {
-		return s.dataErr
-	}
 	var st blockState
 	if err := wire.Unmarshal(b, &st); err != nil {
 		return fmt.Errorf("columnar: restore: %w", err)
@@ -89,59 +72,27 @@ func (s *BlockScheduler) Restore(b []byte) error {
 	switch {
 	case st.Version != snapshotVersion:
 		return fmt.Errorf("columnar: restore: snapshot of version %d, want %d", st.Version, snapshotVersion)
-	case st.NoBlocks != s.noBlocks || st.Workers != s.workers:
-		return fmt.Errorf("columnar: restore: snapshot of a block scheduler for %d workers (no blocks: %t), this one is for %d (%t)",
-			st.Workers, st.NoBlocks, s.workers, s.noBlocks)
-	case len(st.Engines) != len(s.engines) || !slices.Equal(st.First, s.first) || !slices.Equal(st.Vars, s.vars):
-		return errors.New("columnar: restore: snapshot of a block scheduler of other blocks")
-	}
-	for k, d := range s.engines {
-		if err := d.Restore(st.Engines[k]); err != nil {
-			return fmt.Errorf("columnar: restore of worker %d's engine: %w", k, err)
-		}
+	case !st.NoBlocks:
+		return errors.New("columnar: restore: snapshot of a block scheduler that ran an engine per worker, which this version does not")
+	case st.Workers != s.workers:
+		return fmt.Errorf("columnar: restore: snapshot of a block scheduler for %d workers, this one is for %d", st.Workers, s.workers)
 	}
 	return nil
 }
 
-// HeldState is what a snapshot of the leader's Held saves: the columns
-// handed to it, in the order they came, and its own columns in its working
-// set, in the order it picked them.
-type HeldState struct {
-	Cols   Columns     `msgpack:"cols"`
-	Picked wire.Int32s `msgpack:"picked"`
-}
-
-// State returns h's state for a snapshot; it shares h's slices.
-func (h *Held) State() HeldState { return HeldState{Cols: h.Columns, Picked: h.picked} }
-
-// Restore sets h to s over rows rows: it empties h (it may hold columns:
-// a rollback restores a worker in place, DESIGN §6), takes s's columns as
-// Take does, calling added for each, and sets the columns picked. The
-// caller drops its per-column state of the columns h held before. Columns
-// that do not fit (as for Take), or picked columns that are not h's own or
-// are picked twice, are an error; h is then empty, or holds some of s's
-// columns.
-func (h *Held) Restore(s HeldState, rows int, added func(vals []float64)) error {
-	seen := make(map[int32]bool, len(s.Picked))
-	for _, j := range s.Picked {
-		if l := int(j) - h.first; l < 0 || l >= h.own {
-			return fmt.Errorf("column %d picked, outside the leader's own [%d, %d)", j, h.first, h.first+h.own)
-		}
-		if seen[j] {
-			return fmt.Errorf("column %d picked twice", j)
-		}
-		seen[j] = true
-	}
-	if err := s.Cols.Check(rows, h.total); err != nil {
+// Restore sets h to the held columns cols over rows rows: it empties h (it
+// may hold columns: a rollback restores a worker in place, DESIGN §6) and
+// takes cols as Take does, calling added for each. The caller drops its
+// per-column state of the columns h held before. Columns that do not fit
+// (as for Take) are an error; h is then empty, or holds some of cols.
+func (h *Held) Restore(cols Columns, rows int, added func(vals []float64)) error {
+	if err := cols.Check(rows, h.total); err != nil {
 		return err
 	}
 	h.reset()
-	if s.Cols.Len() != 0 {
-		if err := h.Take(&s.Cols, rows, false, added); err != nil {
-			return err
-		}
+	if cols.Len() != 0 {
+		return h.Take(&cols, rows, false, added)
 	}
-	h.picked = append(h.picked[:0], s.Picked...)
 	return nil
 }
 
@@ -150,5 +101,5 @@ func (h *Held) reset() {
 	for _, j := range h.IDs {
 		h.where[j] = 0
 	}
-	h.Columns, h.picked = Columns{}, h.picked[:0]
+	h.Columns = Columns{}
 }

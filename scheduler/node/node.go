@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -403,5 +404,5 @@ type sentReply struct {
 }
 
 // keepReplies is how many of its last replies a scheduler keeps to send
-// again: the coordinator asks for at most MaxDepth (64) plans ahead.
-const keepReplies = 64
+// again: the coordinator asks for at most pipeline.MaxDepth plans ahead.
+const keepReplies = pipeline.MaxDepth
