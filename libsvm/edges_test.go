@@ -27,7 +27,6 @@ func TestLineLimit(t *testing.T) {
 		{"ReadRange", func() error { return ReadRange(path, 0, 4, func(int, Row) error { return nil }) }},
 		{"ReadRange skipping", func() error { return ReadRange(path, 3, 4, func(int, Row) error { return nil }) }},
 		{"ReadLabels", func() error { return ReadLabels(path, func(int, float64) error { return nil }) }},
-		{"CountColumns", func() error { _, err := CountColumns(path); return err }},
 		{"readParallel", func() error {
 			f, err := os.Open(path)
 			if err != nil {
@@ -63,7 +62,6 @@ func TestNotRegular(t *testing.T) {
 		readers := map[string]func() error{
 			"Read":            func() error { return Read(path, func(int, Row) error { return nil }) },
 			"CountRows":       func() error { _, err := CountRows(path); return err },
-			"CountColumns":    func() error { _, err := CountColumns(path); return err },
 			"FingerprintFile": func() error { _, err := FingerprintFile(path); return err },
 		}
 		for name, read := range readers {

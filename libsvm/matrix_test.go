@@ -263,7 +263,6 @@ func BenchmarkReadOwnedColumns(b *testing.B) {
 	}{
 		{"whole", func() error { _, _, _, _, _, err := ReadOwnedColumns(path, 0, 1); return err }},
 		{"half", func() error { _, _, _, _, _, err := ReadOwnedColumns(path, 0, 2); return err }},
-		{"count", func() error { _, err := CountColumns(path); return err }},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			b.SetBytes(int64(sb.Len()))
