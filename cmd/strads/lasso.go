@@ -37,7 +37,7 @@ type layoutFlags struct {
 func addLayoutFlags(fs *flag.FlagSet) *layoutFlags {
 	f := &layoutFlags{}
 	fs.StringVar(&f.layout, "layout", "auto", "how the data are split among the workers: cols (each worker owns columns with all rows, many updates per round), rows (each worker owns rows), or auto (cols, but rows with --depth or --schedulers above 1, which the columns do not run)")
-	fs.IntVar(&f.roundWork, "round-work", 0, "column layout: the work of a worker's block per round, in non-zeros (0: 2^24, a sweep of every column of most data sets)")
+	fs.IntVar(&f.roundWork, "round-work", 0, "column layout: bounds a worker's coordinate descent in a round, in non-zeros visited, at a multiple of this (0: 2^24)")
 	return f
 }
 
