@@ -9,20 +9,37 @@ import (
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
+	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
 
-// snapshotVersion is the version of the encoding of the roles' snapshots
-// (schmp.Snapshotter). The schedulers' are package columnar's.
-const snapshotVersion = 2
+// The roles' snapshots (schmp.Snapshotter) and the path's are sealed
+// envelopes (schmp.Seal): the role's kind, the encoding's version and the
+// msgpack body, followed by the CRC-32C of all of it, so that a snapshot
+// of another role or version, truncated or corrupted, is an error, never
+// a state. Restore checks the body against the role (its shard, its
+// sizes) before it changes anything. The schedulers' are package
+// columnar's.
 
-// checkVersion reports an error unless v is snapshotVersion.
-func checkVersion(v uint8) error {
-	if v != snapshotVersion {
-		return fmt.Errorf("snapshot of version %d, want %d", v, snapshotVersion)
-	}
-	return nil
-}
+// snapshotVersion is the version of the encoding of the snapshots. Up to
+// version 2 they were bare msgpack with a version field, which Unseal
+// refuses (their last bytes are no checksum of the rest).
+const snapshotVersion = 3
+
+// The kinds of role that a snapshot is of.
+const (
+	kindWorker         = "lasso/worker"
+	kindCoordinator    = "lasso/coordinator"
+	kindColWorker      = "lasso/colworker"
+	kindColCoordinator = "lasso/colcoordinator"
+	kindPath           = "lasso/path"
+)
+
+// seal encodes v as the snapshot of a role of kind.
+func seal(kind string, v any) ([]byte, error) { return schmp.Seal(kind, snapshotVersion, v) }
+
+// unseal decodes b, a snapshot of a role of kind, into v.
+func unseal(b []byte, kind string, v any) error { return schmp.Unseal(b, kind, snapshotVersion, v) }
 
 // restoreErr wraps the error of a Restore.
 func restoreErr(err error) error { return fmt.Errorf("lasso: restore: %w", err) }
@@ -32,7 +49,6 @@ func restoreErr(err error) error { return fmt.Errorf("lasso: restore: %w", err) 
 // apply; its data and rows, to check that it is restored into the same
 // shard.
 type workerState struct {
-	Version  uint8              `msgpack:"version"`
 	Data     libsvm.Fingerprint `msgpack:"data"`
 	First    int                `msgpack:"first"`
 	Rows     int                `msgpack:"rows"`
@@ -47,8 +63,8 @@ type workerState struct {
 
 // Snapshot implements schmp.Snapshotter.
 func (w *Worker) Snapshot() ([]byte, error) {
-	return wire.Marshal(workerState{
-		Version: snapshotVersion, Data: w.data, First: w.lo, Rows: w.x.Rows, Features: w.features,
+	return seal(kindWorker, workerState{
+		Data: w.data, First: w.lo, Rows: w.x.Rows, Features: w.features,
 		MeanY: w.meanY, MeanX: w.meanX, Q: w.q, SumQ: w.sumQ, S: w.s, Beta: w.beta,
 	})
 }
@@ -57,11 +73,8 @@ func (w *Worker) Snapshot() ([]byte, error) {
 // data, or with numbers that are not finite, is an error.
 func (w *Worker) Restore(b []byte) error {
 	var st workerState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return restoreErr(err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return restoreErr(err)
+	if err := unseal(b, kindWorker, &st); err != nil {
+		return err
 	}
 	switch {
 	case st.Data != w.data || st.First != w.lo || st.Rows != w.x.Rows || len(st.Q) != len(w.q):
@@ -82,23 +95,19 @@ func (w *Worker) Restore(b []byte) error {
 // coordinatorState is a row layout Coordinator's snapshot: β (Start gives
 // the rest again).
 type coordinatorState struct {
-	Version uint8         `msgpack:"version"`
-	Beta    wire.Float64s `msgpack:"beta"`
+	Beta wire.Float64s `msgpack:"beta"`
 }
 
 // Snapshot implements schmp.Snapshotter.
 func (c *Coordinator) Snapshot() ([]byte, error) {
-	return wire.Marshal(coordinatorState{Version: snapshotVersion, Beta: c.beta})
+	return seal(kindCoordinator, coordinatorState{Beta: c.beta})
 }
 
 // Restore implements schmp.Snapshotter.
 func (c *Coordinator) Restore(b []byte) error {
 	var st coordinatorState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return restoreErr(err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return restoreErr(err)
+	if err := unseal(b, kindCoordinator, &st); err != nil {
+		return err
 	}
 	switch {
 	case len(st.Beta) != len(c.beta):
@@ -117,18 +126,17 @@ func (c *Coordinator) Restore(b []byte) error {
 // not saved: a restored worker computes them afresh, and what it decides
 // from them is the same (columnar.Screen).
 type colWorkerState struct {
-	Version uint8                `msgpack:"version"`
-	Data    libsvm.Fingerprint   `msgpack:"data"`
-	Shard   int                  `msgpack:"shard"`
-	First   int                  `msgpack:"first"`
-	Cols    int                  `msgpack:"cols"`
-	Lambda  float64              `msgpack:"lambda"`
-	RelTol  float64              `msgpack:"rel_tol"`
-	Q       wire.Float64s        `msgpack:"q"`
-	Beta    wire.Float64s        `msgpack:"beta"` // own columns, then held ones
-	Screen  columnar.ScreenState `msgpack:"screen"`
-	Held    columnar.Columns     `msgpack:"held"`
-	Seen    []uint8              `msgpack:"seen"`
+	Data   libsvm.Fingerprint   `msgpack:"data"`
+	Shard  int                  `msgpack:"shard"`
+	First  int                  `msgpack:"first"`
+	Cols   int                  `msgpack:"cols"`
+	Lambda float64              `msgpack:"lambda"`
+	RelTol float64              `msgpack:"rel_tol"`
+	Q      wire.Float64s        `msgpack:"q"`
+	Beta   wire.Float64s        `msgpack:"beta"` // own columns, then held ones
+	Screen columnar.ScreenState `msgpack:"screen"`
+	Held   columnar.Columns     `msgpack:"held"`
+	Seen   []uint8              `msgpack:"seen"`
 }
 
 // Snapshot implements schmp.Snapshotter.
@@ -137,8 +145,8 @@ func (w *ColWorker) Snapshot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.Marshal(colWorkerState{
-		Version: snapshotVersion, Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols,
+	return seal(kindColWorker, colWorkerState{
+		Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols,
 		Lambda: w.lambda, RelTol: w.relTol, Q: w.q, Beta: w.beta, Screen: sc,
 		Held: w.held.Columns, Seen: w.seen,
 	})
@@ -149,11 +157,8 @@ func (w *ColWorker) Snapshot() ([]byte, error) {
 // finite, are an error.
 func (w *ColWorker) Restore(b []byte) error {
 	var st colWorkerState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return restoreErr(err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return restoreErr(err)
+	if err := unseal(b, kindColWorker, &st); err != nil {
+		return err
 	}
 	switch {
 	case st.Data != w.data || st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Q) != len(w.q):
@@ -193,7 +198,6 @@ func (w *ColWorker) Restore(b []byte) error {
 // β, the columns shared, the merges' record and the regularization path's
 // progress (Start gives the rest again).
 type colCoordinatorState struct {
-	Version   uint8         `msgpack:"version"`
 	Q         wire.Float64s `msgpack:"q"`
 	Beta      wire.Float64s `msgpack:"beta"`
 	Shared    []bool        `msgpack:"shared"`
@@ -204,7 +208,7 @@ type colCoordinatorState struct {
 
 // Snapshot implements schmp.Snapshotter.
 func (c *ColCoordinator) Snapshot() ([]byte, error) {
-	st := colCoordinatorState{Version: snapshotVersion, Q: c.q, Beta: c.beta, Shared: c.shared, Shortened: c.Shortened, MinAlpha: c.MinAlpha}
+	st := colCoordinatorState{Q: c.q, Beta: c.beta, Shared: c.shared, Shortened: c.Shortened, MinAlpha: c.MinAlpha}
 	if c.regPath != nil {
 		b, err := c.regPath.Snapshot()
 		if err != nil {
@@ -212,17 +216,14 @@ func (c *ColCoordinator) Snapshot() ([]byte, error) {
 		}
 		st.Path = b
 	}
-	return wire.Marshal(st)
+	return seal(kindColCoordinator, st)
 }
 
 // Restore implements schmp.Snapshotter.
 func (c *ColCoordinator) Restore(b []byte) error {
 	var st colCoordinatorState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return restoreErr(err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return restoreErr(err)
+	if err := unseal(b, kindColCoordinator, &st); err != nil {
+		return err
 	}
 	switch {
 	case len(st.Q) != len(c.q) || len(st.Beta) != len(c.beta) || len(st.Shared) != len(c.shared):
@@ -250,11 +251,10 @@ func (c *ColCoordinator) Restore(b []byte) error {
 // which it started, and the points found so far (NewPath gives the
 // penalties again).
 type pathState struct {
-	Version uint8       `msgpack:"version"`
-	Len     int         `msgpack:"len"`
-	Stage   int         `msgpack:"stage"`
-	From    uint64      `msgpack:"from"`
-	Points  []pathPoint `msgpack:"points"`
+	Len    int         `msgpack:"len"`
+	Stage  int         `msgpack:"stage"`
+	From   uint64      `msgpack:"from"`
+	Points []pathPoint `msgpack:"points"`
 }
 
 // pathPoint is a PathPoint in a snapshot, its report a field of its own:
@@ -273,11 +273,11 @@ type pathPoint struct {
 // and what the path found at those before. A Path restored from it, built
 // by NewPath with the same arguments, goes on as p does.
 func (p *Path) Snapshot() ([]byte, error) {
-	st := pathState{Version: snapshotVersion, Len: len(p.lambdas), Stage: p.stage, From: p.from}
+	st := pathState{Len: len(p.lambdas), Stage: p.stage, From: p.from}
 	for _, pt := range p.points {
 		st.Points = append(st.Points, pathPoint{Step: pt.Step, Lambda: pt.Lambda, Sample: pt.Sample, Rounds: pt.Rounds, Stop: pt.Stop, Model: pt.Model})
 	}
-	return wire.Marshal(st)
+	return seal(kindPath, st)
 }
 
 // Restore sets p, just built by NewPath and with no point recorded, to the
@@ -286,11 +286,8 @@ func (p *Path) Snapshot() ([]byte, error) {
 // snapshot of another path, or points that do not fit it, are an error.
 func (p *Path) Restore(b []byte) error {
 	var st pathState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("path: %w", err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return fmt.Errorf("path: %w", err)
+	if err := unseal(b, kindPath, &st); err != nil {
+		return err
 	}
 	switch {
 	case len(p.points) != 0 || p.stage != 0:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -172,7 +173,8 @@ type snapshotter interface {
 	Restore([]byte) error
 }
 
-// otherVersion returns snapshot b with another version.
+// otherVersion returns b, a snapshot of package columnar's schedulers
+// (bare msgpack with a version field, unsealed), with another version.
 func otherVersion(t *testing.T, b []byte) []byte {
 	var m map[string]any
 	if err := wire.Unmarshal(b, &m); err != nil {
@@ -187,21 +189,90 @@ func otherVersion(t *testing.T, b []byte) []byte {
 }
 
 // checkBad checks that restoring into each role the bytes that do not fit
-// it, truncations of its own snapshot, garbage and another version is an
-// error.
+// it, truncations of its own snapshot and garbage is an error.
 func checkBad(t *testing.T, name string, role snapshotter, bad ...[]byte) {
 	t.Helper()
 	good, err := role.Snapshot()
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	bad = append(bad, nil, good[:len(good)/2], good[:len(good)-1], []byte("\x85garbage"), []byte{0xdd, 0xff, 0xff, 0xff, 0xff}, otherVersion(t, good))
+	bad = append(bad, nil, good[:len(good)/2], good[:len(good)-1], []byte("\x85garbage"), []byte{0xdd, 0xff, 0xff, 0xff, 0xff})
 	for k, b := range bad {
 		if err := role.Restore(b); err == nil {
 			t.Errorf("%s: bad snapshot %d: no error", name, k)
 		} else {
 			t.Logf("%s: bad snapshot %d: %v", name, k, err)
 		}
+	}
+}
+
+// checkSealed checks that role, whose snapshots are sealed as kind,
+// refuses its own snapshot sealed as the same role of package logreg, or
+// with another version, truncated, with a byte changed or one more, in
+// the bare msgpack of version 2 (before they were sealed), and a sealed
+// body that is no state, each with the error that says so, changing
+// nothing; and that it restores its own body sealed again.
+func checkSealed(t *testing.T, kind string, role snapshotter) {
+	t.Helper()
+	good := snap(t, role)
+	var body map[string]any
+	if err := unseal(good, kind, &body); err != nil {
+		t.Fatalf("%s: %v", kind, err)
+	}
+	reseal := func(kind string, version int, body any) []byte {
+		b, err := schmp.Seal(kind, version, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := role.Restore(reseal(kind, snapshotVersion, body)); err != nil {
+		t.Fatalf("%s: its own body sealed again: %v", kind, err)
+	}
+	old := maps.Clone(body)
+	old["version"] = 2
+	bare, err := wire.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(i int) []byte {
+		b := bytes.Clone(good)
+		b[i] ^= 0x10
+		return b
+	}
+	for _, tc := range []struct {
+		name, want string
+		b          []byte
+	}{
+		{"other kind", "a snapshot of", reseal(strings.Replace(kind, "lasso/", "logreg/", 1), snapshotVersion, body)},
+		{"newer version", "version", reseal(kind, snapshotVersion+1, body)},
+		{"older version", "version", reseal(kind, snapshotVersion-1, body)},
+		{"version 2, unsealed", "checksum", bare},
+		{"sealed, of another shape", "msgpack", reseal(kind, snapshotVersion, "not a state")},
+		{"empty", "too short", nil},
+		{"truncated to 3", "too short", good[:3]},
+		{"truncated to 4", "checksum", good[:4]},
+		{"truncated to half", "checksum", good[:len(good)/2]},
+		{"truncated by 1", "checksum", good[:len(good)-1]},
+		{"without its checksum", "checksum", good[:len(good)-4]},
+		{"one byte more", "checksum", append(bytes.Clone(good), 0)},
+		{"first byte changed", "checksum", flip(0)},
+		{"a byte changed at a third", "checksum", flip(len(good) / 3)},
+		{"a byte of the body changed", "checksum", flip(len(good) - 5)},
+		{"checksum changed", "checksum", flip(len(good) - 1)},
+	} {
+		err := role.Restore(tc.b)
+		switch {
+		case err == nil:
+			t.Errorf("%s: %s: no error", kind, tc.name)
+		case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), kind):
+			t.Errorf("%s: %s: %v, want an error of %s that says %q", kind, tc.name, err, kind, tc.want)
+		default:
+			t.Logf("%s: %s: %v", kind, tc.name, err)
+		}
+	}
+	if b := snap(t, role); !bytes.Equal(b, good) {
+		t.Errorf("%s: the bad snapshots changed the role", kind)
 	}
 }
 
@@ -245,7 +316,7 @@ func TestRestoreBad(t *testing.T) {
 	must(err)
 	checkBad(t, "worker", ws[0], snap(t, ws[1]), snap(t, c), snap(t, s0))
 	checkBad(t, "coordinator", c, snap(t, ws[0]))
-	checkBad(t, "scheduler", s0, snap(t, s1), snap(t, c))
+	checkBad(t, "scheduler", s0, snap(t, s1), snap(t, c), otherVersion(t, snap(t, s0)))
 
 	// The column layout, with a path.
 	cfg.Layout, cfg.Path, cfg.Schedule = LayoutColumns, 3, colSchedule(scheduler.Priority)
@@ -279,6 +350,43 @@ func columnarScheduler(t *testing.T, cfg Config, workers int) snapshotter {
 		t.Fatal(err)
 	}
 	return s.(snapshotter)
+}
+
+// TestRestoreSealed checks that every role's snapshot and a path's is sealed
+// (checkSealed), with the roles of short jobs of each layout (without a
+// regularization path: a coordinator whose path has gone on cannot be
+// restored in place; TestRestoreBad restores one with a path).
+func TestRestoreSealed(t *testing.T) {
+	pr := newProblem(t, 30, 80, 42)
+	rows := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
+	cols := Config{Data: pr.path, LambdaRatio: 0.05, Intercept: true, Schedule: colSchedule(scheduler.Priority), Layout: LayoutColumns}
+	pc := pipeline.Config{Workers: 2, Depth: 1, ReportEvery: 1, MaxRounds: 4}
+	j, _, err := local.Run(context.Background(), Program(rows), local.Options{Config: pc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc, _, err := local.Run(context.Background(), ColumnProgram(cols, 2), local.Options{Config: pc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := NewPath(3, 1, 0.1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind string
+		role any
+	}{
+		{kindWorker, j.Workers[0]},
+		{kindWorker, j.Workers[1]},
+		{kindCoordinator, j.Coordinator},
+		{kindColWorker, jc.Workers[0]},
+		{kindColWorker, jc.Workers[1]},
+		{kindColCoordinator, jc.Coordinator},
+		{kindPath, path},
+	} {
+		checkSealed(t, tc.kind, tc.role.(snapshotter))
+	}
 }
 
 // FuzzRestore checks that Restore of any bytes into a worker of each

@@ -9,21 +9,36 @@ import (
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
+	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
 
-// snapshotVersion is the version of the encoding of the roles' snapshots
-// (schmp.Snapshotter). The schedulers' are package columnar's, the path's
-// package lasso's.
-const snapshotVersion = 2
+// The roles' snapshots (schmp.Snapshotter) are sealed envelopes
+// (schmp.Seal): the role's kind, the encoding's version and the msgpack
+// body, followed by the CRC-32C of all of it, so that a snapshot of
+// another role or version, truncated or corrupted, is an error, never a
+// state. Restore checks the body against the role (its shard, its sizes)
+// before it changes anything. The schedulers' are package columnar's, the
+// path's package lasso's.
 
-// checkVersion reports an error unless v is snapshotVersion.
-func checkVersion(v uint8) error {
-	if v != snapshotVersion {
-		return fmt.Errorf("snapshot of version %d, want %d", v, snapshotVersion)
-	}
-	return nil
-}
+// snapshotVersion is the version of the encoding of the roles' snapshots.
+// Up to version 2 they were bare msgpack with a version field, which
+// Unseal refuses (their last bytes are no checksum of the rest).
+const snapshotVersion = 3
+
+// The kinds of role that a snapshot is of.
+const (
+	kindWorker         = "logreg/worker"
+	kindCoordinator    = "logreg/coordinator"
+	kindColWorker      = "logreg/colworker"
+	kindColCoordinator = "logreg/colcoordinator"
+)
+
+// seal encodes v as the snapshot of a role of kind.
+func seal(kind string, v any) ([]byte, error) { return schmp.Seal(kind, snapshotVersion, v) }
+
+// unseal decodes b, a snapshot of a role of kind, into v.
+func unseal(b []byte, kind string, v any) error { return schmp.Unseal(b, kind, snapshotVersion, v) }
 
 // restoreErr wraps the error of a Restore.
 func restoreErr(err error) error { return fmt.Errorf("logreg: restore: %w", err) }
@@ -37,7 +52,6 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 // update tells, and the loss changes not pushed yet; its rows and columns,
 // to check that it is restored into the same shard.
 type workerState struct {
-	Version  uint8         `msgpack:"version"`
 	First    int           `msgpack:"first"`
 	Cols     int           `msgpack:"cols"`
 	Z        wire.Float64s `msgpack:"z"`
@@ -54,24 +68,21 @@ type workerState struct {
 // Snapshot implements schmp.Snapshotter.
 func (w *Worker) Snapshot() ([]byte, error) {
 	st := workerState{
-		Version: snapshotVersion, First: w.lo, Cols: w.x.Cols, Z: make(wire.Float64s, len(w.rows)),
+		First: w.lo, Cols: w.x.Cols, Z: make(wire.Float64s, len(w.rows)),
 		SumR: w.sumR, SumD: w.sumD, W: w.w, B: w.b, Features: w.features, AsOf: w.asOf, Rounds: w.rounds, Change: w.change,
 	}
 	for i, r := range w.rows {
 		st.Z[i] = r.z
 	}
-	return wire.Marshal(st)
+	return seal(kindWorker, st)
 }
 
 // Restore implements schmp.Snapshotter. A snapshot of another shard, or
 // with numbers that are not finite, is an error.
 func (w *Worker) Restore(b []byte) error {
 	var st workerState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return restoreErr(err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return restoreErr(err)
+	if err := unseal(b, kindWorker, &st); err != nil {
+		return err
 	}
 	switch {
 	case st.First != w.lo || len(st.Z) != len(w.rows) || st.Cols != w.x.Cols:
@@ -103,7 +114,6 @@ type pendingState struct {
 // joint-step safeguard's state and the intercept's schedule, and the
 // records of the reports (Start gives the rest again).
 type coordinatorState struct {
-	Version   uint8          `msgpack:"version"`
 	W         wire.Float64s  `msgpack:"w"`
 	B         float64        `msgpack:"b"`
 	Theta     float64        `msgpack:"theta"`
@@ -118,24 +128,21 @@ type coordinatorState struct {
 // Snapshot implements schmp.Snapshotter.
 func (c *Coordinator) Snapshot() ([]byte, error) {
 	st := coordinatorState{
-		Version: snapshotVersion, W: c.w, B: c.b, Theta: c.theta, MinTheta: c.minTheta, Guard: c.guard,
+		W: c.w, B: c.b, Theta: c.theta, MinTheta: c.minTheta, Guard: c.guard,
 		BiasRound: c.biasRound, Work: c.work, Records: c.records,
 	}
 	for r, p := range c.pending {
 		st.Pending = append(st.Pending, pendingState{Round: r, Penalty: p.penalty, Predicted: p.predicted})
 	}
 	slices.SortFunc(st.Pending, func(a, b pendingState) int { return cmp.Compare(a.Round, b.Round) })
-	return wire.Marshal(st)
+	return seal(kindCoordinator, st)
 }
 
 // Restore implements schmp.Snapshotter.
 func (c *Coordinator) Restore(b []byte) error {
 	var st coordinatorState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return restoreErr(err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return restoreErr(err)
+	if err := unseal(b, kindCoordinator, &st); err != nil {
+		return err
 	}
 	switch {
 	case len(st.W) != len(c.w):
@@ -169,21 +176,20 @@ func (c *Coordinator) Restore(b []byte) error {
 // correlations are not saved: a restored worker computes them afresh, and
 // what it decides from them is the same (columnar.Screen).
 type colWorkerState struct {
-	Version uint8                `msgpack:"version"`
-	Data    libsvm.Fingerprint   `msgpack:"data"`
-	Shard   int                  `msgpack:"shard"`
-	First   int                  `msgpack:"first"`
-	Cols    int                  `msgpack:"cols"`
-	Lambda  float64              `msgpack:"lambda"`
-	RelTol  float64              `msgpack:"rel_tol"`
-	Z       wire.Float64s        `msgpack:"z"`
-	W       wire.Float64s        `msgpack:"w"` // own columns, then held ones
-	B       float64              `msgpack:"b"`
-	AsOf    uint64               `msgpack:"as_of"`
-	Joint   bool                 `msgpack:"joint"`
-	Screen  columnar.ScreenState `msgpack:"screen"`
-	Held    columnar.Columns     `msgpack:"held"`
-	Seen    []uint8              `msgpack:"seen"`
+	Data   libsvm.Fingerprint   `msgpack:"data"`
+	Shard  int                  `msgpack:"shard"`
+	First  int                  `msgpack:"first"`
+	Cols   int                  `msgpack:"cols"`
+	Lambda float64              `msgpack:"lambda"`
+	RelTol float64              `msgpack:"rel_tol"`
+	Z      wire.Float64s        `msgpack:"z"`
+	W      wire.Float64s        `msgpack:"w"` // own columns, then held ones
+	B      float64              `msgpack:"b"`
+	AsOf   uint64               `msgpack:"as_of"`
+	Joint  bool                 `msgpack:"joint"`
+	Screen columnar.ScreenState `msgpack:"screen"`
+	Held   columnar.Columns     `msgpack:"held"`
+	Seen   []uint8              `msgpack:"seen"`
 }
 
 // Snapshot implements schmp.Snapshotter.
@@ -193,13 +199,13 @@ func (w *ColWorker) Snapshot() ([]byte, error) {
 		return nil, err
 	}
 	st := colWorkerState{
-		Version: snapshotVersion, Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols, Lambda: w.lambda, RelTol: w.relTol,
+		Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols, Lambda: w.lambda, RelTol: w.relTol,
 		Z: make(wire.Float64s, len(w.rows)), W: w.w, B: w.b, AsOf: w.asOf, Joint: w.joint, Screen: sc, Held: w.held.Columns, Seen: w.seen,
 	}
 	for i, r := range w.rows {
 		st.Z[i] = r.z
 	}
-	return wire.Marshal(st)
+	return seal(kindColWorker, st)
 }
 
 // Restore implements schmp.Snapshotter. A snapshot of another shard or
@@ -208,11 +214,8 @@ func (w *ColWorker) Snapshot() ([]byte, error) {
 // finite, are an error.
 func (w *ColWorker) Restore(b []byte) error {
 	var st colWorkerState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return restoreErr(err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return restoreErr(err)
+	if err := unseal(b, kindColWorker, &st); err != nil {
+		return err
 	}
 	switch {
 	case st.Data != w.data || st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Z) != len(w.rows):
@@ -250,7 +253,6 @@ func (w *ColWorker) Restore(b []byte) error {
 // partial is stale, what the merges did, the records of the reports and
 // the regularization path's progress (Start gives the rest again).
 type colCoordinatorState struct {
-	Version   uint8         `msgpack:"version"`
 	Z         wire.Float64s `msgpack:"z"`
 	W         wire.Float64s `msgpack:"w"`
 	B         float64       `msgpack:"b"`
@@ -265,7 +267,7 @@ type colCoordinatorState struct {
 // Snapshot implements schmp.Snapshotter.
 func (c *ColCoordinator) Snapshot() ([]byte, error) {
 	st := colCoordinatorState{
-		Version: snapshotVersion, Z: c.z, W: c.w, B: c.b, Shared: c.shared, LastMoved: c.lastMoved, Taken: c.taken,
+		Z: c.z, W: c.w, B: c.b, Shared: c.shared, LastMoved: c.lastMoved, Taken: c.taken,
 		Stats: c.stats, Records: c.records,
 	}
 	if c.regPath != nil {
@@ -275,17 +277,14 @@ func (c *ColCoordinator) Snapshot() ([]byte, error) {
 		}
 		st.Path = b
 	}
-	return wire.Marshal(st)
+	return seal(kindColCoordinator, st)
 }
 
 // Restore implements schmp.Snapshotter.
 func (c *ColCoordinator) Restore(b []byte) error {
 	var st colCoordinatorState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return restoreErr(err)
-	}
-	if err := checkVersion(st.Version); err != nil {
-		return restoreErr(err)
+	if err := unseal(b, kindColCoordinator, &st); err != nil {
+		return err
 	}
 	switch {
 	case len(st.Z) != len(c.z) || len(st.W) != len(c.w) || len(st.Shared) != len(c.shared) || len(st.Taken) != len(c.taken):

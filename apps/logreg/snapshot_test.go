@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -192,33 +193,88 @@ type snapshotter interface {
 	Restore([]byte) error
 }
 
-// otherVersion returns snapshot b with another version.
-func otherVersion(t *testing.T, b []byte) []byte {
-	var m map[string]any
-	if err := wire.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["version"] = 99
-	b, err := wire.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // checkBad checks that restoring into role the bytes that do not fit it,
-// truncations of its own snapshot, garbage and another version is an
-// error.
+// truncations of its own snapshot and garbage is an error.
 func checkBad(t *testing.T, name string, role snapshotter, bad ...[]byte) {
 	t.Helper()
 	good := snap(t, role)
-	bad = append(bad, nil, good[:len(good)/2], good[:len(good)-1], []byte("\x85garbage"), []byte{0xdd, 0xff, 0xff, 0xff, 0xff}, otherVersion(t, good))
+	bad = append(bad, nil, good[:len(good)/2], good[:len(good)-1], []byte("\x85garbage"), []byte{0xdd, 0xff, 0xff, 0xff, 0xff})
 	for k, b := range bad {
 		if err := role.Restore(b); err == nil {
 			t.Errorf("%s: bad snapshot %d: no error", name, k)
 		} else {
 			t.Logf("%s: bad snapshot %d: %v", name, k, err)
 		}
+	}
+}
+
+// checkSealed checks that role, whose snapshots are sealed as kind,
+// refuses its own snapshot sealed as the same role of package lasso, or
+// with another version, truncated, with a byte changed or one more, in
+// the bare msgpack of version 2 (before they were sealed), and a sealed
+// body that is no state, each with the error that says so, changing
+// nothing; and that it restores its own body sealed again.
+func checkSealed(t *testing.T, kind string, role snapshotter) {
+	t.Helper()
+	good := snap(t, role)
+	var body map[string]any
+	if err := unseal(good, kind, &body); err != nil {
+		t.Fatalf("%s: %v", kind, err)
+	}
+	reseal := func(kind string, version int, body any) []byte {
+		b, err := schmp.Seal(kind, version, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := role.Restore(reseal(kind, snapshotVersion, body)); err != nil {
+		t.Fatalf("%s: its own body sealed again: %v", kind, err)
+	}
+	old := maps.Clone(body)
+	old["version"] = 2
+	bare, err := wire.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(i int) []byte {
+		b := bytes.Clone(good)
+		b[i] ^= 0x10
+		return b
+	}
+	for _, tc := range []struct {
+		name, want string
+		b          []byte
+	}{
+		{"other kind", "a snapshot of", reseal(strings.Replace(kind, "logreg/", "lasso/", 1), snapshotVersion, body)},
+		{"newer version", "version", reseal(kind, snapshotVersion+1, body)},
+		{"older version", "version", reseal(kind, snapshotVersion-1, body)},
+		{"version 2, unsealed", "checksum", bare},
+		{"sealed, of another shape", "msgpack", reseal(kind, snapshotVersion, "not a state")},
+		{"empty", "too short", nil},
+		{"truncated to 3", "too short", good[:3]},
+		{"truncated to 4", "checksum", good[:4]},
+		{"truncated to half", "checksum", good[:len(good)/2]},
+		{"truncated by 1", "checksum", good[:len(good)-1]},
+		{"without its checksum", "checksum", good[:len(good)-4]},
+		{"one byte more", "checksum", append(bytes.Clone(good), 0)},
+		{"first byte changed", "checksum", flip(0)},
+		{"a byte changed at a third", "checksum", flip(len(good) / 3)},
+		{"a byte of the body changed", "checksum", flip(len(good) - 5)},
+		{"checksum changed", "checksum", flip(len(good) - 1)},
+	} {
+		err := role.Restore(tc.b)
+		switch {
+		case err == nil:
+			t.Errorf("%s: %s: no error", kind, tc.name)
+		case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), kind):
+			t.Errorf("%s: %s: %v, want an error of %s that says %q", kind, tc.name, err, kind, tc.want)
+		default:
+			t.Logf("%s: %s: %v", kind, tc.name, err)
+		}
+	}
+	if b := snap(t, role); !bytes.Equal(b, good) {
+		t.Errorf("%s: the bad snapshots changed the role", kind)
 	}
 }
 
@@ -281,6 +337,38 @@ func TestRestoreBad(t *testing.T) {
 	checkBad(t, "column worker", cws[0], snap(t, cws[1]), snap(t, cc))
 	checkBad(t, "column coordinator", cc, snap(t, one), snap(t, cws[0]))
 	checkBad(t, "column coordinator without a path", one, snap(t, cc))
+}
+
+// TestRestoreSealed checks that every role's snapshot is sealed
+// (checkSealed), with the roles of short jobs of each layout (without a
+// regularization path: a coordinator whose path has gone on cannot be
+// restored in place; TestRestoreBad restores one with a path).
+func TestRestoreSealed(t *testing.T) {
+	pr := newProblem(t, genConfig(40, 60, 12, 1))
+	rows := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
+	cols := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: colSchedule(scheduler.Priority)}
+	pc := pipeline.Config{Workers: 2, Depth: 1, ReportEvery: 1, MaxRounds: 4}
+	j, _, err := local.Run(context.Background(), Program(rows), local.Options{Config: pc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc, _, err := local.Run(context.Background(), ColumnProgram(cols, 2), local.Options{Config: pc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind string
+		role any
+	}{
+		{kindWorker, j.Workers[0]},
+		{kindWorker, j.Workers[1]},
+		{kindCoordinator, j.Coordinator},
+		{kindColWorker, jc.Workers[0]},
+		{kindColWorker, jc.Workers[1]},
+		{kindColCoordinator, jc.Coordinator},
+	} {
+		checkSealed(t, tc.kind, tc.role.(snapshotter))
+	}
 }
 
 // FuzzRestore checks that Restore of any bytes into a worker of each
