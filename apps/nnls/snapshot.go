@@ -4,36 +4,55 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
 
-// snapshotVersion is the version of the encoding of the roles' snapshots
-// (schmp.Snapshotter).
-const snapshotVersion = 1
+// The roles' snapshots (schmp.Snapshotter) are sealed envelopes
+// (schmp.Seal): the role's kind, the encoding's version and the msgpack
+// body, followed by the CRC-32C of all of it, so that a snapshot of
+// another role or version, truncated or corrupted, is an error, never a
+// state. Restore then checks the body against the role before it changes
+// anything.
+
+// snapshotVersion is the version of the encoding of the roles' snapshots.
+// Version 1 was bare msgpack with a version field, which Unseal refuses
+// (its last bytes are no checksum of the rest).
+const snapshotVersion = 2
+
+// The kinds of role that a snapshot is of.
+const (
+	kindScheduler   = "nnls/scheduler"
+	kindWorker      = "nnls/worker"
+	kindCoordinator = "nnls/coordinator"
+)
+
+// seal encodes v as the snapshot of a role of kind.
+func seal(kind string, v any) ([]byte, error) { return schmp.Seal(kind, snapshotVersion, v) }
+
+// unseal decodes b, a snapshot of a role of kind, into v.
+func unseal(b []byte, kind string, v any) error { return schmp.Unseal(b, kind, snapshotVersion, v) }
 
 // schedulerState is a Scheduler's snapshot: the plans it made, and its
 // range, to check that it is restored into the same part.
 type schedulerState struct {
-	Version uint8 `msgpack:"version"`
-	First   int   `msgpack:"first"`
-	Cols    int   `msgpack:"cols"`
-	Plans   int   `msgpack:"plans"`
+	First int `msgpack:"first"`
+	Cols  int `msgpack:"cols"`
+	Plans int `msgpack:"plans"`
 }
 
 // Snapshot implements schmp.Snapshotter: the number of plans made.
 func (s *Scheduler) Snapshot() ([]byte, error) {
-	return wire.Marshal(schedulerState{Version: snapshotVersion, First: s.first, Cols: s.cols, Plans: s.plans})
+	return seal(kindScheduler, schedulerState{First: s.first, Cols: s.cols, Plans: s.plans})
 }
 
 // Restore implements schmp.Snapshotter.
 func (s *Scheduler) Restore(b []byte) error {
 	var st schedulerState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("nnls: restore: %w", err)
+	if err := unseal(b, kindScheduler, &st); err != nil {
+		return err
 	}
 	switch {
-	case st.Version != snapshotVersion:
-		return fmt.Errorf("nnls: restore: snapshot of version %d, want %d", st.Version, snapshotVersion)
 	case st.First != s.first || st.Cols != s.cols:
 		return fmt.Errorf("nnls: restore: snapshot of the scheduler of coordinates [%d, %d), this one has [%d, %d)", st.First, st.First+st.Cols, s.first, s.first+s.cols)
 	case st.Plans < 0:
@@ -46,28 +65,25 @@ func (s *Scheduler) Restore(b []byte) error {
 // workerState is a Worker's snapshot: its residual, and its rows and
 // columns, to check that it is restored into the same shard.
 type workerState struct {
-	Version uint8         `msgpack:"version"`
-	First   int           `msgpack:"first"`
-	Cols    int           `msgpack:"cols"`
-	R       wire.Float64s `msgpack:"r"`
+	First int           `msgpack:"first"`
+	Cols  int           `msgpack:"cols"`
+	R     wire.Float64s `msgpack:"r"`
 }
 
 // Snapshot implements schmp.Snapshotter: the residual over the worker's
 // rows.
 func (w *Worker) Snapshot() ([]byte, error) {
-	return wire.Marshal(workerState{Version: snapshotVersion, First: w.lo, Cols: len(w.x), R: w.r})
+	return seal(kindWorker, workerState{First: w.lo, Cols: len(w.x), R: w.r})
 }
 
 // Restore implements schmp.Snapshotter. A residual over another number of
 // rows (another shard) is an error.
 func (w *Worker) Restore(b []byte) error {
 	var st workerState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("nnls: restore: %w", err)
+	if err := unseal(b, kindWorker, &st); err != nil {
+		return err
 	}
 	switch {
-	case st.Version != snapshotVersion:
-		return fmt.Errorf("nnls: restore: snapshot of version %d, want %d", st.Version, snapshotVersion)
 	case st.First != w.lo || len(st.R) != len(w.r) || st.Cols != len(w.x):
 		return fmt.Errorf("nnls: restore: snapshot of the worker of rows [%d, %d) and %d columns, this one has [%d, %d) and %d",
 			st.First, st.First+len(st.R), st.Cols, w.lo, w.lo+len(w.r), len(w.x))
@@ -80,24 +96,21 @@ func (w *Worker) Restore(b []byte) error {
 
 // coordinatorState is a Coordinator's snapshot: β.
 type coordinatorState struct {
-	Version uint8         `msgpack:"version"`
-	Beta    wire.Float64s `msgpack:"beta"`
+	Beta wire.Float64s `msgpack:"beta"`
 }
 
 // Snapshot implements schmp.Snapshotter: β (Start gives the rest again).
 func (c *Coordinator) Snapshot() ([]byte, error) {
-	return wire.Marshal(coordinatorState{Version: snapshotVersion, Beta: c.beta})
+	return seal(kindCoordinator, coordinatorState{Beta: c.beta})
 }
 
 // Restore implements schmp.Snapshotter.
 func (c *Coordinator) Restore(b []byte) error {
 	var st coordinatorState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("nnls: restore: %w", err)
+	if err := unseal(b, kindCoordinator, &st); err != nil {
+		return err
 	}
 	switch {
-	case st.Version != snapshotVersion:
-		return fmt.Errorf("nnls: restore: snapshot of version %d, want %d", st.Version, snapshotVersion)
 	case len(st.Beta) != len(c.beta):
 		return fmt.Errorf("nnls: restore: snapshot of %d coefficients, want %d", len(st.Beta), len(c.beta))
 	case !nonNegative(st.Beta):
