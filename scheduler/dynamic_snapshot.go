@@ -5,18 +5,28 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
 
+// A Dynamic's snapshot is a sealed envelope (schmp.Seal) of kind
+// dynamicKind: the encoding's version and the msgpack body, followed by
+// the CRC-32C of all of it, so that a snapshot of something else or of
+// another version, truncated or corrupted, is an error, never a state.
+
 // dynamicVersion is the version of the encoding of a Dynamic's snapshot.
-const dynamicVersion = 1
+// Version 1 was bare msgpack with a version field, which Unseal refuses
+// (its last bytes are no checksum of the rest).
+const dynamicVersion = 2
+
+// dynamicKind is the kind of a Dynamic's snapshot.
+const dynamicKind = "scheduler/dynamic"
 
 // dynamicState is what a Dynamic's snapshot saves between two rounds: what
 // NewDynamic does not rebuild from the Config and the columns. The scratch
 // of a round (draws, rejections, the weights taken out of the tree) is
 // empty between rounds and is not saved.
 type dynamicState struct {
-	Version  uint8       `msgpack:"version"`
 	Vars     int         `msgpack:"vars"`
 	Policy   int         `msgpack:"policy"`
 	Round    int         `msgpack:"round"`
@@ -48,7 +58,7 @@ func (d *Dynamic) Snapshot() ([]byte, error) {
 		return nil, fmt.Errorf("scheduler: snapshot of the random state: %w", err)
 	}
 	s := dynamicState{
-		Version: dynamicVersion, Vars: d.cfg.Vars, Policy: int(d.cfg.Policy), Round: d.round, RNG: rng,
+		Vars: d.cfg.Vars, Policy: int(d.cfg.Policy), Round: d.round, RNG: rng,
 		Inflight: d.inflight, Walk: d.queued != nil, Cursor: d.cursor, Queue: d.queue, Perm: d.perm,
 	}
 	if d.queued != nil {
@@ -63,11 +73,7 @@ func (d *Dynamic) Snapshot() ([]byte, error) {
 	if d.tree != nil {
 		s.Weights = d.tree.leaves()
 	}
-	b, err := wire.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler: snapshot: %w", err)
-	}
-	return b, nil
+	return schmp.Seal(dynamicKind, dynamicVersion, s)
 }
 
 // Restore sets the engine to the state that b, a Snapshot of an engine of
@@ -75,9 +81,10 @@ func (d *Dynamic) Snapshot() ([]byte, error) {
 // (a rollback to a checkpoint restores it in place, DESIGN §6): it then
 // goes on exactly as an engine that NewDynamic has just built and that
 // was restored from b, since a new one is built, restored and put in its
-// place. Bytes that do not fit the engine (another version, another
-// number of variables or policy, a variable out of range or twice, a
-// weight out of range) are an error, and leave the engine as it was. A
+// place. Bytes that do not fit the engine (another kind or version, bytes
+// truncated or corrupted, another number of variables or policy, a
+// variable out of range or twice, a weight out of range) are an error,
+// and leave the engine as it was. A
 // variable twice in the walk's queue is not an error: with rounds in
 // flight the engine can queue one twice.
 func (d *Dynamic) Restore(b []byte) error {
@@ -97,8 +104,8 @@ func (d *Dynamic) Restore(b []byte) error {
 // restoreState is Restore on an engine that NewDynamic has just built.
 func (d *Dynamic) restoreState(b []byte) error {
 	var s dynamicState
-	if err := wire.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("scheduler: restore: %w", err)
+	if err := schmp.Unseal(b, dynamicKind, dynamicVersion, &s); err != nil {
+		return err
 	}
 	if err := d.checkState(&s); err != nil {
 		return fmt.Errorf("scheduler: restore: %w", err)
@@ -140,8 +147,6 @@ func (d *Dynamic) restoreState(b []byte) error {
 func (d *Dynamic) checkState(s *dynamicState) error {
 	m := d.cfg.Vars
 	switch {
-	case s.Version != dynamicVersion:
-		return fmt.Errorf("snapshot of version %d, want %d", s.Version, dynamicVersion)
 	case s.Vars != m || s.Policy != int(d.cfg.Policy):
 		return fmt.Errorf("snapshot of an engine of %d variables with policy %v, this one has %d with %v", s.Vars, Policy(s.Policy), m, d.cfg.Policy)
 	case s.Round < 0:

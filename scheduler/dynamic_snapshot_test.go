@@ -1,10 +1,14 @@
 package scheduler
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -92,11 +96,11 @@ func TestDynamicRestoreBad(t *testing.T) {
 	}
 	edit := func(f func(m map[string]any)) []byte {
 		var m map[string]any
-		if err := wire.Unmarshal(good, &m); err != nil {
+		if err := schmp.Unseal(good, dynamicKind, dynamicVersion, &m); err != nil {
 			t.Fatal(err)
 		}
 		f(m)
-		b, err := wire.Marshal(m)
+		b, err := schmp.Seal(dynamicKind, dynamicVersion, m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +120,6 @@ func TestDynamicRestoreBad(t *testing.T) {
 		{"garbage", c, []byte{0x93, 1, 2, 3}},
 		{"another policy", cyclic, good},
 		{"more variables", other, good},
-		{"another version", c, edit(func(m map[string]any) { m["version"] = 2 })},
 		{"negative round", c, edit(func(m map[string]any) { m["round"] = -1 })},
 		{"walk over", c, edit(func(m map[string]any) { m["round"] = 9 })},
 		{"bad random state", c, edit(func(m map[string]any) { m["rng"] = []byte("pcg:1") })},
@@ -155,6 +158,88 @@ func TestDynamicRestoreBad(t *testing.T) {
 	twice := edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 1, 2}, wire.Int32s{1} })
 	if err := mustDynamic(t, c, nil).Restore(twice); err != nil {
 		t.Errorf("a queue with a variable twice: %v", err)
+	}
+}
+
+// TestDynamicRestoreSealed checks that an engine's snapshot is sealed
+// (schmp.Seal): that its body sealed again restores, and that a snapshot
+// of another kind or version, an unsealed one of version 1, a truncated
+// one or one with a byte changed is an error that names the kind, and
+// leaves the engine as it was.
+func TestDynamicRestoreSealed(t *testing.T) {
+	c := Config{Vars: 20, Policy: Priority, Gamma: 1, Eta: 0.01, Candidates: 4, Block: 2, Warmup: 3, Rho: 1, Workers: 1, Seed: 1}
+	d := mustDynamic(t, c, nil)
+	for range 4 {
+		s := d.Next()
+		d.Feedback(s.Vars, make([]float64, len(s.Vars)))
+	}
+	good, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := schmp.Unseal(good, dynamicKind, dynamicVersion, &body); err != nil {
+		t.Fatal(err)
+	}
+	reseal := func(kind string, version int, body any) []byte {
+		b, err := schmp.Seal(kind, version, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := d.Restore(reseal(dynamicKind, dynamicVersion, body)); err != nil {
+		t.Fatalf("its own body sealed again: %v", err)
+	}
+	// The engine's snapshot now, which may differ from good in how it
+	// encodes what is empty.
+	ref, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := maps.Clone(body)
+	old["version"] = 1
+	bare, err := wire.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(i int) []byte {
+		b := bytes.Clone(good)
+		b[i] ^= 0x10
+		return b
+	}
+	for _, tc := range []struct {
+		name, want string
+		b          []byte
+	}{
+		{"another kind", "a snapshot of", reseal("columnar/scheduler", dynamicVersion, body)},
+		{"newer version", "version", reseal(dynamicKind, dynamicVersion+1, body)},
+		{"older version", "version", reseal(dynamicKind, dynamicVersion-1, body)},
+		{"version 1, unsealed", "checksum", bare},
+		{"sealed, of another shape", "msgpack", reseal(dynamicKind, dynamicVersion, "not a state")},
+		{"empty", "too short", nil},
+		{"truncated to 3", "too short", good[:3]},
+		{"truncated to half", "checksum", good[:len(good)/2]},
+		{"truncated by 1", "checksum", good[:len(good)-1]},
+		{"without its checksum", "checksum", good[:len(good)-4]},
+		{"one byte more", "checksum", append(bytes.Clone(good), 0)},
+		{"first byte changed", "checksum", flip(0)},
+		{"a byte changed at a third", "checksum", flip(len(good) / 3)},
+		{"a byte of the body changed", "checksum", flip(len(good) - 5)},
+		{"checksum changed", "checksum", flip(len(good) - 1)},
+	} {
+		err := d.Restore(tc.b)
+		switch {
+		case err == nil:
+			t.Errorf("%s: no error", tc.name)
+		case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), dynamicKind):
+			t.Errorf("%s: %v, want an error of %s that says %q", tc.name, err, dynamicKind, tc.want)
+		default:
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+	if b, err := d.Snapshot(); err != nil || !bytes.Equal(b, ref) {
+		t.Errorf("the bad snapshots changed the engine (%v)", err)
 	}
 }
 
