@@ -78,10 +78,9 @@ func TestBlockScheduler(t *testing.T) {
 }
 
 // TestBlockSchedulerSnapshot checks the scheduler's snapshots: one restores
-// into a scheduler for as many workers, and an older version's of the same
-// plans (with the fields of its engines, empty) too; one for other workers,
-// or of a scheduler that ran engines, is an error. A job takes one scheduler
-// part.
+// into a scheduler for as many workers; one for other workers, or an
+// unsealed one of version 1 (with or without the fields of the engines it
+// could run), is an error. A job takes one scheduler part.
 func TestBlockSchedulerSnapshot(t *testing.T) {
 	s, err := NewBlockScheduler(2, 0, 1)
 	if err != nil {
@@ -94,7 +93,8 @@ func TestBlockSchedulerSnapshot(t *testing.T) {
 	if err := s.Restore(b); err != nil {
 		t.Errorf("own snapshot: %v", err)
 	}
-	// The encoding of the older block scheduler's state.
+	// The encoding of version 1 of the block scheduler's state, bare
+	// msgpack.
 	type old struct {
 		Version  uint8       `msgpack:"version"`
 		NoBlocks bool        `msgpack:"no_blocks"`
@@ -103,30 +103,26 @@ func TestBlockSchedulerSnapshot(t *testing.T) {
 		Vars     wire.Int32s `msgpack:"vars"`
 		Engines  [][]byte    `msgpack:"engines"`
 	}
-	for _, tc := range []struct {
-		name   string
-		st     old
-		errHas string // "" for no error
-	}{
-		{"older, no blocks", old{Version: snapshotVersion, NoBlocks: true, Workers: 2}, ""},
-		{"other workers", old{Version: snapshotVersion, NoBlocks: true, Workers: 3}, "for 3 workers, this one is for 2"},
-		{"engines", old{Version: snapshotVersion, Workers: 2, First: wire.Int32s{0, 5}, Vars: wire.Int32s{5, 5}, Engines: [][]byte{{1}, {2}}}, "ran an engine per worker"},
-		{"other version", old{Version: snapshotVersion + 1, NoBlocks: true, Workers: 2}, "version"},
-	} {
-		b, err := wire.Marshal(tc.st)
+	bare := func(st old) []byte {
+		b, err := wire.Marshal(st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = s.Restore(b)
-		switch {
-		case tc.errHas == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas)):
+		return b
+	}
+	for _, tc := range []struct {
+		name, errHas string
+		b            []byte
+	}{
+		{"other workers", "for 3 workers, this one is for 2", sealed(t, kindBlockScheduler, blockState{Workers: 3})},
+		{"version 1, no blocks", "checksum", bare(old{Version: 1, NoBlocks: true, Workers: 2})},
+		{"version 1, engines", "checksum", bare(old{Version: 1, Workers: 2, First: wire.Int32s{0, 5}, Vars: wire.Int32s{5, 5}, Engines: [][]byte{{1}, {2}}})},
+		{"bad bytes", "too short", []byte{0xc1}},
+	} {
+		err = s.Restore(tc.b)
+		if err == nil || !strings.Contains(err.Error(), tc.errHas) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.errHas)
 		}
-	}
-	if err := s.Restore([]byte{0xc1}); err == nil {
-		t.Error("bad bytes: no error")
 	}
 	if _, err := NewBlockScheduler(2, 0, 2); err == nil {
 		t.Error("two scheduler parts: no error")

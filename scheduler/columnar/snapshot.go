@@ -1,23 +1,41 @@
 package columnar
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/schmp"
 )
 
+// The schedulers' snapshots (schmp.Snapshotter) are sealed envelopes
+// (schmp.Seal): the scheduler's kind, the encoding's version and the
+// msgpack body, followed by the CRC-32C of all of it, so that a snapshot
+// of another scheduler or version, truncated or corrupted, is an error,
+// never a state. Restore then checks the body against the scheduler
+// before it changes anything.
+
 // snapshotVersion is the version of the encoding of the schedulers'
-// snapshots.
-const snapshotVersion = 1
+// snapshots. Version 1 was bare msgpack with a version field, which
+// Unseal refuses (its last bytes are no checksum of the rest).
+const snapshotVersion = 2
+
+// The kinds of scheduler that a snapshot is of.
+const (
+	kindScheduler      = "columnar/scheduler"
+	kindBlockScheduler = "columnar/blockscheduler"
+)
+
+// seal encodes v as the snapshot of a scheduler of kind.
+func seal(kind string, v any) ([]byte, error) { return schmp.Seal(kind, snapshotVersion, v) }
+
+// unseal decodes b, a snapshot of a scheduler of kind, into v.
+func unseal(b []byte, kind string, v any) error { return schmp.Unseal(b, kind, snapshotVersion, v) }
 
 // schedulerState is a Scheduler's snapshot: its range of the columns, to
 // check that it is restored into the same part, and its engine's state.
 type schedulerState struct {
-	Version uint8  `msgpack:"version"`
-	First   int32  `msgpack:"first"`
-	Vars    int32  `msgpack:"vars"`
-	Engine  []byte `msgpack:"engine"`
+	First  int32  `msgpack:"first"`
+	Vars   int32  `msgpack:"vars"`
+	Engine []byte `msgpack:"engine"`
 }
 
 // Snapshot implements schmp.Snapshotter: the state of the engine.
@@ -26,55 +44,45 @@ func (s *Scheduler) Snapshot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.Marshal(schedulerState{Version: snapshotVersion, First: s.first, Vars: s.vars, Engine: e})
+	return seal(kindScheduler, schedulerState{First: s.first, Vars: s.vars, Engine: e})
 }
 
 // Restore implements schmp.Snapshotter. A snapshot of another part (other
-// columns) or of another version is an error.
+// columns), of another scheduler or of another version is an error.
 func (s *Scheduler) Restore(b []byte) error {
 	var st schedulerState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("columnar: restore: %w", err)
+	if err := unseal(b, kindScheduler, &st); err != nil {
+		return err
 	}
-	switch {
-	case st.Version != snapshotVersion:
-		return fmt.Errorf("columnar: restore: snapshot of version %d, want %d", st.Version, snapshotVersion)
-	case st.First != s.first || st.Vars != s.vars:
+	if st.First != s.first || st.Vars != s.vars {
 		return fmt.Errorf("columnar: restore: snapshot of the scheduler of columns [%d, %d), this one has [%d, %d)",
 			st.First, int64(st.First)+int64(st.Vars), s.first, s.first+s.vars)
 	}
 	return s.d.Restore(st.Engine)
 }
 
-// blockState is a BlockScheduler's snapshot. NoBlocks is always true: it
-// tells the snapshots of this scheduler from those of older versions,
-// which could also run an engine per worker, and which Restore rejects.
+// blockState is a BlockScheduler's snapshot. The snapshots of older
+// versions, which could also run an engine per worker, are unsealed, and
+// Restore refuses them.
 type blockState struct {
-	Version  uint8 `msgpack:"version"`
-	NoBlocks bool  `msgpack:"no_blocks"`
-	Workers  int   `msgpack:"workers"`
+	Workers int `msgpack:"workers"`
 }
 
 // Snapshot implements schmp.Snapshotter: the number of workers, which is
 // all the scheduler has.
 func (s *BlockScheduler) Snapshot() ([]byte, error) {
-	return wire.Marshal(blockState{Version: snapshotVersion, NoBlocks: true, Workers: s.workers})
+	return seal(kindBlockScheduler, blockState{Workers: s.workers})
 }
 
 // Restore implements schmp.Snapshotter. A snapshot of a scheduler for
-// another number of workers, of one that ran engines, or of another
-// version is an error.
+// another number of workers, of another scheduler or of another version
+// (one that ran engines among them) is an error.
 func (s *BlockScheduler) Restore(b []byte) error {
 	var st blockState
-	if err := wire.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("columnar: restore: %w", err)
+	if err := unseal(b, kindBlockScheduler, &st); err != nil {
+		return err
 	}
-	switch {
-	case st.Version != snapshotVersion:
-		return fmt.Errorf("columnar: restore: snapshot of version %d, want %d", st.Version, snapshotVersion)
-	case !st.NoBlocks:
-		return errors.New("columnar: restore: snapshot of a block scheduler that ran an engine per worker, which this version does not")
-	case st.Workers != s.workers:
+	if st.Workers != s.workers {
 		return fmt.Errorf("columnar: restore: snapshot of a block scheduler for %d workers, this one is for %d", st.Workers, s.workers)
 	}
 	return nil
