@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "small sizes of the generated shapes, for trying things out")
 	fs.BoolVar(&o.noStrads, "no-strads", false, "run the peers only (to check their accuracy settings)")
 	skip := fs.String("skip-peers", "", "comma-separated peers not to run (scikit-learn, glmnet, liblinear), e.g. glmnet on a shape where its read alone takes minutes; F_best is then the others'")
-	shapes := fs.String("shapes", "a,b,c,real", "comma-separated shapes: a (p ≫ n dense, correlated groups), b (p ≫ n sparse), c (n ≫ p), d (p ≫ n sparse, correlated groups, 20,000 × 500,000), e (n ≫ p, 1,000,000 × 20,000), f (Lasso only, as d at 20,000 × 2,000,000, 10⁸ non-zeros), g (logistic only, 90,000 × 100,000, C = 1), bladder, diabetes, breast_cancer; real = the last three")
+	shapes := fs.String("shapes", "a,b,c,real", "comma-separated shapes: a (p ≫ n dense, correlated groups), b (p ≫ n sparse), c (n ≫ p), d (p ≫ n sparse, correlated groups, 20,000 × 500,000), e (n ≫ p, 1,000,000 × 20,000), f (Lasso only, as d at 20,000 × 2,000,000, 10⁸ non-zeros), h (Lasso only, n ≫ p, 2,000,000 × 20,000, 10⁸ non-zeros), g (logistic only, 90,000 × 100,000, C = 1), bladder, diabetes, breast_cancer; real = the last three")
 	problems := fs.String("problems", "lasso,logreg", "comma-separated problems: lasso, logreg")
 	fs.IntVar(&o.runs, "runs", 3, "runs of every system (interleaved: run 1 of all, then run 2, …); medians are reported")
 	workers := fs.String("workers", "1,2", "comma-separated numbers of strads workers")

@@ -90,6 +90,13 @@ var shapes = []shape{
 		fits:  map[problem]fit{lassoProblem: {ratio: 0.01, intercept: false}},
 	},
 	{
+		name:  "h",
+		desc:  "n ≫ p, sparse, 10⁸ non-zeros (issue 24)",
+		gen:   genSpec{samples: 2000000, features: 20000, density: 0.0025, trueNNZ: 200},
+		quick: genSpec{samples: 200000, features: 2000, density: 0.0025, trueNNZ: 20},
+		fits:  map[problem]fit{lassoProblem: {ratio: 0.01, intercept: true}},
+	},
+	{
 		name:  "g",
 		desc:  "sparse, n ≈ p, C = 1 (issue 24's logistic regression against liblinear)",
 		gen:   genSpec{samples: 90000, features: 100000, density: 0.001, trueNNZ: 1000},

@@ -16,7 +16,8 @@
 # GNU time is installed ($TIME_BIN, default /usr/bin/time).
 #
 # Environment: SHAPES (default "b c"; also a, bench/peers's large d and e, and
-# f, 20,000 × 2,000,000 with 10^8 non-zeros), WORKERS (default "1 2 4 8"),
+# f and h, 20,000 × 2,000,000 and 2,000,000 × 20,000 with 10^8 non-zeros),
+# WORKERS (default "1 2 4 8"),
 # RUNS (default 3), DATA (default ${TMPDIR:-/tmp}/strads-peers-data), FSTAR
 # (F* of the one shape in SHAPES, known: skips the run that finds it),
 # PROBLEM (lasso; logreg takes the logistic problem, without an intercept).
@@ -59,7 +60,8 @@ shape() {
 	d) GEN="20000 500000 0.0025 5000 0.8 1000"; FIT="--lambda-ratio 0.01" ;;
 	e) GEN="1000000 20000 0.0025 0 0 200"; FIT="--lambda-ratio 0.01 --intercept" ;;
 	f) GEN="20000 2000000 0.0025 20000 0.8 4000"; FIT="--lambda-ratio 0.01" ;;
-	*) echo "unknown shape $1 (a, b, c, d, e or f)" >&2; exit 2 ;;
+	h) GEN="2000000 20000 0.0025 0 0 200"; FIT="--lambda-ratio 0.01 --intercept" ;;
+	*) echo "unknown shape $1 (a, b, c, d, e, f or h)" >&2; exit 2 ;;
 	esac
 	if [ "$PROBLEM" = logreg ]; then
 		FIT=$(echo "$FIT" | sed 's/ --intercept//')
