@@ -225,6 +225,8 @@ func (s *session) manifest(j *Job) (protocol.Manifest, error) {
 
 // settle takes the job's settings that the role was not given: it sets
 // their flags and makes the job again. It returns nil if no flag changed.
+// The settings came from the network, applied exact: where printed, they
+// are protocol.Printable.
 func (s *session) settle(settings map[string]string) (*Job, error) {
 	var took []string
 	for _, name := range slices.Sorted(maps.Keys(settings)) {
@@ -234,15 +236,15 @@ func (s *session) settle(settings map[string]string) (*Job, error) {
 		}
 		f := s.fs.Lookup(name)
 		if f == nil || !s.isSetting(name) {
-			return nil, Usagef("the job's setting --%s is not one of %s's: is the coordinator another version of the app?", name, s.app.Name)
+			return nil, Usagef("the job's setting --%s is not one of %s's: is the coordinator another version of the app?", protocol.Printable(name), s.app.Name)
 		}
 		if f.Value.String() == value {
 			continue
 		}
 		if err := s.fs.Set(name, value); err != nil {
-			return nil, Usagef("the job's setting --%s=%s: %v", name, value, err)
+			return nil, Usagef("the job's setting --%s=%s: %s", name, protocol.Printable(value), protocol.Printable(err.Error()))
 		}
-		took = append(took, fmt.Sprintf("--%s=%s", name, value))
+		took = append(took, fmt.Sprintf("--%s=%s", name, protocol.Printable(value)))
 	}
 	if len(took) == 0 {
 		return nil, nil

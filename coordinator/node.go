@@ -603,7 +603,7 @@ func (n *node[P, R, U, S]) checkManifest(node protocol.Node, m protocol.Manifest
 	case n.data == "":
 		n.data, n.dataFrom = m.Data, fmt.Sprintf("that of %s, the first to send one,", node)
 	case m.Data != n.data:
-		return fmt.Errorf("%s: data fingerprint is %s, %s is %s", node, m.Data, n.dataFrom, n.data)
+		return fmt.Errorf("%s: data fingerprint is %s, %s is %s", node, protocol.Printable(m.Data), n.dataFrom, protocol.Printable(n.data))
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration)
 		rep, err := wire.RequestRetried[JoinRequest, JoinReply](rctx, c, SubjectJoin, req)
 		cancel()
 		if err == nil {
+			rep.clean() // its text enters here, as a message's in Open
 			switch {
 			case rep.Challenge != "" && c.Keyed():
 				if rep.Challenge != req.Ticket {
@@ -79,6 +80,7 @@ func Self() (host string, pid int) {
 // set, that it failed to load), and waits for the acknowledgement.
 func Announce[S any](ctx context.Context, c *wire.Conn, r Ready[S]) error {
 	ack, err := wire.Request[Ready[S], Ack](ctx, c, SubjectReady, r)
+	ack.clean() // its text enters here, as a message's in Open
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s %d: report ready: %w", r.Role, r.Shard, err)

@@ -53,6 +53,8 @@ type Manifest struct {
 //	setting "lambda" is 0.2, the job's is 0.1
 //
 // Data is not compared here: the coordinator compares it across roles.
+// The values, which came from the network and are compared exact, are
+// printed Printable.
 func (m Manifest) Check(role Manifest) error {
 	switch {
 	case m.App != "" && role.App != "" && role.App != m.App:
@@ -65,9 +67,9 @@ func (m Manifest) Check(role Manifest) error {
 		job, ok := m.Settings[k]
 		switch {
 		case !ok:
-			return fmt.Errorf("setting %q is %s, the job has no such setting", k, v)
+			return fmt.Errorf("setting %q is %s, the job has no such setting", k, Printable(v))
 		case v != job:
-			return fmt.Errorf("setting %q is %s, the job's is %s", k, v, job)
+			return fmt.Errorf("setting %q is %s, the job's is %s", k, Printable(v), Printable(job))
 		}
 	}
 	return nil

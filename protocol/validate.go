@@ -61,11 +61,16 @@ var (
 // message is any message with a Header.
 type message interface{ header() *Header }
 
+// texter is a message with free text meant for people to read (an abort's
+// reason, a node's error, a host name): Open makes it Printable.
+type texter interface{ clean() }
+
 // Open decodes data, a message received on a job's subject, into m, and
 // checks its header: it must be a message of type typ, of the run run.
 // Errors match ErrGarbage (it does not decode, or is of another type) or
 // ErrForeign (another run): the message is to be dropped, and Reason names
-// why.
+// why. The free text of the message it opens is made Printable here, where
+// it enters, so that no later print of it can forget to.
 func Open(data []byte, m message, typ, run string) error {
 	if err := wire.Unmarshal(data, m); err != nil {
 		return fmt.Errorf("%w: %w", ErrGarbage, err)
@@ -75,6 +80,9 @@ func Open(data []byte, m message, typ, run string) error {
 		return fmt.Errorf("%w: a message of type %.32q, not %q", ErrGarbage, h.Type, typ)
 	case h.Run != run:
 		return fmt.Errorf("%w: run %.32q", ErrForeign, h.Run)
+	}
+	if t, ok := m.(texter); ok {
+		t.clean()
 	}
 	return nil
 }
@@ -249,7 +257,7 @@ func (s *Stored) Validate(workers, parts int) error {
 	places := map[string]int{RoleWorker: workers, RoleScheduler: parts}[s.Role]
 	switch {
 	case s.Place < 0 || s.Place >= places:
-		return invalid("a checkpoint piece of %s %d in a job of %d workers and %d schedulers", cmp.Or(s.Role, "no role"), s.Place, workers, parts)
+		return invalid("a checkpoint piece of %s %d in a job of %d workers and %d schedulers", cmp.Or(Printable(s.Role), "no role"), s.Place, workers, parts)
 	case s.Round == 0:
 		return invalid("a checkpoint piece of round 0")
 	case s.Bytes < 0:

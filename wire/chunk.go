@@ -339,7 +339,9 @@ func (a *assembler) drop(id string, p *partial) {
 }
 
 func (a *assembler) fail(subject, id, why string) {
-	a.errs = append(a.errs, fmt.Errorf("wire: message on %s: %w %s dropped: %s", subject, ErrIncomplete, id, why))
+	// The id, from a header, is the sender's text: quoted, it cannot
+	// reach a terminal with its control characters raw.
+	a.errs = append(a.errs, fmt.Errorf("wire: message on %s: %w %.64q dropped: %s", subject, ErrIncomplete, id, why))
 }
 
 // describe lists the partial messages held, for an error that says why a
@@ -353,7 +355,7 @@ func (a *assembler) describe() string {
 	var s []string
 	now := time.Now()
 	for id, p := range a.parts {
-		s = append(s, fmt.Sprintf("%s on %s: %d of %d chunks, the last %s ago", id, p.subject, p.next, p.count, now.Sub(p.last).Round(time.Millisecond)))
+		s = append(s, fmt.Sprintf("%.64q on %s: %d of %d chunks, the last %s ago", id, p.subject, p.next, p.count, now.Sub(p.last).Round(time.Millisecond)))
 	}
 	sort.Strings(s)
 	return "partial messages held: " + strings.Join(s, "; ")
