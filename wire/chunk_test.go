@@ -596,7 +596,9 @@ func TestChunkedRequestIncompleteReply(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	// Long enough for the first chunks to come in on a loaded machine
+	// (100 ms failed under the race detector at load 8).
+	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_, err = Request[numbers, numbers](short, c, "half", numbers{})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "2 of ") {
