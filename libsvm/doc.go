@@ -26,6 +26,11 @@
 //   - lines ending in CRLF or containing a carriage return;
 //   - a file with no rows at all (reported at line 0).
 //
+// The readers that build a matrix ([ReadMatrix], [ReadColumns],
+// [ReadOwnedColumns]) also refuse, at the line of its largest index, a file
+// that spans more columns than its entries justify, max(2²⁰, 64 × entries)
+// (see [MaxWidth]): the apps keep state per column.
+//
 // A single '\n' terminating the last row is normal; a final row without one
 // is accepted too.
 //

@@ -3,7 +3,6 @@ package lda
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +55,27 @@ type corpus struct {
 
 // maxTokens bounds the tokens of a corpus: counts are int32.
 const maxTokens = math.MaxInt32
+
+// A docword corpus's tokens are bounded by its entries (NNZ, which the
+// header gives and the file's size bounds): the sampler keeps state per
+// token (its word, topic, place in the rotation: some 30 bytes), so one
+// entry "1 1 2000000000" would otherwise ask for some 60 GB however small
+// the file. A document's tokens over its distinct words grow as the
+// square root of its length (Heaps' law): a few per entry in real corpora
+// (NYTimes 1.4, PubMed 1.5), some 25 to 100 in a million-word book. So a
+// corpus of NNZ entries may hold max(minTokens, tokensPerEntry × NNZ)
+// tokens: 2^24 whatever its size (some 500 MB of state), and 256 a mean
+// entry beyond. Text corpora (--text) hold the tokens they spell out.
+const (
+	minTokens      = 1 << 24
+	tokensPerEntry = 256
+)
+
+// tokenLimit returns the most tokens a docword corpus of nnz entries may
+// hold: max(minTokens, tokensPerEntry × nnz), at most maxTokens.
+func tokenLimit(nnz int) int64 {
+	return min(maxTokens, max(minTokens, tokensPerEntry*int64(nnz)))
+}
 
 // openCorpus opens the training corpus of cfg: it reads the header of a
 // docword file, or builds the vocabulary of a text file (one pass).
@@ -346,8 +366,14 @@ func (c *corpus) read(lo, hi int, full bool, fn docFunc) error {
 			return lr.errorf("word %d appears twice in document %d", word, doc)
 		}
 		seen[w] = int32(d + 1)
-		if tokens += count; tokens > maxTokens || (c.maxTokens > 0 && tokens > c.maxTokens) {
-			return lr.errorf("the corpus has more than %d tokens", cmp.Or(c.maxTokens, maxTokens))
+		if tokens += count; c.maxTokens > 0 && tokens > c.maxTokens {
+			return lr.errorf("the corpus has more than %d tokens", c.maxTokens)
+		}
+		if limit := tokenLimit(c.nnz); tokens > limit {
+			if limit == maxTokens {
+				return lr.errorf("the corpus has more than %d tokens", maxTokens)
+			}
+			return lr.errorf("count %d: the corpus has more than %d tokens, the most its NNZ = %d entries justify (max(2^24, 256 × NNZ)); strads keeps state per token", count, limit, c.nnz)
 		}
 		if d >= lo && d < hi {
 			words, counts = append(words, w), append(counts, int32(count))

@@ -124,6 +124,8 @@ func TestLDABadInput(t *testing.T) {
 		{"negative count", "2\n3\n2\n1 1 1\n2 2 -1\n", vocab, "docword.txt:5:"},
 		{"CRLF", "2\r\n3\r\n2\r\n1 1 1\r\n2 2 1\r\n", vocab, "docword.txt:1:"},
 		{"short vocab", "2\n3\n2\n1 1 1\n2 2 1\n", "a\nb\n", "vocab.txt:3:"},
+		// 2·10⁹ tokens of 2 entries: state per token would exhaust the memory.
+		{"count past the entries", "2\n3\n2\n1 1 1\n2 2 2000000000\n", vocab, "docword.txt:5: count 2000000000"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

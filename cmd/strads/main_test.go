@@ -78,6 +78,9 @@ func TestBadInput(t *testing.T) {
 		{"empty file", "", "no samples"},
 		{"blank line", "1 1:1\n\n1 2:1\n", ":2:"},
 		{"CRLF line", "1 1:1\r\n1 2:1\r\n", ":1:"},
+		// One index far past what the file's entries justify: state
+		// per feature of 2³¹ features would exhaust the memory.
+		{"feature index past the entries", "1 1:1\n1 2147483647:1\n1 2:1\n", ":2: feature index 2147483647"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

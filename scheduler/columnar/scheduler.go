@@ -36,10 +36,17 @@ func NewScheduler(path string, centered bool, c scheduler.Config, part, parts in
 	var cols scheduler.Columns
 	var first, vars, total int
 	if c.Rho >= 1 {
-		err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
-			total = max(total, row.Width())
+		var line, entries int
+		err := libsvm.Read(path, func(l int, row libsvm.Row) error {
+			entries += len(row.Index)
+			if w := row.Width(); w > total {
+				total, line = w, l
+			}
 			return nil
 		})
+		if err == nil {
+			err = libsvm.CheckWidth(path, total, line, entries)
+		}
 		if err != nil {
 			return nil, err
 		}
