@@ -644,6 +644,10 @@ func parseIndex(b []byte) (int64, string) {
 		}
 	}
 	switch {
+	case v == 0 && !neg:
+		// scikit-learn's dump_svmlight_file writes 0-based indices unless
+		// told otherwise; LIBSVM's, liblinear's and this reader's are 1-based.
+		return 0, "index 0 must be >= 1 (indices are 1-based; scikit-learn's dump_svmlight_file writes them so with zero_based=False)"
 	case neg || v == 0:
 		return 0, fmt.Sprintf("index %s must be >= 1 (indices are 1-based)", b)
 	case v > math.MaxInt32:

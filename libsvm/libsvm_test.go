@@ -158,7 +158,7 @@ func TestReadErrors(t *testing.T) {
 		{"non-integer index", "1 1.5:1\n", 1, `bad index "1.5"`},
 		{"empty index", "1 :1\n", 1, `bad index ""`},
 		{"plus index", "1 +2:1\n", 1, `bad index "+2"`},
-		{"zero index", "1 0:1\n", 1, "index 0 must be >= 1"},
+		{"zero index", "1 0:1\n", 1, "index 0 must be >= 1 (indices are 1-based; scikit-learn's dump_svmlight_file writes them so with zero_based=False)"},
 		{"negative index", "1 -3:1\n", 1, "index -3 must be >= 1"},
 		{"index too large", "1 2147483648:1\n", 1, "index 2147483648 exceeds the maximum 2147483647"},
 		{"huge index", "1 99999999999999999999999:1\n", 1, "exceeds the maximum"},
