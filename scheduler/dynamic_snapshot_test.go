@@ -1,13 +1,11 @@
 package scheduler
 
 import (
-	"bytes"
 	"fmt"
-	"maps"
 	"reflect"
-	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/internal/sealtest"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
@@ -173,74 +171,9 @@ func TestDynamicRestoreSealed(t *testing.T) {
 		s := d.Next()
 		d.Feedback(s.Vars, make([]float64, len(s.Vars)))
 	}
-	good, err := d.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body map[string]any
-	if err := schmp.Unseal(good, dynamicKind, dynamicVersion, &body); err != nil {
-		t.Fatal(err)
-	}
-	reseal := func(kind string, version int, body any) []byte {
-		b, err := schmp.Seal(kind, version, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	if err := d.Restore(reseal(dynamicKind, dynamicVersion, body)); err != nil {
-		t.Fatalf("its own body sealed again: %v", err)
-	}
-	// The engine's snapshot now, which may differ from good in how it
-	// encodes what is empty.
-	ref, err := d.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := maps.Clone(body)
-	old["version"] = 1
-	bare, err := wire.Marshal(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flip := func(i int) []byte {
-		b := bytes.Clone(good)
-		b[i] ^= 0x10
-		return b
-	}
-	for _, tc := range []struct {
-		name, want string
-		b          []byte
-	}{
-		{"another kind", "a snapshot of", reseal("columnar/scheduler", dynamicVersion, body)},
-		{"newer version", "version", reseal(dynamicKind, dynamicVersion+1, body)},
-		{"older version", "version", reseal(dynamicKind, dynamicVersion-1, body)},
-		{"version 1, unsealed", "checksum", bare},
-		{"sealed, of another shape", "msgpack", reseal(dynamicKind, dynamicVersion, "not a state")},
-		{"empty", "too short", nil},
-		{"truncated to 3", "too short", good[:3]},
-		{"truncated to half", "checksum", good[:len(good)/2]},
-		{"truncated by 1", "checksum", good[:len(good)-1]},
-		{"without its checksum", "checksum", good[:len(good)-4]},
-		{"one byte more", "checksum", append(bytes.Clone(good), 0)},
-		{"first byte changed", "checksum", flip(0)},
-		{"a byte changed at a third", "checksum", flip(len(good) / 3)},
-		{"a byte of the body changed", "checksum", flip(len(good) - 5)},
-		{"checksum changed", "checksum", flip(len(good) - 1)},
-	} {
-		err := d.Restore(tc.b)
-		switch {
-		case err == nil:
-			t.Errorf("%s: no error", tc.name)
-		case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), dynamicKind):
-			t.Errorf("%s: %v, want an error of %s that says %q", tc.name, err, dynamicKind, tc.want)
-		default:
-			t.Logf("%s: %v", tc.name, err)
-		}
-	}
-	if b, err := d.Snapshot(); err != nil || !bytes.Equal(b, ref) {
-		t.Errorf("the bad snapshots changed the engine (%v)", err)
-	}
+	sealed := sealtest.Sealed{Kind: dynamicKind, Version: dynamicVersion, Others: []string{"columnar/scheduler"},
+		Unsealed: map[string]any{"version": 1}, Reencodes: true}
+	sealed.Check(t, d)
 }
 
 // FuzzDynamicRestore checks that Restore of any bytes into an engine of

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/internal/sealtest"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -208,76 +208,6 @@ func checkBad(t *testing.T, name string, role snapshotter, bad ...[]byte) {
 	}
 }
 
-// checkSealed checks that role, whose snapshots are sealed as kind,
-// refuses its own snapshot sealed as the same role of package lasso, or
-// with another version, truncated, with a byte changed or one more, in
-// the bare msgpack of version 2 (before they were sealed), and a sealed
-// body that is no state, each with the error that says so, changing
-// nothing; and that it restores its own body sealed again.
-func checkSealed(t *testing.T, kind string, role snapshotter) {
-	t.Helper()
-	good := snap(t, role)
-	var body map[string]any
-	if err := unseal(good, kind, &body); err != nil {
-		t.Fatalf("%s: %v", kind, err)
-	}
-	reseal := func(kind string, version int, body any) []byte {
-		b, err := schmp.Seal(kind, version, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	if err := role.Restore(reseal(kind, snapshotVersion, body)); err != nil {
-		t.Fatalf("%s: its own body sealed again: %v", kind, err)
-	}
-	old := maps.Clone(body)
-	old["version"] = 2
-	bare, err := wire.Marshal(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flip := func(i int) []byte {
-		b := bytes.Clone(good)
-		b[i] ^= 0x10
-		return b
-	}
-	for _, tc := range []struct {
-		name, want string
-		b          []byte
-	}{
-		{"other kind", "a snapshot of", reseal(strings.Replace(kind, "logreg/", "lasso/", 1), snapshotVersion, body)},
-		{"newer version", "version", reseal(kind, snapshotVersion+1, body)},
-		{"older version", "version", reseal(kind, snapshotVersion-1, body)},
-		{"version 2, unsealed", "checksum", bare},
-		{"sealed, of another shape", "msgpack", reseal(kind, snapshotVersion, "not a state")},
-		{"empty", "too short", nil},
-		{"truncated to 3", "too short", good[:3]},
-		{"truncated to 4", "checksum", good[:4]},
-		{"truncated to half", "checksum", good[:len(good)/2]},
-		{"truncated by 1", "checksum", good[:len(good)-1]},
-		{"without its checksum", "checksum", good[:len(good)-4]},
-		{"one byte more", "checksum", append(bytes.Clone(good), 0)},
-		{"first byte changed", "checksum", flip(0)},
-		{"a byte changed at a third", "checksum", flip(len(good) / 3)},
-		{"a byte of the body changed", "checksum", flip(len(good) - 5)},
-		{"checksum changed", "checksum", flip(len(good) - 1)},
-	} {
-		err := role.Restore(tc.b)
-		switch {
-		case err == nil:
-			t.Errorf("%s: %s: no error", kind, tc.name)
-		case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), kind):
-			t.Errorf("%s: %s: %v, want an error of %s that says %q", kind, tc.name, err, kind, tc.want)
-		default:
-			t.Logf("%s: %s: %v", kind, tc.name, err)
-		}
-	}
-	if b := snap(t, role); !bytes.Equal(b, good) {
-		t.Errorf("%s: the bad snapshots changed the role", kind)
-	}
-}
-
 // snap returns role's snapshot.
 func snap(t *testing.T, role snapshotter) []byte {
 	t.Helper()
@@ -340,7 +270,7 @@ func TestRestoreBad(t *testing.T) {
 }
 
 // TestRestoreSealed checks that every role's snapshot is sealed
-// (checkSealed), with the roles of short jobs of each layout (without a
+// (sealtest), with the roles of short jobs of each layout (without a
 // regularization path: a coordinator whose path has gone on cannot be
 // restored in place; TestRestoreBad restores one with a path).
 func TestRestoreSealed(t *testing.T) {
@@ -367,7 +297,9 @@ func TestRestoreSealed(t *testing.T) {
 		{kindColWorker, jc.Workers[1]},
 		{kindColCoordinator, jc.Coordinator},
 	} {
-		checkSealed(t, tc.kind, tc.role.(snapshotter))
+		sealed := sealtest.Sealed{Kind: tc.kind, Version: snapshotVersion, Others: []string{strings.Replace(tc.kind, "logreg/", "lasso/", 1)},
+			Unsealed: map[string]any{"version": 2}}
+		sealed.Check(t, tc.role.(snapshotter))
 	}
 }
 

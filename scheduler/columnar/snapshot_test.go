@@ -2,16 +2,15 @@ package columnar
 
 import (
 	"bytes"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/internal/sealtest"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // sealed returns v sealed as a snapshot of kind, of this version.
@@ -115,80 +114,10 @@ func TestRestoreSealed(t *testing.T) {
 		{kindScheduler, kindBlockScheduler, s},
 		{kindBlockScheduler, kindScheduler, bs},
 	} {
-		t.Run(tc.kind, func(t *testing.T) { checkSealed(t, tc.kind, tc.other, tc.s) })
-	}
-}
-
-// checkSealed checks that s's snapshot is sealed as kind
-// (TestRestoreSealed); other is another kind.
-func checkSealed(t *testing.T, kind, other string, s snapshotter) {
-	good, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body map[string]any
-	if err := unseal(good, kind, &body); err != nil {
-		t.Fatal(err)
-	}
-	reseal := func(kind string, version int, body any) []byte {
-		b, err := schmp.Seal(kind, version, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	if err := s.Restore(reseal(kind, snapshotVersion, body)); err != nil {
-		t.Fatalf("its own body sealed again: %v", err)
-	}
-	// Its snapshot now, which may differ from good in how it encodes
-	// what is empty.
-	ref, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := maps.Clone(body)
-	old["version"] = 1
-	old["no_blocks"] = true
-	bare, err := wire.Marshal(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flip := func(i int) []byte {
-		b := bytes.Clone(good)
-		b[i] ^= 0x10
-		return b
-	}
-	for _, tc := range []struct {
-		name, want string
-		b          []byte
-	}{
-		{"another kind", "a snapshot of", reseal(other, snapshotVersion, body)},
-		{"newer version", "version", reseal(kind, snapshotVersion+1, body)},
-		{"older version", "version", reseal(kind, snapshotVersion-1, body)},
-		{"version 1, unsealed", "checksum", bare},
-		{"sealed, of another shape", "msgpack", reseal(kind, snapshotVersion, "not a state")},
-		{"empty", "too short", nil},
-		{"truncated to 3", "too short", good[:3]},
-		{"truncated to half", "checksum", good[:len(good)/2]},
-		{"truncated by 1", "checksum", good[:len(good)-1]},
-		{"without its checksum", "checksum", good[:len(good)-4]},
-		{"one byte more", "checksum", append(bytes.Clone(good), 0)},
-		{"first byte changed", "checksum", flip(0)},
-		{"a byte changed at a third", "checksum", flip(len(good) / 3)},
-		{"a byte of the body changed", "checksum", flip(len(good) - 5)},
-		{"checksum changed", "checksum", flip(len(good) - 1)},
-	} {
-		err := s.Restore(tc.b)
-		switch {
-		case err == nil:
-			t.Errorf("%s: no error", tc.name)
-		case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), kind):
-			t.Errorf("%s: %v, want an error of %s that says %q", tc.name, err, kind, tc.want)
-		default:
-			t.Logf("%s: %v", tc.name, err)
-		}
-	}
-	if b, err := s.Snapshot(); err != nil || !bytes.Equal(b, ref) {
-		t.Errorf("the bad snapshots changed the scheduler (%v)", err)
+		t.Run(tc.kind, func(t *testing.T) {
+			sealed := sealtest.Sealed{Kind: tc.kind, Version: snapshotVersion, Others: []string{tc.other},
+				Unsealed: map[string]any{"version": 1, "no_blocks": true}, Reencodes: true}
+			sealed.Check(t, tc.s)
+		})
 	}
 }
