@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
@@ -260,18 +259,8 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	w.work = 0
 	w.setShift()
 	added := w.screen.Update(w.n*w.lambda, w.beta[:w.x.Cols], w.corr)
-	block := append(w.block[:0], w.screen.Set()...)
-	if w.joint {
-		for f, j := range w.held.IDs {
-			if w.beta[w.x.Cols+f] != 0 {
-				block = append(block, j)
-			}
-		}
-	}
-	// In column order: in a joint round every worker then sweeps the
-	// active set in the same order, and their solves agree.
-	slices.Sort(block)
-	w.block = block
+	w.block = w.held.Block(w.block, w.screen.Set(), w.beta, w.joint)
+	block := w.block
 	copy(w.scratch, w.q)
 	copy(w.trial, w.beta)
 	var sumQ, rr float64

@@ -3,7 +3,6 @@ package logreg
 import (
 	"context"
 	"math"
-	"slices"
 )
 
 // newtonScratch is the scratch of a column worker's Newton steps, reused
@@ -48,18 +47,8 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	}
 	w.scanWork, w.steps = 0, 0
 	added := w.screen.Update(w.n*w.lambda, w.w[:w.x.Cols], w.corr)
-	block := append(w.block[:0], w.screen.Set()...)
-	if w.joint {
-		for f, j := range w.held.IDs {
-			if w.w[w.x.Cols+f] != 0 {
-				block = append(block, j)
-			}
-		}
-	}
-	// In column order: in a joint round every worker then sweeps the
-	// active set in the same order, and their solves agree.
-	slices.Sort(block)
-	w.block = block
+	w.block = w.held.Block(w.block, w.screen.Set(), w.w, w.joint)
+	block := w.block
 	w.bias = w.cfg.Intercept && (w.shard == 0 || w.joint)
 	w.nt.grow(len(w.rows), len(w.w))
 	copy(w.scratch, w.rows)

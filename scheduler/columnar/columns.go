@@ -216,6 +216,24 @@ func NewHeld(first, own, total int) Held {
 	return Held{first: first, own: own, total: total}
 }
 
+// Block returns, in dst's array, the columns a worker sweeps in a round:
+// set, its working set, and in a joint round the held columns that are
+// active (coef, by local index, non-zero), in column order, so that in a
+// joint round every worker sweeps the active set in the same order and
+// their solves agree.
+func (h *Held) Block(dst, set []int32, coef []float64, joint bool) []int32 {
+	block := append(dst[:0], set...)
+	if joint {
+		for f, j := range h.IDs {
+			if coef[h.own+f] != 0 {
+				block = append(block, j)
+			}
+		}
+	}
+	slices.Sort(block)
+	return block
+}
+
 // Local returns the local index of column j: of one the worker owns, or
 // holds; -1 for another worker's column.
 func (h *Held) Local(j int32) int {

@@ -145,3 +145,27 @@ func TestHandOverOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldBlock checks a round's block: the working set and, in a joint
+// round, the held columns that are active, in column order.
+func TestHeldBlock(t *testing.T) {
+	// A worker owning columns [10, 13) of 20 that holds 2 and 17.
+	h := NewHeld(10, 3, 20)
+	h.IDs = []int32{17, 2}
+	coef := []float64{0, 1, 0, 0.5, 0} // own 10..12, then held 17, 2
+	for _, tc := range []struct {
+		name  string
+		set   []int32
+		joint bool
+		want  []int32
+	}{
+		{"own round", []int32{12, 10}, false, []int32{10, 12}},
+		{"joint round", []int32{12, 10}, true, []int32{10, 12, 17}},
+		{"joint, empty set", nil, true, []int32{17}},
+	} {
+		dst := make([]int32, 0, 1)
+		if got := h.Block(dst, tc.set, coef, tc.joint); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
