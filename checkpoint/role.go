@@ -64,17 +64,37 @@ func NewSaver(ctx context.Context, c *wire.Conn, role string, place int, run str
 	return s, nil
 }
 
-// Save takes snap's snapshot now, as the role's piece of the checkpoint of
-// round, and stores it in the background. A role whose app is no
-// Snapshotter (snap nil), or whose snapshot fails, tells the coordinator
-// why; the checkpoint is then abandoned, not the job.
-func (s *Saver) Save(round uint64, snap schmp.Snapshotter) {
-	m := protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: s.run}, Role: s.role, Place: s.place, Round: round}
-	var b []byte
-	err := errors.New("the app cannot take snapshots")
-	if snap != nil {
-		err = protocol.Guard("Snapshot", func() (err error) { b, err = snap.Snapshot(); return err })
+// Snapshot returns snap's snapshot, its app's panic an error: the role's
+// piece of a checkpoint, for Saver.Save.
+func Snapshot(snap schmp.Snapshotter) ([]byte, error) {
+	if snap == nil {
+		return nil, errors.New("the app cannot take snapshots")
 	}
+	var b []byte
+	err := protocol.Guard("Snapshot", func() (err error) { b, err = snap.Snapshot(); return err })
+	return b, err
+}
+
+// Taken is a role's piece of the checkpoint of Round as its core took it
+// (Snapshot): Data, or why not, Err.
+type Taken struct {
+	Round uint64
+	Data  []byte
+	Err   error
+}
+
+// Take returns snap's piece of the checkpoint of round.
+func Take(round uint64, snap schmp.Snapshotter) *Taken {
+	b, err := Snapshot(snap)
+	return &Taken{Round: round, Data: b, Err: err}
+}
+
+// Save stores t, the role's piece of a checkpoint, in the background. A
+// role whose snapshot failed tells the coordinator why; the checkpoint is
+// then abandoned, not the job.
+func (s *Saver) Save(t *Taken) {
+	round, b, err := t.Round, t.Data, t.Err
+	m := protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: s.run}, Role: s.role, Place: s.place, Round: round}
 	if err != nil {
 		m.Err = err.Error()
 		s.tell(m)

@@ -18,9 +18,13 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/worker"
 )
 
 // Options configures a local job.
@@ -116,11 +120,10 @@ type Job[P, R, U, S any] struct {
 	opts    Options
 	ran     bool
 	applied int64 // the last round whose update the workers applied (−1: none)
-	// The parts that workers passed each other (schmp.Passer), by
-	// addressee, round and sender, until taken; and by worker, the rounds
-	// pushed whose parts it has not taken yet.
-	passed  map[passKey]R
-	untaken [][]uint64
+	// cores and scheds run the workers' and the scheduler parts' rules,
+	// as their nodes do (worker.Core, node.Core).
+	cores  []*worker.Core[P, R, U, S]
+	scheds []*node.Core[P]
 }
 
 // pieces are the encoded snapshots of a checkpoint's cut, as the roles
@@ -173,13 +176,6 @@ func save(role string, v any) ([]byte, error) {
 	return b, nil
 }
 
-// passKey names a part passed: its addressee, round and sender.
-type passKey struct {
-	to    int
-	round uint64
-	from  int
-}
-
 // New builds the roles of prog's job: opts.Parts scheduler parts (at least
 // 1), opts.Workers workers and the coordinator.
 func New[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], opts Options) (*Job[P, R, U, S], error) {
@@ -189,7 +185,7 @@ func New[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	j := &Job[P, R, U, S]{prog: prog, ctx: ctx, opts: opts, applied: -1, passed: map[passKey]R{}, untaken: make([][]uint64, opts.Workers)}
+	j := &Job[P, R, U, S]{prog: prog, ctx: ctx, opts: opts, applied: -1}
 	if err := j.build(); err != nil {
 		return nil, err
 	}
@@ -208,6 +204,7 @@ func (j *Job[P, R, U, S]) build() error {
 		}
 		j.Schedulers = append(j.Schedulers, s)
 	}
+	j.scheds = j.newScheds(j.Schedulers, 0)
 	for k := range opts.Workers {
 		w, err := prog.NewWorker(ctx, k, opts.Workers)
 		if err != nil {
@@ -215,6 +212,7 @@ func (j *Job[P, R, U, S]) build() error {
 		}
 		j.Workers = append(j.Workers, w)
 	}
+	j.cores = j.newCores(j.Workers, 0)
 	c, err := prog.NewCoordinator(ctx)
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
@@ -308,14 +306,6 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 				// Everything in flight is lost.
 				core, queue, partials = c, c.Ready(), nil
 				continue
-			}
-			if c := a.Request.Checkpoint; c != 0 {
-				if j.cut == nil || j.cut.round != c {
-					return core.Status(), fmt.Errorf("local: round %d asks for the checkpoint of round %d, not under way", a.Round, c)
-				}
-				if j.cut.scheds[a.Part], err = save(fmt.Sprintf("scheduler %d", a.Part), j.Schedulers[a.Part]); err != nil {
-					return core.Status(), err
-				}
 			}
 			e, err := j.plan(a)
 			if err != nil {
@@ -436,10 +426,7 @@ func (j *Job[P, R, U, S]) restore(cfg pipeline.Config) (*pipeline.Core[P, R, U, 
 		return nil, fmt.Errorf("core snapshot: %w", err)
 	}
 	// The workers took every part passed to them before their pieces.
-	clear(j.passed)
-	for k := range j.untaken {
-		j.untaken[k] = j.untaken[k][:0]
-	}
+	j.cores, j.scheds = j.newCores(j.Workers, cut.round), j.newScheds(j.Schedulers, cut.round)
 	j.Restores++
 	return pipeline.Resume(cfg, j.Coordinator, j.Coordinator, back, j.opts.Now())
 }
@@ -450,11 +437,6 @@ func (j *Job[P, R, U, S]) restore(cfg pipeline.Config) (*pipeline.Core[P, R, U, 
 func (j *Job[P, R, U, S]) rollback(cfg pipeline.Config) (*pipeline.Core[P, R, U, S], error) {
 	sv := j.saved
 	sv.used = true
-	// What was in flight between the workers is lost with the old run.
-	clear(j.passed)
-	for k := range j.untaken {
-		j.untaken[k] = j.untaken[k][:0]
-	}
 	// A role that cannot restore in place (schmp.Rebuilder) is built anew
 	// first, as the nodes do.
 	parts := len(j.Schedulers)
@@ -485,6 +467,8 @@ func (j *Job[P, R, U, S]) rollback(cfg pipeline.Config) (*pipeline.Core[P, R, U,
 			return nil, fmt.Errorf("worker shard %d: restore in place: %w", k, err)
 		}
 	}
+	// What was in flight between the workers is lost with the old run.
+	j.cores, j.scheds = j.newCores(j.Workers, sv.round), j.newScheds(j.Schedulers, sv.round)
 	var err error
 	if j.twins, err = j.buildTwins(sv); err != nil {
 		return nil, err
@@ -519,20 +503,22 @@ func (j *Job[P, R, U, S]) rollback(cfg pipeline.Config) (*pipeline.Core[P, R, U,
 	return pipeline.Resume(cfg, c, c, back, j.opts.Now())
 }
 
+// plan has scheduler part a.Part's core plan the round that a asks for,
+// as a scheduler node does (its checkpoint piece, if asked, first).
 func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S], error) {
 	e := pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Round: a.Round, From: a.Part}
-	fb, err := roundTrip(a.Request.Feedback)
-	if err == nil {
-		e.Plan, e.Info, err = j.Schedulers[a.Part].Schedule(a.Round, fb)
+	out, err := request(j.scheds[a.Part], a.Request)
+	if err == nil && out.Piece != nil {
+		err = j.keep(out.Piece, a.Round, func(b []byte) { j.cut.scheds[a.Part] = b })
 	}
 	if err == nil && j.twins != nil {
-		err = j.twins.schedule(j, a.Part, a.Round, a.Request.Feedback, e.Plan, e.Info)
+		err = j.twins.schedule(j, a.Part, a.Request, out.Reply)
 	}
 	if err == nil {
-		e.Plan, err = roundTrip(e.Plan)
+		e.Plan, err = roundTrip(out.Reply.Plan)
 	}
 	if err == nil {
-		e.Info, err = roundTrip(e.Info)
+		e.Info, err = roundTrip(out.Reply.Info)
 	}
 	if err != nil {
 		return e, fmt.Errorf("scheduler %d: round %d: %w", a.Part, a.Round, err)
@@ -540,42 +526,69 @@ func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S]
 	return e, nil
 }
 
-// task runs the task of a on every worker as a worker node does (apply the
-// updates; report if asked; push unless at a check or the stop) and
-// returns their answers (none to a stop without a report).
+// request hands core a copy of req, as the coordinator node sends it, and
+// returns what it gives.
+func request[P any](core *node.Core[P], req protocol.PlanRequest) (node.Output[P], error) {
+	data, err := wire.Marshal(req)
+	if err == nil {
+		req = protocol.PlanRequest{}
+		err = wire.Unmarshal(data, &req)
+	}
+	if err != nil {
+		return node.Output[P]{}, fmt.Errorf("local: msgpack: %w", err)
+	}
+	out, drop, err := core.Request(req, core.Hash(data), true)
+	if err == nil && drop != nil {
+		err = fmt.Errorf("local: the plan request dropped: %w", drop.Err)
+	}
+	return out, err
+}
+
+// keep stores p, a role's piece of the checkpoint under way, which a task
+// or request of round asked for, with set.
+func (j *Job[P, R, U, S]) keep(p *checkpoint.Taken, round uint64, set func([]byte)) error {
+	if j.cut == nil || j.cut.round != p.Round {
+		return fmt.Errorf("local: round %d asks for the checkpoint of round %d, not under way", round, p.Round)
+	}
+	if p.Err != nil {
+		return fmt.Errorf("snapshot: %w", p.Err)
+	}
+	set(append([]byte{}, p.Data...))
+	return nil
+}
+
+// newScheds returns the cores of scheduler parts scheds, which start after
+// round resume.
+func (j *Job[P, R, U, S]) newScheds(scheds []schmp.Scheduler[P], resume uint64) []*node.Core[P] {
+	cores := make([]*node.Core[P], len(scheds))
+	for p, s := range scheds {
+		cores[p] = node.NewCore(s, node.CoreConfig{Part: p, Parts: len(scheds), Resume: resume, Checkpoints: j.opts.RestoreEvery > 0})
+	}
+	return cores
+}
+
+// newCores returns the cores of workers, which start after round resume.
+func (j *Job[P, R, U, S]) newCores(workers []schmp.Worker[P, R, U, S], resume uint64) []*worker.Core[P, R, U, S] {
+	cores := make([]*worker.Core[P, R, U, S], len(workers))
+	for k, w := range workers {
+		cores[k] = worker.NewCore(w, worker.CoreConfig{Shard: k, Shards: len(workers), Resume: resume, Checkpoints: j.opts.RestoreEvery > 0})
+	}
+	return cores
+}
+
+// task runs the task of a on every worker's core, as a worker node does
+// (take the parts passed; the checkpoint piece; apply the updates; report
+// if asked; push and pass unless at a check or the stop), and returns
+// their answers (none to a stop without a report).
 func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]pipeline.Event[P, R, S], error) {
 	round := a.Task.Round
-	if !a.Task.Stop || a.Task.Report {
-		for k := range j.Workers {
-			if err := j.take(k); err != nil {
-				return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
-			}
-		}
-	}
-	if c := a.Task.Checkpoint; c != 0 {
-		// The workers' pieces: their state after round c, before this
-		// task's updates.
-		if j.cut == nil || j.cut.round != c {
-			return nil, fmt.Errorf("local: task %d asks for the checkpoint of round %d, not under way", round, c)
-		}
-		for k, w := range j.Workers {
-			b, err := save(fmt.Sprintf("worker shard %d", k), w)
-			if err != nil {
-				return nil, err
-			}
-			j.cut.works[k] = b
-		}
-	}
-	for k, w := range j.Workers {
-		us, err := roundTrip(pipeline.ForShard(a.Task.Updates, k))
-		for _, u := range us {
-			if err != nil {
-				break
-			}
-			err = w.Apply(u)
-		}
+	for k, core := range j.cores {
+		err := give(core, k, a.Task)
 		if err == nil && j.twins != nil {
-			err = j.twins.apply(k, pipeline.ForShard(a.Task.Updates, k))
+			err = give(j.twins.cores[k], k, a.Task)
+		}
+		if err == nil {
+			err = j.begin(k)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
@@ -587,49 +600,129 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 			return nil, fmt.Errorf("round %d: after the updates of round %d: %w", round, a.Through, err)
 		}
 	}
-	if a.Task.Stop && !a.Task.Report {
-		return nil, nil
-	}
-	es := make([]pipeline.Event[P, R, S], len(j.Workers))
-	for k, w := range j.Workers {
-		e := pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Round: round, From: k}
-		var err error
-		if a.Task.Report {
-			if f, ok := w.(schmp.FinalReporter[S]); ok && a.Task.Final {
-				e.Report, err = f.FinalReport()
-			} else {
-				e.Report, err = w.Report()
-			}
-			if err == nil && j.twins != nil {
-				err = j.twins.report(j, k, a.Task.Final, e.Report)
-			}
-			if err == nil {
-				e.Report, err = roundTrip(e.Report)
-			}
-			e.HasReport, e.Final = err == nil, a.Task.Final
-		}
-		if err == nil && !a.Task.Stop && !a.Task.Check {
-			var plan P
-			if plan, err = roundTrip(a.Task.Plan); err == nil {
-				e.Partial, err = w.Push(ctx, round, plan)
-			}
-			var twin R // the partial of the worker's twin (Options.RestoreInPlace)
-			if err == nil && j.twins != nil {
-				twin, err = j.twins.push(ctx, j, k, round, a.Task.Plan, e.Partial)
-			}
-			if err == nil {
-				e.Partial, err = j.pass(k, round, e.Partial, twin)
-			}
-			if err == nil {
-				e.Partial, err = roundTrip(e.Partial)
-			}
-		}
+	var es []pipeline.Event[P, R, S]
+	for k, core := range j.cores {
+		e, err := j.finish(ctx, k, core)
 		if err != nil {
 			return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
 		}
-		es[k] = e
+		if e != nil {
+			es = append(es, *e)
+		}
 	}
 	return es, nil
+}
+
+// give hands core, worker k's, a copy of task with its own updates, as
+// the coordinator node sends it.
+func give[P, R, U, S any](core *worker.Core[P, R, U, S], k int, task protocol.Task[P, U]) error {
+	task.Updates = pipeline.ForShard(task.Updates, k)
+	data, err := wire.Marshal(task)
+	if err == nil {
+		task = protocol.Task[P, U]{}
+		err = wire.Unmarshal(data, &task)
+	}
+	if err != nil {
+		return fmt.Errorf("local: msgpack: %w", err)
+	}
+	drop, err := core.Task(task, core.Hash(data))
+	if err == nil && drop != nil {
+		err = fmt.Errorf("local: the task dropped: %w", drop.Err)
+	}
+	return err
+}
+
+// begin has worker k's core begin its task: take its parts, store its
+// checkpoint piece, apply the updates. The twin, if any, does too.
+func (j *Job[P, R, U, S]) begin(k int) error {
+	out, ran, err := j.cores[k].Begin()
+	if err == nil && !ran {
+		err = stuck(j.cores[k])
+	}
+	if err != nil {
+		return err
+	}
+	if p := out.Piece; p != nil {
+		if err := j.keep(p, p.Round+1, func(b []byte) { j.cut.works[k] = b }); err != nil {
+			return err
+		}
+	}
+	if j.twins != nil {
+		_, ran, err := j.twins.cores[k].Begin()
+		if err == nil && !ran {
+			err = stuck(j.twins.cores[k])
+		}
+		if err != nil {
+			return fmt.Errorf("restored anew, it failed where the one restored in place did not: %w", err)
+		}
+	}
+	return nil
+}
+
+// stuck says why core cannot begin the task it was given.
+func stuck[P, R, U, S any](core *worker.Core[P, R, U, S]) error {
+	if round, from, ok := core.Awaiting(); ok {
+		return fmt.Errorf("no block (pass) of round %d from worker shard %d", round, from)
+	}
+	return errors.New("local: the worker cannot begin its task")
+}
+
+// finish has worker k's core finish its task, delivers the part it
+// passes, and returns its answer (nil: none). The twin, if any, must give
+// the same.
+func (j *Job[P, R, U, S]) finish(ctx context.Context, k int, core *worker.Core[P, R, U, S]) (*pipeline.Event[P, R, S], error) {
+	out, err := core.Finish(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if j.twins != nil {
+		if err := j.twins.finish(ctx, j, k, out); err != nil {
+			return nil, err
+		}
+	}
+	if err := deliver(j.cores, out.Pass); err != nil {
+		return nil, err
+	}
+	a := out.Answer
+	if a == nil {
+		return nil, nil
+	}
+	e := &pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Round: a.Round, From: k}
+	if a.HasReport {
+		e.HasReport, e.Final = true, a.Final
+		if e.Report, err = roundTrip(a.Report); err != nil {
+			return nil, err
+		}
+	}
+	if !out.Stop && !a.Check {
+		if e.Partial, err = roundTrip(a.Partial); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// deliver hands h, a part passed, if any, to its addressee's core, as a
+// message carries it.
+func deliver[P, R, U, S any](cores []*worker.Core[P, R, U, S], h *worker.Handoff[R]) error {
+	if h == nil {
+		return nil
+	}
+	msg := protocol.Pass[R]{Round: h.Round, From: h.From, To: h.To, Part: h.Part}
+	data, err := wire.Marshal(msg)
+	if err == nil {
+		msg = protocol.Pass[R]{}
+		err = wire.Unmarshal(data, &msg)
+	}
+	if err != nil {
+		return fmt.Errorf("local: msgpack: %w", err)
+	}
+	core := cores[h.To] // Handoff.To is in range: the core checks it
+	drop, err := core.Pass(msg, core.Hash(data))
+	if err == nil && drop != nil {
+		err = fmt.Errorf("local: the part passed to worker %d dropped: %w", h.To, drop.Err)
+	}
+	return err
 }
 
 // roundTrip returns a copy of v through msgpack, as a message carries it.
@@ -643,66 +736,4 @@ func roundTrip[T any](v T) (T, error) {
 		return out, fmt.Errorf("local: msgpack: %w", err)
 	}
 	return out, nil
-}
-
-// pass keeps the part of r, worker k's partial of round, that it passes
-// to another worker (schmp.Passer), and returns what goes to the
-// coordinator. The worker's twin, if any, passes twin, its partial, alike.
-func (j *Job[P, R, U, S]) pass(k int, round uint64, r, twin R) (R, error) {
-	w, ok := j.Workers[k].(schmp.Passer[R])
-	if !ok {
-		return r, nil
-	}
-	j.untaken[k] = append(j.untaken[k], round)
-	coord, part, to, ok := w.Pass(round, r)
-	if j.twins != nil {
-		if err := j.twins.pass(j, k, round, twin, coord, part, to, ok); err != nil {
-			return coord, err
-		}
-	}
-	if !ok {
-		return coord, nil
-	}
-	if to < 0 || to >= len(j.Workers) || to == k {
-		return coord, fmt.Errorf("a part passed to worker %d in a job of %d", to, len(j.Workers))
-	}
-	part, err := roundTrip(part)
-	j.passed[passKey{to, round, k}] = part
-	return coord, err
-}
-
-// take gives worker k the parts it awaits of the rounds it pushed since
-// it last took any, as a worker node does before its next task.
-func (j *Job[P, R, U, S]) take(k int) error {
-	w, ok := j.Workers[k].(schmp.Passer[R])
-	if !ok {
-		return nil
-	}
-	for _, round := range j.untaken[k] {
-		from, ok := w.Awaits(round)
-		if j.twins != nil && !ok {
-			if _, ok2 := j.twins.workers[k].(schmp.Passer[R]).Awaits(round); ok2 {
-				return fmt.Errorf("round %d: restored anew, it awaits a part; restored in place, none", round)
-			}
-		}
-		if !ok {
-			continue
-		}
-		key := passKey{k, round, from}
-		part, ok := j.passed[key]
-		if !ok {
-			return fmt.Errorf("no block (pass) of round %d from worker shard %d", round, from)
-		}
-		delete(j.passed, key)
-		if j.twins != nil {
-			if err := j.twins.take(j, k, round, from, part); err != nil {
-				return err
-			}
-		}
-		if err := w.Take(round, from, part); err != nil {
-			return err
-		}
-	}
-	j.untaken[k] = j.untaken[k][:0]
-	return nil
 }

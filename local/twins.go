@@ -3,13 +3,17 @@ package local
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"slices"
 
+	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/worker"
 )
 
 // twins are the roles that a rollback (Options.RestoreInPlace) builds
@@ -17,8 +21,8 @@ import (
 // place: they get the same calls, with copies of the same arguments, up
 // to the next snapshot, and every answer of the two must be the same.
 type twins[P, R, U, S any] struct {
-	scheds  []schmp.Scheduler[P]
-	workers []schmp.Worker[P, R, U, S]
+	scheds []*node.Core[P]
+	cores  []*worker.Core[P, R, U, S]
 }
 
 // buildTwins builds the twins of the roles restored in place from ct, as
@@ -27,6 +31,7 @@ type twins[P, R, U, S any] struct {
 func (j *Job[P, R, U, S]) buildTwins(ct *pieces) (*twins[P, R, U, S], error) {
 	t := &twins[P, R, U, S]{}
 	parts := len(j.Schedulers)
+	var scheds []schmp.Scheduler[P]
 	for p := range parts {
 		s, err := j.prog.NewScheduler(j.ctx, p, parts)
 		if err == nil {
@@ -35,8 +40,10 @@ func (j *Job[P, R, U, S]) buildTwins(ct *pieces) (*twins[P, R, U, S], error) {
 		if err != nil {
 			return nil, fmt.Errorf("scheduler %d: a new one: %w", p, err)
 		}
-		t.scheds = append(t.scheds, s)
+		scheds = append(scheds, s)
 	}
+	t.scheds = j.newScheds(scheds, ct.round)
+	var workers []schmp.Worker[P, R, U, S]
 	for k := range j.Workers {
 		w, err := j.prog.NewWorker(j.ctx, k, len(j.Workers))
 		if err == nil {
@@ -48,92 +55,46 @@ func (j *Job[P, R, U, S]) buildTwins(ct *pieces) (*twins[P, R, U, S], error) {
 		if err != nil {
 			return nil, fmt.Errorf("worker shard %d: a new one: %w", k, err)
 		}
-		t.workers = append(t.workers, w)
+		workers = append(workers, w)
 	}
+	t.cores = j.newCores(workers, ct.round)
 	return t, nil
 }
 
-// schedule has scheduler p's twin plan what the scheduler planned, plan
-// and info, from the same feedback, and reports a difference.
-func (t *twins[P, R, U, S]) schedule(j *Job[P, R, U, S], p int, round uint64, fb []schmp.Feedback, plan P, info schmp.PlanInfo) error {
-	fb, err := roundTrip(fb)
-	if err != nil {
-		return err
-	}
-	plan2, info2, err := t.scheds[p].Schedule(round, fb)
+// schedule has scheduler p's twin plan from a copy of req, and reports a
+// difference from r, the reply of the scheduler restored in place.
+func (t *twins[P, R, U, S]) schedule(j *Job[P, R, U, S], p int, req protocol.PlanRequest, r *node.Reply[P]) error {
+	out, err := request(t.scheds[p], req)
 	if err != nil {
 		return fmt.Errorf("restored anew, it failed where the one restored in place did not: %w", err)
 	}
-	return j.same("the plan", []any{plan, info}, []any{plan2, info2})
+	return j.same("the plan", []any{r.Plan, r.Info}, []any{out.Reply.Plan, out.Reply.Info})
 }
 
-// apply has worker k's twin apply copies of us.
-func (t *twins[P, R, U, S]) apply(k int, us []U) error {
-	us, err := roundTrip(us)
-	for _, u := range us {
-		if err != nil {
-			break
+// finish has worker k's twin finish the task that the worker finished
+// with out, delivers the part it passes to the twin it passes it to, and
+// reports a difference in what the two give.
+func (t *twins[P, R, U, S]) finish(ctx context.Context, j *Job[P, R, U, S], k int, out worker.Output[R, S]) error {
+	twin, err := t.cores[k].Finish(ctx)
+	if err != nil {
+		return fmt.Errorf("restored anew, it failed where the one restored in place did not: %w", err)
+	}
+	a, b := out.Answer, twin.Answer
+	if (a == nil) != (b == nil) {
+		return errors.New("restored in place, it answers where the one restored anew does not, or the other way round")
+	}
+	if a != nil {
+		if err := j.same("the report", []any{a.HasReport, a.Report}, []any{b.HasReport, b.Report}); err != nil {
+			return err
 		}
-		err = t.workers[k].Apply(u)
+		if err := j.same("the partial", a.Partial, b.Partial); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("restored anew, it failed where the one restored in place did not: %w", err)
-	}
-	return nil
-}
-
-// report has worker k's twin report as the worker reported, r.
-func (t *twins[P, R, U, S]) report(j *Job[P, R, U, S], k int, final bool, r S) error {
-	var r2 S
-	var err error
-	if f, ok := t.workers[k].(schmp.FinalReporter[S]); ok && final {
-		r2, err = f.FinalReport()
-	} else {
-		r2, err = t.workers[k].Report()
-	}
-	if err != nil {
-		return fmt.Errorf("restored anew, its report failed where the one restored in place did not: %w", err)
-	}
-	return j.same("the report", r, r2)
-}
-
-// push has worker k's twin push the plan that the worker pushed, and
-// returns its partial, which must be r.
-func (t *twins[P, R, U, S]) push(ctx context.Context, j *Job[P, R, U, S], k int, round uint64, plan P, r R) (R, error) {
-	plan, err := roundTrip(plan)
-	if err != nil {
-		return r, err
-	}
-	r2, err := t.workers[k].Push(ctx, round, plan)
-	if err != nil {
-		return r2, fmt.Errorf("restored anew, its push failed where the one restored in place did not: %w", err)
-	}
-	return r2, j.same("the partial", r, r2)
-}
-
-// pass has worker k's twin, a Passer as the worker is, pass r2, its
-// partial, as the worker passed coord, part and to.
-func (t *twins[P, R, U, S]) pass(j *Job[P, R, U, S], k int, round uint64, r2 R, coord, part R, to int, ok bool) error {
-	coord2, part2, to2, ok2 := t.workers[k].(schmp.Passer[R]).Pass(round, r2)
-	return j.same("what it passes", []any{coord, part, to, ok}, []any{coord2, part2, to2, ok2})
-}
-
-// take has worker k's twin take a copy of part, which it must await from
-// the same worker.
-func (t *twins[P, R, U, S]) take(j *Job[P, R, U, S], k int, round uint64, from int, part R) error {
-	w := t.workers[k].(schmp.Passer[R])
-	from2, ok := w.Awaits(round)
-	if err := j.same("the part it awaits", []any{from, true}, []any{from2, ok}); err != nil {
+	if err := j.same("what it passes", out.Pass, twin.Pass); err != nil {
 		return err
 	}
-	part, err := roundTrip(part)
-	if err == nil {
-		err = w.Take(round, from, part)
-	}
-	if err != nil {
-		return fmt.Errorf("restored anew, its take failed where the one restored in place did not: %w", err)
-	}
-	return nil
+	return deliver(t.cores, twin.Pass)
 }
 
 // same reports an error unless a, of a role restored in place, and b, of

@@ -39,6 +39,13 @@ const (
 	DropForged = "forged"
 )
 
+// Drop is a message that a role's core dropped, and why: Reason is one of
+// the Drop constants.
+type Drop struct {
+	Reason string
+	Err    error
+}
+
 // The errors of Open, and of the messages' Validate methods.
 var (
 	// ErrGarbage: a message that does not decode, or of another type than

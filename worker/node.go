@@ -139,18 +139,11 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 	log = log.With("shard", place.Shard)
 	log.Info("joined", "shards", place.Shards)
 
-	// Subscribe before reporting ready: the first task follows once every
-	// worker is.
-	tasks, err := wire.NewMailbox(c, protocol.SubjectTask, protocol.SubjectTaskShard(place.Shard))
-	if err != nil {
-		return err
-	}
-	defer tasks.Close()
-
 	// A survivor of a rollback restores the worker it has in place: the
 	// settings and its shard are the same, its data loaded (DESIGN §6).
 	w, summary, inPlace := live.reusable(place)
 	live.w = nil // kept again once restored: a failed restore leaves it half set
+	var err error
 	if !inPlace {
 		if opts.Configure != nil {
 			if err = opts.Configure(place.Settings); err != nil {
@@ -167,8 +160,8 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 	// A resumed job's worker restores its state from its piece of the
 	// checkpoint; a job that takes checkpoints has it store its pieces
 	// (DESIGN §6).
-	snap, _ := w.(schmp.Snapshotter)
 	if err == nil && place.Resume != 0 {
+		snap, _ := w.(schmp.Snapshotter)
 		err = checkpoint.Restore(ctx, c, protocol.RoleWorker, place.Shard, place.Resume, place.Digest, snap, opts.Timeout)
 		if err == nil {
 			log.Info("restored", "round", place.Resume, "in_place", inPlace, "took", time.Since(t0).Round(time.Millisecond))
@@ -183,21 +176,19 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 			defer saver.Close()
 		}
 	}
-	drop := func(msg *nats.Msg, reason string, err error) {
-		opts.Monitor.Drop(protocol.RoleWorker, reason)
-		subject := ""
-		if msg != nil {
-			subject = msg.Subject
+	// Subscribe before reporting ready: the first task follows once every
+	// worker is. A worker that passes parts to others (schmp.Passer)
+	// takes its own on the same mailbox.
+	passes := ""
+	var inbox *wire.Mailbox
+	if err == nil {
+		subjects := []string{protocol.SubjectTask, protocol.SubjectTaskShard(place.Shard)}
+		if _, ok := w.(schmp.Passer[R]); ok {
+			passes = protocol.SubjectPass(place.Shard)
+			subjects = append(subjects, passes)
 		}
-		log.Debug("message dropped", "subject", subject, "reason", reason, "err", err)
-	}
-	// A worker that passes parts to others (schmp.Passer) subscribes to
-	// its own before it is ready, as to its tasks.
-	passer, _ := w.(schmp.Passer[R])
-	var box *passBox[R]
-	if err == nil && passer != nil {
-		if box, err = newPassBox[R](c, place.Shard, place.Shards, place.Run, opts.Timeout, drop); err == nil {
-			defer box.close()
+		if inbox, err = wire.NewMailbox(c, subjects...); err == nil {
+			defer inbox.Close()
 		}
 	}
 	ready := protocol.Ready[S]{Header: protocol.Header{Type: protocol.TypeReady, Run: place.Run}, ID: opts.ID, Role: protocol.RoleWorker, Shard: place.Shard, Summary: summary}
@@ -236,180 +227,266 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 			case reconnected <- struct{}{}:
 			default:
 			}
-			tasks.Wake()
+			inbox.Wake()
 		}
 	})
 	defer stopWatch()
-	var answered answers // the partials sent, encoded, by task
 
+	s := &shell[P, R, U, S]{
+		c: c, opts: opts, log: log, self: self, run: place.Run, saver: saver,
+		core: NewCore(w, CoreConfig{Shard: place.Shard, Shards: place.Shards, Resume: place.Resume, Checkpoints: saver != nil}),
+	}
 	// The first task comes once every worker is ready: allow the join time.
-	deadline := time.Now().Add(opts.JoinTimeout + opts.Timeout)
-	last := place.Resume // the round of the last task run
-	// The tasks run, by round: [0] of rounds, [1] of checks (DESIGN §6).
-	ran := [2]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger()}
-	early := map[taskKey]heldTask[P, U]{} // tasks that came before their turn
+	deadline := time.Now().Add(wait(opts, place.Resume))
+	var awaiting time.Time // since when the next task waits for a part
 	for {
-		var task protocol.Task[P, U]
-		var h uint64
-		if e, ok := early[taskKey{last + 1, true}]; ok {
-			delete(early, taskKey{last + 1, true})
-			task, h = e.task, e.hash
-		} else if e, ok := early[taskKey{last + 1, false}]; ok {
-			delete(early, taskKey{last + 1, false})
-			task, h = e.task, e.hash
-		} else {
-			tctx, cancel := context.WithDeadline(ctx, deadline)
-			msg, err := tasks.Next(tctx)
-			cancel()
-			select {
-			case <-reconnected:
-				answered.resend(c, log)
-				box.resend(c, log)
-			default:
+		ran, stop, err := s.step(ctx)
+		if stop || err != nil {
+			return err
+		}
+		if ran {
+			deadline = time.Now().Add(wait(opts, s.core.Last()))
+		}
+		wake := deadline
+		round, from, await := s.core.Awaiting()
+		if !await {
+			awaiting = time.Time{}
+		} else if awaiting.IsZero() {
+			awaiting = time.Now()
+		}
+		if await {
+			// A part is sent before its sender's partial, so it is due by
+			// the time the next task comes: half the timeout lets this
+			// worker's error, which names the sender, reach the
+			// coordinator before the coordinator's own wait for this
+			// worker's answer ends.
+			wake = awaiting.Add(opts.Timeout / 2)
+		}
+		tctx, cancel := context.WithDeadline(ctx, wake)
+		msg, err := inbox.Next(tctx)
+		cancel()
+		select {
+		case <-reconnected:
+			s.answered.resend(c, log)
+			s.sent.resend(c, log)
+		default:
+		}
+		if err == nil && msg == nil {
+			continue // woken by a reconnect
+		}
+		if errors.Is(err, wire.ErrIncomplete) {
+			s.drop(nil, protocol.DropIncomplete, err)
+			continue
+		}
+		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, protocol.ErrCoordinatorLost) {
+				return cause
 			}
-			if err == nil && msg == nil {
-				continue // woken by a reconnect
+			if ctx.Err() != nil {
+				interrupted(ctx, c, opts, log, protocol.Partial[R, S]{Header: protocol.Header{Type: protocol.TypePartial, Run: place.Run}, Round: s.core.Last() + 1, Shard: place.Shard})
+				return ctx.Err()
 			}
-			if errors.Is(err, wire.ErrIncomplete) {
-				drop(nil, protocol.DropIncomplete, err)
+			if errors.Is(err, context.DeadlineExceeded) && await {
+				return s.fail(protocol.Timeout(fmt.Errorf("no block (pass) of round %d from worker shard %d in %s", round, from, opts.Timeout/2)))
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return protocol.Timeout(fmt.Errorf("worker shard %d: no task from the coordinator for %s", place.Shard, wait(opts, s.core.Last())))
+			}
+			return fmt.Errorf("worker shard %d: %w", place.Shard, err)
+		}
+		if passes != "" && msg.Subject == c.Subject(passes) {
+			var p protocol.Pass[R]
+			if err := protocol.Open(msg.Data, &p, protocol.TypePass, place.Run); err != nil {
+				s.drop(msg, protocol.Reason(err), err)
 				continue
 			}
+			d, err := s.core.Pass(p, s.core.Hash(msg.Data))
 			if err != nil {
-				if cause := context.Cause(ctx); errors.Is(cause, protocol.ErrCoordinatorLost) {
-					return cause
-				}
-				if ctx.Err() != nil {
-					interrupted(ctx, c, opts, log, protocol.Partial[R, S]{Header: protocol.Header{Type: protocol.TypePartial, Run: place.Run}, Round: last + 1, Shard: place.Shard})
-					return ctx.Err()
-				}
-				if errors.Is(err, context.DeadlineExceeded) {
-					return protocol.Timeout(fmt.Errorf("worker shard %d: no task from the coordinator for %s", place.Shard, wait(opts, last)))
+				err = fmt.Errorf("a pass on %s: %w", msg.Subject, err)
+				if _, _, await := s.core.Awaiting(); await {
+					return s.fail(err)
 				}
 				return fmt.Errorf("worker shard %d: %w", place.Shard, err)
 			}
-			if err := protocol.Open(msg.Data, &task, protocol.TypeTask, place.Run); err != nil {
-				drop(msg, protocol.Reason(err), err)
-				continue
+			if d != nil {
+				s.drop(msg, d.Reason, d.Err)
 			}
-			if err := task.Validate(); err != nil {
-				return fmt.Errorf("worker shard %d: a task on %s: %w", place.Shard, msg.Subject, err)
-			}
-			if task.Abort != "" {
-				return protocol.Aborted(fmt.Errorf("worker shard %d: job aborted: %s", place.Shard, task.Abort))
-			}
-			if task.Rollback != nil {
-				saver.Abandon()
-				return &protocol.RollbackError{Rollback: *task.Rollback}
-			}
-			if task.Split && task.Shard != place.Shard {
-				drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d: a task of worker shard %d", task.Round, task.Shard))
-				continue
-			}
-			key := taskKey{task.Round, task.Check}
-			ledger := ran[key.kind()]
-			h = ledger.Hash(msg.Data)
-			taken, err := ledger.Check(task.Round, h)
-			if e, ok := early[key]; ok && !taken {
-				taken = true
-				if e.hash != h {
-					err = fmt.Errorf("round %d: %w", task.Round, protocol.ErrConflict)
-				}
-			}
-			switch {
-			case err != nil:
-				return fmt.Errorf("worker shard %d: a task on %s: %w", place.Shard, msg.Subject, err)
-			case taken:
-				// The coordinator sends a task again after a reconnect,
-				// the same bytes: answer it again, never run it twice.
-				answered.again(c, key, log)
-				box.resend(c, log)
-				drop(msg, protocol.DropDuplicate, fmt.Errorf("round %d: a task taken already", task.Round))
-				continue
-			case task.Round <= last || task.Round > last+maxEarly:
-				// No coordinator sends it: a task of a round run (its
-				// check, say) or far ahead.
-				drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d: after round %d", task.Round, last))
-				continue
-			case task.Round > last+1:
-				// Broadcast and own tasks travel on two subjects: put
-				// them back in round order.
-				early[key] = heldTask[P, U]{task, h}
-				continue
+			continue
+		}
+		var task protocol.Task[P, U]
+		if err := protocol.Open(msg.Data, &task, protocol.TypeTask, place.Run); err != nil {
+			s.drop(msg, protocol.Reason(err), err)
+			continue
+		}
+		d, err := s.core.Task(task, s.core.Hash(msg.Data))
+		var rollback *protocol.RollbackError
+		switch {
+		case errors.As(err, &rollback):
+			saver.Abandon()
+			return err
+		case errors.Is(err, protocol.ErrAborted):
+			return err
+		case err != nil:
+			return fmt.Errorf("worker shard %d: a task on %s: %w", place.Shard, msg.Subject, err)
+		case d != nil && d.Reason == protocol.DropDuplicate:
+			// The coordinator sends a task again after a reconnect, the
+			// same bytes: answer it again, never run it twice.
+			s.answered.again(c, taskKey{task.Round, task.Check}, log)
+			s.sent.resend(c, log)
+		}
+		if d != nil {
+			s.drop(msg, d.Reason, d.Err)
+		}
+	}
+}
+
+// shell sends what a worker's core gives.
+type shell[P, R, U, S any] struct {
+	c     *wire.Conn
+	opts  Options
+	log   *slog.Logger
+	self  protocol.Node
+	run   string
+	saver *checkpoint.Saver
+	core  *Core[P, R, U, S]
+	// The partials sent, to answer again, and the last part passed, to
+	// pass again, after a reconnect (DESIGN §6).
+	answered answers
+	sent     lastPass
+}
+
+// drop counts and logs a message dropped.
+func (s *shell[P, R, U, S]) drop(msg *nats.Msg, reason string, err error) {
+	s.opts.Monitor.Drop(protocol.RoleWorker, reason)
+	subject := ""
+	if msg != nil {
+		subject = msg.Subject
+	}
+	s.log.Debug("message dropped", "subject", subject, "reason", reason, "err", err)
+}
+
+// step runs every task that can run and sends what each gives; ran is set
+// if one ran, stop if it was the job's last. err ends the worker.
+func (s *shell[P, R, U, S]) step(ctx context.Context) (ran, stop bool, err error) {
+	for {
+		t0 := time.Now()
+		out, ok, err := s.core.Step(ctx)
+		if !ok {
+			return ran, false, nil
+		}
+		ran = true
+		nanos := time.Since(t0).Nanoseconds()
+		for _, d := range out.Drops {
+			s.drop(nil, d.Reason, d.Err)
+		}
+		if p := out.Piece; p != nil {
+			s.saver.Save(p)
+		}
+		if out.Pass != nil {
+			if perr := s.pass(out.Pass); perr != nil {
+				err, out.Answer.Err = perr, perr
 			}
 		}
-		deadline = time.Now().Add(wait(opts, task.Round))
-		ran[taskKey{task.Round, task.Check}.kind()].Take(task.Round, h)
-		if !task.Check {
-			// A check is followed by a task of the same round (DESIGN §3).
-			last = task.Round
+		if err = s.answer(ctx, out.Answer, nanos, err); err != nil {
+			return ran, false, err
 		}
-		var p protocol.Partial[R, S]
-		// The parts passed to this worker come before its next task's
-		// updates; a stop that asks for nothing needs none.
-		if box != nil && (!task.Stop || task.Report) {
-			err = box.takeAll(ctx, passer)
+		if out.Stop {
+			// The last message before Run returns: deliver it now, since a
+			// process may exit right after (DESIGN §6).
+			flush(s.c, s.opts.Timeout, s.log)
+			s.log.Info("stopped", "round", s.core.Last())
+			return ran, true, nil
 		}
-		if err == nil && task.Checkpoint != 0 {
-			// The state after the checkpoint's round: its parts taken,
-			// this task's updates not applied.
-			if saver != nil {
-				saver.Save(task.Checkpoint, snap)
-			} else {
-				drop(nil, protocol.DropUnexpected, fmt.Errorf("round %d: a checkpoint asked of a job that takes none", task.Round))
-			}
-		}
-		if err == nil {
-			p, err = step(ctx, w, place.Shard, &task)
-			if err == nil && box != nil && !task.Stop && !task.Check {
-				p.Partial, err = box.pass(c, passer, task.Round, p.Partial)
-			}
+	}
+}
+
+// pass sends h, a part passed to another worker, and keeps it to send
+// again.
+func (s *shell[P, R, U, S]) pass(h *Handoff[R]) error {
+	msg := protocol.Pass[R]{Header: protocol.Header{Type: protocol.TypePass, Run: s.run}, Round: h.Round, From: h.From, To: h.To, Part: h.Part}
+	data, err := wire.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("round %d: pass to worker %d: %w", h.Round, h.To, err)
+	}
+	s.sent = lastPass{data: data, to: protocol.SubjectPass(h.To), round: h.Round}
+	if err := s.c.PublishData(s.sent.to, "", data); err != nil && !lost(err) {
+		// A pass lost to a reconnect is sent again after it (resend).
+		return fmt.Errorf("round %d: pass to worker %d: %w", h.Round, h.To, err)
+	}
+	return nil
+}
+
+// fail ends the task that waits for a part with err, and tells the
+// coordinator.
+func (s *shell[P, R, U, S]) fail(err error) error {
+	return s.answer(context.Background(), s.core.Fail(err), 0, err)
+}
+
+// answer sends a, the answer to a task that took nanos, if any; err, the
+// task's failure, is returned as the node's error, which the last message
+// sent before it carries.
+func (s *shell[P, R, U, S]) answer(ctx context.Context, a *Answer[R, S], nanos int64, err error) error {
+	if a != nil {
+		p := protocol.Partial[R, S]{
+			Header: protocol.Header{Type: protocol.TypePartial, Run: s.run},
+			Round:  a.Round, Check: a.Check, Final: a.Final, Shard: s.self.Place,
+			Partial: a.Partial, Report: a.Report, HasReport: a.HasReport, Nanos: nanos,
 		}
 		if err != nil {
-			p.Round, p.Shard, p.Check, p.Final, p.Err = task.Round, place.Shard, task.Check, task.Final, err.Error()
+			p.Err = err.Error()
 			if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, protocol.ErrAborted) {
-				// Interrupted while the app ran (its Push saw ctx
-				// end): say so, not the app's context error (DESIGN §6).
+				// Interrupted while the app ran (its Push saw ctx end):
+				// say so, not the app's context error (DESIGN §6).
 				p.Err = protocol.Interrupted(cause)
 			}
 		}
-		p.Header = protocol.Header{Type: protocol.TypePartial, Run: place.Run}
-		// A stop without a report needs no answer, and is no work.
-		answer := !task.Stop || task.Report || err != nil
-		if m := opts.Monitor; m != nil && answer {
-			l := monitor.Label(place.Shard)
+		if m := s.opts.Monitor; m != nil {
+			l := monitor.Label(s.self.Place)
 			m.WorkerTasks.WithLabelValues(l).Inc()
-			m.WorkerSeconds.WithLabelValues(l).Add(float64(p.Nanos) / 1e9)
+			m.WorkerSeconds.WithLabelValues(l).Add(float64(nanos) / 1e9)
 		}
-		if err != nil {
-			err = &protocol.NodeError{Node: self, Round: task.Round, Err: err}
-		}
-		if answer {
-			data, perr := wire.Marshal(p)
-			if perr == nil {
-				answered.add(taskKey{task.Round, task.Check}, data)
-				perr = c.PublishData(protocol.SubjectPartial, "", data)
-				if lost(perr) {
-					// Sent again at the reconnect.
-					log.Warn("partial not sent; sending it at the reconnect", "round", task.Round, "err", perr)
-					perr = nil
-				}
-			}
-			if perr != nil && err == nil {
-				err = fmt.Errorf("worker shard %d: round %d: %w", place.Shard, task.Round, perr)
+		data, perr := wire.Marshal(p)
+		if perr == nil {
+			s.answered.add(taskKey{a.Round, a.Check}, data)
+			perr = s.c.PublishData(protocol.SubjectPartial, "", data)
+			if lost(perr) {
+				// Sent again at the reconnect.
+				s.log.Warn("partial not sent; sending it at the reconnect", "round", a.Round, "err", perr)
+				perr = nil
 			}
 		}
-		if err != nil || task.Stop {
-			// The last message before Run returns: deliver it now, since
-			// a process may exit right after (DESIGN §6).
-			flush(c, opts.Timeout, log)
+		if perr != nil && err == nil {
+			err = fmt.Errorf("worker shard %d: round %d: %w", s.self.Place, a.Round, perr)
 		}
-		if err != nil {
-			return err
+	}
+	if err != nil {
+		if a != nil {
+			err = &protocol.NodeError{Node: s.self, Round: a.Round, Err: err}
 		}
-		if task.Stop {
-			log.Info("stopped", "round", task.Round)
-			return nil
-		}
+		// The last message before Run returns: deliver it now, since a
+		// process may exit right after (DESIGN §6).
+		flush(s.c, s.opts.Timeout, s.log)
+	}
+	return err
+}
+
+// lastPass is the last part a worker passed, encoded, and its addressee's
+// subject: sent again after a reconnect, or when the coordinator sends the
+// task it answered again (its own reconnect). The addressee drops it if it
+// has it (a duplicate).
+type lastPass struct {
+	data  []byte
+	to    string
+	round uint64
+}
+
+// resend sends the last part passed again.
+func (l *lastPass) resend(c *wire.Conn, log *slog.Logger) {
+	if l.data == nil {
+		return
+	}
+	if err := c.PublishData(l.to, "", l.data); err != nil {
+		log.Warn("pass not sent again", "round", l.round, "err", err)
 	}
 }
 
@@ -422,28 +499,6 @@ func wait(opts Options, round uint64) time.Duration {
 		return opts.JoinTimeout + opts.Timeout
 	}
 	return 2 * opts.Timeout
-}
-
-// taskKey names a task: its round, and whether it is the check of that
-// round (DESIGN §3).
-type taskKey struct {
-	round uint64
-	check bool
-}
-
-// kind returns the index of the key's ledger: 0 for a round, 1 for a
-// check.
-func (k taskKey) kind() int {
-	if k.check {
-		return 1
-	}
-	return 0
-}
-
-// heldTask is a task that came before its turn, and the hash of its bytes.
-type heldTask[P, U any] struct {
-	task protocol.Task[P, U]
-	hash uint64
 }
 
 // answers holds the partials a worker sent last, encoded, by the task they
@@ -533,43 +588,4 @@ func flush(c *wire.Conn, timeout time.Duration, log *slog.Logger) {
 	if err := c.Flush(timeout); err != nil {
 		log.Warn("flush", "err", err)
 	}
-}
-
-// maxEarly bounds how far ahead a task that a worker holds back until its
-// turn may be: more rounds than the coordinator ever has in flight
-// (pipeline.MaxDepth, a check besides each). A task further ahead is
-// dropped.
-const maxEarly = 2 * pipeline.MaxDepth
-
-// step runs one task on w and returns the partial to send. On error the
-// partial carries the error's text.
-func step[P, R, U, S any](ctx context.Context, w schmp.Worker[P, R, U, S], shard int, task *protocol.Task[P, U]) (protocol.Partial[R, S], error) {
-	t0 := time.Now()
-	p := protocol.Partial[R, S]{Round: task.Round, Shard: shard, Check: task.Check, Final: task.Final}
-	// The app's methods are called through protocol.Guard: a panic fails
-	// the worker, and the job, as an error does (DESIGN §6).
-	var err error
-	for _, u := range task.Updates {
-		if err = protocol.Guard("Apply", func() error { return w.Apply(u) }); err != nil {
-			break
-		}
-	}
-	if err == nil && task.Report {
-		// The final request asks for the state that only the written model
-		// needs (DESIGN §3); a worker without any sends its report.
-		if f, ok := w.(schmp.FinalReporter[S]); ok && task.Final {
-			err = protocol.Guard("FinalReport", func() (err error) { p.Report, err = f.FinalReport(); return err })
-		} else {
-			err = protocol.Guard("Report", func() (err error) { p.Report, err = w.Report(); return err })
-		}
-		p.HasReport = err == nil
-	}
-	if err == nil && !task.Stop && !task.Check {
-		err = protocol.Guard("Push", func() (err error) { p.Partial, err = w.Push(ctx, task.Round, task.Plan); return err })
-	}
-	if err != nil {
-		p.Err = err.Error()
-	}
-	p.Nanos = time.Since(t0).Nanoseconds()
-	return p, err
 }

@@ -220,10 +220,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 	defer stopWatch()
 	var replies []sentReply // the last replies, oldest first
 	planned := c.Subject(protocol.SubjectPlanned)
-	// The requests planned, by round, to tell a replay from a forgery; the
-	// part plans every round of its own in turn (DESIGN §3, §6).
-	ledger := protocol.NewLedger()
-	next := firstRound(part, place.Shards, place.Resume) // the round to plan next
+	core := NewCore(s, CoreConfig{Part: part, Parts: place.Shards, Resume: place.Resume, Checkpoints: saver != nil})
 	deadline := time.Now().Add(opts.JoinTimeout + opts.Timeout)
 	for {
 		rctx, cancel := context.WithDeadline(ctx, deadline)
@@ -255,7 +252,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 				// (job.Run's other nodes): it fails the job at once,
 				// naming this node (DESIGN §6).
 				if cause := context.Cause(ctx); !errors.Is(cause, protocol.ErrAborted) {
-					rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: next, Part: part, Err: protocol.Interrupted(cause)}
+					rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: core.Next(), Part: part, Err: protocol.Interrupted(cause)}
 					if rerr := wire.Publish(c, protocol.SubjectPlanned, rep); rerr != nil {
 						log.Warn("report interrupt", "err", rerr)
 					} else if ferr := c.NATS().FlushTimeout(min(opts.Timeout, 2*time.Second)); ferr != nil {
@@ -266,7 +263,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				wait := 2 * opts.Timeout
-				if next == firstRound(part, place.Shards, place.Resume) {
+				if core.Next() == firstRound(part, place.Shards, place.Resume) {
 					wait = opts.JoinTimeout + opts.Timeout
 				}
 				return protocol.Timeout(fmt.Errorf("scheduler %d: no plan request from the coordinator for %s", part, wait))
@@ -278,39 +275,25 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 			drop(msg, protocol.Reason(err), err)
 			continue
 		}
-		if req.Rollback != nil {
-			if err := req.Validate(part, place.Shards); err != nil {
-				drop(msg, protocol.DropUnexpected, err)
-				continue
-			}
+		t0 := time.Now()
+		out, d, err := core.Request(req, core.Hash(msg.Data), msg.Reply == planned)
+		nanos := time.Since(t0).Nanoseconds()
+		var rollback *protocol.RollbackError
+		switch {
+		case errors.As(err, &rollback):
 			saver.Abandon()
-			return &protocol.RollbackError{Rollback: *req.Rollback}
-		}
-		if req.Stop {
-			if req.Abort != "" {
-				return protocol.Aborted(fmt.Errorf("scheduler %d: job aborted: %s", part, req.Abort))
-			}
+			return err
+		case errors.Is(err, protocol.ErrAborted):
+			return err
+		case out.Stop:
 			log.Info("stopped", "round", req.Round)
 			return nil
-		}
-		h := ledger.Hash(msg.Data)
-		taken, err := ledger.Check(req.Round, h)
-		switch {
-		case err != nil:
-			// The coordinator learns of it from the reply, unless the
-			// forged request came second.
+		case errors.Is(err, protocol.ErrConflict):
 			err = fmt.Errorf("a plan request on %s: %w", msg.Subject, err)
-			rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: req.Round, Part: part, Err: err.Error()}
-			if rerr := wire.Publish(c, protocol.SubjectPlanned, rep); rerr != nil {
-				log.Warn("report failure", "err", rerr)
-			}
-			if ferr := c.NATS().FlushTimeout(opts.Timeout); ferr != nil {
-				log.Warn("flush", "err", ferr)
-			}
-			return &protocol.NodeError{Node: self, Round: req.Round, Err: err}
-		case taken:
-			// The coordinator asks again after a reconnect, with the
-			// same bytes: answer again, never plan twice.
+			out.Reply.Err = err
+		case err != nil && out.Reply == nil:
+			return fmt.Errorf("scheduler %d: a plan request on %s: %w", part, msg.Subject, err)
+		case d != nil && d.Reason == protocol.DropDuplicate:
 			for _, r := range replies {
 				if r.round == req.Round {
 					if err := c.PublishData(protocol.SubjectPlanned, "", r.data); err != nil {
@@ -318,54 +301,38 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 					}
 				}
 			}
-			drop(msg, protocol.DropDuplicate, fmt.Errorf("round %d: a request planned already", req.Round))
-			continue
-		case req.Round != next || msg.Reply != planned:
-			// Not the coordinator's (a replay of another part's, say): it
-			// asks for the part's rounds in turn, with its answers due on
-			// planned.
-			drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d (reply %q): the next round is %d", req.Round, msg.Reply, next))
+		}
+		if d != nil {
+			drop(msg, d.Reason, d.Err)
 			continue
 		}
-		if err := req.Validate(part, place.Shards); err != nil {
-			return fmt.Errorf("scheduler %d: a plan request on %s: %w", part, msg.Subject, err)
+		for _, d := range out.Drops {
+			drop(msg, d.Reason, d.Err)
 		}
-		ledger.Take(req.Round, h)
-		next += uint64(place.Shards)
-		if req.Checkpoint != 0 {
-			// The state after the part's rounds up to the checkpoint's.
-			if saver != nil {
-				saver.Save(req.Checkpoint, snap)
-			} else {
-				drop(msg, protocol.DropUnexpected, fmt.Errorf("round %d: a checkpoint asked of a job that takes none", req.Round))
-			}
+		if out.Piece != nil {
+			saver.Save(out.Piece)
 		}
 		deadline = time.Now().Add(2 * opts.Timeout)
-		t0 := time.Now()
-		rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: req.Round, Part: part}
-		// Through protocol.Guard: a panic fails the node as an error does
-		// (DESIGN §6).
-		err = protocol.Guard("Schedule", func() (err error) {
-			rep.Plan, rep.Info, err = s.Schedule(req.Round, req.Feedback)
-			return err
-		})
-		rep.Nanos = time.Since(t0).Nanoseconds()
-		if m := opts.Monitor; m != nil {
+		r := out.Reply
+		rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: r.Round, Part: part, Plan: r.Plan, Info: r.Info, Nanos: nanos}
+		if m := opts.Monitor; m != nil && r.Err == nil {
 			l := monitor.Label(part)
 			m.Plans.WithLabelValues(l).Inc()
 			m.PlanSeconds.WithLabelValues(l).Add(float64(rep.Nanos) / 1e9)
 			m.Candidates.WithLabelValues(l).Add(float64(rep.Info.Candidates))
 			m.Selected.WithLabelValues(l).Add(float64(rep.Info.Selected))
 		}
-		if err != nil {
-			rep.Err = err.Error()
+		if r.Err != nil {
+			rep.Err = r.Err.Error()
 		}
 		data, rerr := wire.Marshal(rep)
-		if rerr == nil {
+		if rerr == nil && r.Err == nil {
 			replies = append(replies, sentReply{req.Round, data})
 			if len(replies) > keepReplies {
 				replies = replies[1:]
 			}
+		}
+		if rerr == nil {
 			rerr = c.PublishData(protocol.SubjectPlanned, "", data)
 			if errors.Is(rerr, nats.ErrReconnectBufExceeded) {
 				log.Warn("plan not sent; sending it at the reconnect", "round", req.Round, "err", rerr)
@@ -381,20 +348,9 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 			if ferr := c.NATS().FlushTimeout(opts.Timeout); ferr != nil {
 				log.Warn("flush", "err", ferr)
 			}
-			return &protocol.NodeError{Node: self, Round: req.Round, Err: err}
+			return &protocol.NodeError{Node: self, Round: req.Round, Err: r.Err}
 		}
 	}
-}
-
-// firstRound returns the first round that part of parts plans after round
-// after: part+1 when the job starts (after 0), the first of its rounds past
-// the checkpoint that a resumed job goes on from.
-func firstRound(part, parts int, after uint64) uint64 {
-	r, n := uint64(part+1), uint64(max(parts, 1))
-	if r <= after {
-		r += (after - r + n) / n * n
-	}
-	return r
 }
 
 // sentReply is a plan reply sent, encoded, and its round.
