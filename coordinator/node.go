@@ -20,6 +20,7 @@ import (
 
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -440,7 +441,7 @@ func (n *node[P, R, U, S]) refuse(msg *nats.Msg, why string) {
 	if msg.Reply == "" {
 		return
 	}
-	data, err := wire.Marshal(protocol.JoinReply{Err: why})
+	data, err := codec.Marshal(protocol.JoinReply{Err: why})
 	if err == nil {
 		err = n.c.NATS().Publish(msg.Reply, data)
 	}
@@ -1108,7 +1109,7 @@ type outbound struct {
 // nats.go's buffer for the reconnect is full is no error: the message is
 // sent again after the reconnect (DESIGN §6).
 func (n *node[P, R, U, S]) publish(name, reply string, v any) (outbound, error) {
-	data, err := wire.Marshal(v)
+	data, err := codec.Marshal(v)
 	if err != nil {
 		return outbound{}, err
 	}

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/atomicfile"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Options configures a local job.
@@ -337,7 +337,7 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 			if j.cut == nil || j.cut.round != a.Round {
 				return core.Status(), fmt.Errorf("local: the checkpoint of round %d taken, not under way", a.Round)
 			}
-			if j.cut.core, err = wire.Marshal(*a.Snapshot); err != nil {
+			if j.cut.core, err = codec.Marshal(*a.Snapshot); err != nil {
 				return core.Status(), fmt.Errorf("local: core snapshot: %w", err)
 			}
 			j.cut.coord = a.App
@@ -432,7 +432,7 @@ func (j *Job[P, R, U, S]) restore(cfg pipeline.Config) (*pipeline.Core[P, R, U, 
 		return nil, fmt.Errorf("coordinator: restore: %w", err)
 	}
 	var back pipeline.Snapshot[U]
-	if err := wire.Unmarshal(cut.core, &back); err != nil {
+	if err := codec.Unmarshal(cut.core, &back); err != nil {
 		return nil, fmt.Errorf("core snapshot: %w", err)
 	}
 	// The workers took every part passed to them before their pieces.
@@ -512,7 +512,7 @@ func (j *Job[P, R, U, S]) rollback(cfg pipeline.Config) (*pipeline.Core[P, R, U,
 		return nil, fmt.Errorf("coordinator: restore: %w", err)
 	}
 	var back pipeline.Snapshot[U]
-	if err := wire.Unmarshal(sv.core, &back); err != nil {
+	if err := codec.Unmarshal(sv.core, &back); err != nil {
 		return nil, fmt.Errorf("core snapshot: %w", err)
 	}
 	j.Restores++
@@ -635,9 +635,9 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 // roundTrip returns a copy of v through msgpack, as a message carries it.
 func roundTrip[T any](v T) (T, error) {
 	var out T
-	b, err := wire.Marshal(v)
+	b, err := codec.Marshal(v)
 	if err == nil {
-		err = wire.Unmarshal(b, &out)
+		err = codec.Unmarshal(b, &out)
 	}
 	if err != nil {
 		return out, fmt.Errorf("local: msgpack: %w", err)

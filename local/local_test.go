@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // reports returns the rounds and objectives of a trace.
@@ -191,12 +191,12 @@ func (w *counting) Snapshot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.Marshal(countingState{Inner: b, Pushes: w.pushes})
+	return codec.Marshal(countingState{Inner: b, Pushes: w.pushes})
 }
 
 func (w *counting) Restore(b []byte) error {
 	var st countingState
-	if err := wire.Unmarshal(b, &st); err != nil {
+	if err := codec.Unmarshal(b, &st); err != nil {
 		return err
 	}
 	if !w.stale || w.pushes == 0 {

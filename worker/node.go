@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
@@ -384,7 +385,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 			err = &protocol.NodeError{Node: self, Round: task.Round, Err: err}
 		}
 		if answer {
-			data, perr := wire.Marshal(p)
+			data, perr := codec.Marshal(p)
 			if perr == nil {
 				answered.add(taskKey{task.Round, task.Check}, data)
 				perr = c.PublishData(protocol.SubjectPartial, "", data)

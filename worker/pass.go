@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -93,7 +94,7 @@ func (b *passBox[R]) pass(c *wire.Conn, w schmp.Passer[R], round uint64, r R) (R
 		return coord, fmt.Errorf("round %d: a part passed to worker %d in a job of %d", round, to, b.shards)
 	}
 	msg := protocol.Pass[R]{Header: protocol.Header{Type: protocol.TypePass, Run: b.run}, Round: round, From: b.shard, To: to, Part: part}
-	data, err := wire.Marshal(msg)
+	data, err := codec.Marshal(msg)
 	if err != nil {
 		return coord, fmt.Errorf("round %d: pass to worker %d: %w", round, to, err)
 	}

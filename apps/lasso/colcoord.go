@@ -7,11 +7,11 @@ import (
 	"slices"
 
 	"github.com/strads-go/strads/apps/linear"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // ColCoordinator is the coordinator side of the Lasso in the column layout:
@@ -245,11 +245,11 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 }
 
 // sharedValues returns β_j of each column of cols, as ColUpdate.ColValue.
-func (c *ColCoordinator) sharedValues(cols *columnar.Columns) wire.Float64s {
+func (c *ColCoordinator) sharedValues(cols *columnar.Columns) codec.Float64s {
 	if cols.Len() == 0 {
 		return nil
 	}
-	v := make(wire.Float64s, cols.Len())
+	v := make(codec.Float64s, cols.Len())
 	for k, j := range cols.IDs {
 		v[k] = c.beta[j]
 	}

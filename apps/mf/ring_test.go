@@ -12,12 +12,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // ringJob runs DSGD on the rotation of cfg over NATS (an embedded server,
@@ -142,11 +142,11 @@ func TestRingHostile(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				var m map[string]any
-				if wire.Unmarshal(msg.Data, &m) != nil {
+				if codec.Unmarshal(msg.Data, &m) != nil {
 					return
 				}
 				tc.change(m)
-				if b, err := wire.Marshal(m); err == nil {
+				if b, err := codec.Marshal(m); err == nil {
 					nc.Publish(msg.Subject, b)
 				}
 			})

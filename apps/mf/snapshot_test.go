@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // timed are the metrics that measure time, which differ between any two
@@ -439,7 +439,7 @@ func TestRestoreRefuses(t *testing.T) {
 		}
 		// As if the job kept the factors of an evaluation.
 		for _, n := range st.Users {
-			st.KeptW, st.KeptB = append(st.KeptW, make(wire.Float64s, n*cfg.Rank)), append(st.KeptB, make(wire.Float64s, n))
+			st.KeptW, st.KeptB = append(st.KeptW, make(codec.Float64s, n*cfg.Rank)), append(st.KeptB, make(codec.Float64s, n))
 		}
 		st.KeptH, st.KeptC = slices.Clone(st.H), slices.Clone(st.C)
 		if err := fresh().Restore(sealed(&st)); err != nil {
