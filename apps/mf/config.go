@@ -156,6 +156,14 @@ func (c Config) RoundsPerIter() int {
 	return max(c.Workers, 1)
 }
 
+// Rounds returns the runtime's MaxRounds and ReportEvery for c: Iters
+// iterations and ReportEvery iterations, an iteration being RoundsPerIter
+// rounds.
+func (c Config) Rounds() (maxRounds uint64, reportEvery int) {
+	rpi := c.RoundsPerIter()
+	return uint64(c.Iters * rpi), c.ReportEvery * rpi
+}
+
 // weight returns the weight of a factor with n ratings in the factors'
 // regularization: n, or 1 with Unweighted.
 func (c Config) weight(n int32) float64 {

@@ -28,7 +28,7 @@ func ringJob(t *testing.T, cfg Config, prog schmp.Program[scheduler.Turn, Rotati
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "model")
 	opts := job.Options{Job: "mfring", NATS: url, Timeout: timeout, Coordinator: coordinator.Options{Out: out, Timeout: timeout}}
-	cfg.SetDefaults(&opts.Coordinator)
+	setDefaults(cfg, &opts.Coordinator)
 	if _, err := job.Run(ctx, prog, opts); err != nil {
 		return nil, err
 	}
