@@ -205,7 +205,7 @@ func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece coo
 		}
 	}
 	n.app, n.snap, n.outputs, n.core = app, snap, outputs, core
-	n.staged, _ = app.(Staged)
+	n.staged, _ = app.(schmp.Staged)
 	n.npulled, n.lastRound = round, round
 	n.done = false
 	return nil

@@ -22,7 +22,7 @@ import (
 )
 
 // reports returns the rounds and objectives of a trace.
-func reports(trace []pipeline.Sample) []string {
+func reports(trace []schmp.Sample) []string {
 	var out []string
 	for _, s := range trace {
 		out = append(out, fmt.Sprintf("%d:%.17g", s.Round, s.Objective))
@@ -54,7 +54,7 @@ func TestSameAsRuntime(t *testing.T) {
 				models, statuses = append(models, buf.Bytes()), append(statuses, st)
 			}
 			st := statuses[0]
-			if st.Reason != pipeline.StopConverged || st.Last != st.Decided+uint64(tc.depth-1) || st.Rounds != st.Last {
+			if st.Reason != schmp.StopConverged || st.Last != st.Decided+uint64(tc.depth-1) || st.Rounds != st.Last {
 				t.Fatalf("status %+v: want a converged stop depth−1 rounds after its decision", st)
 			}
 			if st.MaxInFlight != tc.depth {

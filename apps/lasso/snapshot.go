@@ -7,7 +7,6 @@ import (
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/codec"
-	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
@@ -261,12 +260,12 @@ type pathState struct {
 // the Stop of the point and the Stop of its report's Progress would share
 // a name if the report were inlined.
 type pathPoint struct {
-	Step   int                `msgpack:"step"`
-	Lambda float64            `msgpack:"lambda"`
-	Sample coordinator.Sample `msgpack:"sample"`
-	Rounds uint64             `msgpack:"rounds"`
-	Stop   string             `msgpack:"stop"`
-	Model  *linear.Model      `msgpack:"model"`
+	Step   int           `msgpack:"step"`
+	Lambda float64       `msgpack:"lambda"`
+	Sample schmp.Sample  `msgpack:"sample"`
+	Rounds uint64        `msgpack:"rounds"`
+	Stop   string        `msgpack:"stop"`
+	Model  *linear.Model `msgpack:"model"`
 }
 
 // Snapshot returns the path's progress, encoded: the penalty being solved

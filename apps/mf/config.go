@@ -111,7 +111,7 @@ type Config struct {
 	// the factors of the evaluation with the lowest one (Model.Best).
 	// After Patience evaluations in a row without a new lowest validation
 	// RMSE, that evaluation and every report after it ask the runtime to
-	// stop (schmp.Progress.Stop: coordinator.StopApp), which it does at
+	// stop (schmp.Progress.Stop: schmp.StopApp), which it does at
 	// the end of the iteration; the factors written are the best
 	// evaluation's.
 	Holdout float64

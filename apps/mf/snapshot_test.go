@@ -29,7 +29,7 @@ var timed = []string{"ratings_per_s", "ratings_per_core_s"}
 
 // traceOf renders a job's reports bit for bit, but for the metrics that
 // measure time.
-func traceOf(trace []pipeline.Sample) []string {
+func traceOf(trace []schmp.Sample) []string {
 	var out []string
 	for _, s := range trace {
 		line := fmt.Sprintf("round %d updates %d objective %x nnz %d stop %q", s.Round, s.Updates, math.Float64bits(s.Objective), s.NNZ, s.Stop)
