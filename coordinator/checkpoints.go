@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -389,7 +390,7 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 		return fmt.Errorf("coordinator: resume: %w", err)
 	}
 	var piece coordPiece
-	if err := wire.Unmarshal(b, &piece); err != nil {
+	if err := codec.Unmarshal(b, &piece); err != nil {
 		return fmt.Errorf("coordinator: resume: the coordinator's piece of round %d: %w", m.Round, err)
 	}
 	n.resume, n.resumePiece = &m, piece
@@ -499,11 +500,11 @@ func (k cutter[P, R, U, S]) Save(round uint64) ([]byte, error) {
 // encoded; and marks where the metrics stand, which a rollback to it
 // rewinds to.
 func (n *node[P, R, U, S]) checkpointTaken(round uint64, snap *pipeline.Snapshot[U], app []byte) error {
-	core, err := wire.Marshal(*snap)
+	core, err := codec.Marshal(*snap)
 	if err != nil {
 		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
 	}
-	piece, err := wire.Marshal(coordPiece{App: app, Core: core})
+	piece, err := codec.Marshal(coordPiece{App: app, Core: core})
 	if err != nil {
 		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
 	}
@@ -558,7 +559,7 @@ func (n *node[P, R, U, S]) restore(cfg pipeline.Config) error {
 		return fmt.Errorf("coordinator: resume from the checkpoint of round %d: %w", m.Round, err)
 	}
 	var snap pipeline.Snapshot[U]
-	if err := wire.Unmarshal(n.resumePiece.Core, &snap); err != nil {
+	if err := codec.Unmarshal(n.resumePiece.Core, &snap); err != nil {
 		return fmt.Errorf("coordinator: resume from the checkpoint of round %d: the pipeline's state: %w", m.Round, err)
 	}
 	if snap.Round != m.Round {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
@@ -150,7 +151,7 @@ func TestJobIdentity(t *testing.T) {
 			var forgeErr error
 			tap(t, forger, protocol.SubjectTask, func(msg *nats.Msg) {
 				var tk task
-				if err := wire.Unmarshal(msg.Data, &tk); err != nil || tk.Abort != "" {
+				if err := codec.Unmarshal(msg.Data, &tk); err != nil || tk.Abort != "" {
 					return
 				}
 				defer g.open(tk.Round)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -109,8 +110,8 @@ type node[P, R, U, S any] struct {
 	// §2): the join replies hand it out.
 	runID string
 	app   schmp.Coordinator[P, R, U, S]
-	// staged is app when it runs in stages (Staged), nil otherwise.
-	staged Staged
+	// staged is app when it runs in stages (schmp.Staged), nil otherwise.
+	staged schmp.Staged
 	core   *pipeline.Core[P, R, U, S]
 	done   bool // the core's JobDone came
 
@@ -363,7 +364,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		}
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	n.staged, _ = n.app.(Staged)
+	n.staged, _ = n.app.(schmp.Staged)
 	if n.store != nil {
 		var ok bool
 		if n.snap, ok = n.app.(schmp.Snapshotter); !ok {
@@ -440,7 +441,7 @@ func (n *node[P, R, U, S]) refuse(msg *nats.Msg, why string) {
 	if msg.Reply == "" {
 		return
 	}
-	data, err := wire.Marshal(protocol.JoinReply{Err: why})
+	data, err := codec.Marshal(protocol.JoinReply{Err: why})
 	if err == nil {
 		err = n.c.NATS().Publish(msg.Reply, data)
 	}
@@ -1108,7 +1109,7 @@ type outbound struct {
 // nats.go's buffer for the reconnect is full is no error: the message is
 // sent again after the reconnect (DESIGN §6).
 func (n *node[P, R, U, S]) publish(name, reply string, v any) (outbound, error) {
-	data, err := wire.Marshal(v)
+	data, err := codec.Marshal(v)
 	if err != nil {
 		return outbound{}, err
 	}
@@ -1204,7 +1205,7 @@ func (n *node[P, R, U, S]) pulled(round uint64, info schmp.PlanInfo) {
 }
 
 // record writes a report to the monitor and the metrics CSV.
-func (n *node[P, R, U, S]) record(s Sample) error {
+func (n *node[P, R, U, S]) record(s schmp.Sample) error {
 	if m := n.opts.Monitor; m != nil {
 		m.Objective.Set(s.Objective)
 		m.Gap.Set(s.Gap)
@@ -1271,7 +1272,7 @@ func (n *node[P, R, U, S]) progressLine() {
 		fmt.Fprintf(&extra, "  %s %.6g", m.Name, m.Value)
 	}
 	pos := position{Rounds: st.Rounds, MaxRounds: n.opts.MaxRounds, Elapsed: el, TimeLimit: n.opts.TimeLimit}
-	if _, ok := n.app.(Iterated); ok {
+	if _, ok := n.app.(schmp.Iterated); ok {
 		pos.Period = n.core.Config().Period
 	}
 	pos.Ended = st.Done
@@ -1320,7 +1321,7 @@ func (n *node[P, R, U, S]) finish() error {
 	n.res.Rounds, n.res.Updates, n.res.Candidates = st.Rounds, st.Updates, st.Candidates
 	n.res.Rejected, n.res.Deferred, n.res.Capacity = st.Rejected, st.Deferred, st.Capacity
 	n.res.Final, n.res.Reason, n.res.AppReason, n.res.Trace = st.Final, st.Reason, st.AppReason, st.Trace
-	if _, ok := n.app.(Iterated); ok {
+	if _, ok := n.app.(schmp.Iterated); ok {
 		n.res.Period = n.core.Config().Period
 	}
 	n.res.Timing = n.stats.timing(n.res.Elapsed, n.waited, n.natsDelta())
@@ -1394,22 +1395,22 @@ func (n *node[P, R, U, S]) commit() error {
 }
 
 // guardedHooks returns the app's optional interfaces for the core
-// (pipeline.New's hooks): Staged as it is, and Iterated with LastRound
-// called through protocol.Guard.
+// (pipeline.New's hooks): schmp.Staged as it is, and schmp.Iterated with
+// LastRound called through protocol.Guard.
 func guardedHooks(app any) any {
-	it, ok := app.(pipeline.Iterated)
+	it, ok := app.(schmp.Iterated)
 	if !ok {
 		return app
 	}
-	if staged, ok := app.(Staged); ok {
+	if staged, ok := app.(schmp.Staged); ok {
 		return guardedStaged{guardedIter{it}, staged}
 	}
 	return guardedIter{it}
 }
 
-// guardedIter is an Iterated app whose LastRound is called through
+// guardedIter is a schmp.Iterated app whose LastRound is called through
 // protocol.Guard.
-type guardedIter struct{ it pipeline.Iterated }
+type guardedIter struct{ it schmp.Iterated }
 
 func (g guardedIter) RoundsPerIteration() uint64 { return g.it.RoundsPerIteration() }
 func (g guardedIter) LastRound(last uint64) error {
@@ -1419,7 +1420,7 @@ func (g guardedIter) LastRound(last uint64) error {
 // guardedStaged is a guardedIter that runs in stages too.
 type guardedStaged struct {
 	guardedIter
-	Staged
+	schmp.Staged
 }
 
 // abort tells every other node that the job failed.

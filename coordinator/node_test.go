@@ -161,7 +161,7 @@ func TestStops(t *testing.T) {
 		name   string
 		h      halving
 		opts   coordinator.Options
-		reason coordinator.Reason
+		reason schmp.Reason
 		rounds uint64
 		why    string // Result.Why, if not the reason
 	}{

@@ -27,7 +27,7 @@ type Options struct {
 	// With Depth D, a stop that a report decides at the pull of round t
 	// (Tol, Target), and a TimeLimit noticed then, land after round
 	// L = min(t+D−1, MaxRounds), the last round already asked for, or,
-	// for an app whose rounds come in iterations (Iterated: the
+	// for an app whose rounds come in iterations (schmp.Iterated: the
 	// rotation), after the end of that round's iteration. The
 	// workers then report the state after L, which is the model written:
 	// a Tol or Target stop holds only if that report passes a stop test
@@ -47,7 +47,7 @@ type Options struct {
 	// A report whose objective or gap is not finite never stops the job
 	// this way: it fails it, with ErrDiverged. The report of the state
 	// written must pass the test too (see MaxRounds). For an app that runs
-	// in stages (Staged), it ends a stage, and the job only with the final
+	// in stages (schmp.Staged), it ends a stage, and the job only with the final
 	// one.
 	Tol float64
 	// RiseTol, when > 0, fails the job with ErrDiverged at a report whose
@@ -58,11 +58,11 @@ type Options struct {
 	// minimized. 0 turns it off.
 	RiseTol float64
 	// Target and HasTarget: when HasTarget, the job stops (Result.Reason
-	// StopTarget) at the first report whose objective is at most Target,
-	// checked as Tol is (see MaxRounds), say
-	// a peer's objective in a benchmark. It assumes an objective that is
-	// minimized. For an app that runs in stages (Staged), it counts only in
-	// the final stage.
+	// schmp.StopTarget) at the first report whose objective is at most
+	// Target, checked as Tol is (see MaxRounds), say a peer's objective in
+	// a benchmark. It assumes an objective that is minimized. For an app
+	// that runs in stages (schmp.Staged), it counts only in the final
+	// stage.
 	Target    float64
 	HasTarget bool
 	// ReportEvery is the number of rounds between two objective reports.

@@ -42,7 +42,7 @@ func (w *countingWorker) FinalReport() (int, error) {
 // filesCoordinator is a relay coordinator whose model is three files
 // (schmp.Outputter), written from the workers' final reports
 // (schmp.Finisher), and whose rounds come in iterations of the rotation
-// (coordinator.Iterated). Its objective 1 + 2^−r, r the rounds the workers
+// (schmp.Iterated). Its objective 1 + 2^−r, r the rounds the workers
 // pushed, converges (relatively, to 1e-3) at r = 10.
 type filesCoordinator struct {
 	relayCoordinator
@@ -147,7 +147,7 @@ func TestOutputs(t *testing.T) {
 			// The report of state 10 (round 11) decides the stop, which
 			// lands at the end of the sweep, round 12, where the check
 			// confirms it.
-			if res.Reason != coordinator.StopConverged || res.Rounds != 12 {
+			if res.Reason != schmp.StopConverged || res.Rounds != 12 {
 				t.Fatalf("stopped (%s) after %d rounds, want converged after 12, the end of the 4th sweep", res.Reason, res.Rounds)
 			}
 			if n := finals.Load(); n != workers {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/wire"
 )
@@ -115,7 +116,7 @@ func (n *node[P, R, U, S]) probe(ctx context.Context, p *presence) (*protocol.Pr
 	if err := nc.Flush(); err != nil {
 		return nil, fmt.Errorf("coordinator: presence probe: %w", err)
 	}
-	data, err := wire.Marshal(p.self)
+	data, err := codec.Marshal(p.self)
 	if err == nil {
 		err = n.c.Send(n.c.Subject(protocol.SubjectCoordinator), inbox, data)
 	}

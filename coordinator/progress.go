@@ -16,7 +16,7 @@ type position struct {
 	// MaxRounds is the job's last round (Options.MaxRounds); 0: unknown.
 	MaxRounds uint64
 	// Period is the number of rounds of an iteration, for an app whose
-	// rounds come in iterations (Iterated); 0 for one whose do not.
+	// rounds come in iterations (schmp.Iterated); 0 for one whose do not.
 	Period uint64
 	// Elapsed is the time since the first round, and TimeLimit
 	// Options.TimeLimit (0: none).
@@ -26,7 +26,7 @@ type position struct {
 }
 
 // String returns the position: "round n" or, with MaxRounds, "round n/N",
-// for an Iterated app "iter n/N" in iterations; then the elapsed time;
+// for a schmp.Iterated app "iter n/N" in iterations; then the elapsed time;
 // then, where the job has a known end (MaxRounds, TimeLimit), "eta" and
 // the time left at the rate so far, the earlier of the two ends. A job
 // with no known end, with no round pulled yet, or over, has no ETA.

@@ -9,7 +9,7 @@ import (
 )
 
 // TestPosition checks the start of the progress line: the round (or the
-// iteration, for an Iterated app) of the job's last where that is known,
+// iteration, for a schmp.Iterated app) of the job's last where that is known,
 // the elapsed time, and an ETA only where the job has a known end.
 func TestPosition(t *testing.T) {
 	s := time.Second

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -71,7 +72,7 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost protocol.Node, lost
 	}
 	var piece coordPiece
 	if err == nil {
-		err = wire.Unmarshal(b, &piece)
+		err = codec.Unmarshal(b, &piece)
 	}
 	if err != nil {
 		return fmt.Errorf("%w (no spare could take over: the checkpoint of round %d: %v)", lostErr, round, err)
@@ -187,7 +188,7 @@ func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece coo
 		return err
 	}
 	var s pipeline.Snapshot[U]
-	if err := wire.Unmarshal(piece.Core, &s); err != nil {
+	if err := codec.Unmarshal(piece.Core, &s); err != nil {
 		return fmt.Errorf("the pipeline's state: %w", err)
 	}
 	core, err := pipeline.Resume(n.cfg, schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{app, n}), guardedHooks(app), s, time.Now())
@@ -204,7 +205,7 @@ func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece coo
 		}
 	}
 	n.app, n.snap, n.outputs, n.core = app, snap, outputs, core
-	n.staged, _ = app.(Staged)
+	n.staged, _ = app.(schmp.Staged)
 	n.npulled, n.lastRound = round, round
 	n.done = false
 	return nil

@@ -6,31 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/schmp"
-)
-
-// Sample is one report of a run: a row of the metrics CSV. It is
-// pipeline.Sample.
-type Sample = pipeline.Sample
-
-// Reason says why a job stopped; it is pipeline.Reason.
-type Reason = pipeline.Reason
-
-// The stops, in the order of precedence in which a report that meets
-// several of them names one (DESIGN §3).
-const (
-	// StopTarget: a report's objective reached Options.Target.
-	StopTarget = pipeline.StopTarget
-	// StopConverged: a report met Options.Tol.
-	StopConverged = pipeline.StopConverged
-	// StopApp: a report of the app asked to stop (schmp.Progress.Stop);
-	// Result.AppReason says why, in the app's words.
-	StopApp = pipeline.StopApp
-	// StopMaxRounds: Options.MaxRounds rounds were run.
-	StopMaxRounds = pipeline.StopMaxRounds
-	// StopTimeLimit: Options.TimeLimit passed.
-	StopTimeLimit = pipeline.StopTimeLimit
 )
 
 // Result describes a finished run.
@@ -50,22 +26,22 @@ type Result struct {
 	Final schmp.Progress
 	// Elapsed is the time from the first round to the end.
 	Elapsed time.Duration
-	// Reason says why the run stopped: StopTarget (Options.Target),
-	// StopConverged (Options.Tol), StopApp (the app asked to:
-	// schmp.Progress.Stop), StopMaxRounds or StopTimeLimit; when a report
-	// meets several stops, the first of these. A run whose model diverged
-	// has no Result: it fails with ErrDiverged.
-	Reason Reason
-	// AppReason, with StopApp, is the app's text of the report that
+	// Reason says why the run stopped: schmp.StopTarget (Options.Target),
+	// schmp.StopConverged (Options.Tol), schmp.StopApp (the app asked to:
+	// schmp.Progress.Stop), schmp.StopMaxRounds or schmp.StopTimeLimit;
+	// when a report meets several stops, the first of these. A run whose
+	// model diverged has no Result: it fails with ErrDiverged.
+	Reason schmp.Reason
+	// AppReason, with schmp.StopApp, is the app's text of the report that
 	// certified the stop (the check's: DESIGN §3); "" otherwise.
 	AppReason string
-	// Period is the number of rounds of an iteration of an Iterated app
+	// Period is the number of rounds of an iteration of a schmp.Iterated app
 	// (its RoundsPerIteration), 0 for an app whose rounds do not come in
 	// iterations. With it, Why says a MaxRounds stop in iterations: such
 	// an app's command sets MaxRounds from its number of iterations.
 	Period uint64
 	// Trace holds every report, in order.
-	Trace []Sample
+	Trace []schmp.Sample
 	// RoundTimes holds the latency of every round: from sending it to the
 	// workers to the end of its Pull.
 	RoundTimes []time.Duration
@@ -135,14 +111,14 @@ type Timing struct {
 	Msgs, Bytes uint64
 }
 
-// Why returns why the run stopped, as text: the app's reason with StopApp,
-// "max-iterations" for a MaxRounds stop of an app whose rounds come in
-// iterations (Period), otherwise the Reason.
+// Why returns why the run stopped, as text: the app's reason with
+// schmp.StopApp, "max-iterations" for a MaxRounds stop of an app whose
+// rounds come in iterations (Period), otherwise the Reason.
 func (r *Result) Why() string {
 	switch {
-	case r.Reason == StopApp && r.AppReason != "":
+	case r.Reason == schmp.StopApp && r.AppReason != "":
 		return r.AppReason
-	case r.Reason == StopMaxRounds && r.Period > 0:
+	case r.Reason == schmp.StopMaxRounds && r.Period > 0:
 		return "max-iterations"
 	}
 	return string(r.Reason)

@@ -17,7 +17,7 @@ import (
 )
 
 // stagedCoordinator is the halving program's coordinator run in stages
-// (coordinator.Staged), recording what the runtime told it.
+// (schmp.Staged), recording what the runtime told it.
 type stagedCoordinator struct {
 	*halvingCoordinator
 	stages, stage int   // the stage running, 0-based
@@ -37,7 +37,7 @@ type end struct {
 func (c *stagedCoordinator) Stage() string    { return fmt.Sprintf("stage %d/%d", c.stage+1, c.stages) }
 func (c *stagedCoordinator) FinalStage() bool { return c.stage == c.stages-1 }
 
-func (c *stagedCoordinator) EndStage(s coordinator.Sample, stop string) error {
+func (c *stagedCoordinator) EndStage(s schmp.Sample, stop string) error {
 	c.ends = append(c.ends, end{s.Round, stop, c.stage + 1})
 	if c.failAt == c.stage+1 {
 		return errors.New("boom")
@@ -53,7 +53,7 @@ func (c *stagedCoordinator) Pull(round uint64, p int, partials []float64) (float
 	return c.halvingCoordinator.Pull(round, p, partials)
 }
 
-var _ coordinator.Staged = (*stagedCoordinator)(nil)
+var _ schmp.Staged = (*stagedCoordinator)(nil)
 
 // TestStaged runs the halving program in stages and checks when the runtime
 // ends a stage (at a report that meets the stop test, before the Pull of
@@ -68,7 +68,7 @@ func TestStaged(t *testing.T) {
 		stages int
 		h      halving
 		opts   coordinator.Options
-		reason coordinator.Reason
+		reason schmp.Reason
 		rounds uint64
 		ends   []end
 		pulls  []int

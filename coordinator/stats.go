@@ -143,7 +143,7 @@ const metricsHeader = "time_s,round,objective,nnz,updates,gap,plan_ms,dispatch_m
 
 // writeSample writes s as a metrics row, with r, the per-round means of the
 // rounds pulled since the previous row.
-func writeSample(w *bufio.Writer, s Sample, r rowStats) {
+func writeSample(w *bufio.Writer, s schmp.Sample, r rowStats) {
 	f := func(v float64, prec int) {
 		w.WriteString(strconv.FormatFloat(v, 'g', prec, 64))
 	}

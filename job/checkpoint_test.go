@@ -20,11 +20,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // walk is a small app whose every role has state that a resume must
@@ -69,8 +69,8 @@ func (w *walkWorker) Push(_ context.Context, round uint64, p walkPlan) (walkPart
 	return walkPartial{w.data[p.Var] + w.sum/float64(round)}, nil
 }
 func (w *walkWorker) Report() (walkSummary, error) { return walkSummary{w.sum}, nil }
-func (w *walkWorker) Snapshot() ([]byte, error)    { return wire.Marshal(w.sum) }
-func (w *walkWorker) Restore(b []byte) error       { return wire.Unmarshal(b, &w.sum) }
+func (w *walkWorker) Snapshot() ([]byte, error)    { return codec.Marshal(w.sum) }
+func (w *walkWorker) Restore(b []byte) error       { return codec.Unmarshal(b, &w.sum) }
 
 type walkCoordinator struct{ X []float64 }
 
@@ -102,10 +102,10 @@ func (c *walkCoordinator) WriteModel(w io.Writer) error {
 	}
 	return nil
 }
-func (c *walkCoordinator) Snapshot() ([]byte, error) { return wire.Marshal(c.X) }
+func (c *walkCoordinator) Snapshot() ([]byte, error) { return codec.Marshal(c.X) }
 func (c *walkCoordinator) Restore(b []byte) error {
 	var x []float64
-	if err := wire.Unmarshal(b, &x); err != nil {
+	if err := codec.Unmarshal(b, &x); err != nil {
 		return err
 	}
 	if len(x) != walkVars {

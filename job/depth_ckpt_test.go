@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // freeWalkScheduler is the walk's scheduler for rounds in flight: part p of
@@ -55,12 +55,12 @@ func (s *freeWalkScheduler) Snapshot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.Marshal(freeWalkState{RNG: rng, Busy: s.busy})
+	return codec.Marshal(freeWalkState{RNG: rng, Busy: s.busy})
 }
 
 func (s *freeWalkScheduler) Restore(b []byte) error {
 	var st freeWalkState
-	if err := wire.Unmarshal(b, &st); err != nil {
+	if err := codec.Unmarshal(b, &st); err != nil {
 		return err
 	}
 	s.busy = st.Busy

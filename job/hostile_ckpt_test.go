@@ -21,6 +21,7 @@ import (
 
 	"github.com/strads-go/strads/apps/nnls"
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/monitor"
@@ -126,7 +127,7 @@ func watch(t *testing.T, srv *natsserver.Server, name string, react func(a *atta
 // field returns m's field name as a number, 0 if it has none.
 func field(data []byte, name string) uint64 {
 	var m map[string]any
-	if wire.Unmarshal(data, &m) != nil {
+	if codec.Unmarshal(data, &m) != nil {
 		return 0
 	}
 	switch v := m[name].(type) {
@@ -153,7 +154,7 @@ func field(data []byte, name string) uint64 {
 // runOf returns the run id of a message, "" if it has none.
 func runOf(data []byte) string {
 	var h protocol.Header
-	if wire.Unmarshal(data, &h) != nil {
+	if codec.Unmarshal(data, &h) != nil {
 		return ""
 	}
 	return h.Run
@@ -238,7 +239,7 @@ func TestHostileCheckpointTraffic(t *testing.T) {
 		{"forged messages of another run", func(a *attacker, msg *nats.Msg, rel string) {
 			switch {
 			case rel == protocol.SubjectStored:
-				b, _ := wire.Marshal(protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: "forged"},
+				b, _ := codec.Marshal(protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: "forged"},
 					Role: protocol.RoleWorker, Place: a.rng.IntN(2), Round: field(msg.Data, "round"), Digest: bogus, Bytes: 1})
 				a.publish(rel, "", b)
 			case strings.HasPrefix(rel, "beat"):
@@ -248,14 +249,14 @@ func TestHostileCheckpointTraffic(t *testing.T) {
 				rb := &protocol.Rollback{Round: 10, Run: "forged-run"}
 				var b []byte
 				if rel == protocol.SubjectTask {
-					b, _ = wire.Marshal(protocol.Task[nnls.Plan, nnls.Update]{Header: protocol.Header{Type: protocol.TypeTask, Run: "forged"}, Rollback: rb})
+					b, _ = codec.Marshal(protocol.Task[nnls.Plan, nnls.Update]{Header: protocol.Header{Type: protocol.TypeTask, Run: "forged"}, Rollback: rb})
 				} else {
-					b, _ = wire.Marshal(protocol.PlanRequest{Header: protocol.Header{Type: protocol.TypePlanRequest, Run: "forged"}, Rollback: rb})
+					b, _ = codec.Marshal(protocol.PlanRequest{Header: protocol.Header{Type: protocol.TypePlanRequest, Run: "forged"}, Rollback: rb})
 				}
 				a.publish(rel, "", b)
 				// A request for a checkpoint, under another run.
 				a.publish(rel, msg.Reply, forge(msg.Data, func(m map[string]any) { m["run"], m["ckpt"] = "forged", field(msg.Data, "round")-1 }))
-				b, _ = wire.Marshal(protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: "forged"}, Shard: 0, Shards: 2, Rollback: rb})
+				b, _ = codec.Marshal(protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: "forged"}, Shard: 0, Shards: 2, Rollback: rb})
 				a.publish(protocol.SubjectSpare("x"), "", b)
 			}
 		}},
@@ -350,7 +351,7 @@ func TestForgedStoredNotice(t *testing.T) {
 		}
 		for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
 			for place := range 2 {
-				b, _ := wire.Marshal(protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: runOf(msg.Data)},
+				b, _ := codec.Marshal(protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: runOf(msg.Data)},
 					Role: role, Place: place, Round: round, Digest: strings.Repeat("0f", 32), Bytes: 1})
 				a.publish(protocol.SubjectStored, "", b)
 				forged.Add(1)
@@ -464,10 +465,10 @@ func TestForgedRollback(t *testing.T) {
 					var b []byte
 					if subject == protocol.SubjectTask {
 						h.Type = protocol.TypeTask
-						b, _ = wire.Marshal(protocol.Task[nnls.Plan, nnls.Update]{Header: h, Rollback: rb})
+						b, _ = codec.Marshal(protocol.Task[nnls.Plan, nnls.Update]{Header: h, Rollback: rb})
 					} else {
 						h.Type = protocol.TypePlanRequest
-						b, _ = wire.Marshal(protocol.PlanRequest{Header: h, Rollback: rb})
+						b, _ = codec.Marshal(protocol.PlanRequest{Header: h, Rollback: rb})
 					}
 					a.publish(subject, "", b)
 				})
@@ -538,7 +539,7 @@ func TestForgedHeartbeats(t *testing.T) {
 						}
 						for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
 							for place := range 2 {
-								b, _ := wire.Marshal(protocol.Heartbeat{Header: protocol.Header{Type: protocol.TypeHeartbeat, Run: r}, Role: role, Place: place})
+								b, _ := codec.Marshal(protocol.Heartbeat{Header: protocol.Header{Type: protocol.TypeHeartbeat, Run: r}, Role: role, Place: place})
 								nc.Publish("strads."+name+"."+protocol.SubjectBeat, b)
 							}
 						}
@@ -636,7 +637,7 @@ func TestForgedSpareAssign(t *testing.T) {
 		rel := strings.TrimPrefix(msg.Subject, "strads."+name+".")
 		var jr protocol.JoinRequest
 		switch {
-		case rel == protocol.SubjectJoin && wire.Unmarshal(msg.Data, &jr) == nil:
+		case rel == protocol.SubjectJoin && codec.Unmarshal(msg.Data, &jr) == nil:
 			mu.Lock()
 			if !slices.Contains(ids, jr.ID) {
 				ids = append(ids, jr.ID)
@@ -644,7 +645,7 @@ func TestForgedSpareAssign(t *testing.T) {
 			mu.Unlock()
 			if r, ok := run.Load().(string); ok {
 				// A node that joins once the job runs waits as a spare.
-				b, _ := wire.Marshal(protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: r}, Stop: true})
+				b, _ := codec.Marshal(protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: r}, Stop: true})
 				a.publish(protocol.SubjectSpare(jr.ID), "", b)
 			}
 		case rel == protocol.SubjectTask && run.Load() == nil:
@@ -652,7 +653,7 @@ func TestForgedSpareAssign(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, id := range ids {
-				b, _ := wire.Marshal(protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: runOf(msg.Data)}, Stop: true})
+				b, _ := codec.Marshal(protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: runOf(msg.Data)}, Stop: true})
 				a.publish(protocol.SubjectSpare(id), "", b)
 			}
 			released.Store(true)

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/monitor"
@@ -84,11 +85,11 @@ func (a *attacker) publish(name, reply string, data []byte) {
 // encodes it again; it returns nil for a message that does not decode.
 func forge(data []byte, change func(m map[string]any)) []byte {
 	var m map[string]any
-	if wire.Unmarshal(data, &m) != nil {
+	if codec.Unmarshal(data, &m) != nil {
 		return nil
 	}
 	change(m)
-	b, err := wire.Marshal(m)
+	b, err := codec.Marshal(m)
 	if err != nil {
 		return nil
 	}
@@ -188,7 +189,7 @@ func TestHostileTraffic(t *testing.T) {
 			for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
 				req := protocol.JoinRequest{Header: protocol.Header{Type: protocol.TypeJoin}, ID: "forger-" + strconv.Itoa(a.rng.IntN(4)), Role: role,
 					Manifest: protocol.Manifest{App: "nnls", Version: protocol.Version, Settings: map[string]string{"cols": "7"}}}
-				b, _ := wire.Marshal(req)
+				b, _ := codec.Marshal(req)
 				a.publish(protocol.SubjectJoin, a.c.NATS().NewInbox(), b)
 			}
 		}, nil},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strads-go/strads/apps/nnls"
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
@@ -183,7 +184,7 @@ func TestKeyedHostileTraffic(t *testing.T) {
 			}
 			for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
 				for place := range 2 {
-					b, _ := wire.Marshal(protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: runOf(msg.Data)},
+					b, _ := codec.Marshal(protocol.Stored{Header: protocol.Header{Type: protocol.TypeStored, Run: runOf(msg.Data)},
 						Role: role, Place: place, Round: round, Digest: strings.Repeat("0f", 32), Bytes: 1})
 					a.sendForged(protocol.SubjectStored, "", b, msg)
 				}
@@ -196,10 +197,10 @@ func TestKeyedHostileTraffic(t *testing.T) {
 			rb := &protocol.Rollback{Round: 10, Run: "forged-run"}
 			h := protocol.Header{Run: runOf(msg.Data)}
 			h.Type = protocol.TypeTask
-			b, _ := wire.Marshal(protocol.Task[nnls.Plan, nnls.Update]{Header: h, Rollback: rb})
+			b, _ := codec.Marshal(protocol.Task[nnls.Plan, nnls.Update]{Header: h, Rollback: rb})
 			a.sendForged(protocol.SubjectTask, "", b, msg)
 			h.Type = protocol.TypePlanRequest
-			b, _ = wire.Marshal(protocol.PlanRequest{Header: h, Rollback: rb})
+			b, _ = codec.Marshal(protocol.PlanRequest{Header: h, Rollback: rb})
 			a.sendForged(protocol.SubjectPlan(0), "", b, msg)
 		}, []string{protocol.DropForged, protocol.DropUnauthenticated}},
 		{"forged heartbeats and assignments with the run id", func(a *attacker, msg *nats.Msg) {
@@ -207,11 +208,11 @@ func TestKeyedHostileTraffic(t *testing.T) {
 				return
 			}
 			h := protocol.Header{Run: runOf(msg.Data), Type: protocol.TypeHeartbeat}
-			b, _ := wire.Marshal(protocol.Heartbeat{Header: h, Role: protocol.RoleWorker, Place: 0})
+			b, _ := codec.Marshal(protocol.Heartbeat{Header: h, Role: protocol.RoleWorker, Place: 0})
 			a.sendForged(protocol.SubjectBeat, "", b, msg)
 			a.sendForged(protocol.SubjectBeatCoordinator, "", b, msg)
 			h.Type = protocol.TypeAssign
-			b, _ = wire.Marshal(protocol.Assign{Header: h, Stop: true, Abort: "forged"})
+			b, _ = codec.Marshal(protocol.Assign{Header: h, Stop: true, Abort: "forged"})
 			a.sendForged(protocol.SubjectSpare("x"), "", b, msg)
 		}, []string{protocol.DropForged, protocol.DropUnauthenticated}},
 		{"forged joins", func(a *attacker, msg *nats.Msg) {
@@ -444,7 +445,7 @@ func TestKeyedJoinReplayChallenged(t *testing.T) {
 		select {
 		case m := <-replies:
 			var rep protocol.JoinReply
-			if err := wire.Unmarshal(m.Data, &rep); err != nil {
+			if err := codec.Unmarshal(m.Data, &rep); err != nil {
 				t.Fatal(err)
 			}
 			if rep.Challenge == "" || rep.Run != "" || rep.Err != "" {

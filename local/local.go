@@ -19,11 +19,11 @@ import (
 
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 	"github.com/strads-go/strads/worker"
 )
 
@@ -327,7 +327,7 @@ func (j *Job[P, R, U, S]) Run(ctx context.Context) (pipeline.Status, error) {
 			if j.cut == nil || j.cut.round != a.Round {
 				return core.Status(), fmt.Errorf("local: the checkpoint of round %d taken, not under way", a.Round)
 			}
-			if j.cut.core, err = wire.Marshal(*a.Snapshot); err != nil {
+			if j.cut.core, err = codec.Marshal(*a.Snapshot); err != nil {
 				return core.Status(), fmt.Errorf("local: core snapshot: %w", err)
 			}
 			j.cut.coord = a.App
@@ -422,7 +422,7 @@ func (j *Job[P, R, U, S]) restore(cfg pipeline.Config) (*pipeline.Core[P, R, U, 
 		return nil, fmt.Errorf("coordinator: restore: %w", err)
 	}
 	var back pipeline.Snapshot[U]
-	if err := wire.Unmarshal(cut.core, &back); err != nil {
+	if err := codec.Unmarshal(cut.core, &back); err != nil {
 		return nil, fmt.Errorf("core snapshot: %w", err)
 	}
 	// The workers took every part passed to them before their pieces.
@@ -496,7 +496,7 @@ func (j *Job[P, R, U, S]) rollback(cfg pipeline.Config) (*pipeline.Core[P, R, U,
 		return nil, fmt.Errorf("coordinator: restore: %w", err)
 	}
 	var back pipeline.Snapshot[U]
-	if err := wire.Unmarshal(sv.core, &back); err != nil {
+	if err := codec.Unmarshal(sv.core, &back); err != nil {
 		return nil, fmt.Errorf("core snapshot: %w", err)
 	}
 	j.Restores++
@@ -529,10 +529,10 @@ func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S]
 // request hands core a copy of req, as the coordinator node sends it, and
 // returns what it gives.
 func request[P any](core *node.Core[P], req protocol.PlanRequest) (node.Output[P], error) {
-	data, err := wire.Marshal(req)
+	data, err := codec.Marshal(req)
 	if err == nil {
 		req = protocol.PlanRequest{}
-		err = wire.Unmarshal(data, &req)
+		err = codec.Unmarshal(data, &req)
 	}
 	if err != nil {
 		return node.Output[P]{}, fmt.Errorf("local: msgpack: %w", err)
@@ -617,10 +617,10 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 // the coordinator node sends it.
 func give[P, R, U, S any](core *worker.Core[P, R, U, S], k int, task protocol.Task[P, U]) error {
 	task.Updates = pipeline.ForShard(task.Updates, k)
-	data, err := wire.Marshal(task)
+	data, err := codec.Marshal(task)
 	if err == nil {
 		task = protocol.Task[P, U]{}
-		err = wire.Unmarshal(data, &task)
+		err = codec.Unmarshal(data, &task)
 	}
 	if err != nil {
 		return fmt.Errorf("local: msgpack: %w", err)
@@ -709,10 +709,10 @@ func deliver[P, R, U, S any](cores []*worker.Core[P, R, U, S], h *worker.Handoff
 		return nil
 	}
 	msg := protocol.Pass[R]{Round: h.Round, From: h.From, To: h.To, Part: h.Part}
-	data, err := wire.Marshal(msg)
+	data, err := codec.Marshal(msg)
 	if err == nil {
 		msg = protocol.Pass[R]{}
-		err = wire.Unmarshal(data, &msg)
+		err = codec.Unmarshal(data, &msg)
 	}
 	if err != nil {
 		return fmt.Errorf("local: msgpack: %w", err)
@@ -728,9 +728,9 @@ func deliver[P, R, U, S any](cores []*worker.Core[P, R, U, S], h *worker.Handoff
 // roundTrip returns a copy of v through msgpack, as a message carries it.
 func roundTrip[T any](v T) (T, error) {
 	var out T
-	b, err := wire.Marshal(v)
+	b, err := codec.Marshal(v)
 	if err == nil {
-		err = wire.Unmarshal(b, &out)
+		err = codec.Unmarshal(b, &out)
 	}
 	if err != nil {
 		return out, fmt.Errorf("local: msgpack: %w", err)

@@ -13,16 +13,16 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // reports returns the rounds and objectives of a trace.
-func reports(trace []pipeline.Sample) []string {
+func reports(trace []schmp.Sample) []string {
 	var out []string
 	for _, s := range trace {
 		out = append(out, fmt.Sprintf("%d:%.17g", s.Round, s.Objective))
@@ -54,7 +54,7 @@ func TestSameAsRuntime(t *testing.T) {
 				models, statuses = append(models, buf.Bytes()), append(statuses, st)
 			}
 			st := statuses[0]
-			if st.Reason != pipeline.StopConverged || st.Last != st.Decided+uint64(tc.depth-1) || st.Rounds != st.Last {
+			if st.Reason != schmp.StopConverged || st.Last != st.Decided+uint64(tc.depth-1) || st.Rounds != st.Last {
 				t.Fatalf("status %+v: want a converged stop depth−1 rounds after its decision", st)
 			}
 			if st.MaxInFlight != tc.depth {
@@ -191,12 +191,12 @@ func (w *counting) Snapshot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.Marshal(countingState{Inner: b, Pushes: w.pushes})
+	return codec.Marshal(countingState{Inner: b, Pushes: w.pushes})
 }
 
 func (w *counting) Restore(b []byte) error {
 	var st countingState
-	if err := wire.Unmarshal(b, &st); err != nil {
+	if err := codec.Unmarshal(b, &st); err != nil {
 		return err
 	}
 	if !w.stale || w.pushes == 0 {

@@ -9,10 +9,10 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 	"github.com/strads-go/strads/worker"
 )
 
@@ -100,11 +100,11 @@ func (t *twins[P, R, U, S]) finish(ctx context.Context, j *Job[P, R, U, S], k in
 // same reports an error unless a, of a role restored in place, and b, of
 // the same role restored anew, encode alike (up to Options.Ignore).
 func (j *Job[P, R, U, S]) same(what string, a, b any) error {
-	ba, err := wire.Marshal(a)
+	ba, err := codec.Marshal(a)
 	if err != nil {
 		return err
 	}
-	bb, err := wire.Marshal(b)
+	bb, err := codec.Marshal(b)
 	if err != nil {
 		return err
 	}
@@ -112,10 +112,10 @@ func (j *Job[P, R, U, S]) same(what string, a, b any) error {
 		return nil
 	}
 	var ga, gb any
-	if err := wire.Unmarshal(ba, &ga); err != nil {
+	if err := codec.Unmarshal(ba, &ga); err != nil {
 		return err
 	}
-	if err := wire.Unmarshal(bb, &gb); err != nil {
+	if err := codec.Unmarshal(bb, &gb); err != nil {
 		return err
 	}
 	if path, ok := alike(ga, gb, j.opts.Ignore, ""); !ok {

@@ -3,26 +3,26 @@ package protocol
 import (
 	"testing"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // The type parameters of the fuzzed messages: shaped like the apps' (slices
 // that travel as raw words, nested structs, pointers, maps).
 type (
-	fuzzPlan   struct{ Vars wire.Int32s }
+	fuzzPlan   struct{ Vars codec.Int32s }
 	fuzzUpdate struct {
-		Vars   wire.Int32s
-		Delta  wire.Float64s
-		Center *struct{ MeanX wire.Float64s }
+		Vars   codec.Int32s
+		Delta  codec.Float64s
+		Center *struct{ MeanX codec.Float64s }
 	}
 	fuzzPartial struct {
-		Dot    wire.Float64s
+		Dot    codec.Float64s
 		Rounds []uint64
 	}
 	fuzzSummary struct {
 		Rows  int
-		ColSq wire.Float64s
+		ColSq codec.Float64s
 		Names map[string]float64
 	}
 )
@@ -32,20 +32,20 @@ type (
 // takes must encode again.
 func FuzzMessages(f *testing.F) {
 	for _, m := range []any{
-		Task[fuzzPlan, fuzzUpdate]{Header: Header{Type: TypeTask, Run: "r"}, Round: 3, Plan: fuzzPlan{Vars: wire.Int32s{1, 2}},
-			Updates: []fuzzUpdate{{Vars: wire.Int32s{1}, Delta: wire.Float64s{0.5}}}, Report: true},
+		Task[fuzzPlan, fuzzUpdate]{Header: Header{Type: TypeTask, Run: "r"}, Round: 3, Plan: fuzzPlan{Vars: codec.Int32s{1, 2}},
+			Updates: []fuzzUpdate{{Vars: codec.Int32s{1}, Delta: codec.Float64s{0.5}}}, Report: true},
 		Partial[fuzzPartial, fuzzSummary]{Header: Header{Type: TypePartial, Run: "r"}, Round: 3, Shard: 1,
-			Partial: fuzzPartial{Dot: wire.Float64s{1, 2}}, Report: fuzzSummary{Rows: 2, ColSq: wire.Float64s{4}}, HasReport: true},
+			Partial: fuzzPartial{Dot: codec.Float64s{1, 2}}, Report: fuzzSummary{Rows: 2, ColSq: codec.Float64s{4}}, HasReport: true},
 		PlanRequest{Header: Header{Type: TypePlanRequest, Run: "r"}, Round: 4,
-			Feedback: []schmp.Feedback{{Round: 2, Vars: wire.Int32s{3}, Delta: wire.Float64s{0.1}}}},
-		PlanReply[fuzzPlan]{Header: Header{Type: TypePlanReply, Run: "r"}, Round: 4, Part: 1, Plan: fuzzPlan{Vars: wire.Int32s{7}},
-			Info: schmp.PlanInfo{Vars: wire.Int32s{7}, Candidates: 3, Selected: 1}},
+			Feedback: []schmp.Feedback{{Round: 2, Vars: codec.Int32s{3}, Delta: codec.Float64s{0.1}}}},
+		PlanReply[fuzzPlan]{Header: Header{Type: TypePlanReply, Run: "r"}, Round: 4, Part: 1, Plan: fuzzPlan{Vars: codec.Int32s{7}},
+			Info: schmp.PlanInfo{Vars: codec.Int32s{7}, Candidates: 3, Selected: 1}},
 		Ready[fuzzSummary]{Header: Header{Type: TypeReady, Run: "r"}, ID: "id", Shard: 1, Summary: fuzzSummary{Names: map[string]float64{"a": 1}}},
 		JoinRequest{Header: Header{Type: TypeJoin}, ID: "id", Role: RoleScheduler, Manifest: Manifest{App: "lasso", Version: Version, Settings: map[string]string{"lambda": "0.1"}}},
 		JoinReply{Shard: 1, Shards: 2, Run: "r", Settings: map[string]string{"tol": "0"}},
 		Presence{Header: Header{Type: TypePresence}, Ticket: "t", Since: 1, Running: true},
 	} {
-		data, err := wire.Marshal(m)
+		data, err := codec.Marshal(m)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func FuzzMessages(f *testing.F) {
 				return
 			}
 			_ = validate()
-			if _, err := wire.Marshal(m); err != nil {
+			if _, err := codec.Marshal(m); err != nil {
 				t.Fatalf("a %s taken does not encode: %v", typ, err)
 			}
 		}
@@ -83,6 +83,6 @@ func FuzzMessages(f *testing.F) {
 		var pres Presence
 		check(&pres, TypePresence, func() error { return nil })
 		var reply JoinReply
-		_ = wire.Unmarshal(data, &reply)
+		_ = codec.Unmarshal(data, &reply)
 	})
 }

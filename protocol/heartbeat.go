@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -43,7 +44,7 @@ type Heartbeat struct {
 // is down) is skipped: the next one may be.
 func Beat(c *wire.Conn, name string, every time.Duration, h Heartbeat) (stop func()) {
 	h.Type = TypeHeartbeat
-	data, err := wire.Marshal(h)
+	data, err := codec.Marshal(h)
 	done := make(chan struct{})
 	var once sync.Once
 	if err != nil {
@@ -85,7 +86,7 @@ func FollowCoordinator(c *wire.Conn, run string, log *slog.Logger) (*Pulse, erro
 	}{{SubjectBeatCoordinator, &p.last}, {SubjectBeat, &p.others}} {
 		sub, err := c.SubscribeFunc(c.Subject(s.name), func(msg *nats.Msg) {
 			var h Heartbeat
-			err := wire.Unmarshal(msg.Data, &h)
+			err := codec.Unmarshal(msg.Data, &h)
 			switch {
 			case err == nil && h.Type != TypeHeartbeat:
 				err = fmt.Errorf("a message of type %q", h.Type)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // TestPrintable checks that Printable escapes what a terminal would act
@@ -64,14 +64,14 @@ func TestOpenCleansText(t *testing.T) {
 		texter
 	}{&JoinRequest{Host: evil}, &Presence{Host: evil}, &Assign{Abort: evil}, &Stored{Err: evil}, &Ready[int]{Err: evil},
 		&PlanRequest{Abort: evil}, &PlanReply[int]{Err: evil}} {
-		data, err := wire.Marshal(m)
+		data, err := codec.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := Open(data, m, "", ""); err != nil {
 			t.Fatal(err)
 		}
-		if data, _ := wire.Marshal(m); strings.ContainsAny(string(data), "\n\x1b") {
+		if data, _ := codec.Marshal(m); strings.ContainsAny(string(data), "\n\x1b") {
 			t.Errorf("%T: opened with raw text: %+v", m, m)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -79,7 +80,7 @@ type texter interface{ clean() }
 // why. The free text of the message it opens is made Printable here, where
 // it enters, so that no later print of it can forget to.
 func Open(data []byte, m message, typ, run string) error {
-	if err := wire.Unmarshal(data, m); err != nil {
+	if err := codec.Unmarshal(data, m); err != nil {
 		return fmt.Errorf("%w: %w", ErrGarbage, err)
 	}
 	switch h := m.header(); {

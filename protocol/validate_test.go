@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // TestOpen checks that Open takes a message of its type and run, and
 // tells garbage, messages of another type and of another run apart.
 func TestOpen(t *testing.T) {
-	task, _ := wire.Marshal(Task[int, int]{Header: Header{Type: TypeTask, Run: "r"}, Round: 2})
+	task, _ := codec.Marshal(Task[int, int]{Header: Header{Type: TypeTask, Run: "r"}, Round: 2})
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -45,7 +45,7 @@ func TestOpen(t *testing.T) {
 
 func mustMarshal(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := wire.Marshal(v)
+	b, err := codec.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}

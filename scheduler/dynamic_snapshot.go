@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // A Dynamic's snapshot is a sealed envelope (schmp.Seal) of kind
@@ -27,22 +27,22 @@ const dynamicKind = "scheduler/dynamic"
 // of a round (draws, rejections, the weights taken out of the tree) is
 // empty between rounds and is not saved.
 type dynamicState struct {
-	Vars     int         `msgpack:"vars"`
-	Policy   int         `msgpack:"policy"`
-	Round    int         `msgpack:"round"`
-	RNG      []byte      `msgpack:"rng"`      // the PCG's state
-	Inflight wire.Int32s `msgpack:"inflight"` // in the engine's order
-	Walk     bool        `msgpack:"walk"`     // the walk (Cyclic, Priority's warm-up) is on
-	Cursor   int         `msgpack:"cursor"`
-	Queue    wire.Int32s `msgpack:"queue"`
+	Vars     int          `msgpack:"vars"`
+	Policy   int          `msgpack:"policy"`
+	Round    int          `msgpack:"round"`
+	RNG      []byte       `msgpack:"rng"`      // the PCG's state
+	Inflight codec.Int32s `msgpack:"inflight"` // in the engine's order
+	Walk     bool         `msgpack:"walk"`     // the walk (Cyclic, Priority's warm-up) is on
+	Cursor   int          `msgpack:"cursor"`
+	Queue    codec.Int32s `msgpack:"queue"`
 	// Unqueued lists the variables of Queue that the walk no longer
 	// counts as queued: with rounds in flight, a round's walk can draw a
 	// variable twice (once deferred, once rejected, say), which then
 	// stands twice in the queue, and the next round's examining of one
 	// entry unmarks both. Empty without such duplicates.
-	Unqueued wire.Int32s   `msgpack:"unqueued,omitempty"`
-	Perm     wire.Int32s   `msgpack:"perm"`    // Random and Priority
-	Weights  wire.Float64s `msgpack:"weights"` // Priority: the tree's leaves
+	Unqueued codec.Int32s   `msgpack:"unqueued,omitempty"`
+	Perm     codec.Int32s   `msgpack:"perm"`    // Random and Priority
+	Weights  codec.Float64s `msgpack:"weights"` // Priority: the tree's leaves
 }
 
 // Snapshot returns the engine's state between two rounds (after a Next,

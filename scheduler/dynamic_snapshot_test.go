@@ -5,9 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/internal/sealtest"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // TestDynamicRestore runs an engine with two rounds in flight (the
@@ -121,22 +121,22 @@ func TestDynamicRestoreBad(t *testing.T) {
 		{"negative round", c, edit(func(m map[string]any) { m["round"] = -1 })},
 		{"walk over", c, edit(func(m map[string]any) { m["round"] = 9 })},
 		{"bad random state", c, edit(func(m map[string]any) { m["rng"] = []byte("pcg:1") })},
-		{"in flight twice", c, edit(func(m map[string]any) { m["inflight"] = wire.Int32s{1, 1} })},
-		{"in flight out of range", c, edit(func(m map[string]any) { m["inflight"] = wire.Int32s{20} })},
+		{"in flight twice", c, edit(func(m map[string]any) { m["inflight"] = codec.Int32s{1, 1} })},
+		{"in flight out of range", c, edit(func(m map[string]any) { m["inflight"] = codec.Int32s{20} })},
 		{"cursor out of range", c, edit(func(m map[string]any) { m["cursor"] = 20 })},
-		{"queue out of range", c, edit(func(m map[string]any) { m["queue"] = wire.Int32s{-1} })},
-		{"unqueued twice", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 1}, wire.Int32s{1, 1} })},
-		{"unqueued not queued", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 2}, wire.Int32s{3} })},
-		{"unqueued out of range", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 2}, wire.Int32s{20} })},
-		{"short permutation", c, edit(func(m map[string]any) { m["perm"] = wire.Int32s{0, 1} })},
-		{"not a permutation", c, edit(func(m map[string]any) { m["perm"] = make(wire.Int32s, 20) })},
+		{"queue out of range", c, edit(func(m map[string]any) { m["queue"] = codec.Int32s{-1} })},
+		{"unqueued twice", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = codec.Int32s{1, 1}, codec.Int32s{1, 1} })},
+		{"unqueued not queued", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = codec.Int32s{1, 2}, codec.Int32s{3} })},
+		{"unqueued out of range", c, edit(func(m map[string]any) { m["queue"], m["unqueued"] = codec.Int32s{1, 2}, codec.Int32s{20} })},
+		{"short permutation", c, edit(func(m map[string]any) { m["perm"] = codec.Int32s{0, 1} })},
+		{"not a permutation", c, edit(func(m map[string]any) { m["perm"] = make(codec.Int32s, 20) })},
 		{"negative weight", c, edit(func(m map[string]any) {
-			w := make(wire.Float64s, 20)
+			w := make(codec.Float64s, 20)
 			w[3] = -1
 			m["weights"] = w
 		})},
 		{"huge weight", c, edit(func(m map[string]any) {
-			w := make(wire.Float64s, 20)
+			w := make(codec.Float64s, 20)
 			w[3] = 1e308
 			m["weights"] = w
 		})},
@@ -153,7 +153,7 @@ func TestDynamicRestoreBad(t *testing.T) {
 		t.Errorf("the good snapshot: %v", err)
 	}
 	// With rounds in flight a walk can queue a variable twice.
-	twice := edit(func(m map[string]any) { m["queue"], m["unqueued"] = wire.Int32s{1, 1, 2}, wire.Int32s{1} })
+	twice := edit(func(m map[string]any) { m["queue"], m["unqueued"] = codec.Int32s{1, 1, 2}, codec.Int32s{1} })
 	if err := mustDynamic(t, c, nil).Restore(twice); err != nil {
 		t.Errorf("a queue with a variable twice: %v", err)
 	}

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Rotation is the static rotation engine (DESIGN §4): the model is cut into
@@ -54,7 +54,7 @@ type Turn struct {
 // Schedule implements schmp.Scheduler: round r (from 1) is sub-round r−1,
 // and updates every block.
 func (r Rotation) Schedule(round uint64, _ []schmp.Feedback) (Turn, schmp.PlanInfo, error) {
-	blocks := make(wire.Int32s, r.Workers)
+	blocks := make(codec.Int32s, r.Workers)
 	for b := range blocks {
 		blocks[b] = int32(b)
 	}

@@ -4,15 +4,15 @@ import (
 	"context"
 	"io"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // Feedback tells the scheduler how much the variables of a round moved:
 // Delta[k] is the change of variable Vars[k] in round Round.
 type Feedback struct {
-	Round uint64        `msgpack:"r"`
-	Vars  wire.Int32s   `msgpack:"v"`
-	Delta wire.Float64s `msgpack:"d"`
+	Round uint64         `msgpack:"r"`
+	Vars  codec.Int32s   `msgpack:"v"`
+	Delta codec.Float64s `msgpack:"d"`
 	// Updates, where the workers choose the variables they update (the
 	// plan's PlanInfo.Selected does not count them), is how many variable
 	// updates the round made; the runtime counts it in place of Selected
@@ -28,7 +28,7 @@ type PlanInfo struct {
 	// Vars lists the variables (or, for an app that schedules blocks of
 	// them, the blocks) that the plan updates. The coordinator refuses a
 	// plan that names one still in a round in flight.
-	Vars wire.Int32s `msgpack:"v"`
+	Vars codec.Int32s `msgpack:"v"`
 	// Candidates is how many variables the scheduler examined.
 	Candidates int `msgpack:"c"`
 	// Selected is how many of them the plan updates.

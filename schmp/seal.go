@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // Seal encodes v as a Snapshotter's bytes in a sealed envelope: kind (the
@@ -13,11 +13,11 @@ import (
 // followed by the CRC-32C of all of it, so that Unseal tells a snapshot of
 // another role or version, a truncated or a corrupted one from a good one.
 func Seal(kind string, version int, v any) ([]byte, error) {
-	body, err := wire.Marshal(v)
+	body, err := codec.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%s snapshot: %w", kind, err)
 	}
-	b, err := wire.Marshal(envelope{Kind: kind, Version: version, Body: body})
+	b, err := codec.Marshal(envelope{Kind: kind, Version: version, Body: body})
 	if err != nil {
 		return nil, fmt.Errorf("%s snapshot: %w", kind, err)
 	}
@@ -35,7 +35,7 @@ func Unseal(b []byte, kind string, version int, v any) error {
 		return fmt.Errorf("%s snapshot: checksum mismatch (truncated or corrupted)", kind)
 	}
 	var e envelope
-	if err := wire.Unmarshal(data, &e); err != nil {
+	if err := codec.Unmarshal(data, &e); err != nil {
 		return fmt.Errorf("%s snapshot: %w", kind, err)
 	}
 	switch {
@@ -44,7 +44,7 @@ func Unseal(b []byte, kind string, version int, v any) error {
 	case e.Version != version:
 		return fmt.Errorf("%s snapshot: version %d, want %d", kind, e.Version, version)
 	}
-	if err := wire.Unmarshal(e.Body, v); err != nil {
+	if err := codec.Unmarshal(e.Body, v); err != nil {
 		return fmt.Errorf("%s snapshot: %w", kind, err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -55,7 +56,7 @@ func connect(t testing.TB, srv *natsserver.Server, tcp bool) *Conn {
 
 // bigNumbers is about 1 MB once encoded; x tells messages apart.
 func bigNumbers(x int) numbers {
-	v := numbers{F: make(Float64s, 1e6/8), I: make(Int32s, 1000), X: x}
+	v := numbers{F: make(codec.Float64s, 1e6/8), I: make(codec.Int32s, 1000), X: x}
 	for i := range v.F {
 		v.F[i] = float64(i*x) + 0.5
 	}
@@ -75,7 +76,7 @@ func testCtx(t *testing.T) context.Context {
 // name.
 func chunksOf(t *testing.T, c *Conn, name, reply string, v any) []*nats.Msg {
 	t.Helper()
-	data, err := Marshal(v)
+	data, err := codec.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestChunkedPublishInbox(t *testing.T) {
 	defer raw.Unsubscribe()
 
 	want := bigNumbers(3)
-	data, _ := Marshal(want)
+	data, _ := codec.Marshal(want)
 	if err := Publish(c, "big", want); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestChunkedPublishRequestMailbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got numbers
-		if err := Unmarshal(msg.Data, &got); err != nil {
+		if err := codec.Unmarshal(msg.Data, &got); err != nil {
 			t.Fatal(err)
 		}
 		if msg.Reply != c.Subject("back") || msg.Header != nil {
@@ -452,7 +453,7 @@ func TestChunkedIncompleteMailbox(t *testing.T) {
 			return numbers{}, err
 		}
 		var v numbers
-		return v, Unmarshal(msg.Data, &v)
+		return v, codec.Unmarshal(msg.Data, &v)
 	}
 
 	lost := chunksOf(t, c, "x", "", bigNumbers(1))
@@ -575,11 +576,11 @@ func TestChunkedRequestIncompleteReply(t *testing.T) {
 	// when asked for X=1.
 	sub, err := c.nc.Subscribe(c.Subject("half"), func(msg *nats.Msg) {
 		var req numbers
-		if err := Unmarshal(msg.Data, &req); err != nil {
+		if err := codec.Unmarshal(msg.Data, &req); err != nil {
 			t.Error(err)
 			return
 		}
-		data, _ := Marshal(bigNumbers(1))
+		data, _ := codec.Marshal(bigNumbers(1))
 		chunks := chunkMsgs(msg.Reply, "", data, smallPayload-chunkHeaderRoom)
 		send := chunks[:2]
 		if req.X == 1 {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/codec"
 )
 
 // Conn is a NATS connection scoped to one job: every subject it names lives
@@ -179,8 +181,8 @@ func (c *Conn) Flush(timeout time.Duration) error {
 	}
 }
 
-// PublishData publishes data, a message encoded with Marshal, on the job
-// subject name with the job subject reply as its reply subject ("" for
+// PublishData publishes data, a message encoded with codec.Marshal, on the
+// job subject name with the job subject reply as its reply subject ("" for
 // none), split into chunks if it exceeds the server's max_payload. Sending
 // the same bytes again is how a node repeats a message after a reconnect:
 // its receiver recognizes them (DESIGN §6).
@@ -203,7 +205,7 @@ func (c *Conn) Subject(name string) string { return c.prefix + name }
 // Publish encodes v and publishes it on the job subject name, split into
 // chunks if it exceeds the server's max_payload.
 func Publish[T any](c *Conn, name string, v T) error {
-	data, err := Marshal(v)
+	data, err := codec.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -213,7 +215,7 @@ func Publish[T any](c *Conn, name string, v T) error {
 // PublishRequest is Publish with a reply subject: answers to v are to be
 // sent to the job subject reply.
 func PublishRequest[T any](c *Conn, name, reply string, v T) error {
-	data, err := Marshal(v)
+	data, err := codec.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -226,7 +228,7 @@ func Reply[T any](c *Conn, msg *nats.Msg, v T) error {
 	if msg.Reply == "" {
 		return fmt.Errorf("wire: message on %s expects no reply", msg.Subject)
 	}
-	data, err := Marshal(v)
+	data, err := codec.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -257,7 +259,7 @@ func RequestRetried[Req, Rep any](ctx context.Context, c *Conn, name string, req
 // whether the no-responders status ends the wait with a key.
 func request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req, trustNobody bool) (Rep, error) {
 	var rep Rep
-	data, err := Marshal(req)
+	data, err := codec.Marshal(req)
 	if err != nil {
 		return rep, err
 	}
@@ -333,7 +335,7 @@ func request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req, t
 	if x.err != nil {
 		return rep, fmt.Errorf("wire: request %s: %w", subject, x.err)
 	}
-	if err := Unmarshal(x.msg.Data, &rep); err != nil {
+	if err := codec.Unmarshal(x.msg.Data, &rep); err != nil {
 		return rep, fmt.Errorf("wire: reply on %s: %w", subject, err)
 	}
 	return rep, nil
@@ -432,7 +434,7 @@ func (in *Inbox[T]) Next(ctx context.Context) (T, *nats.Msg, error) {
 		}
 		return v, nil, fmt.Errorf("wire: waiting on %s: %w", in.sub.Subject, err)
 	}
-	if err := Unmarshal(msg.Data, &v); err != nil {
+	if err := codec.Unmarshal(msg.Data, &v); err != nil {
 		return v, msg, fmt.Errorf("wire: message on %s: %w", in.sub.Subject, err)
 	}
 	return v, msg, nil
@@ -502,8 +504,8 @@ func (m *Mailbox) put(x mail) {
 }
 
 // Next waits for the next message on any of the mailbox's subjects; decode
-// it with Unmarshal. A message that came in chunks is returned whole, with
-// the sender's subject and reply subject. It gives up when ctx is done. An
+// it with codec.Unmarshal. A message that came in chunks is returned whole,
+// with the sender's subject and reply subject. It gives up when ctx is done. An
 // error wrapping ErrIncomplete reports a chunked message that was dropped;
 // the next call goes on with the following messages.
 func (m *Mailbox) Next(ctx context.Context) (*nats.Msg, error) {

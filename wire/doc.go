@@ -1,7 +1,7 @@
-// Package wire moves typed values between the nodes of a job: msgpack
-// encoding (with fast paths for numeric slices), typed publish, request and
-// subscribe over NATS, and subjects under one job prefix. It is a client
-// only: the embedded server is package natsserver's.
+// Package wire moves typed values between the nodes of a job: typed
+// publish, request and subscribe over NATS, encoding messages with package
+// codec (msgpack), and subjects under one job prefix. It is a client only:
+// the embedded server is package natsserver's.
 //
 // A message that fits the server's max_payload travels as one NATS message
 // without headers. A larger one is split into chunks sent back to back on

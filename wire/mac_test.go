@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/codec"
 )
 
 func TestParseKey(t *testing.T) {
@@ -199,7 +201,7 @@ func TestKeyedReceivers(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = numbers{}
-		if err := Unmarshal(msg.Data, &got); err != nil || got.X != want.X || len(got.F) != len(want.F) {
+		if err := codec.Unmarshal(msg.Data, &got); err != nil || got.X != want.X || len(got.F) != len(want.F) {
 			t.Fatalf("mailbox (big %v): got X=%d, %v; want X=%d", big, got.X, err, want.X)
 		}
 	}
@@ -230,7 +232,7 @@ func TestKeyedTamperedChunk(t *testing.T) {
 	if err := recv.Flush(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	msgs := chunksOf(t, send, "in", "", numbers{F: make(Float64s, 2*smallPayload/8), X: 1})
+	msgs := chunksOf(t, send, "in", "", numbers{F: make(codec.Float64s, 2*smallPayload/8), X: 1})
 	for _, m := range msgs {
 		k.seal(m)
 	}

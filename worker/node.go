@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
@@ -404,7 +405,7 @@ func (s *shell[P, R, U, S]) step(ctx context.Context) (ran, stop bool, err error
 // again.
 func (s *shell[P, R, U, S]) pass(h *Handoff[R]) error {
 	msg := protocol.Pass[R]{Header: protocol.Header{Type: protocol.TypePass, Run: s.run}, Round: h.Round, From: h.From, To: h.To, Part: h.Part}
-	data, err := wire.Marshal(msg)
+	data, err := codec.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("round %d: pass to worker %d: %w", h.Round, h.To, err)
 	}
@@ -445,7 +446,7 @@ func (s *shell[P, R, U, S]) answer(ctx context.Context, a *Answer[R, S], nanos i
 			m.WorkerTasks.WithLabelValues(l).Inc()
 			m.WorkerSeconds.WithLabelValues(l).Add(float64(nanos) / 1e9)
 		}
-		data, perr := wire.Marshal(p)
+		data, perr := codec.Marshal(p)
 		if perr == nil {
 			s.answered.add(taskKey{a.Round, a.Check}, data)
 			perr = s.c.PublishData(protocol.SubjectPartial, "", data)

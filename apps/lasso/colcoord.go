@@ -7,17 +7,16 @@ import (
 	"slices"
 
 	"github.com/strads-go/strads/apps/linear"
-	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // ColCoordinator is the coordinator side of the Lasso in the column layout:
 // it holds β and its own replica of q = y − Xβ, merges the workers' changes
 // (stepWeights), and certifies the objective with the duality gap. With Config.Path it solves a regularization path in the runtime's
-// stages (it implements coordinator.Staged): every update it sends carries
+// stages (it implements schmp.Staged): every update it sends carries
 // the λ being solved, and the workers switch to it.
 type ColCoordinator struct {
 	cfg       Config
@@ -130,7 +129,7 @@ func (c *ColCoordinator) LambdaMax() float64 { return c.lambdaMax }
 // (known after Start).
 func (c *ColCoordinator) Path() *Path { return c.regPath }
 
-// Stage implements coordinator.Staged: the λ of the path being solved, ""
+// Stage implements schmp.Staged: the λ of the path being solved, ""
 // for a job of one λ.
 func (c *ColCoordinator) Stage() string {
 	if c.regPath == nil {
@@ -139,13 +138,13 @@ func (c *ColCoordinator) Stage() string {
 	return c.regPath.Stage()
 }
 
-// FinalStage implements coordinator.Staged.
+// FinalStage implements schmp.Staged.
 func (c *ColCoordinator) FinalStage() bool { return c.regPath == nil || c.regPath.Final() }
 
-// EndStage implements coordinator.Staged: it records the model and the
+// EndStage implements schmp.Staged: it records the model and the
 // report s at the λ being solved, and moves to the next λ of the path,
 // which the next update carries to the workers.
-func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
+func (c *ColCoordinator) EndStage(s schmp.Sample, stop string) error {
 	if c.regPath == nil {
 		return nil
 	}
@@ -245,11 +244,11 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 }
 
 // sharedValues returns β_j of each column of cols, as ColUpdate.ColValue.
-func (c *ColCoordinator) sharedValues(cols *columnar.Columns) wire.Float64s {
+func (c *ColCoordinator) sharedValues(cols *columnar.Columns) codec.Float64s {
 	if cols.Len() == 0 {
 		return nil
 	}
-	v := make(wire.Float64s, cols.Len())
+	v := make(codec.Float64s, cols.Len())
 	for k, j := range cols.IDs {
 		v[k] = c.beta[j]
 	}

@@ -3,10 +3,10 @@ package lasso
 import (
 	"context"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // The column layout (DESIGN §5): worker k of P owns the columns
@@ -40,10 +40,10 @@ type ColPlan = columnar.BlockPlan
 // Value[k] the new value of β_j for j = Vars[k], for the coordinates it
 // changed, all its own. Work counts the non-zeros it visited.
 type ColPartial struct {
-	Dir   wire.Float64s `msgpack:"d"`
-	Vars  wire.Int32s   `msgpack:"v"`
-	Value wire.Float64s `msgpack:"x"`
-	Work  int64         `msgpack:"w"`
+	Dir   codec.Float64s `msgpack:"d"`
+	Vars  codec.Int32s   `msgpack:"v"`
+	Value codec.Float64s `msgpack:"x"`
+	Work  int64          `msgpack:"w"`
 	// Updates is how many coordinate steps the worker took on its own
 	// columns.
 	Updates int64 `msgpack:"u"`
@@ -61,16 +61,16 @@ type ColPartial struct {
 // sets it, and on a regularization path the first update after a λ is
 // solved carries the next.
 type ColUpdate struct {
-	Dir    wire.Float64s `msgpack:"d"`
-	Vars   wire.Int32s   `msgpack:"v"`
-	Value  wire.Float64s `msgpack:"x"`
-	Lambda float64       `msgpack:"l"`
+	Dir    codec.Float64s `msgpack:"d"`
+	Vars   codec.Int32s   `msgpack:"v"`
+	Value  codec.Float64s `msgpack:"x"`
+	Lambda float64        `msgpack:"l"`
 	// Cols are the columns the workers shared in the round: each worker
 	// keeps the others' (ColPartial.Cols), and ColValue[k] is β_j of
 	// column Cols.IDs[k] after the update (a column shared in a round that
 	// did not change it is not in Vars).
 	Cols     columnar.Columns `msgpack:"c"`
-	ColValue wire.Float64s    `msgpack:"cv"`
+	ColValue codec.Float64s   `msgpack:"cv"`
 	// Joint makes the next round joint: every worker's coordinate descent
 	// sweeps the other workers' active columns too (reporting only its
 	// own), so that they solve the same problem alike.
@@ -93,9 +93,9 @@ type ColSummary struct {
 	Cols     int                `msgpack:"k"`
 	Data     libsvm.Fingerprint `msgpack:"fp"`
 	// Y is the labels, from shard 0 only: the coordinator keeps its own q.
-	Y wire.Float64s `msgpack:"y"`
+	Y codec.Float64s `msgpack:"y"`
 	// ColSum is Σ_i x_ij for the worker's columns, for the intercept.
-	ColSum wire.Float64s `msgpack:"cs"`
+	ColSum codec.Float64s `msgpack:"cs"`
 	// LambdaMax is max |x̃_jᵀỹ|/n over the worker's columns.
 	LambdaMax float64 `msgpack:"lm"`
 

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Config configures a Lasso job. Every role of the job gets the same
@@ -137,29 +137,29 @@ type Plan = columnar.Plan
 // Partial is a worker's share of a round: Dot[k] = Σ x_ij·r_i over its
 // rows for j = Plan.Vars[k], and SumR = Σ r_i over its rows.
 type Partial struct {
-	Dot  wire.Float64s `msgpack:"d"`
-	SumR float64       `msgpack:"s"`
+	Dot  codec.Float64s `msgpack:"d"`
+	SumR float64        `msgpack:"s"`
 }
 
 // Update tells workers how β changed: β_j += Delta[k] for j = Vars[k].
 // The first update of a job carries the centering instead.
 type Update struct {
-	Vars  wire.Int32s   `msgpack:"v"`
-	Delta wire.Float64s `msgpack:"d"`
+	Vars  codec.Int32s   `msgpack:"v"`
+	Delta codec.Float64s `msgpack:"d"`
 	// Value[k] is the new β_j itself, so that the workers' copies of β
 	// are the coordinator's exactly (a running sum of deltas would not
 	// return to 0).
-	Value  wire.Float64s `msgpack:"x"`
-	Center *Center       `msgpack:"c,omitempty"`
+	Value  codec.Float64s `msgpack:"x"`
+	Center *Center        `msgpack:"c,omitempty"`
 }
 
 // Center is the centering that workers apply to their rows and responses
 // (zero means when the job fits no intercept), and the number of features,
 // which bounds the variables of later updates.
 type Center struct {
-	MeanY    float64       `msgpack:"y"`
-	MeanX    wire.Float64s `msgpack:"x"`
-	Features int           `msgpack:"m"`
+	MeanY    float64        `msgpack:"y"`
+	MeanX    codec.Float64s `msgpack:"x"`
+	Features int            `msgpack:"m"`
 }
 
 // Summary describes a worker's shard when it joins (Rows … XtY), and its
@@ -172,13 +172,13 @@ type Summary struct {
 	Data     libsvm.Fingerprint `msgpack:"fp"`
 	Features int                `msgpack:"m"`
 	SumY     float64            `msgpack:"sy"`
-	ColSum   wire.Float64s      `msgpack:"cs"`
-	ColSq    wire.Float64s      `msgpack:"cq"`
-	XtY      wire.Float64s      `msgpack:"xy"`
+	ColSum   codec.Float64s     `msgpack:"cs"`
+	ColSq    codec.Float64s     `msgpack:"cq"`
+	XtY      codec.Float64s     `msgpack:"xy"`
 	SqResid  float64            `msgpack:"rr"` // Σ r_i²
 	SumResid float64            `msgpack:"r"`  // Σ r_i
 	YtR      float64            `msgpack:"yr"` // Σ (y_i − ȳ)·r_i
-	XtR      wire.Float64s      `msgpack:"xr"` // Σ x_ij·r_i for every column j
+	XtR      codec.Float64s     `msgpack:"xr"` // Σ x_ij·r_i for every column j
 	L1       float64            `msgpack:"l1"` // ‖β‖₁
 	NNZ      int                `msgpack:"nz"` // non-zeros of β
 }

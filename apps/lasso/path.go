@@ -10,7 +10,7 @@ import (
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/atomicfile"
-	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/schmp"
 )
 
 // Path is a regularization path as one job solves it: K penalties
@@ -18,7 +18,7 @@ import (
 // one after the other, each from the solution at the one before (a warm
 // start), and what the job found at each. The coordinator of the column
 // layout (the Lasso's, and logistic regression's) holds one and runs it
-// through the runtime's stages (coordinator.Staged): when a report at λ_k
+// through the runtime's stages (schmp.Staged): when a report at λ_k
 // certifies the objective within the tolerance, the coordinator records
 // the model and the report, and the next update it sends the workers
 // carries λ_{k+1}.
@@ -39,7 +39,7 @@ type PathPoint struct {
 	// Sample is the report that ended the step: the objective, gap and nnz
 	// of Model at Lambda, the app's metrics, the round and the time since
 	// the first round.
-	coordinator.Sample
+	schmp.Sample
 	// Rounds is the number of rounds run at this penalty.
 	Rounds uint64
 	// Stop is "converged", or for the step during which the job stopped,
@@ -100,7 +100,7 @@ func (p *Path) Stage() string {
 // End records the model m and the report s that ends the penalty being
 // solved, with stop "converged" or the job's reason for stopping, and
 // moves to the next penalty if the stage converged and is not the last.
-func (p *Path) End(s coordinator.Sample, stop string, m *linear.Model) {
+func (p *Path) End(s schmp.Sample, stop string, m *linear.Model) {
 	p.points = append(p.points, PathPoint{
 		Step: p.stage + 1, Lambda: p.Lambda(), Sample: s,
 		Rounds: s.Round - min(p.from, s.Round), Stop: stop, Model: m,

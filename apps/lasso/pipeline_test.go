@@ -150,7 +150,7 @@ func TestDepthFourDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Reason != pipeline.StopConverged || st.Rounds != st.Decided+3 {
+	if st.Reason != schmp.StopConverged || st.Rounds != st.Decided+3 {
 		t.Fatalf("locally: stopped (%s) after %d rounds, decided at %d; want converged 3 rounds after the decision", st.Reason, st.Rounds, st.Decided)
 	}
 	var want bytes.Buffer

@@ -6,11 +6,10 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/apps/linear"
-	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // The roles' snapshots (schmp.Snapshotter) and the path's are sealed
@@ -54,11 +53,11 @@ type workerState struct {
 	Rows     int                `msgpack:"rows"`
 	Features int                `msgpack:"features"`
 	MeanY    float64            `msgpack:"mean_y"`
-	MeanX    wire.Float64s      `msgpack:"mean_x"`
-	Q        wire.Float64s      `msgpack:"q"`
+	MeanX    codec.Float64s     `msgpack:"mean_x"`
+	Q        codec.Float64s     `msgpack:"q"`
 	SumQ     float64            `msgpack:"sum_q"`
 	S        float64            `msgpack:"s"`
-	Beta     wire.Float64s      `msgpack:"beta"`
+	Beta     codec.Float64s     `msgpack:"beta"`
 }
 
 // Snapshot implements schmp.Snapshotter.
@@ -95,7 +94,7 @@ func (w *Worker) Restore(b []byte) error {
 // coordinatorState is a row layout Coordinator's snapshot: β (Start gives
 // the rest again).
 type coordinatorState struct {
-	Beta wire.Float64s `msgpack:"beta"`
+	Beta codec.Float64s `msgpack:"beta"`
 }
 
 // Snapshot implements schmp.Snapshotter.
@@ -132,8 +131,8 @@ type colWorkerState struct {
 	Cols   int                  `msgpack:"cols"`
 	Lambda float64              `msgpack:"lambda"`
 	RelTol float64              `msgpack:"rel_tol"`
-	Q      wire.Float64s        `msgpack:"q"`
-	Beta   wire.Float64s        `msgpack:"beta"` // own columns, then held ones
+	Q      codec.Float64s       `msgpack:"q"`
+	Beta   codec.Float64s       `msgpack:"beta"` // own columns, then held ones
 	Screen columnar.ScreenState `msgpack:"screen"`
 	Held   columnar.Columns     `msgpack:"held"`
 	Seen   []uint8              `msgpack:"seen"`
@@ -198,12 +197,12 @@ func (w *ColWorker) Restore(b []byte) error {
 // β, the columns shared, the merges' record and the regularization path's
 // progress (Start gives the rest again).
 type colCoordinatorState struct {
-	Q         wire.Float64s `msgpack:"q"`
-	Beta      wire.Float64s `msgpack:"beta"`
-	Shared    []bool        `msgpack:"shared"`
-	Shortened int           `msgpack:"shortened"`
-	MinAlpha  float64       `msgpack:"min_alpha"`
-	Path      []byte        `msgpack:"path"` // nil without a path
+	Q         codec.Float64s `msgpack:"q"`
+	Beta      codec.Float64s `msgpack:"beta"`
+	Shared    []bool         `msgpack:"shared"`
+	Shortened int            `msgpack:"shortened"`
+	MinAlpha  float64        `msgpack:"min_alpha"`
+	Path      []byte         `msgpack:"path"` // nil without a path
 }
 
 // Snapshot implements schmp.Snapshotter.
@@ -261,12 +260,12 @@ type pathState struct {
 // the Stop of the point and the Stop of its report's Progress would share
 // a name if the report were inlined.
 type pathPoint struct {
-	Step   int                `msgpack:"step"`
-	Lambda float64            `msgpack:"lambda"`
-	Sample coordinator.Sample `msgpack:"sample"`
-	Rounds uint64             `msgpack:"rounds"`
-	Stop   string             `msgpack:"stop"`
-	Model  *linear.Model      `msgpack:"model"`
+	Step   int           `msgpack:"step"`
+	Lambda float64       `msgpack:"lambda"`
+	Sample schmp.Sample  `msgpack:"sample"`
+	Rounds uint64        `msgpack:"rounds"`
+	Stop   string        `msgpack:"stop"`
+	Model  *linear.Model `msgpack:"model"`
 }
 
 // Snapshot returns the path's progress, encoded: the penalty being solved

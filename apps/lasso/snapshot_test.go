@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/internal/sealtest"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // statusLines describes a job's status and trace as text, every number
@@ -177,11 +177,11 @@ type snapshotter interface {
 // (bare msgpack with a version field, unsealed), with another version.
 func otherVersion(t *testing.T, b []byte) []byte {
 	var m map[string]any
-	if err := wire.Unmarshal(b, &m); err != nil {
+	if err := codec.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
 	m["version"] = 99
-	b, err := wire.Marshal(m)
+	b, err := codec.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,18 +385,18 @@ func FuzzRestore(f *testing.F) {
 		w, cw, c := start(t)
 		if w.Restore(b) == nil {
 			w.Report()
-			w.Push(context.Background(), 1, Plan{Vars: wire.Int32s{0, 79}})
-			w.Apply(Update{Vars: wire.Int32s{1}, Delta: wire.Float64s{0.5}, Value: wire.Float64s{0.5}})
+			w.Push(context.Background(), 1, Plan{Vars: codec.Int32s{0, 79}})
+			w.Apply(Update{Vars: codec.Int32s{1}, Delta: codec.Float64s{0.5}, Value: codec.Float64s{0.5}})
 		}
 		if cw.Restore(b) == nil {
 			cw.Report()
-			cw.Push(context.Background(), 1, ColPlan{Blocks: make([]wire.Int32s, 2)})
+			cw.Push(context.Background(), 1, ColPlan{Blocks: make([]codec.Int32s, 2)})
 			cw.Apply(ColUpdate{Lambda: 0.1})
 			cw.Snapshot()
 		}
 		if c.Restore(b) == nil {
 			c.WriteModel(&bytes.Buffer{})
-			c.Pull(1, ColPlan{Blocks: make([]wire.Int32s, 2)}, make([]ColPartial, 2))
+			c.Pull(1, ColPlan{Blocks: make([]codec.Int32s, 2)}, make([]ColPartial, 2))
 			c.Snapshot()
 		}
 	})

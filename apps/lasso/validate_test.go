@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // allocated returns the bytes that f allocates.
@@ -55,38 +55,38 @@ func TestRowLayoutValidates(t *testing.T) {
 		call func(w *Worker, c *Coordinator, s Summary) error
 	}{
 		{"update of variable -1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Vars: wire.Int32s{-1}, Delta: wire.Float64s{1}, Value: wire.Float64s{1}})
+			return w.Apply(Update{Vars: codec.Int32s{-1}, Delta: codec.Float64s{1}, Value: codec.Float64s{1}})
 		}},
 		{"update of variable 2^31-1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Vars: wire.Int32s{math.MaxInt32}, Delta: wire.Float64s{1}, Value: wire.Float64s{1}})
+			return w.Apply(Update{Vars: codec.Int32s{math.MaxInt32}, Delta: codec.Float64s{1}, Value: codec.Float64s{1}})
 		}},
 		{"update by NaN", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Vars: wire.Int32s{0}, Delta: wire.Float64s{nan}, Value: wire.Float64s{1}})
+			return w.Apply(Update{Vars: codec.Int32s{0}, Delta: codec.Float64s{nan}, Value: codec.Float64s{1}})
 		}},
 		{"update of lengths that differ", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Vars: wire.Int32s{0, 1}, Delta: wire.Float64s{1}, Value: wire.Float64s{1}})
+			return w.Apply(Update{Vars: codec.Int32s{0, 1}, Delta: codec.Float64s{1}, Value: codec.Float64s{1}})
 		}},
 		{"centering of NaN", func(w *Worker, _ *Coordinator, _ Summary) error {
 			return w.Apply(Update{Center: &Center{MeanY: nan, Features: 3}})
 		}},
 		{"plan of variable -1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			_, err := w.Push(context.Background(), 1, Plan{Vars: wire.Int32s{-1}})
+			_, err := w.Push(context.Background(), 1, Plan{Vars: codec.Int32s{-1}})
 			return err
 		}},
 		{"plan of variable 2^31-1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			_, err := w.Push(context.Background(), 1, Plan{Vars: wire.Int32s{math.MaxInt32}})
+			_, err := w.Push(context.Background(), 1, Plan{Vars: codec.Int32s{math.MaxInt32}})
 			return err
 		}},
 		{"pull of variable -1", func(_ *Worker, c *Coordinator, _ Summary) error {
-			_, _, err := c.Pull(1, Plan{Vars: wire.Int32s{-1}}, []Partial{{Dot: wire.Float64s{1}}})
+			_, _, err := c.Pull(1, Plan{Vars: codec.Int32s{-1}}, []Partial{{Dot: codec.Float64s{1}}})
 			return err
 		}},
 		{"pull of a NaN partial", func(_ *Worker, c *Coordinator, _ Summary) error {
-			_, _, err := c.Pull(1, Plan{Vars: wire.Int32s{0}}, []Partial{{Dot: wire.Float64s{nan}}})
+			_, _, err := c.Pull(1, Plan{Vars: codec.Int32s{0}}, []Partial{{Dot: codec.Float64s{nan}}})
 			return err
 		}},
 		{"pull of a short partial", func(_ *Worker, c *Coordinator, _ Summary) error {
-			_, _, err := c.Pull(1, Plan{Vars: wire.Int32s{0, 1}}, []Partial{{Dot: wire.Float64s{1}}})
+			_, _, err := c.Pull(1, Plan{Vars: codec.Int32s{0, 1}}, []Partial{{Dot: codec.Float64s{1}}})
 			return err
 		}},
 		{"summary of 2^40 features", func(_ *Worker, _ *Coordinator, s Summary) error {
@@ -95,7 +95,7 @@ func TestRowLayoutValidates(t *testing.T) {
 			return err
 		}},
 		{"summary of NaN sums", func(_ *Worker, _ *Coordinator, s Summary) error {
-			s.ColSq = wire.Float64s{nan, 1, 1}
+			s.ColSq = codec.Float64s{nan, 1, 1}
 			_, err := NewCoordinator(cfg).Start([]Summary{s})
 			return err
 		}},

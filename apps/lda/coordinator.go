@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // model is what both coordinators share: the corpus's sizes, the topic
@@ -21,7 +21,7 @@ type model struct {
 	vocab  []string // nil: words are shown by id
 	tokens int64    // N
 	docs   int      // non-empty documents
-	nk     wire.Int32s
+	nk     codec.Int32s
 	perTok []int64 // tokens of each word
 
 	last      Summary   // the totals of the last reports
@@ -69,7 +69,7 @@ func (m *model) start(shards []Summary) (*rows, error) {
 	}
 	m.t0 = time.Now()
 	m.pulledAt = m.t0
-	m.nk = make(wire.Int32s, m.k)
+	m.nk = make(codec.Int32s, m.k)
 	m.perTok = make([]int64, m.w)
 	room := make([]int32, m.w)
 	lengths := newHistBuilder(1)
@@ -101,7 +101,7 @@ func (m *model) start(shards []Summary) (*rows, error) {
 	}
 	m.lengths = lengths.hist()
 	table := &rows{}
-	table.build(&Sparse{Offsets: make(wire.Int32s, m.w+1)}, m.k, func(i int) int32 { return room[i] })
+	table.build(&Sparse{Offsets: make(codec.Int32s, m.w+1)}, m.k, func(i int) int32 { return room[i] })
 	for p, s := range shards {
 		var n int64
 		for r, w := range s.Counts.IDs {
@@ -282,9 +282,9 @@ func (m *model) WriteModel(w io.Writer) error {
 type Coordinator struct {
 	*model
 	rot    scheduler.Rotation
-	layout wire.Int32s // the block of each word
-	words  [][]int32   // the words of each block, ascending
-	blocks []Sparse    // the counts of each block, as of the last pull
+	layout codec.Int32s // the block of each word
+	words  [][]int32    // the words of each block, ascending
+	blocks []Sparse     // the counts of each block, as of the last pull
 }
 
 // NewCoordinator returns the coordinator of cfg.
@@ -325,14 +325,14 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 // cutBlocks cuts the words into p blocks balanced by tokens: the words,
 // most tokens first, each go to the block with fewest tokens so far. It
 // returns the block of each word and the words of each block.
-func cutBlocks(tokens []int64, p int) (wire.Int32s, [][]int32) {
+func cutBlocks(tokens []int64, p int) (codec.Int32s, [][]int32) {
 	order := make([]int32, len(tokens))
 	for w := range order {
 		order[w] = int32(w)
 	}
 	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(tokens[b], tokens[a]) })
 	load := make([]int64, p)
-	layout := make(wire.Int32s, len(tokens))
+	layout := make(codec.Int32s, len(tokens))
 	words := make([][]int32, p)
 	for _, w := range order {
 		b := 0
@@ -358,7 +358,7 @@ func (c *Coordinator) Pull(round uint64, turn scheduler.Turn, partials []Partial
 		return Update{}, schmp.Feedback{}, fmt.Errorf("round %d: %w", round, err)
 	}
 	u := Update{NK: slices.Clone(c.nk)}
-	fb := schmp.Feedback{Vars: make(wire.Int32s, len(partials)), Delta: make(wire.Float64s, len(partials))}
+	fb := schmp.Feedback{Vars: make(codec.Int32s, len(partials)), Delta: make(codec.Float64s, len(partials))}
 	ring, gathered := c.cfg.ring(), c.cfg.gathers(round)
 	for p, r := range partials {
 		b := c.rot.Block(p, turn.SubRound)
@@ -468,7 +468,7 @@ func (c *UnscheduledCoordinator) Pull(round uint64, _ scheduler.Turn, partials [
 			return Table{}, schmp.Feedback{}, fmt.Errorf("round %d: %w", round, err)
 		}
 	}
-	fb := schmp.Feedback{Vars: wire.Int32s{0}, Delta: wire.Float64s{float64(moved)}}
+	fb := schmp.Feedback{Vars: codec.Int32s{0}, Delta: codec.Float64s{float64(moved)}}
 	u := Table{NK: slices.Clone(c.nk), Counts: *c.table}
 	if c.cfg.optimizesAfter(round) {
 		if u.Priors, err = c.learn(round, partials); err != nil {

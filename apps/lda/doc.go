@@ -112,7 +112,7 @@
 // in the docword file, topics 0-based. The document-topic counts come from
 // the workers once, in their final reports (FinalReport, Finish), of the
 // state the job ended with; a stop lands at the end of an iteration
-// (coordinator.Iterated).
+// (schmp.Iterated).
 //
 // Held-out perplexity (Config.TestDocword) is computed by document
 // completion (Model.Perplexity) at reports and at the end (HeldOut).

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Config configures an LDA job. Every role gets the same Config; each
@@ -178,9 +178,9 @@ func (c *Config) Rounds() (maxRounds uint64, reportEvery int) {
 // copy of the table (rows named by word, signed counts). Both send their
 // change to the topic totals.
 type Partial struct {
-	BlockID int         `msgpack:"b"`
-	Counts  Sparse      `msgpack:"c"`
-	DeltaNK wire.Int32s `msgpack:"k"`
+	BlockID int          `msgpack:"b"`
+	Counts  Sparse       `msgpack:"c"`
+	DeltaNK codec.Int32s `msgpack:"k"`
 	// Moved is the number of tokens whose topic changed.
 	Moved int64 `msgpack:"m"`
 	// DocTopics, after the last round of an iteration whose priors are
@@ -200,9 +200,9 @@ type Handoff struct {
 // the next sub-round, and the topic totals. The first update also carries
 // the layout: the block of every word.
 type Update struct {
-	Layout wire.Int32s `msgpack:"l,omitempty"`
-	NK     wire.Int32s `msgpack:"k"`
-	Blocks []Handoff   `msgpack:"b"`
+	Layout codec.Int32s `msgpack:"l,omitempty"`
+	NK     codec.Int32s `msgpack:"k"`
+	Blocks []Handoff    `msgpack:"b"`
 	// Priors, if set, are the priors learned, from the next round on.
 	Priors *Priors `msgpack:"p,omitempty"`
 }
@@ -221,8 +221,8 @@ func (u Update) ForShard(k int) Update {
 // Table, the U of the unscheduled baseline, is the whole word-topic table
 // (row w is word w) and the topic totals, sent to every worker.
 type Table struct {
-	NK     wire.Int32s `msgpack:"k"`
-	Counts Sparse      `msgpack:"c"`
+	NK     codec.Int32s `msgpack:"k"`
+	Counts Sparse       `msgpack:"c"`
 	// Priors, if set, are the priors learned, from the next round on.
 	Priors *Priors `msgpack:"p,omitempty"`
 }
@@ -241,18 +241,18 @@ type Summary struct {
 	Lengths *Hist `msgpack:"ln,omitempty"`
 	// NK is the topic totals: at join, the shard's; at reports, the whole
 	// corpus's as the worker has them.
-	NK wire.Int32s `msgpack:"k,omitempty"`
+	NK codec.Int32s `msgpack:"k,omitempty"`
 	// DocLL is the document part of the log-likelihood over the shard,
 	// and DocTotals the shard's tokens by topic.
-	DocLL     float64     `msgpack:"dl,omitempty"`
-	DocTotals wire.Int32s `msgpack:"dt,omitempty"`
+	DocLL     float64      `msgpack:"dl,omitempty"`
+	DocTotals codec.Int32s `msgpack:"dt,omitempty"`
 	// WordLL is the word part of the log-likelihood over the words whose
 	// counts the worker holds (its block; a stripe of the table for the
 	// baseline), WordTotals their counts by topic and WordNNZ their
 	// non-zero counts.
-	WordLL     float64     `msgpack:"wl,omitempty"`
-	WordTotals wire.Int32s `msgpack:"wt,omitempty"`
-	WordNNZ    int         `msgpack:"wn,omitempty"`
+	WordLL     float64      `msgpack:"wl,omitempty"`
+	WordTotals codec.Int32s `msgpack:"wt,omitempty"`
+	WordNNZ    int          `msgpack:"wn,omitempty"`
 	// Sampled is the number of tokens the worker has sampled, and
 	// SampleNanos the time it spent sampling them (taking blocks up
 	// included).
@@ -324,7 +324,7 @@ func newScheduler(cfg Config, part, parts int) (*Scheduler, error) {
 // Schedule implements schmp.Scheduler.
 func (s *Scheduler) Schedule(round uint64, fb []schmp.Feedback) (scheduler.Turn, schmp.PlanInfo, error) {
 	turn := scheduler.Turn{SubRound: round - 1}
-	info := schmp.PlanInfo{Vars: wire.Int32s{0}}
+	info := schmp.PlanInfo{Vars: codec.Int32s{0}}
 	if s.rounds > 1 {
 		var err error
 		if turn, info, err = s.rot.Schedule(round, fb); err != nil {

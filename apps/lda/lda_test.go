@@ -99,7 +99,7 @@ func TestRecovery(t *testing.T) {
 
 // checkPlateau checks that the log-likelihood rose, and that the last
 // fifth of the reports gained less than 2% of the whole rise.
-func checkPlateau(t *testing.T, trace []coordinator.Sample) {
+func checkPlateau(t *testing.T, trace []schmp.Sample) {
 	t.Helper()
 	first, last := trace[0].Objective, trace[len(trace)-1].Objective
 	late := trace[len(trace)-1-len(trace)/5].Objective

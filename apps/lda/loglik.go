@@ -3,7 +3,7 @@ package lda
 import (
 	"math"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // lgammaShift computes lgamma(n + a) − lgamma(a) for counts n, from a
@@ -45,9 +45,9 @@ func lgamma(x float64) float64 {
 // docHist returns the histograms of the shard's document-topic counts
 // n_dk (row k for topic k) and of its document lengths N_d (one row), and
 // its tokens by topic.
-func (sh *shard) docHist() (topics, lengths *Hist, totals wire.Int32s) {
+func (sh *shard) docHist() (topics, lengths *Hist, totals codec.Int32s) {
 	tb, lb := newHistBuilder(sh.k), newHistBuilder(1)
-	totals = make(wire.Int32s, sh.k)
+	totals = make(codec.Int32s, sh.k)
 	ndk := make([]int32, sh.k)
 	for d := range sh.docs() {
 		z := sh.z[sh.start[d]:sh.start[d+1]]
@@ -93,9 +93,9 @@ func docLL(alpha []float64, topics, lengths *Hist) float64 {
 // wordLL returns the word part of the log-likelihood over the rows of s
 // that keep says to (all if keep is nil), their counts by topic, and
 // their number of non-zero counts.
-func wordLL(s *Sparse, k int, beta float64, keep func(row int) bool) (ll float64, totals wire.Int32s, nnz int) {
+func wordLL(s *Sparse, k int, beta float64, keep func(row int) bool) (ll float64, totals codec.Int32s, nnz int) {
 	lg := newLgammaShift(beta)
-	totals = make(wire.Int32s, k)
+	totals = make(codec.Int32s, k)
 	for r := range s.Rows() {
 		if keep != nil && !keep(r) {
 			continue

@@ -150,11 +150,11 @@ func (m *model) Finish(reports []Summary) error {
 	return nil
 }
 
-// RoundsPerIteration implements coordinator.Iterated: a stop lands at the
+// RoundsPerIteration implements schmp.Iterated: a stop lands at the
 // end of an iteration, once every token was sampled equally often.
 func (m *model) RoundsPerIteration() uint64 { return uint64(m.cfg.RoundsPerIteration()) }
 
-// LastRound implements coordinator.Iterated: LDA needs no notice, but on
+// LastRound implements schmp.Iterated: LDA needs no notice, but on
 // the ring the coordinator holds the table written only at an iteration's
 // end, where every stop of the runtime lands unless Options.MaxRounds cuts
 // an iteration short.

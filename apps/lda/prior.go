@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // Learning the priors (Config.OptimizeEvery). The document-topic prior is
@@ -42,9 +42,9 @@ const alphaShape = 1e-3
 // [Offsets[r], Offsets[r+1]), values positive and ascending. Zero counts
 // are left out: the fixed-point updates do not need them.
 type Hist struct {
-	Offsets wire.Int32s `msgpack:"o"`
-	Values  wire.Int32s `msgpack:"v"`
-	Freqs   wire.Int32s `msgpack:"f"`
+	Offsets codec.Int32s `msgpack:"o"`
+	Values  codec.Int32s `msgpack:"v"`
+	Freqs   codec.Int32s `msgpack:"f"`
 }
 
 // Rows returns the number of rows of h.
@@ -108,7 +108,7 @@ func (b *histBuilder) addHist(h *Hist) {
 
 // hist returns the histogram counted.
 func (b *histBuilder) hist() *Hist {
-	h := &Hist{Offsets: make(wire.Int32s, 1, len(b.rows)+1)}
+	h := &Hist{Offsets: make(codec.Int32s, 1, len(b.rows)+1)}
 	for _, row := range b.rows {
 		for v, f := range row {
 			if f > 0 {
@@ -221,13 +221,13 @@ func optimizeBeta(beta float64, counts, totals *Hist, words int) float64 {
 
 // Priors are the Dirichlet priors of a model: α by topic, and β.
 type Priors struct {
-	Alpha wire.Float64s `msgpack:"a"`
-	Beta  float64       `msgpack:"b"`
+	Alpha codec.Float64s `msgpack:"a"`
+	Beta  float64        `msgpack:"b"`
 }
 
 // symmetricPriors returns the priors α_k = alpha for k topics, and beta.
 func symmetricPriors(k int, alpha, beta float64) Priors {
-	a := make(wire.Float64s, k)
+	a := make(codec.Float64s, k)
 	for t := range a {
 		a[t] = alpha
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // shard is a worker's documents: its tokens, grouped by document, and
@@ -62,8 +62,8 @@ func (sh *shard) docs() int { return len(sh.docIDs) }
 
 // counts returns the shard's word-topic counts (rows named by word) and
 // topic totals.
-func (sh *shard) counts() (*Sparse, wire.Int32s) {
-	nk := make(wire.Int32s, sh.k)
+func (sh *shard) counts() (*Sparse, codec.Int32s) {
+	nk := make(codec.Int32s, sh.k)
 	order := make([]int, len(sh.word))
 	for i := range order {
 		order[i] = i
@@ -74,7 +74,7 @@ func (sh *shard) counts() (*Sparse, wire.Int32s) {
 		}
 		return int(sh.z[a]) - int(sh.z[b])
 	})
-	s := &Sparse{IDs: wire.Int32s{}}
+	s := &Sparse{IDs: codec.Int32s{}}
 	s.startRows(0)
 	for j, i := range order {
 		w, t := sh.word[i], sh.z[i]
@@ -199,7 +199,7 @@ func (sh *shard) sample(s *sampler, b int, cancelled func() error) error {
 // docTopic returns the shard's document-topic counts, rows named by
 // document id (0-based).
 func (sh *shard) docTopic() *Sparse {
-	s := &Sparse{IDs: make(wire.Int32s, 0, sh.docs())}
+	s := &Sparse{IDs: make(codec.Int32s, 0, sh.docs())}
 	s.startRows(sh.docs())
 	ndk := make([]int32, sh.k)
 	for d := range sh.docs() {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Checkpoints (schmp.Snapshotter, DESIGN §6). Every role saves what its
@@ -125,13 +125,13 @@ type workerState struct {
 	Layout *packed `msgpack:"layout,omitempty"`
 	Z      packed  `msgpack:"z"`
 	// The sampler's random state, topic totals and counters.
-	RNG     uint64      `msgpack:"rng"`
-	NK      wire.Int32s `msgpack:"nk"`
-	Sampled int64       `msgpack:"sampled"`
-	Moved   int64       `msgpack:"moved"`
+	RNG     uint64       `msgpack:"rng"`
+	NK      codec.Int32s `msgpack:"nk"`
+	Sampled int64        `msgpack:"sampled"`
+	Moved   int64        `msgpack:"moved"`
 	// The priors as of the last update.
-	Alpha wire.Float64s `msgpack:"alpha"`
-	Beta  float64       `msgpack:"beta"`
+	Alpha codec.Float64s `msgpack:"alpha"`
+	Beta  float64        `msgpack:"beta"`
 	// The worker's bookkeeping: the last round pushed, its sampling time.
 	Pushed      uint64 `msgpack:"pushed"`
 	SampleNanos int64  `msgpack:"sample_nanos"`
@@ -297,16 +297,16 @@ type modelState struct {
 	Topics  int   `msgpack:"topics"`
 	Tokens  int64 `msgpack:"tokens"`
 	// The topic totals after the cut's round.
-	NK wire.Int32s `msgpack:"nk"`
+	NK codec.Int32s `msgpack:"nk"`
 	// Blocks holds the rotation's blocks' counts as of their last gather;
 	// Table, the baseline's table.
 	Blocks []Sparse `msgpack:"blocks,omitempty"`
 	Table  *Sparse  `msgpack:"table,omitempty"`
 	// The priors as the workers have them from the next round on, and how
 	// many times they were learned.
-	Alpha   wire.Float64s `msgpack:"alpha"`
-	Beta    float64       `msgpack:"beta"`
-	Learned int           `msgpack:"learned"`
+	Alpha   codec.Float64s `msgpack:"alpha"`
+	Beta    float64        `msgpack:"beta"`
+	Learned int            `msgpack:"learned"`
 	// The reports: the last one's totals and log-likelihood, every
 	// report, the last round pulled and the time from the first round to
 	// its pull, the time spent on held-out perplexity.

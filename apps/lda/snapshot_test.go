@@ -28,7 +28,7 @@ var timed = []string{"tokens_per_s", "sample_tokens_per_s_core"}
 
 // traceOf renders a job's reports bit for bit, but for the metrics that
 // measure time.
-func traceOf(trace []pipeline.Sample) []string {
+func traceOf(trace []schmp.Sample) []string {
 	var out []string
 	for _, s := range trace {
 		line := fmt.Sprintf("round %d updates %d objective %x nnz %d gap %x/%v stop %q", s.Round, s.Updates,

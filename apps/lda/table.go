@@ -3,7 +3,7 @@ package lda
 import (
 	"fmt"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // Sparse is a sparse table of counts by row and topic, as it travels: row
@@ -13,10 +13,10 @@ import (
 // the documents of its document-topic counts, the words of a change. The
 // rows of a block are its words in ascending order, and IDs is nil.
 type Sparse struct {
-	IDs     wire.Int32s `msgpack:"i,omitempty"`
-	Offsets wire.Int32s `msgpack:"o"`
-	Topics  wire.Int32s `msgpack:"t"`
-	Counts  wire.Int32s `msgpack:"c"`
+	IDs     codec.Int32s `msgpack:"i,omitempty"`
+	Offsets codec.Int32s `msgpack:"o"`
+	Topics  codec.Int32s `msgpack:"t"`
+	Counts  codec.Int32s `msgpack:"c"`
 }
 
 // Rows returns the number of rows of s.
@@ -33,7 +33,7 @@ func (s *Sparse) Row(r int) (topics, counts []int32) {
 
 // startRows makes s empty, with room for rows rows.
 func (s *Sparse) startRows(rows int) {
-	s.Offsets = make(wire.Int32s, 1, rows+1)
+	s.Offsets = make(codec.Int32s, 1, rows+1)
 	s.Topics, s.Counts = nil, nil
 }
 
@@ -243,7 +243,7 @@ func (r *rows) sparse() (*Sparse, error) {
 // changes returns the counts that changed since the table was built, as
 // signed differences in the rows that changed (named in IDs).
 func (r *rows) changes() *Sparse {
-	s := &Sparse{IDs: wire.Int32s{}}
+	s := &Sparse{IDs: codec.Int32s{}}
 	s.startRows(0)
 	for i := range r.meta {
 		before := len(s.Topics)

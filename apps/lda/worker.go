@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
-	"github.com/strads-go/strads/wire"
 )
 
 // base is what both workers share: the shard, the sampler, the
@@ -100,7 +100,7 @@ func (w *base) FinalReport() (Summary, error) {
 }
 
 // setTopics sets the worker's topic totals.
-func (w *base) setTopics(nk wire.Int32s) error {
+func (w *base) setTopics(nk codec.Int32s) error {
 	if len(nk) != w.cfg.Topics {
 		return fmt.Errorf("%d topic totals, want %d", len(nk), w.cfg.Topics)
 	}
@@ -119,7 +119,7 @@ func (w *base) sampleBlock(ctx context.Context, counts *Sparse, b int) (Partial,
 	if err := w.sh.sample(w.s, b, ctx.Err); err != nil {
 		return Partial{}, err
 	}
-	delta := make(wire.Int32s, len(nk0))
+	delta := make(codec.Int32s, len(nk0))
 	for t, n := range w.s.nk {
 		delta[t] = n - nk0[t]
 	}
@@ -134,8 +134,8 @@ type Worker struct {
 	rot    scheduler.Rotation
 	held   *Sparse // the block held, until pushed
 	heldID int
-	ready  bool        // the layout has been applied
-	layout wire.Int32s // the block of every word, once applied
+	ready  bool         // the layout has been applied
+	layout codec.Int32s // the block of every word, once applied
 }
 
 // NewWorker loads shard of shards of cfg's corpus and gives its tokens

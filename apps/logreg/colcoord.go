@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/apps/lasso"
-	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
@@ -26,7 +25,7 @@ const (
 // the workers' changes so that no round raises the objective (Pull), and
 // forwards the columns they share. With
 // Config.Path it solves a regularization path in the runtime's stages (it
-// implements coordinator.Staged), as the Lasso's does: every update it
+// implements schmp.Staged), as the Lasso's does: every update it
 // sends carries the λ being solved.
 type ColCoordinator struct {
 	model
@@ -179,7 +178,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 // (known after Start).
 func (c *ColCoordinator) Path() *lasso.Path { return c.regPath }
 
-// Stage implements coordinator.Staged: the λ of the path being solved, ""
+// Stage implements schmp.Staged: the λ of the path being solved, ""
 // for a job of one λ.
 func (c *ColCoordinator) Stage() string {
 	if c.regPath == nil {
@@ -188,13 +187,13 @@ func (c *ColCoordinator) Stage() string {
 	return c.regPath.Stage()
 }
 
-// FinalStage implements coordinator.Staged.
+// FinalStage implements schmp.Staged.
 func (c *ColCoordinator) FinalStage() bool { return c.regPath == nil || c.regPath.Final() }
 
-// EndStage implements coordinator.Staged: it records the model and the
+// EndStage implements schmp.Staged: it records the model and the
 // report s at the λ being solved, and moves to the next λ of the path,
 // which the next update carries to the workers.
-func (c *ColCoordinator) EndStage(s coordinator.Sample, stop string) error {
+func (c *ColCoordinator) EndStage(s schmp.Sample, stop string) error {
 	if c.regPath == nil {
 		return nil
 	}

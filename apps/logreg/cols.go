@@ -4,10 +4,10 @@ import (
 	"context"
 	"math"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // The column layout (DESIGN §5), as the Lasso's (see lasso.ColumnProgram):
@@ -58,12 +58,12 @@ type ColPlan = columnar.BlockPlan
 // update the worker applied before computing it, and Work counts the
 // non-zeros it visited.
 type ColPartial struct {
-	Dir   wire.Float64s `msgpack:"d"`
-	Vars  wire.Int32s   `msgpack:"v"`
-	Value wire.Float64s `msgpack:"x"`
-	Bias  float64       `msgpack:"b"`
-	AsOf  uint64        `msgpack:"a"`
-	Work  int64         `msgpack:"w"`
+	Dir   codec.Float64s `msgpack:"d"`
+	Vars  codec.Int32s   `msgpack:"v"`
+	Value codec.Float64s `msgpack:"x"`
+	Bias  float64        `msgpack:"b"`
+	AsOf  uint64         `msgpack:"a"`
+	Work  int64          `msgpack:"w"`
 	// Updates is how many coordinate steps the worker took on its own
 	// columns.
 	Updates int64 `msgpack:"u"`
@@ -84,20 +84,20 @@ type ColPartial struct {
 // carries instead the penalty Lambda and the initial intercept Bias, at
 // which every margin starts.
 type ColUpdate struct {
-	Round  uint64        `msgpack:"t"`
-	Alpha  float64       `msgpack:"a"`
-	Dir    wire.Float64s `msgpack:"d"`
-	Vars   wire.Int32s   `msgpack:"v"`
-	Value  wire.Float64s `msgpack:"x"`
-	Bias   float64       `msgpack:"b"`
-	Init   bool          `msgpack:"i"`
-	Lambda float64       `msgpack:"l"`
+	Round  uint64         `msgpack:"t"`
+	Alpha  float64        `msgpack:"a"`
+	Dir    codec.Float64s `msgpack:"d"`
+	Vars   codec.Int32s   `msgpack:"v"`
+	Value  codec.Float64s `msgpack:"x"`
+	Bias   float64        `msgpack:"b"`
+	Init   bool           `msgpack:"i"`
+	Lambda float64        `msgpack:"l"`
 	// Cols are the columns the workers shared in the round: each worker
 	// keeps the others' (ColPartial.Cols), and ColValue[k] is w_j of
 	// column j = Cols.IDs[k] after the update, the value at which a worker
 	// that takes the column starts it.
 	Cols     columnar.Columns `msgpack:"c"`
-	ColValue wire.Float64s    `msgpack:"cv"`
+	ColValue codec.Float64s   `msgpack:"cv"`
 	// Joint makes the next round joint: every worker's Newton steps take
 	// the other workers' active columns too, and the intercept (reporting
 	// only its own coordinates), so that they solve the same problem alike.
@@ -117,7 +117,7 @@ type ColSummary struct {
 	Data     libsvm.Fingerprint `msgpack:"fp"`
 	// Y is the labels as ±1, from shard 0 only: the coordinator keeps its
 	// own margins.
-	Y wire.Float64s `msgpack:"y"`
+	Y codec.Float64s `msgpack:"y"`
 	// Labels by value as written in the file: +1 or 1, −1, and 0.
 	Pos  int `msgpack:"p"`
 	Neg  int `msgpack:"q"`

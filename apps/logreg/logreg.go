@@ -7,11 +7,11 @@ import (
 	"math"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Config configures a logistic regression job. Every role of the job gets
@@ -103,23 +103,23 @@ type Plan = columnar.Plan
 // change of Σ log(1 + exp(−y_i·z_i)) over its rows caused by the update of
 // round Rounds[k], for every update applied since its previous partial.
 type Partial struct {
-	Grad       wire.Float64s `msgpack:"g"`
-	Curv       wire.Float64s `msgpack:"h"`
-	SumR       float64       `msgpack:"r"`
-	SumD       float64       `msgpack:"d"`
-	AsOf       uint64        `msgpack:"a"`
-	Rounds     []uint64      `msgpack:"t"`
-	LossChange wire.Float64s `msgpack:"l"`
+	Grad       codec.Float64s `msgpack:"g"`
+	Curv       codec.Float64s `msgpack:"h"`
+	SumR       float64        `msgpack:"r"`
+	SumD       float64        `msgpack:"d"`
+	AsOf       uint64         `msgpack:"a"`
+	Rounds     []uint64       `msgpack:"t"`
+	LossChange codec.Float64s `msgpack:"l"`
 }
 
 // Update tells workers how the model changed in round Round: w_j += Delta[k]
 // for j = Vars[k], and b += Bias. The first update of a job (Round 0) sets
 // the initial intercept.
 type Update struct {
-	Round uint64        `msgpack:"t"`
-	Vars  wire.Int32s   `msgpack:"v"`
-	Delta wire.Float64s `msgpack:"d"`
-	Bias  float64       `msgpack:"b"`
+	Round uint64         `msgpack:"t"`
+	Vars  codec.Int32s   `msgpack:"v"`
+	Delta codec.Float64s `msgpack:"d"`
+	Bias  float64        `msgpack:"b"`
 	// Features, in Start's update only, is the number of features of the
 	// job, which bounds the variables of later updates.
 	Features int `msgpack:"m,omitempty"`
@@ -138,11 +138,11 @@ type Summary struct {
 	Zero int `msgpack:"z"`
 	// Per column j of the shard: Σ x_ij², max |x_ij|, Σ x_ij, Σ x_ij·[y_i = +1]
 	// and the number of non-zeros.
-	ColSq  wire.Float64s `msgpack:"cq"`
-	ColMax wire.Float64s `msgpack:"cm"`
-	ColSum wire.Float64s `msgpack:"cs"`
-	ColPos wire.Float64s `msgpack:"cp"`
-	ColNNZ wire.Int32s   `msgpack:"cn"`
+	ColSq  codec.Float64s `msgpack:"cq"`
+	ColMax codec.Float64s `msgpack:"cm"`
+	ColSum codec.Float64s `msgpack:"cs"`
+	ColPos codec.Float64s `msgpack:"cp"`
+	ColNNZ codec.Int32s   `msgpack:"cn"`
 
 	Loss    float64 `msgpack:"l"`  // Σ log(1 + exp(−y_i·z_i))
 	Correct int     `msgpack:"c"`  // rows with sign(z_i) = y_i (z_i = 0 counts as +1)
@@ -151,12 +151,12 @@ type Summary struct {
 	// For the duality gap, with q_i = σ(−y_i·z_i): V_j = Σ x_ij·y_i·q_i,
 	// and with an intercept P_j = Σ_{y_i=+1} x_ij·q_i; HPos and HNeg sum the
 	// binary entropy H(q_i) over each class, QPos and QNeg sum q_i.
-	V    wire.Float64s `msgpack:"v"`
-	P    wire.Float64s `msgpack:"pp"`
-	HPos float64       `msgpack:"hp"`
-	HNeg float64       `msgpack:"hn"`
-	QPos float64       `msgpack:"qp"`
-	QNeg float64       `msgpack:"qn"`
+	V    codec.Float64s `msgpack:"v"`
+	P    codec.Float64s `msgpack:"pp"`
+	HPos float64        `msgpack:"hp"`
+	HNeg float64        `msgpack:"hn"`
+	QPos float64        `msgpack:"qp"`
+	QNeg float64        `msgpack:"qn"`
 }
 
 // Program returns the logistic regression program for cfg in the row

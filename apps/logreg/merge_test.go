@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/scheduler/columnar"
-	"github.com/strads-go/strads/wire"
 )
 
 // mergeJob is a column layout job's roles, driven by hand: the workers and
@@ -109,7 +109,7 @@ func (j *mergeJob) partial(k int, vals map[int]float64, bias float64) ColPartial
 	if len(p.Vars) == 0 && p.Bias == c.b {
 		return p
 	}
-	p.Dir = make(wire.Float64s, j.pr.n())
+	p.Dir = make(codec.Float64s, j.pr.n())
 	for i := range p.Dir {
 		p.Dir[i] = p.Bias - c.b
 	}
@@ -148,7 +148,7 @@ func (j *mergeJob) objectiveOf(parts []ColPartial, alpha float64) float64 {
 func (j *mergeJob) pull(t *testing.T, parts []ColPartial) ColUpdate {
 	t.Helper()
 	j.round++
-	u, _, err := j.c.Pull(j.round, ColPlan{Blocks: make([]wire.Int32s, len(j.ws))}, parts)
+	u, _, err := j.c.Pull(j.round, ColPlan{Blocks: make([]codec.Int32s, len(j.ws))}, parts)
 	if err != nil {
 		t.Fatalf("round %d: pull: %v", j.round, err)
 	}
@@ -330,7 +330,7 @@ func TestColumnsPullBad(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := newMergeJob(t, pr, true, 2)
-			_, _, err := j.c.Pull(1, ColPlan{Blocks: make([]wire.Int32s, 2)}, tc.parts(j))
+			_, _, err := j.c.Pull(1, ColPlan{Blocks: make([]codec.Int32s, 2)}, tc.parts(j))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("pull: %v, want an error with %q", err, tc.want)
 			}
@@ -343,7 +343,7 @@ func TestColumnsPullBad(t *testing.T) {
 		j.pull(t, parts)
 		parts = good(j)
 		parts[1].Cols.Add(15, []int32{0}, []float64{1})
-		if _, _, err := j.c.Pull(2, ColPlan{Blocks: make([]wire.Int32s, 2)}, parts); err == nil || !strings.Contains(err.Error(), "a second time") {
+		if _, _, err := j.c.Pull(2, ColPlan{Blocks: make([]codec.Int32s, 2)}, parts); err == nil || !strings.Contains(err.Error(), "a second time") {
 			t.Fatalf("pull: %v, want an error about a column shared a second time", err)
 		}
 	})
@@ -353,8 +353,8 @@ func TestColumnsPullBad(t *testing.T) {
 		want string
 	}{
 		{"step too long", ColUpdate{Alpha: MaxStep * 2}, "step 8"},
-		{"column values", ColUpdate{Alpha: 1, Cols: columnar.Columns{IDs: wire.Int32s{15}, Ptr: wire.Int32s{0, 0}}}, "1 columns with 0 values"},
-		{"short direction", ColUpdate{Alpha: 1, Dir: make(wire.Float64s, 3)}, "direction over 3 rows"},
+		{"column values", ColUpdate{Alpha: 1, Cols: columnar.Columns{IDs: codec.Int32s{15}, Ptr: codec.Int32s{0, 0}}}, "1 columns with 0 values"},
+		{"short direction", ColUpdate{Alpha: 1, Dir: make(codec.Float64s, 3)}, "direction over 3 rows"},
 	} {
 		t.Run("apply/"+tc.name, func(t *testing.T) {
 			j := newMergeJob(t, pr, true, 2)

@@ -7,10 +7,10 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // The roles' snapshots (schmp.Snapshotter) are sealed envelopes
@@ -52,23 +52,23 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 // update tells, and the loss changes not pushed yet; its rows and columns,
 // to check that it is restored into the same shard.
 type workerState struct {
-	First    int           `msgpack:"first"`
-	Cols     int           `msgpack:"cols"`
-	Z        wire.Float64s `msgpack:"z"`
-	SumR     float64       `msgpack:"sum_r"`
-	SumD     float64       `msgpack:"sum_d"`
-	W        wire.Float64s `msgpack:"w"`
-	B        float64       `msgpack:"b"`
-	Features int           `msgpack:"features"`
-	AsOf     uint64        `msgpack:"as_of"`
-	Rounds   []uint64      `msgpack:"rounds"`
-	Change   wire.Float64s `msgpack:"change"`
+	First    int            `msgpack:"first"`
+	Cols     int            `msgpack:"cols"`
+	Z        codec.Float64s `msgpack:"z"`
+	SumR     float64        `msgpack:"sum_r"`
+	SumD     float64        `msgpack:"sum_d"`
+	W        codec.Float64s `msgpack:"w"`
+	B        float64        `msgpack:"b"`
+	Features int            `msgpack:"features"`
+	AsOf     uint64         `msgpack:"as_of"`
+	Rounds   []uint64       `msgpack:"rounds"`
+	Change   codec.Float64s `msgpack:"change"`
 }
 
 // Snapshot implements schmp.Snapshotter.
 func (w *Worker) Snapshot() ([]byte, error) {
 	st := workerState{
-		First: w.lo, Cols: w.x.Cols, Z: make(wire.Float64s, len(w.rows)),
+		First: w.lo, Cols: w.x.Cols, Z: make(codec.Float64s, len(w.rows)),
 		SumR: w.sumR, SumD: w.sumD, W: w.w, B: w.b, Features: w.features, AsOf: w.asOf, Rounds: w.rounds, Change: w.change,
 	}
 	for i, r := range w.rows {
@@ -114,7 +114,7 @@ type pendingState struct {
 // joint-step safeguard's state and the intercept's schedule, and the
 // records of the reports (Start gives the rest again).
 type coordinatorState struct {
-	W         wire.Float64s  `msgpack:"w"`
+	W         codec.Float64s `msgpack:"w"`
 	B         float64        `msgpack:"b"`
 	Theta     float64        `msgpack:"theta"`
 	MinTheta  float64        `msgpack:"min_theta"`
@@ -182,8 +182,8 @@ type colWorkerState struct {
 	Cols   int                  `msgpack:"cols"`
 	Lambda float64              `msgpack:"lambda"`
 	RelTol float64              `msgpack:"rel_tol"`
-	Z      wire.Float64s        `msgpack:"z"`
-	W      wire.Float64s        `msgpack:"w"` // own columns, then held ones
+	Z      codec.Float64s       `msgpack:"z"`
+	W      codec.Float64s       `msgpack:"w"` // own columns, then held ones
 	B      float64              `msgpack:"b"`
 	AsOf   uint64               `msgpack:"as_of"`
 	Joint  bool                 `msgpack:"joint"`
@@ -200,7 +200,7 @@ func (w *ColWorker) Snapshot() ([]byte, error) {
 	}
 	st := colWorkerState{
 		Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols, Lambda: w.lambda, RelTol: w.relTol,
-		Z: make(wire.Float64s, len(w.rows)), W: w.w, B: w.b, AsOf: w.asOf, Joint: w.joint, Screen: sc, Held: w.held.Columns, Seen: w.seen,
+		Z: make(codec.Float64s, len(w.rows)), W: w.w, B: w.b, AsOf: w.asOf, Joint: w.joint, Screen: sc, Held: w.held.Columns, Seen: w.seen,
 	}
 	for i, r := range w.rows {
 		st.Z[i] = r.z
@@ -253,15 +253,15 @@ func (w *ColWorker) Restore(b []byte) error {
 // partial is stale, what the merges did, the records of the reports and
 // the regularization path's progress (Start gives the rest again).
 type colCoordinatorState struct {
-	Z         wire.Float64s `msgpack:"z"`
-	W         wire.Float64s `msgpack:"w"`
-	B         float64       `msgpack:"b"`
-	Shared    []bool        `msgpack:"shared"`
-	LastMoved uint64        `msgpack:"last_moved"`
-	Taken     []uint64      `msgpack:"taken"`
-	Stats     ColStats      `msgpack:"stats"`
-	Records   []Record      `msgpack:"records"`
-	Path      []byte        `msgpack:"path"` // nil without a path
+	Z         codec.Float64s `msgpack:"z"`
+	W         codec.Float64s `msgpack:"w"`
+	B         float64        `msgpack:"b"`
+	Shared    []bool         `msgpack:"shared"`
+	LastMoved uint64         `msgpack:"last_moved"`
+	Taken     []uint64       `msgpack:"taken"`
+	Stats     ColStats       `msgpack:"stats"`
+	Records   []Record       `msgpack:"records"`
+	Path      []byte         `msgpack:"path"` // nil without a path
 }
 
 // Snapshot implements schmp.Snapshotter.

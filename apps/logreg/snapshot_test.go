@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/internal/sealtest"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // statusLines describes a job's status and trace as text, every number
@@ -374,23 +374,23 @@ func FuzzRestore(f *testing.F) {
 		must(err)
 		if w.Restore(b) == nil {
 			w.Report()
-			w.Push(context.Background(), 1, Plan{Vars: wire.Int32s{0, 59}})
-			w.Apply(Update{Round: 9, Vars: wire.Int32s{1}, Delta: wire.Float64s{0.5}})
+			w.Push(context.Background(), 1, Plan{Vars: codec.Int32s{0, 59}})
+			w.Apply(Update{Round: 9, Vars: codec.Int32s{1}, Delta: codec.Float64s{0.5}})
 		}
 		if c.Restore(b) == nil {
 			c.WriteModel(&bytes.Buffer{})
-			c.Pull(9, Plan{Vars: wire.Int32s{1}}, []Partial{{Grad: wire.Float64s{1}, Curv: wire.Float64s{1}}, {Grad: wire.Float64s{1}, Curv: wire.Float64s{1}}})
+			c.Pull(9, Plan{Vars: codec.Int32s{1}}, []Partial{{Grad: codec.Float64s{1}, Curv: codec.Float64s{1}}, {Grad: codec.Float64s{1}, Curv: codec.Float64s{1}}})
 			c.Snapshot()
 		}
 		if cw.Restore(b) == nil {
 			cw.Report()
-			cw.Push(context.Background(), 1, ColPlan{Blocks: make([]wire.Int32s, 2)})
+			cw.Push(context.Background(), 1, ColPlan{Blocks: make([]codec.Int32s, 2)})
 			cw.Apply(ColUpdate{Alpha: 1, Lambda: 0.1})
 			cw.Snapshot()
 		}
 		if cc.Restore(b) == nil {
 			cc.WriteModel(&bytes.Buffer{})
-			cc.Pull(1, ColPlan{Blocks: make([]wire.Int32s, 2)}, make([]ColPartial, 2))
+			cc.Pull(1, ColPlan{Blocks: make([]codec.Int32s, 2)}, make([]ColPartial, 2))
 			cc.Snapshot()
 		}
 	})

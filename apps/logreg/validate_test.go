@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // TestRowLayoutValidates checks that the row layout's worker and
@@ -39,31 +39,31 @@ func TestRowLayoutValidates(t *testing.T) {
 	}
 	nan := math.NaN()
 	partial := func(g float64) []Partial {
-		return []Partial{{Grad: wire.Float64s{g}, Curv: wire.Float64s{1}}}
+		return []Partial{{Grad: codec.Float64s{g}, Curv: codec.Float64s{1}}}
 	}
 	for _, tc := range []struct {
 		name string
 		call func(w *Worker, c *Coordinator, s Summary) error
 	}{
 		{"update of variable -1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Round: 1, Vars: wire.Int32s{-1}, Delta: wire.Float64s{1}})
+			return w.Apply(Update{Round: 1, Vars: codec.Int32s{-1}, Delta: codec.Float64s{1}})
 		}},
 		{"update of variable 2^31-1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Round: 1, Vars: wire.Int32s{math.MaxInt32}, Delta: wire.Float64s{1}})
+			return w.Apply(Update{Round: 1, Vars: codec.Int32s{math.MaxInt32}, Delta: codec.Float64s{1}})
 		}},
 		{"update by NaN", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Round: 1, Vars: wire.Int32s{0}, Delta: wire.Float64s{nan}})
+			return w.Apply(Update{Round: 1, Vars: codec.Int32s{0}, Delta: codec.Float64s{nan}})
 		}},
 		{"plan of variable 2^31-1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			_, err := w.Push(context.Background(), 1, Plan{Vars: wire.Int32s{math.MaxInt32}})
+			_, err := w.Push(context.Background(), 1, Plan{Vars: codec.Int32s{math.MaxInt32}})
 			return err
 		}},
 		{"pull of variable -1", func(_ *Worker, c *Coordinator, _ Summary) error {
-			_, _, err := c.Pull(1, Plan{Vars: wire.Int32s{-1}}, partial(1))
+			_, _, err := c.Pull(1, Plan{Vars: codec.Int32s{-1}}, partial(1))
 			return err
 		}},
 		{"pull of a NaN partial", func(_ *Worker, c *Coordinator, _ Summary) error {
-			_, _, err := c.Pull(1, Plan{Vars: wire.Int32s{0}}, partial(nan))
+			_, _, err := c.Pull(1, Plan{Vars: codec.Int32s{0}}, partial(nan))
 			return err
 		}},
 		{"summary of 2^40 features", func(_ *Worker, _ *Coordinator, s Summary) error {

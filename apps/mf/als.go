@@ -9,9 +9,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // GramPartial, the R of ALS, is a worker's share of every item's normal
@@ -21,9 +21,9 @@ import (
 // i, with y_u = (w_u, 1) and t_ui = r_ui − μ − b_u (y_u = w_u and t_ui =
 // r_ui without biases).
 type GramPartial struct {
-	Items wire.Int32s   `msgpack:"i"`
-	Gram  wire.Float64s `msgpack:"g"`
-	Rhs   wire.Float64s `msgpack:"r"`
+	Items codec.Int32s   `msgpack:"i"`
+	Gram  codec.Float64s `msgpack:"g"`
+	Rhs   codec.Float64s `msgpack:"r"`
 	Stats
 }
 
@@ -198,8 +198,8 @@ func (w *alsWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Gram
 			w.bs.b[u] = x[k]
 		}
 	}
-	gram := make(wire.Float64s, len(w.items)*tri(d))
-	sums := make(wire.Float64s, len(w.items)*d)
+	gram := make(codec.Float64s, len(w.items)*tri(d))
+	sums := make(codec.Float64s, len(w.items)*d)
 	for u := range w.users {
 		copy(y, w.w[u*k:(u+1)*k])
 		for _, e := range w.train[w.byUser[u]:w.byUser[u+1]] {
@@ -297,7 +297,7 @@ func (c *alsCoordinator) Pull(round uint64, _ scheduler.Turn, partials []GramPar
 		}
 	}
 	c.pulled = round
-	return FullUpdate{Round: round, H: slices.Clone(c.h), C: slices.Clone(c.c)}, schmp.Feedback{Vars: wire.Int32s{0}, Delta: wire.Float64s{0}}, nil
+	return FullUpdate{Round: round, H: slices.Clone(c.h), C: slices.Clone(c.c)}, schmp.Feedback{Vars: codec.Int32s{0}, Delta: codec.Float64s{0}}, nil
 }
 
 // Objective implements schmp.Coordinator.

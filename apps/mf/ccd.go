@@ -7,17 +7,17 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // SumsPartial, the R of CCD++, is a worker's share of the new column of H:
 // for every item i, Num[i] = Σ_u res_ui·w_ut and Den[i] = Σ_u w_ut² over
 // the worker's ratings of i.
 type SumsPartial struct {
-	Num wire.Float64s `msgpack:"n"`
-	Den wire.Float64s `msgpack:"d"`
+	Num codec.Float64s `msgpack:"n"`
+	Den codec.Float64s `msgpack:"d"`
 	Stats
 }
 
@@ -174,8 +174,8 @@ func (w *ccdWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Sums
 	switching := t != a
 	w.cur = t
 	n := len(w.ix.ItemIDs)
-	num := make(wire.Float64s, n)
-	den := make(wire.Float64s, n)
+	num := make(codec.Float64s, n)
+	den := make(codec.Float64s, n)
 	for u := range w.users {
 		lo, hi := w.byUser[u], w.byUser[u+1]
 		items, res := w.item[lo:hi], w.res[lo:hi]
@@ -350,7 +350,7 @@ func (c *ccdCoordinator) Pull(round uint64, turn scheduler.Turn, partials []Sums
 		col[i] = v
 	}
 	c.pulled = round
-	fb := schmp.Feedback{Vars: wire.Int32s{int32(t + 1)}, Delta: wire.Float64s{moved}}
+	fb := schmp.Feedback{Vars: codec.Int32s{int32(t + 1)}, Delta: codec.Float64s{moved}}
 	u := FullUpdate{Round: round, Feature: max(t, 0), Bias: t == ccdBias, Col: slices.Clone(col)}
 	return u, fb, nil
 }

@@ -111,7 +111,7 @@ type Config struct {
 	// the factors of the evaluation with the lowest one (Model.Best).
 	// After Patience evaluations in a row without a new lowest validation
 	// RMSE, that evaluation and every report after it ask the runtime to
-	// stop (schmp.Progress.Stop: coordinator.StopApp), which it does at
+	// stop (schmp.Progress.Stop: schmp.StopApp), which it does at
 	// the end of the iteration; the factors written are the best
 	// evaluation's.
 	Holdout float64
@@ -154,6 +154,14 @@ func (c Config) RoundsPerIter() int {
 		return 1
 	}
 	return max(c.Workers, 1)
+}
+
+// Rounds returns the runtime's MaxRounds and ReportEvery for c: Iters
+// iterations and ReportEvery iterations, an iteration being RoundsPerIter
+// rounds.
+func (c Config) Rounds() (maxRounds uint64, reportEvery int) {
+	rpi := c.RoundsPerIter()
+	return uint64(c.Iters * rpi), c.ReportEvery * rpi
 }
 
 // weight returns the weight of a factor with n ratings in the factors'

@@ -99,7 +99,7 @@
 // On the rotation a worker holds a single block of H between evaluation
 // points, so the coordinator sends all of H to every worker at the start
 // and after every ReportEvery-th iteration and the job's last round (which
-// the runtime tells it: coordinator.Iterated); a report at any other time
+// the runtime tells it: schmp.Iterated); a report at any other time
 // is not exact and repeats the last evaluation. A stop (--tol, --time-limit)
 // lands at the end of an iteration, and the runtime's check evaluates
 // exactly the state written. The model's files are the runtime's outputs
@@ -116,7 +116,7 @@
 // their RMSE (Eval.ValRMSE, the app metric val_rmse), keeps the factors of
 // the evaluation where it was lowest (Model.Best; with outputs, the
 // evaluations then carry W), and asks the runtime to stop the job
-// (schmp.Progress.Stop, coordinator.StopApp) after
+// (schmp.Progress.Stop, schmp.StopApp) after
 // Config.Patience evaluations without a new lowest (Model.Stopped). Tune
 // fits a grid of λ so and Refit gives the refit of the best on all the
 // ratings; FitBiasOnly is the bias-only baseline to compare with, and

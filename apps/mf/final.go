@@ -49,11 +49,11 @@ func (b *base) Outputs(out string) ([]schmp.Output, error) {
 // workers send them once, in their final reports.
 func (b *base) reportFactors() bool { return b.m.Factors && b.cfg.Holdout > 0 }
 
-// RoundsPerIteration implements coordinator.Iterated: the rounds of an
+// RoundsPerIteration implements schmp.Iterated: the rounds of an
 // iteration (RoundsPerIter), at whose end the runtime stops a job.
 func (b *base) RoundsPerIteration() uint64 { return uint64(b.cfg.RoundsPerIter()) }
 
-// LastRound implements coordinator.Iterated: the rotation sends every
+// LastRound implements schmp.Iterated: the rotation sends every
 // worker all of H with the update of the last round, so that the check's
 // report evaluates the state written.
 func (b *base) LastRound(last uint64) error {

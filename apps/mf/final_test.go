@@ -56,7 +56,7 @@ func TestFinalState(t *testing.T) {
 					st, m = runLocal(t, ALSProgram(cfg), cfg, 1e-3, out)
 				}
 				rpi := uint64(cfg.RoundsPerIter())
-				if st.Reason != pipeline.StopConverged || st.Last%rpi != 0 || st.Last >= uint64(cfg.Iters)*rpi {
+				if st.Reason != schmp.StopConverged || st.Last%rpi != 0 || st.Last >= uint64(cfg.Iters)*rpi {
 					t.Fatalf("stopped (%s) after round %d; want converged before iteration %d, at the end of an iteration of %d rounds", st.Reason, st.Last, cfg.Iters, rpi)
 				}
 				if e := m.Final(); e.Round != st.Last {

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
-	"github.com/strads-go/strads/wire"
 )
 
 // noise is the noise level of the generated test data.
@@ -584,7 +584,7 @@ func TestObjective(t *testing.T) {
 			h[ix.Items[10]], h[ix.Items[20]] = 0.5, -1
 			u := RotationUpdate{Full: h}
 			if !tc.noBias {
-				u.FullBias = make(wire.Float64s, 2)
+				u.FullBias = make(codec.Float64s, 2)
 				u.FullBias[ix.Items[10]] = 0.25
 			}
 			if err := w.Apply(u); err != nil {

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Summary, the S of the programs, describes a worker's shard when it joins
@@ -46,9 +46,9 @@ type Summary struct {
 	// with validation, FoldResid the same over its ratings and its
 	// validation ratings, and FoldCount its validation ratings of every
 	// item (the folded fit).
-	ItemResid wire.Float64s `msgpack:"ir,omitempty"`
-	FoldResid wire.Float64s `msgpack:"fr,omitempty"`
-	FoldCount wire.Int32s   `msgpack:"fc,omitempty"`
+	ItemResid codec.Float64s `msgpack:"ir,omitempty"`
+	FoldResid codec.Float64s `msgpack:"fr,omitempty"`
+	FoldCount codec.Int32s   `msgpack:"fc,omitempty"`
 
 	// At a report. Round is the number of rounds whose updates the state
 	// reflects. Exact says the worker could evaluate that state; if not
@@ -71,16 +71,16 @@ type Summary struct {
 	CNorm  float64 `msgpack:"cn,omitempty"`
 	// W holds its users' factors, row by row, and B their biases, when
 	// the coordinator asked for the factors.
-	W wire.Float64s `msgpack:"w,omitempty"`
-	B wire.Float64s `msgpack:"bu,omitempty"`
+	W codec.Float64s `msgpack:"w,omitempty"`
+	B codec.Float64s `msgpack:"bu,omitempty"`
 	// Folded, in the report of round 0 with the folded fit
 	// (Config.folds), says that FoldTestSSE is Σ(r − μ − b_u − c_i)²
 	// over its test ratings of the bias-only model fitted to all the
 	// training ratings, held-out ones included, and FoldB holds that
 	// model's user biases when the coordinator asked for the factors.
-	Folded      bool          `msgpack:"fo,omitempty"`
-	FoldTestSSE float64       `msgpack:"fte,omitempty"`
-	FoldB       wire.Float64s `msgpack:"fb,omitempty"`
+	Folded      bool           `msgpack:"fo,omitempty"`
+	FoldTestSSE float64        `msgpack:"fte,omitempty"`
+	FoldB       codec.Float64s `msgpack:"fb,omitempty"`
 }
 
 // Stats is what every partial says about the work behind it.

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // RotationProgram returns DSGD on the static rotation engine: the plan of
@@ -137,21 +136,5 @@ func (s stepper) Schedule(round uint64, _ []schmp.Feedback) (scheduler.Turn, sch
 	if s.cfg.Algo == CCD {
 		v = int32(s.cfg.slot(round-1) + 1) // the biases are 0
 	}
-	return scheduler.Turn{SubRound: round - 1}, schmp.PlanInfo{Vars: wire.Int32s{v}, Candidates: 1, Selected: 1}, nil
-}
-
-// SetDefaults fills what the runtime needs from cfg where o leaves it 0:
-// Workers is cfg.Workers, MaxRounds cfg.Iters iterations and ReportEvery
-// cfg.ReportEvery iterations (an iteration is RoundsPerIter rounds).
-func (c Config) SetDefaults(o *coordinator.Options) {
-	rpi := c.RoundsPerIter()
-	if o.Workers == 0 {
-		o.Workers = c.Workers
-	}
-	if o.MaxRounds == 0 {
-		o.MaxRounds = uint64(c.Iters * rpi)
-	}
-	if o.ReportEvery == 0 {
-		o.ReportEvery = c.ReportEvery * rpi
-	}
+	return scheduler.Turn{SubRound: round - 1}, schmp.PlanInfo{Vars: codec.Int32s{v}, Candidates: 1, Selected: 1}, nil
 }

@@ -12,12 +12,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // ringJob runs DSGD on the rotation of cfg over NATS (an embedded server,
@@ -28,7 +28,7 @@ func ringJob(t *testing.T, cfg Config, prog schmp.Program[scheduler.Turn, Rotati
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "model")
 	opts := job.Options{Job: "mfring", NATS: url, Timeout: timeout, Coordinator: coordinator.Options{Out: out, Timeout: timeout}}
-	cfg.SetDefaults(&opts.Coordinator)
+	setDefaults(cfg, &opts.Coordinator)
 	if _, err := job.Run(ctx, prog, opts); err != nil {
 		return nil, err
 	}
@@ -142,11 +142,11 @@ func TestRingHostile(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				var m map[string]any
-				if wire.Unmarshal(msg.Data, &m) != nil {
+				if codec.Unmarshal(msg.Data, &m) != nil {
 					return
 				}
 				tc.change(m)
-				if b, err := wire.Marshal(m); err == nil {
+				if b, err := codec.Marshal(m); err == nil {
 					nc.Publish(msg.Subject, b)
 				}
 			})

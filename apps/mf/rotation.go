@@ -7,17 +7,17 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // BlockRows is block Block of H, its items' factors row by row, and their
 // biases c_i (none without biases): the item biases travel with H.
 type BlockRows struct {
-	Block int           `msgpack:"b"`
-	Rows  wire.Float64s `msgpack:"r"`
-	Bias  wire.Float64s `msgpack:"c,omitempty"`
+	Block int            `msgpack:"b"`
+	Rows  codec.Float64s `msgpack:"r"`
+	Bias  codec.Float64s `msgpack:"c,omitempty"`
 }
 
 // RotationPartial, the R of DSGD on the rotation, is the block of H that a
@@ -41,10 +41,10 @@ type RotationUpdate struct {
 	// the first update with the folded fit (Config.folds), holds the item
 	// biases of the bias-only model of the training and validation
 	// ratings together.
-	Full     wire.Float64s `msgpack:"h,omitempty"`
-	FullBias wire.Float64s `msgpack:"hc,omitempty"`
-	FoldBias wire.Float64s `msgpack:"fc,omitempty"`
-	Blocks   []BlockRows   `msgpack:"b,omitempty"`
+	Full     codec.Float64s `msgpack:"h,omitempty"`
+	FullBias codec.Float64s `msgpack:"hc,omitempty"`
+	FoldBias codec.Float64s `msgpack:"fc,omitempty"`
+	Blocks   []BlockRows    `msgpack:"b,omitempty"`
 }
 
 // ForShard implements schmp.Splitter.

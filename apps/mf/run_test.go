@@ -9,12 +9,12 @@ import (
 
 // runJob runs the job of cfg in this process (job.Run: an embedded NATS server
 // unless opts.NATS is set) with the program of cfg's algorithm and the
-// runtime defaults of cfg.SetDefaults.
+// runtime options that cfg implies (setDefaults).
 func runJob(ctx context.Context, cfg Config, opts job.Options) (*coordinator.Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.SetDefaults(&opts.Coordinator)
+	setDefaults(cfg, &opts.Coordinator)
 	switch {
 	case cfg.Algo == ALS:
 		return job.Run(ctx, ALSProgram(cfg), opts)
@@ -24,4 +24,19 @@ func runJob(ctx context.Context, cfg Config, opts job.Options) (*coordinator.Res
 		return job.Run(ctx, UnscheduledProgram(cfg), opts)
 	}
 	return job.Run(ctx, RotationProgram(cfg), opts)
+}
+
+// setDefaults fills what the runtime needs from cfg where o leaves it 0:
+// Workers is cfg.Workers, and MaxRounds and ReportEvery are cfg.Rounds.
+func setDefaults(cfg Config, o *coordinator.Options) {
+	maxRounds, reportEvery := cfg.Rounds()
+	if o.Workers == 0 {
+		o.Workers = cfg.Workers
+	}
+	if o.MaxRounds == 0 {
+		o.MaxRounds = maxRounds
+	}
+	if o.ReportEvery == 0 {
+		o.ReportEvery = reportEvery
+	}
 }

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Checkpoints (schmp.Snapshotter, DESIGN §6). Every role saves what its
@@ -98,17 +98,17 @@ type workerState struct {
 	Started bool   `msgpack:"started"`
 	// W holds the users' factors, row by row (CCD++: column by column),
 	// and B their biases (nil without biases).
-	W wire.Float64s `msgpack:"w"`
-	B wire.Float64s `msgpack:"b,omitempty"`
+	W codec.Float64s `msgpack:"w"`
+	B codec.Float64s `msgpack:"b,omitempty"`
 	// Block, on the rotation, is the block of H held (−1: all of H; −2:
 	// none), whose rows are H and biases C. With CCD++, H is all of H,
 	// column by column, C all the item biases, Res the residuals and Cur
 	// the slot they leave out.
-	Block int           `msgpack:"block"`
-	H     wire.Float64s `msgpack:"h,omitempty"`
-	C     wire.Float64s `msgpack:"c,omitempty"`
-	Res   wire.Float64s `msgpack:"res,omitempty"`
-	Cur   int           `msgpack:"cur"`
+	Block int            `msgpack:"block"`
+	H     codec.Float64s `msgpack:"h,omitempty"`
+	C     codec.Float64s `msgpack:"c,omitempty"`
+	Res   codec.Float64s `msgpack:"res,omitempty"`
+	Cur   int            `msgpack:"cur"`
 }
 
 // state returns the part of a worker's snapshot that the shard fixes.
@@ -340,18 +340,18 @@ type coordState struct {
 	// The model's record: whether it keeps factors, its evaluations, the
 	// best one and the validation stop, and the factors kept (nil where
 	// none).
-	Factors bool            `msgpack:"factors"`
-	Trace   []Eval          `msgpack:"trace"`
-	BestAt  int             `msgpack:"best_at"`
-	Stopped bool            `msgpack:"stopped"`
-	KeptW   []wire.Float64s `msgpack:"kept_w,omitempty"`
-	KeptB   []wire.Float64s `msgpack:"kept_b,omitempty"`
-	KeptH   wire.Float64s   `msgpack:"kept_h,omitempty"`
-	KeptC   wire.Float64s   `msgpack:"kept_c,omitempty"`
+	Factors bool             `msgpack:"factors"`
+	Trace   []Eval           `msgpack:"trace"`
+	BestAt  int              `msgpack:"best_at"`
+	Stopped bool             `msgpack:"stopped"`
+	KeptW   []codec.Float64s `msgpack:"kept_w,omitempty"`
+	KeptB   []codec.Float64s `msgpack:"kept_b,omitempty"`
+	KeptH   codec.Float64s   `msgpack:"kept_h,omitempty"`
+	KeptC   codec.Float64s   `msgpack:"kept_c,omitempty"`
 	// H holds the item factors (row by row; CCD++: column by column) and
 	// C the item biases (nil without biases).
-	H wire.Float64s `msgpack:"h"`
-	C wire.Float64s `msgpack:"c,omitempty"`
+	H codec.Float64s `msgpack:"h"`
+	C codec.Float64s `msgpack:"c,omitempty"`
 }
 
 // state returns the snapshot of what every coordinator shares, with h

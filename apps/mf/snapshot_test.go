@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // timed are the metrics that measure time, which differ between any two
@@ -29,7 +29,7 @@ var timed = []string{"ratings_per_s", "ratings_per_core_s"}
 
 // traceOf renders a job's reports bit for bit, but for the metrics that
 // measure time.
-func traceOf(trace []pipeline.Sample) []string {
+func traceOf(trace []schmp.Sample) []string {
 	var out []string
 	for _, s := range trace {
 		line := fmt.Sprintf("round %d updates %d objective %x nnz %d stop %q", s.Round, s.Updates, math.Float64bits(s.Objective), s.NNZ, s.Stop)
@@ -439,7 +439,7 @@ func TestRestoreRefuses(t *testing.T) {
 		}
 		// As if the job kept the factors of an evaluation.
 		for _, n := range st.Users {
-			st.KeptW, st.KeptB = append(st.KeptW, make(wire.Float64s, n*cfg.Rank)), append(st.KeptB, make(wire.Float64s, n))
+			st.KeptW, st.KeptB = append(st.KeptW, make(codec.Float64s, n*cfg.Rank)), append(st.KeptB, make(codec.Float64s, n))
 		}
 		st.KeptH, st.KeptC = slices.Clone(st.H), slices.Clone(st.C)
 		if err := fresh().Restore(sealed(&st)); err != nil {

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // FullUpdate, the U of the unscheduled SGD and of CCD++, is broadcast to
@@ -25,14 +25,14 @@ type FullUpdate struct {
 	// biases). FoldBias, in the first update with the folded fit
 	// (Config.folds), holds the item biases of the bias-only model of the
 	// training and validation ratings together.
-	H        wire.Float64s `msgpack:"h,omitempty"`
-	C        wire.Float64s `msgpack:"hc,omitempty"`
-	FoldBias wire.Float64s `msgpack:"fc,omitempty"`
+	H        codec.Float64s `msgpack:"h,omitempty"`
+	C        codec.Float64s `msgpack:"hc,omitempty"`
+	FoldBias codec.Float64s `msgpack:"fc,omitempty"`
 	// Feature and Col (CCD++): column Feature of H is now Col, or with
 	// Bias, the item biases are.
-	Feature int           `msgpack:"k,omitempty"`
-	Bias    bool          `msgpack:"kb,omitempty"`
-	Col     wire.Float64s `msgpack:"c,omitempty"`
+	Feature int            `msgpack:"k,omitempty"`
+	Bias    bool           `msgpack:"kb,omitempty"`
+	Col     codec.Float64s `msgpack:"c,omitempty"`
 }
 
 // DeltaPartial, the R of the unscheduled SGD, is how a worker's copy of H
@@ -40,10 +40,10 @@ type FullUpdate struct {
 // factors of the items Items, on which the worker has Counts ratings, and
 // BiasDelta the change of their biases (none without biases).
 type DeltaPartial struct {
-	Items     wire.Int32s   `msgpack:"i"`
-	Counts    wire.Int32s   `msgpack:"n"`
-	Delta     wire.Float64s `msgpack:"d"`
-	BiasDelta wire.Float64s `msgpack:"dc,omitempty"`
+	Items     codec.Int32s   `msgpack:"i"`
+	Counts    codec.Int32s   `msgpack:"n"`
+	Delta     codec.Float64s `msgpack:"d"`
+	BiasDelta codec.Float64s `msgpack:"dc,omitempty"`
 	Stats
 }
 
@@ -136,10 +136,10 @@ func (w *unscheduledWorker) Push(_ context.Context, _ uint64, turn scheduler.Tur
 		}
 	}
 	w.sgdStep(w.train, w.w, w.h, w.bs, w.cfg.stepSize(turn.SubRound))
-	delta := make(wire.Float64s, len(w.before))
-	var biasDelta wire.Float64s
+	delta := make(codec.Float64s, len(w.before))
+	var biasDelta codec.Float64s
 	if w.bs.on() {
-		biasDelta = make(wire.Float64s, len(w.items))
+		biasDelta = make(codec.Float64s, len(w.items))
 	}
 	for j, i := range w.items {
 		for c := range k {
@@ -231,7 +231,7 @@ func (c *unscheduledCoordinator) Pull(round uint64, _ scheduler.Turn, partials [
 		c.account(part.Stats)
 	}
 	c.pulled = round
-	return FullUpdate{Round: round, H: slices.Clone(c.h), C: slices.Clone(c.c)}, schmp.Feedback{Vars: wire.Int32s{0}, Delta: wire.Float64s{0}}, nil
+	return FullUpdate{Round: round, H: slices.Clone(c.h), C: slices.Clone(c.c)}, schmp.Feedback{Vars: codec.Int32s{0}, Delta: codec.Float64s{0}}, nil
 }
 
 // Objective implements schmp.Coordinator.

@@ -139,8 +139,8 @@ func TestHeldOut(t *testing.T) {
 // evaluations after the one with the lowest validation RMSE, which is the
 // minimum of the trace, and the factors kept are that evaluation's: their
 // RMSE over the held-out ratings, computed here from the file, is its
-// validation RMSE. The runtime stops for the app (StopApp) at the end of
-// the iteration of the report that asked, and says why.
+// validation RMSE. The runtime stops for the app (schmp.StopApp) at the
+// end of the iteration of the report that asked, and says why.
 func TestValidationStop(t *testing.T) {
 	train, test := genSet(t, t.TempDir(), 0.8, 3)
 	for _, tc := range []struct {
@@ -165,7 +165,7 @@ func TestValidationStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			rpi := uint64(cfg.RoundsPerIter())
-			if e := m.Trace[len(m.Trace)-1]; st.Reason != pipeline.StopApp || !strings.Contains(st.AppReason, "validation RMSE") ||
+			if e := m.Trace[len(m.Trace)-1]; st.Reason != schmp.StopApp || !strings.Contains(st.AppReason, "validation RMSE") ||
 				st.Last != e.Round+rpi || st.Decided != e.Round+1 {
 				t.Fatalf("stopped (%s: %q) at round %d, last %d; want the app's stop at round %d, last %d",
 					st.Reason, st.AppReason, st.Decided, st.Last, e.Round+1, e.Round+rpi)

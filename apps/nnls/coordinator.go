@@ -6,8 +6,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Coordinator is the coordinator side: it holds β.
@@ -64,7 +64,7 @@ func (c *Coordinator) Pull(_ uint64, p Plan, partials []Partial) (Update, schmp.
 			}
 		}
 	}
-	u := Update{Vars: p.Vars, Delta: make(wire.Float64s, len(p.Vars))}
+	u := Update{Vars: p.Vars, Delta: make(codec.Float64s, len(p.Vars))}
 	for k, j := range p.Vars {
 		if j < 0 || int(j) >= len(c.beta) {
 			return Update{}, schmp.Feedback{}, fmt.Errorf("nnls: plan of variable %d out of %d", j, len(c.beta))

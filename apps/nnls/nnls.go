@@ -36,8 +36,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Config configures a job. Every role gets the same Config.
@@ -76,29 +76,29 @@ func (c Config) Row(i int, x []float64) (y float64) {
 
 // Plan, the P of the program, lists the coordinates updated in a round.
 type Plan struct {
-	Vars wire.Int32s `msgpack:"v"`
+	Vars codec.Int32s `msgpack:"v"`
 }
 
 // Partial, the R of the program, is a worker's share of a round:
 // Dot[k] = x_jᵀr over its rows for j = Plan.Vars[k].
 type Partial struct {
-	Dot wire.Float64s `msgpack:"d"`
+	Dot codec.Float64s `msgpack:"d"`
 }
 
 // Update, the U of the program, tells workers how β changed:
 // β_j += Delta[k] for j = Vars[k].
 type Update struct {
-	Vars  wire.Int32s   `msgpack:"v"`
-	Delta wire.Float64s `msgpack:"d"`
+	Vars  codec.Int32s   `msgpack:"v"`
+	Delta codec.Float64s `msgpack:"d"`
 }
 
 // Summary, the S of the program, describes a worker's rows when it joins
 // (Rows and ColSq[j] = ‖x_j‖² over them) and its residual when it reports
 // (SqResid = Σr² over them).
 type Summary struct {
-	Rows    int           `msgpack:"n"`
-	ColSq   wire.Float64s `msgpack:"c"`
-	SqResid float64       `msgpack:"r"`
+	Rows    int            `msgpack:"n"`
+	ColSq   codec.Float64s `msgpack:"c"`
+	SqResid float64        `msgpack:"r"`
 }
 
 // Program returns the NNLS program for cfg.
@@ -144,7 +144,7 @@ func NewScheduler(cfg Config, part, parts int) (*Scheduler, error) {
 func (s *Scheduler) Schedule(uint64, []schmp.Feedback) (Plan, schmp.PlanInfo, error) {
 	start := s.plans * s.block % s.cols
 	s.plans++
-	p := Plan{Vars: make(wire.Int32s, s.block)}
+	p := Plan{Vars: make(codec.Int32s, s.block)}
 	for k := range p.Vars {
 		p.Vars[k] = int32(s.first + (start+k)%s.cols)
 	}

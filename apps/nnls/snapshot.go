@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // The roles' snapshots (schmp.Snapshotter) are sealed envelopes
@@ -65,9 +65,9 @@ func (s *Scheduler) Restore(b []byte) error {
 // workerState is a Worker's snapshot: its residual, and its rows and
 // columns, to check that it is restored into the same shard.
 type workerState struct {
-	First int           `msgpack:"first"`
-	Cols  int           `msgpack:"cols"`
-	R     wire.Float64s `msgpack:"r"`
+	First int            `msgpack:"first"`
+	Cols  int            `msgpack:"cols"`
+	R     codec.Float64s `msgpack:"r"`
 }
 
 // Snapshot implements schmp.Snapshotter: the residual over the worker's
@@ -96,7 +96,7 @@ func (w *Worker) Restore(b []byte) error {
 
 // coordinatorState is a Coordinator's snapshot: β.
 type coordinatorState struct {
-	Beta wire.Float64s `msgpack:"beta"`
+	Beta codec.Float64s `msgpack:"beta"`
 }
 
 // Snapshot implements schmp.Snapshotter: β (Start gives the rest again).

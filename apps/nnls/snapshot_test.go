@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/internal/sealtest"
 	"github.com/strads-go/strads/local"
-	"github.com/strads-go/strads/wire"
 )
 
 // statusLines describes a job's status and trace as text, every number
@@ -122,7 +122,7 @@ func unsealedV1(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	m["version"] = 1
-	b, err := wire.Marshal(m)
+	b, err := codec.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}

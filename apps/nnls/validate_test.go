@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // TestValidates checks that the worker and the coordinator refuse, with an
@@ -19,24 +19,24 @@ func TestValidates(t *testing.T) {
 		call func(w *Worker, c *Coordinator, s Summary) error
 	}{
 		{"update of variable -1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Vars: wire.Int32s{-1}, Delta: wire.Float64s{1}})
+			return w.Apply(Update{Vars: codec.Int32s{-1}, Delta: codec.Float64s{1}})
 		}},
 		{"update of variable 2^31-1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Vars: wire.Int32s{math.MaxInt32}, Delta: wire.Float64s{1}})
+			return w.Apply(Update{Vars: codec.Int32s{math.MaxInt32}, Delta: codec.Float64s{1}})
 		}},
 		{"update by NaN", func(w *Worker, _ *Coordinator, _ Summary) error {
-			return w.Apply(Update{Vars: wire.Int32s{0}, Delta: wire.Float64s{nan}})
+			return w.Apply(Update{Vars: codec.Int32s{0}, Delta: codec.Float64s{nan}})
 		}},
 		{"plan of variable 2^31-1", func(w *Worker, _ *Coordinator, _ Summary) error {
-			_, err := w.Push(context.Background(), 1, Plan{Vars: wire.Int32s{math.MaxInt32}})
+			_, err := w.Push(context.Background(), 1, Plan{Vars: codec.Int32s{math.MaxInt32}})
 			return err
 		}},
 		{"pull of a NaN partial", func(_ *Worker, c *Coordinator, _ Summary) error {
-			_, _, err := c.Pull(1, Plan{Vars: wire.Int32s{0}}, []Partial{{Dot: wire.Float64s{nan}}})
+			_, _, err := c.Pull(1, Plan{Vars: codec.Int32s{0}}, []Partial{{Dot: codec.Float64s{nan}}})
 			return err
 		}},
 		{"pull of variable 2^31-1", func(_ *Worker, c *Coordinator, _ Summary) error {
-			_, _, err := c.Pull(1, Plan{Vars: wire.Int32s{math.MaxInt32}}, []Partial{{Dot: wire.Float64s{1}}})
+			_, _, err := c.Pull(1, Plan{Vars: codec.Int32s{math.MaxInt32}}, []Partial{{Dot: codec.Float64s{1}}})
 			return err
 		}},
 		{"summary of negative norms", func(_ *Worker, _ *Coordinator, s Summary) error {

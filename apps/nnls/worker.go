@@ -7,8 +7,8 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
-	"github.com/strads-go/strads/wire"
 )
 
 // Worker is the worker side: its own rows of X, by column, and the
@@ -43,7 +43,7 @@ func NewWorker(cfg Config, shard, shards int) (*Worker, error) {
 // Describe implements schmp.Worker: the number of rows and the squared
 // column norms over them.
 func (w *Worker) Describe() (Summary, error) {
-	s := Summary{Rows: len(w.r), ColSq: make(wire.Float64s, len(w.x))}
+	s := Summary{Rows: len(w.r), ColSq: make(codec.Float64s, len(w.x))}
 	for j, x := range w.x {
 		s.ColSq[j] = floats.Dot(x, x)
 	}
@@ -70,7 +70,7 @@ func (w *Worker) Apply(u Update) error {
 // Push implements schmp.Worker: x_jᵀr over the worker's rows for every j
 // of the plan.
 func (w *Worker) Push(_ context.Context, _ uint64, p Plan) (Partial, error) {
-	dot := make(wire.Float64s, len(p.Vars))
+	dot := make(codec.Float64s, len(p.Vars))
 	for k, j := range p.Vars {
 		if j < 0 || int(j) >= len(w.x) {
 			return Partial{}, fmt.Errorf("nnls: plan of variable %d out of %d", j, len(w.x))

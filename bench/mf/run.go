@@ -10,12 +10,12 @@ import (
 
 // runJob runs the job of cfg in this process (job.Run: an embedded NATS server
 // unless opts.NATS is set) with the program of cfg's algorithm and the
-// runtime defaults of cfg.SetDefaults.
+// runtime options that cfg implies (setDefaults).
 func runJob(ctx context.Context, cfg mf.Config, opts job.Options) (*coordinator.Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.SetDefaults(&opts.Coordinator)
+	setDefaults(cfg, &opts.Coordinator)
 	switch {
 	case cfg.Algo == mf.ALS:
 		return job.Run(ctx, mf.ALSProgram(cfg), opts)
@@ -25,4 +25,19 @@ func runJob(ctx context.Context, cfg mf.Config, opts job.Options) (*coordinator.
 		return job.Run(ctx, mf.UnscheduledProgram(cfg), opts)
 	}
 	return job.Run(ctx, mf.RotationProgram(cfg), opts)
+}
+
+// setDefaults fills what the runtime needs from cfg where o leaves it 0:
+// Workers is cfg.Workers, and MaxRounds and ReportEvery are cfg.Rounds.
+func setDefaults(cfg mf.Config, o *coordinator.Options) {
+	maxRounds, reportEvery := cfg.Rounds()
+	if o.Workers == 0 {
+		o.Workers = cfg.Workers
+	}
+	if o.MaxRounds == 0 {
+		o.MaxRounds = maxRounds
+	}
+	if o.ReportEvery == 0 {
+		o.ReportEvery = reportEvery
+	}
 }

@@ -12,18 +12,18 @@ import (
 )
 
 // Core is the state machine of a job's rounds, around the app's
-// coordinator, which it calls (Pull, Objective, and Staged's methods) as the
-// rules say. Create it with New, call Start once, then Step it with every
-// event and perform, in order, the actions that Ready returns after each
-// call. A Core is not safe for concurrent use; it is deterministic: the
+// coordinator, which it calls (Pull, Objective, and schmp.Staged's methods)
+// as the rules say. Create it with New, call Start once, then Step it with
+// every event and perform, in order, the actions that Ready returns after
+// each call. A Core is not safe for concurrent use; it is deterministic: the
 // same events in the same order give the same actions, and the same events
 // in any order that the network allows give the same plans, tasks and
 // updates, the same reports and the same stop.
 type Core[P, R, U, S any] struct {
 	cfg    Config
 	app    schmp.Coordinator[P, R, U, S]
-	staged Staged
-	iter   Iterated // the app's, or nil
+	staged schmp.Staged
+	iter   schmp.Iterated // the app's, or nil
 
 	start   time.Time
 	started bool
@@ -72,11 +72,11 @@ type Status struct {
 	// Final is the progress of the last report.
 	Final schmp.Progress
 	// Trace holds every report, in order.
-	Trace []Sample
+	Trace []schmp.Sample
 	// Reason is the stop, once decided ("" before, and again after a
 	// check refuted it); Decided the round whose pull decided it, and Last
 	// the last round of the job.
-	Reason        Reason
+	Reason        schmp.Reason
 	Decided, Last uint64
 	// AppReason, with StopApp, is the app's text (schmp.Progress.Stop) of
 	// the report that decided the stop, and once the check confirmed it,
@@ -129,13 +129,13 @@ type mark struct {
 
 // New returns a core for a job with configuration cfg around app. hooks
 // is the app's own coordinator (app may wrap it), in which the core looks
-// for the optional interfaces Staged and Iterated; nil for none.
+// for the optional interfaces schmp.Staged and schmp.Iterated; nil for none.
 func New[P, R, U, S any](cfg Config, app schmp.Coordinator[P, R, U, S], hooks any) (*Core[P, R, U, S], error) {
 	if app == nil {
 		return nil, errors.New("pipeline: no app coordinator")
 	}
-	staged, _ := hooks.(Staged)
-	iter, _ := hooks.(Iterated)
+	staged, _ := hooks.(schmp.Staged)
+	iter, _ := hooks.(schmp.Iterated)
 	if cfg.Period == 0 && iter != nil {
 		cfg.Period = iter.RoundsPerIteration()
 		if cfg.Period == 0 {
@@ -462,26 +462,26 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, U, S], now time.Time) error {
 				// The stage is done, not the job: the app moves to the next
 				// stage, which this round's update carries to the workers.
 				converged = false
-				if err := c.staged.EndStage(c.st.Trace[len(c.st.Trace)-1], string(StopConverged)); err != nil {
+				if err := c.staged.EndStage(c.st.Trace[len(c.st.Trace)-1], string(schmp.StopConverged)); err != nil {
 					return fmt.Errorf("round %d: end of stage: %w", round, err)
 				}
 				c.havePrev, c.haveLow = false, false
 			}
 		}
 	}
-	var why Reason
+	var why schmp.Reason
 	if c.st.Reason == "" {
 		switch {
 		case reached:
-			why = StopTarget
+			why = schmp.StopTarget
 		case converged:
-			why = StopConverged
+			why = schmp.StopConverged
 		case app != "":
-			why = StopApp
+			why = schmp.StopApp
 		case c.cfg.MaxRounds > 0 && round >= c.cfg.MaxRounds:
-			why = StopMaxRounds
+			why = schmp.StopMaxRounds
 		case c.cfg.TimeLimit > 0 && now.Sub(c.start) >= c.cfg.TimeLimit:
-			why = StopTimeLimit
+			why = schmp.StopTimeLimit
 		}
 	}
 	var last uint64
@@ -529,7 +529,7 @@ func (c *Core[P, R, U, S]) pull(f *flight[P, R, U, S], now time.Time) error {
 
 	if why != "" {
 		c.st.Reason, c.st.Decided, c.st.Last = why, round, last
-		if why == StopApp {
+		if why == schmp.StopApp {
 			c.st.AppReason = app
 		}
 		c.ready = append(c.ready, Action[P, U]{Kind: StopDecided, Round: round, Reason: why, Last: last})
@@ -591,30 +591,30 @@ func (c *Core[P, R, U, S]) checked(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if why := c.st.Reason; why != StopTarget && why != StopConverged && why != StopApp {
+	if why := c.st.Reason; why != schmp.StopTarget && why != schmp.StopConverged && why != schmp.StopApp {
 		return c.stop(now)
 	}
 	c.st.AppReason = ""
 	switch converged, reached := c.meets(prog, f.through); {
 	case reached:
-		c.st.Reason = StopTarget
+		c.st.Reason = schmp.StopTarget
 		return c.stop(now)
 	case converged:
-		c.st.Reason = StopConverged
+		c.st.Reason = schmp.StopConverged
 		return c.stop(now)
 	case prog.Stop != "":
-		c.st.Reason, c.st.AppReason = StopApp, prog.Stop
+		c.st.Reason, c.st.AppReason = schmp.StopApp, prog.Stop
 		return c.stop(now)
 	}
 	c.st.Refuted++
 	c.ready = append(c.ready, Action[P, U]{Kind: Resumed, Round: c.pulled, Reason: c.st.Reason})
 	c.st.Reason, c.st.Decided, c.st.Last = "", 0, 0
-	var why Reason
+	var why schmp.Reason
 	switch {
 	case c.cfg.MaxRounds > 0 && c.pulled >= c.cfg.MaxRounds:
-		why = StopMaxRounds
+		why = schmp.StopMaxRounds
 	case c.cfg.TimeLimit > 0 && now.Sub(c.start) >= c.cfg.TimeLimit:
-		why = StopTimeLimit
+		why = schmp.StopTimeLimit
 	}
 	if why != "" {
 		c.st.Reason, c.st.Decided, c.st.Last = why, c.pulled, c.pulled
@@ -689,7 +689,7 @@ func (c *Core[P, R, U, S]) record(round uint64, reports []S, final bool) (schmp.
 	if !ok {
 		at = mark{time: c.marks[c.pulled].time, updates: c.st.Updates}
 	}
-	s := Sample{Time: at.time, Round: round, Progress: prog, Updates: at.updates}
+	s := schmp.Sample{Time: at.time, Round: round, Progress: prog, Updates: at.updates}
 	c.st.Trace = append(c.st.Trace, s)
 	c.st.Final = prog
 	c.ready = append(c.ready, Action[P, U]{Kind: RecordReport, Round: round, Sample: s, Final: final})

@@ -314,7 +314,7 @@ func TestRules(t *testing.T) {
 func checkRules(t *testing.T, s *sim, cfg Config) {
 	t.Helper()
 	st := s.core.Status()
-	if !st.Done || st.Reason != StopMaxRounds || st.Rounds != 20 || !slices.Equal(s.app.pulls, seq(1, 20)) {
+	if !st.Done || st.Reason != schmp.StopMaxRounds || st.Rounds != 20 || !slices.Equal(s.app.pulls, seq(1, 20)) {
 		t.Fatalf("status %+v, pulls %v; want 20 rounds pulled in order, stopped by max-rounds", st, s.app.pulls)
 	}
 	if st.Updates != 20 || st.Candidates != 40 {
@@ -411,31 +411,31 @@ func TestStops(t *testing.T) {
 		name   string
 		cfg    Config
 		script func(int, int64) schmp.Progress
-		reason Reason
+		reason schmp.Reason
 		// meets reports whether a report of state s meets the stop, after
 		// one of state prev (−1: none).
 		meets func(prev, s int64) bool
 	}{
-		{"max-rounds", Config{Workers: 2, MaxRounds: 7}, nil, StopMaxRounds, func(int64, int64) bool { return false }},
+		{"max-rounds", Config{Workers: 2, MaxRounds: 7}, nil, schmp.StopMaxRounds, func(int64, int64) bool { return false }},
 		// The objective is 1 + 2^−s: its relative change from the state
 		// before falls below 1e-3 with state 10. Two reports of the same
 		// state (at depth > 1, the first rounds all show state 0) are not
 		// compared.
-		{"tol, relative change", Config{Workers: 2, Tol: 1e-3}, nil, StopConverged, func(prev, s int64) bool { return prev >= 0 && prev != s && s >= 10 }},
-		{"tol, gap", Config{Workers: 3, Tol: 1e-9}, gap(6), StopConverged, func(_, s int64) bool { return s >= 6 }},
+		{"tol, relative change", Config{Workers: 2, Tol: 1e-3}, nil, schmp.StopConverged, func(prev, s int64) bool { return prev >= 0 && prev != s && s >= 10 }},
+		{"tol, gap", Config{Workers: 3, Tol: 1e-9}, gap(6), schmp.StopConverged, func(_, s int64) bool { return s >= 6 }},
 		// Reports every 4 rounds: the stop waits for a report.
-		{"tol between reports", Config{Workers: 1, Tol: 1e-9, ReportEvery: 4}, gap(6), StopConverged, func(_, s int64) bool { return s >= 6 }},
-		{"target", Config{Workers: 2, Target: 1 + 0x1p-5, HasTarget: true}, nil, StopTarget, func(_, s int64) bool { return s >= 5 }},
-		{"target before tol", Config{Workers: 2, Tol: 1e-9, Target: 2, HasTarget: true}, gap(0), StopTarget, func(int64, int64) bool { return true }},
+		{"tol between reports", Config{Workers: 1, Tol: 1e-9, ReportEvery: 4}, gap(6), schmp.StopConverged, func(_, s int64) bool { return s >= 6 }},
+		{"target", Config{Workers: 2, Target: 1 + 0x1p-5, HasTarget: true}, nil, schmp.StopTarget, func(_, s int64) bool { return s >= 5 }},
+		{"target before tol", Config{Workers: 2, Tol: 1e-9, Target: 2, HasTarget: true}, gap(0), schmp.StopTarget, func(int64, int64) bool { return true }},
 		// At depth 4 the stop is decided at round 9 and would land on
 		// round 12: MaxRounds 10 caps it.
-		{"tol capped by max-rounds", Config{Workers: 1, Tol: 1e-9, MaxRounds: 10}, gap(5), StopConverged, func(_, s int64) bool { return s >= 5 }},
+		{"tol capped by max-rounds", Config{Workers: 1, Tol: 1e-9, MaxRounds: 10}, gap(5), schmp.StopConverged, func(_, s int64) bool { return s >= 5 }},
 		// The app asks to stop from state 7 on, as mf's validation stop
 		// does once it has chosen; Tol and Target come first.
-		{"app", Config{Workers: 2}, appStop(7), StopApp, func(_, s int64) bool { return s >= 7 }},
-		{"app between reports", Config{Workers: 2, ReportEvery: 3}, appStop(7), StopApp, func(_, s int64) bool { return s >= 7 }},
-		{"app capped by max-rounds", Config{Workers: 1, MaxRounds: 10}, appStop(5), StopApp, func(_, s int64) bool { return s >= 5 }},
-		{"tol before app", Config{Workers: 2, Tol: 1e-3}, appStop(10), StopConverged, func(prev, s int64) bool { return prev >= 0 && prev != s && s >= 10 }},
+		{"app", Config{Workers: 2}, appStop(7), schmp.StopApp, func(_, s int64) bool { return s >= 7 }},
+		{"app between reports", Config{Workers: 2, ReportEvery: 3}, appStop(7), schmp.StopApp, func(_, s int64) bool { return s >= 7 }},
+		{"app capped by max-rounds", Config{Workers: 1, MaxRounds: 10}, appStop(5), schmp.StopApp, func(_, s int64) bool { return s >= 5 }},
+		{"tol before app", Config{Workers: 2, Tol: 1e-3}, appStop(10), schmp.StopConverged, func(prev, s int64) bool { return prev >= 0 && prev != s && s >= 10 }},
 	}
 	for _, tc := range cases {
 		for depth := 1; depth <= 4; depth++ {
@@ -506,9 +506,9 @@ func appStop(s0 int64) func(int, int64) schmp.Progress {
 
 // appText returns the app's reason of a job that stops for reason with
 // the check's report of the state after round last: appStop's text of that
-// state with StopApp, "" otherwise.
-func appText(reason Reason, last uint64) string {
-	if reason != StopApp {
+// state with schmp.StopApp, "" otherwise.
+func appText(reason schmp.Reason, last uint64) string {
+	if reason != schmp.StopApp {
 		return ""
 	}
 	return fmt.Sprintf("enough at state %d", last)
@@ -542,7 +542,7 @@ func TestCheck(t *testing.T) {
 		script func(int, int64) schmp.Progress
 		// The outcome at depth d: the reason, the checks refuted and the
 		// last round.
-		reason  Reason
+		reason  schmp.Reason
 		refuted int
 		last    func(d uint64) uint64
 	}{
@@ -551,28 +551,28 @@ func TestCheck(t *testing.T) {
 		// report state 6+2d−1 again, then one newer state a round: state
 		// 25 comes with round 25+d.
 		{"refuted, then confirmed", Config{Workers: 2, Tol: 1e-9},
-			gapAt(func(s int64) bool { return s == 6 || s >= 25 }, nil), StopConverged, 1,
+			gapAt(func(s int64) bool { return s == 6 || s >= 25 }, nil), schmp.StopConverged, 1,
 			func(d uint64) uint64 { return 25 + 2*d - 1 }},
 		{"refuted, then max-rounds", Config{Workers: 2, Tol: 1e-9, MaxRounds: 20},
-			gapAt(func(s int64) bool { return s == 6 }, nil), StopMaxRounds, 1, func(uint64) uint64 { return 20 }},
+			gapAt(func(s int64) bool { return s == 6 }, nil), schmp.StopMaxRounds, 1, func(uint64) uint64 { return 20 }},
 		// The stop lands on round min(6+2d−1, 10): at depths 1 and 2 rounds
 		// are left, at depths 3 and 4 none.
 		{"refuted with no round left", Config{Workers: 1, Tol: 1e-9, MaxRounds: 10},
-			gapAt(func(s int64) bool { return s == 6 }, nil), StopMaxRounds, 1, func(uint64) uint64 { return 10 }},
+			gapAt(func(s int64) bool { return s == 6 }, nil), schmp.StopMaxRounds, 1, func(uint64) uint64 { return 10 }},
 		{"target refuted", Config{Workers: 2, Target: 0.9, HasTarget: true, MaxRounds: 15},
-			gapAt(never, func(s int64) bool { return s == 5 }), StopMaxRounds, 1, func(uint64) uint64 { return 15 }},
+			gapAt(never, func(s int64) bool { return s == 5 }), schmp.StopMaxRounds, 1, func(uint64) uint64 { return 15 }},
 		// Target decided at state 5, whose gap is 1; the check's state has
 		// gap 0: converged.
 		{"target refuted, converged confirmed", Config{Workers: 2, Tol: 1e-9, Target: 0.9, HasTarget: true},
-			gapAt(func(s int64) bool { return s >= 6 }, func(s int64) bool { return s == 5 }), StopConverged, 0,
+			gapAt(func(s int64) bool { return s >= 6 }, func(s int64) bool { return s == 5 }), schmp.StopConverged, 0,
 			func(d uint64) uint64 { return 5 + 2*d - 1 }},
 		// The app asks to stop at state 6 only: the check's report of the
 		// state after 6+2d−1 does not, and the job goes on to MaxRounds.
 		{"app refuted, then max-rounds", Config{Workers: 2, MaxRounds: 20},
-			appWhere(func(s int64) bool { return s == 6 }), StopMaxRounds, 1, func(uint64) uint64 { return 20 }},
+			appWhere(func(s int64) bool { return s == 6 }), schmp.StopMaxRounds, 1, func(uint64) uint64 { return 20 }},
 		// State 6, and from 25 on: refuted once, then confirmed, as Tol.
 		{"app refuted, then confirmed", Config{Workers: 2},
-			appWhere(func(s int64) bool { return s == 6 || s >= 25 }), StopApp, 1,
+			appWhere(func(s int64) bool { return s == 6 || s >= 25 }), schmp.StopApp, 1,
 			func(d uint64) uint64 { return 25 + 2*d - 1 }},
 	}
 	for _, tc := range cases {
@@ -645,7 +645,7 @@ func TestTimeLimit(t *testing.T) {
 					at = s.now
 				}
 			}
-			if st.Reason != StopTimeLimit || st.Last != st.Decided+uint64(depth-1) || st.Rounds != st.Last || at.IsZero() {
+			if st.Reason != schmp.StopTimeLimit || st.Last != st.Decided+uint64(depth-1) || st.Rounds != st.Last || at.IsZero() {
 				t.Fatalf("depth %d, seed %d: %+v", depth, seed, st)
 			}
 			// One event a millisecond: the decision comes with the
@@ -915,9 +915,9 @@ type stagedApp struct {
 
 func (a *stagedApp) Stage() string    { return fmt.Sprint(a.stage) }
 func (a *stagedApp) FinalStage() bool { return a.stage == a.stages-1 }
-func (a *stagedApp) EndStage(s Sample, stop string) error {
+func (a *stagedApp) EndStage(s schmp.Sample, stop string) error {
 	a.ends = append(a.ends, fmt.Sprintf("%s %d at %d", stop, a.stage, s.Round))
-	if stop == string(StopConverged) && !a.FinalStage() {
+	if stop == string(schmp.StopConverged) && !a.FinalStage() {
 		a.stage++
 	}
 	return nil

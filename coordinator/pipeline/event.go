@@ -151,13 +151,13 @@ type Action[P, U any] struct {
 	Task    protocol.Task[P, U]
 	Through uint64
 	// Sample and Final are RecordReport's.
-	Sample Sample
+	Sample schmp.Sample
 	Final  bool
 	// Info is RoundPulled's.
 	Info schmp.PlanInfo
 	// Reason is StopDecided's, JobDone's and Resumed's, Last
 	// StopDecided's.
-	Reason Reason
+	Reason schmp.Reason
 	Last   uint64
 	// Snapshot and App are CheckpointTaken's.
 	Snapshot *Snapshot[U]

@@ -96,7 +96,7 @@ func TestFinal(t *testing.T) {
 	}
 }
 
-// iterApp is a toy app whose rounds come in iterations (Iterated): it
+// iterApp is a toy app whose rounds come in iterations (schmp.Iterated): it
 // records the calls of LastRound, and how many rounds it had pulled then.
 type iterApp struct {
 	*toyApp
@@ -124,17 +124,17 @@ func TestIterationStop(t *testing.T) {
 	cases := []struct {
 		name   string
 		cfg    Config
-		reason Reason
+		reason schmp.Reason
 		script func(int, int64) schmp.Progress
 	}{
-		{"tol", Config{Workers: 3, Tol: 1e-3, ReportEvery: 3}, StopConverged, nil},
-		{"tol, reports every round", Config{Workers: 3, Tol: 1e-3}, StopConverged, nil},
-		{"target", Config{Workers: 4, Target: 1 + 0x1p-7, HasTarget: true}, StopTarget, nil},
-		{"max-rounds within an iteration", Config{Workers: 3, MaxRounds: 7}, StopMaxRounds, nil},
-		{"time limit", Config{Workers: 3, TimeLimit: 20 * time.Millisecond}, StopTimeLimit, nil},
+		{"tol", Config{Workers: 3, Tol: 1e-3, ReportEvery: 3}, schmp.StopConverged, nil},
+		{"tol, reports every round", Config{Workers: 3, Tol: 1e-3}, schmp.StopConverged, nil},
+		{"target", Config{Workers: 4, Target: 1 + 0x1p-7, HasTarget: true}, schmp.StopTarget, nil},
+		{"max-rounds within an iteration", Config{Workers: 3, MaxRounds: 7}, schmp.StopMaxRounds, nil},
+		{"time limit", Config{Workers: 3, TimeLimit: 20 * time.Millisecond}, schmp.StopTimeLimit, nil},
 		// The app asks to stop from state 8 on, within an iteration.
-		{"app", Config{Workers: 3, ReportEvery: 3}, StopApp, appStop(8)},
-		{"app, reports every round", Config{Workers: 4}, StopApp, appStop(8)},
+		{"app", Config{Workers: 3, ReportEvery: 3}, schmp.StopApp, appStop(8)},
+		{"app, reports every round", Config{Workers: 4}, schmp.StopApp, appStop(8)},
 	}
 	for _, tc := range cases {
 		for depth := 1; depth <= 2; depth++ {
@@ -172,7 +172,7 @@ func TestIterationStop(t *testing.T) {
 					if want := appText(tc.reason, st.Last); st.AppReason != want {
 						t.Fatalf("seed %d: the app's reason is %q, want %q", seed, st.AppReason, want)
 					}
-					if tc.reason != StopTimeLimit {
+					if tc.reason != schmp.StopTimeLimit {
 						logs = append(logs, s.log)
 					}
 				}

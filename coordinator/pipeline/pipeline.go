@@ -34,8 +34,8 @@
 //   - A stop decided at the pull of round t (the deciding round) lands
 //     after round L = min(t+Depth−1, MaxRounds), the last round already
 //     asked for, or, for an app whose rounds come in iterations of
-//     Config.Period rounds (the rotation: Iterated), after the end of the
-//     iteration of that round, min(⌈(t+Depth−1)/Period⌉·Period,
+//     Config.Period rounds (the rotation: schmp.Iterated), after the end of
+//     the iteration of that round, min(⌈(t+Depth−1)/Period⌉·Period,
 //     MaxRounds): the rounds up to L are sent and pulled, and no other.
 //     L is a function of t and the configuration alone, so a stop lands on
 //     the same round however the messages were timed.
@@ -46,7 +46,7 @@
 //     holds only if this report passes a stop test as well (Target first,
 //     then Tol, the relative change taken from the report before, then
 //     the app's own: schmp.Progress.Stop), and so does a stop that the
-//     app asked for (StopApp):
+//     app asked for (schmp.StopApp):
 //     the model written is then a certified one, even though the report
 //     that decided the stop showed a state up to 2·Depth−1 rounds older.
 //     Otherwise the stop is refuted (Resumed) and the job goes on from
@@ -80,7 +80,6 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/protocol"
-	"github.com/strads-go/strads/schmp"
 )
 
 // MaxDepth is the largest Config.Depth.
@@ -111,7 +110,7 @@ type Config struct {
 	// objective's relative change between two consecutive reports is below
 	// Tol, provided that the check of the state the stop lands on passes
 	// too (see the package doc). In a stage that is not the final one
-	// (Staged) it ends the stage, unchecked.
+	// (schmp.Staged) it ends the stage, unchecked.
 	Tol float64
 	// RiseTol, when > 0, fails the job (ErrDiverged) at a report whose
 	// objective exceeds the lowest reported so far by more than
@@ -130,7 +129,7 @@ type Config struct {
 	// rotation's, in which every worker visits every block once): a stop
 	// lands at the end of an iteration, the first round at or after the
 	// one it would land on otherwise that is a multiple of Period (no
-	// later than MaxRounds). 0 takes the app's Iterated's
+	// later than MaxRounds). 0 takes the app's schmp.Iterated's
 	// RoundsPerIteration, or 1.
 	Period uint64
 	// Final asks the workers, once the stop is confirmed, for their final
@@ -177,25 +176,6 @@ func Part(round uint64, parts int) int {
 	return int((round - 1) % uint64(max(parts, 1)))
 }
 
-// Reason says why a job stopped.
-type Reason string
-
-// The stops, in the order of precedence in which a report that meets
-// several of them names one.
-const (
-	// StopTarget: a report's objective reached Config.Target.
-	StopTarget Reason = "target"
-	// StopConverged: a report met Config.Tol.
-	StopConverged Reason = "converged"
-	// StopApp: a report of the app asked to stop (schmp.Progress.Stop,
-	// whose text Status.AppReason holds).
-	StopApp Reason = "app"
-	// StopMaxRounds: Config.MaxRounds rounds were pulled.
-	StopMaxRounds Reason = "max-rounds"
-	// StopTimeLimit: a pull came Config.TimeLimit or more after Start.
-	StopTimeLimit Reason = "time-limit"
-)
-
 // ErrDiverged is wrapped in the error of a job whose model diverged: a
 // report's objective, or its gap (schmp.Progress.HasGap), was not finite,
 // or the objective rose by more than Config.RiseTol allows. The error
@@ -217,70 +197,3 @@ var ErrRefused = errors.New("refused")
 // smallestNormal is the smallest positive normal float64, the floor of the
 // scale of Config.RiseTol.
 const smallestNormal = 0x1p-1022
-
-// Sample is one report of a run: a row of the metrics CSV.
-type Sample struct {
-	// Time is when the state it reports was reached: the time from the
-	// first round to the end of round Round's Pull (0 for Round 0).
-	Time time.Duration
-	// Round is the number of rounds whose updates the report reflects.
-	Round uint64
-	schmp.Progress
-	// Updates is the number of variable updates made up to Round.
-	Updates int64
-}
-
-// Iterated is implemented by an app's coordinator whose rounds come in
-// iterations of a fixed number of rounds: the static rotation (DESIGN §4),
-// whose P rounds make every worker visit every block once. A stop then
-// lands at the end of an iteration (Config.Period), a function of the
-// round that decided it and the configuration, so that every worker has
-// seen every block equally often in the model written.
-type Iterated interface {
-	// RoundsPerIteration returns the number of rounds of an iteration, at
-	// least 1; it is a constant of the job.
-	RoundsPerIteration() uint64
-	// LastRound tells the app that round last will be the job's last, as
-	// soon as the stop is decided and before the core pulls the round that
-	// decided it (which may be the last): its Pull of that round can then
-	// send the workers what the check's report needs. If the check refutes
-	// the stop, the job goes on, and the next stop calls LastRound again.
-	// An error fails the job.
-	LastRound(last uint64) error
-}
-
-// Staged is implemented by an app's coordinator (a schmp.Coordinator) whose
-// job solves a sequence of problems, its stages, one after another, each
-// from where the previous one stopped: a regularization path, say, whose
-// stages are decreasing penalties, each warm-started from the solution of
-// the one before.
-//
-// The stop test (Config.Tol) then ends a stage rather than the job, until
-// the final stage, whose converged report stops the job as always.
-// Config.Target counts only in the final stage. The other stops (an app's
-// own, schmp.Progress.Stop; MaxRounds, TimeLimit) end the whole job,
-// whatever the stage. At a stage's end the
-// core forgets the objectives reported so far: the relative-change test
-// and Config.RiseTol start afresh with the next stage's reports, since the
-// objectives of two stages are of different problems.
-//
-// An app coordinator that implements Staged but has a single stage
-// (FinalStage always true, EndStage only recording) runs as any other.
-type Staged interface {
-	// Stage describes the stage running, for the progress line (e.g.
-	// "λ 3/20 0.0123"); "" adds nothing.
-	Stage() string
-	// FinalStage reports whether the stage running is the last.
-	FinalStage() bool
-	// EndStage ends the stage running. The core calls it when report s
-	// of a stage that is not the final one meets the stop test, with stop
-	// "converged", before it pulls the round whose partials came with the
-	// report, unless the job's stop is already decided: the app records
-	// the stage and moves to the next one, which the update that Pull
-	// returns must carry to the workers. With depth 1, the app's model is
-	// then the one s describes; with more rounds in flight, it is up to
-	// depth−1 rounds newer. The core calls it once more when the job stops
-	// (on success only), with the check's report, which describes the
-	// model written, and stop set to the job's Reason.
-	EndStage(s Sample, stop string) error
-}

@@ -93,7 +93,7 @@ type Snapshot[U any] struct {
 	Deferred        int64          `msgpack:"deferred"`
 	Capacity        int64          `msgpack:"capacity"`
 	Final           schmp.Progress `msgpack:"final"`
-	Trace           []Sample       `msgpack:"trace"`
+	Trace           []schmp.Sample `msgpack:"trace"`
 	Refuted         int            `msgpack:"refuted"`
 	MaxInFlight     int            `msgpack:"max_in_flight"`
 	MaxVarsInFlight int            `msgpack:"max_vars_in_flight"`

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // toyState is the toy app's coordinator's state, its piece of a
@@ -36,7 +36,7 @@ func (k *toyCheckpointer) Due(round uint64, _ time.Time) bool {
 }
 
 func (k *toyCheckpointer) Save(uint64) ([]byte, error) {
-	return wire.Marshal(toyState{Pulls: k.app.pulls, Reports: k.app.reports})
+	return codec.Marshal(toyState{Pulls: k.app.pulls, Reports: k.app.reports})
 }
 
 // cutPieces collects the pieces of a checkpoint as the roles would store
@@ -152,7 +152,7 @@ func runCuts(t *testing.T, cfg Config, script func(int, int64) schmp.Progress, s
 				if cur == nil || cur.core != nil || a.Snapshot.Round != a.Round {
 					t.Fatalf("checkpoint of round %d taken, under way: %+v", a.Round, cur)
 				}
-				b, err := wire.Marshal(*a.Snapshot)
+				b, err := codec.Marshal(*a.Snapshot)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -197,10 +197,10 @@ func runCuts(t *testing.T, cfg Config, script func(int, int64) schmp.Progress, s
 		if len(restored) < restores {
 			var snap Snapshot[update]
 			var st toyState
-			if err := wire.Unmarshal(cur.core, &snap); err != nil {
+			if err := codec.Unmarshal(cur.core, &snap); err != nil {
 				t.Fatal(err)
 			}
-			if err := wire.Unmarshal(cur.app, &st); err != nil {
+			if err := codec.Unmarshal(cur.app, &st); err != nil {
 				t.Fatal(err)
 			}
 			app.pulls, app.reports = st.Pulls, st.Reports

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Role is a schmp.Snapshotter.
@@ -62,7 +62,7 @@ func (s Sealed) Check(t *testing.T, role Role) {
 	}
 	old := maps.Clone(body)
 	maps.Copy(old, s.Unsealed)
-	bare, err := wire.Marshal(old)
+	bare, err := codec.Marshal(old)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // BlockPlan is the plan of a round in the column layout: Blocks[k] lists the
 // columns that worker k updates, in order, all of them columns that worker k
 // owns (see OwnedRange).
 type BlockPlan struct {
-	Blocks []wire.Int32s `msgpack:"b"`
+	Blocks []codec.Int32s `msgpack:"b"`
 }
 
 // DefaultRoundWork is the default work budget of a column-layout
@@ -141,5 +141,5 @@ func NewBlockScheduler(workers, part, parts int) (*BlockScheduler, error) {
 
 // Schedule implements schmp.Scheduler: an empty block for every worker.
 func (s *BlockScheduler) Schedule(round uint64, fbs []schmp.Feedback) (BlockPlan, schmp.PlanInfo, error) {
-	return BlockPlan{Blocks: make([]wire.Int32s, s.workers)}, schmp.PlanInfo{}, nil
+	return BlockPlan{Blocks: make([]codec.Int32s, s.workers)}, schmp.PlanInfo{}, nil
 }

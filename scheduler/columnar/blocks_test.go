@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/codec"
 )
 
 // TestCheckChange checks a column-layout worker's change against its
@@ -48,7 +48,7 @@ func TestCheckChange(t *testing.T) {
 // TestPlanFeedback checks that a plan's feedback names its columns in order,
 // with no change yet.
 func TestPlanFeedback(t *testing.T) {
-	fb := BlockPlan{Blocks: []wire.Int32s{{0, 2}, {7}}}.Feedback()
+	fb := BlockPlan{Blocks: []codec.Int32s{{0, 2}, {7}}}.Feedback()
 	if !slices.Equal(fb.Vars, []int32{0, 2, 7}) || !slices.Equal(fb.Delta, []float64{0, 0, 0}) {
 		t.Errorf("feedback %v %v, want [0 2 7] [0 0 0]", fb.Vars, fb.Delta)
 	}
@@ -96,15 +96,15 @@ func TestBlockSchedulerSnapshot(t *testing.T) {
 	// The encoding of version 1 of the block scheduler's state, bare
 	// msgpack.
 	type old struct {
-		Version  uint8       `msgpack:"version"`
-		NoBlocks bool        `msgpack:"no_blocks"`
-		Workers  int         `msgpack:"workers"`
-		First    wire.Int32s `msgpack:"first"`
-		Vars     wire.Int32s `msgpack:"vars"`
-		Engines  [][]byte    `msgpack:"engines"`
+		Version  uint8        `msgpack:"version"`
+		NoBlocks bool         `msgpack:"no_blocks"`
+		Workers  int          `msgpack:"workers"`
+		First    codec.Int32s `msgpack:"first"`
+		Vars     codec.Int32s `msgpack:"vars"`
+		Engines  [][]byte     `msgpack:"engines"`
 	}
 	bare := func(st old) []byte {
-		b, err := wire.Marshal(st)
+		b, err := codec.Marshal(st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestBlockSchedulerSnapshot(t *testing.T) {
 	}{
 		{"other workers", "for 3 workers, this one is for 2", sealed(t, kindBlockScheduler, blockState{Workers: 3})},
 		{"version 1, no blocks", "checksum", bare(old{Version: 1, NoBlocks: true, Workers: 2})},
-		{"version 1, engines", "checksum", bare(old{Version: 1, Workers: 2, First: wire.Int32s{0, 5}, Vars: wire.Int32s{5, 5}, Engines: [][]byte{{1}, {2}}})},
+		{"version 1, engines", "checksum", bare(old{Version: 1, Workers: 2, First: codec.Int32s{0, 5}, Vars: codec.Int32s{5, 5}, Engines: [][]byte{{1}, {2}}})},
 		{"bad bytes", "too short", []byte{0xc1}},
 	} {
 		err = s.Restore(tc.b)

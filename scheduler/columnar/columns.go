@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/sparse"
-	"github.com/strads-go/strads/wire"
 )
 
 // Columns is a set of whole columns of the data in transit from their owner
@@ -15,10 +15,10 @@ import (
 // Decoded columns share the decoder's buffers: a receiver that keeps them
 // copies them (see Check).
 type Columns struct {
-	IDs  wire.Int32s   `msgpack:"i"`
-	Ptr  wire.Int32s   `msgpack:"p"` // len(IDs)+1 offsets, or none when IDs is empty
-	Rows wire.Int32s   `msgpack:"r"`
-	Vals wire.Float64s `msgpack:"v"`
+	IDs  codec.Int32s   `msgpack:"i"`
+	Ptr  codec.Int32s   `msgpack:"p"` // len(IDs)+1 offsets, or none when IDs is empty
+	Rows codec.Int32s   `msgpack:"r"`
+	Vals codec.Float64s `msgpack:"v"`
 }
 
 // Len returns the number of columns in c.

@@ -3,16 +3,16 @@ package columnar
 import (
 	"fmt"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // Plan is the plan of a round of the dynamic engine: the variables it
 // updates.
 type Plan struct {
-	Vars wire.Int32s `msgpack:"v"`
+	Vars codec.Int32s `msgpack:"v"`
 }
 
 // Scheduler is a scheduler part for a model with one variable per
@@ -104,7 +104,7 @@ func (s *Scheduler) Schedule(round uint64, fbs []schmp.Feedback) (Plan, schmp.Pl
 		s.d.Feedback(local, fb.Delta)
 	}
 	sel := s.d.Next()
-	vars := make(wire.Int32s, len(sel.Vars))
+	vars := make(codec.Int32s, len(sel.Vars))
 	for k, j := range sel.Vars {
 		vars[k] = j + s.first
 	}

@@ -5,8 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/scheduler"
-	"github.com/strads-go/strads/wire"
 )
 
 // Screen keeps a column worker's working set (DESIGN §5): the columns of
@@ -207,9 +207,9 @@ func (s *Screen) next(limit int) []int32 {
 // where its growth rule stands. Its correlations are not saved: a
 // restored screen computes them afresh, and decides alike.
 type ScreenState struct {
-	Set    wire.Int32s `msgpack:"set"`
-	Cursor int         `msgpack:"cursor"`
-	Rand   []byte      `msgpack:"rand"`
+	Set    codec.Int32s `msgpack:"set"`
+	Cursor int          `msgpack:"cursor"`
+	Rand   []byte       `msgpack:"rand"`
 }
 
 // State returns s's state for a snapshot; it shares s's working set.

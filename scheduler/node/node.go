@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
@@ -325,7 +326,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 		if r.Err != nil {
 			rep.Err = r.Err.Error()
 		}
-		data, rerr := wire.Marshal(rep)
+		data, rerr := codec.Marshal(rep)
 		if rerr == nil && r.Err == nil {
 			replies = append(replies, sentReply{req.Round, data})
 			if len(replies) > keepReplies {

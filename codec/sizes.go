@@ -1,4 +1,4 @@
-package wire
+package codec
 
 import (
 	"encoding/binary"

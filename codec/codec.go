@@ -1,4 +1,4 @@
-package wire
+package codec
 
 import (
 	"encoding/binary"
@@ -72,7 +72,7 @@ func decodeWords[T float64 | int32](dec *msgpack.Decoder, p *[]T) error {
 	var zero T
 	size := int(unsafe.Sizeof(zero))
 	if n%size != 0 {
-		return fmt.Errorf("wire: %T array of %d bytes is not a multiple of %d", zero, n, size)
+		return fmt.Errorf("codec: %T array of %d bytes is not a multiple of %d", zero, n, size)
 	}
 	v := *p
 	if v != nil && cap(v) >= n/size {
@@ -114,7 +114,7 @@ func readWords[T float64 | int32](dec *msgpack.Decoder, v []T) error {
 func Marshal(v any) ([]byte, error) {
 	b, err := msgpack.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("wire: encode %T: %w", v, err)
+		return nil, fmt.Errorf("codec: encode %T: %w", v, err)
 	}
 	return b, nil
 }
@@ -124,10 +124,10 @@ func Marshal(v any) ([]byte, error) {
 // costs memory in proportion to its size, whatever it announces.
 func Unmarshal(data []byte, v any) error {
 	if err := checkSizes(data); err != nil {
-		return fmt.Errorf("wire: decode %T: %w", v, err)
+		return fmt.Errorf("codec: decode %T: %w", v, err)
 	}
 	if err := msgpack.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("wire: decode %T: %w", v, err)
+		return fmt.Errorf("codec: decode %T: %w", v, err)
 	}
 	return nil
 }
