@@ -1,5 +1,5 @@
 // Package checkpoint keeps a job's checkpoints in a JetStream object store
-// on the job's own NATS server (DESIGN §6).
+// on the job's own NATS server (DESIGN "Checkpoints").
 //
 // A checkpoint of round C is a set of pieces, one by role: the
 // coordinator's (the app's state and the pipeline's, after the pull of C),
@@ -92,7 +92,7 @@ type Manifest struct {
 	// MAC, in a job with a key, is the HMAC-SHA256 under the key of the
 	// manifest without it (sealed by Commit, checked by Latest and
 	// Manifest): someone who may write the job's bucket, but has no key,
-	// cannot forge one (DESIGN §6).
+	// cannot forge one (DESIGN "Hostile traffic").
 	MAC string `json:"mac,omitempty"`
 }
 
@@ -208,7 +208,7 @@ func Open(ctx context.Context, nc *nats.Conn, job string, create bool) (*Store, 
 
 // OpenConn is Open on c's connection, for c's job, with c's key: a store
 // that seals the manifests it commits, and refuses those that do not
-// verify (DESIGN §6).
+// verify (DESIGN "Hostile traffic").
 func OpenConn(ctx context.Context, c *wire.Conn, create bool) (*Store, error) {
 	s, err := Open(ctx, c.NATS(), c.Job(), create)
 	if err != nil {
@@ -280,7 +280,7 @@ func (s *Store) Get(ctx context.Context, round uint64, piece, digest string) ([]
 // package jsobject: chunk by chunk, each request ended by ctx, not with
 // ObjectStore.GetBytes, whose reader ignores a cancel, so that a read that
 // a reconnect cancelled (Retry), or whose consumer an outage lost, waited
-// the whole timeout, holding every later commit (DESIGN §6). An object
+// the whole timeout, holding every later commit (DESIGN "Spares and replacement"). An object
 // replaced meanwhile (a commit replaces the manifests) is read again.
 func (s *Store) read(ctx context.Context, obs jetstream.ObjectStore, bucket, name string) ([]byte, error) {
 	return jsobject.NewReader(s.js, bucket, 0).ReadAll(ctx, obs, name)

@@ -207,7 +207,7 @@ func Restore(ctx context.Context, c *wire.Conn, role string, place int, round ui
 // Retry runs op, an operation on the store that may run twice, with a
 // context that a reconnect of c cancels, and runs it again, up to
 // retryAttempts times within ctx, when it failed because of an outage
-// (DESIGN §6):
+// (DESIGN "NATS outages"):
 //   - a reconnect cancelled it: JetStream's answer to a request in flight
 //     when the connection broke is lost, and op would otherwise wait for it
 //     until ctx ends;

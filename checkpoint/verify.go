@@ -11,7 +11,7 @@ import (
 // as the pieces came (Stat: no piece is read): the digests in m come from
 // the roles' notices (protocol.Stored), which anyone who can publish on
 // the job's subjects can forge, with a digest of their choosing, before
-// the role's own notice comes (DESIGN §6).
+// the role's own notice comes (DESIGN "Checkpoints").
 func (s *Store) Verify(ctx context.Context, m Manifest) error {
 	for piece, digest := range m.Pieces {
 		d, _, err := s.Stat(ctx, m.Round, piece)
@@ -27,7 +27,7 @@ func (s *Store) Verify(ctx context.Context, m Manifest) error {
 
 // Settle makes m name every piece with the digest the store computed as
 // it came (Stat), and its size, and returns the pieces whose digest in m
-// differed (a notice forged before the role's own: DESIGN §6). A piece not
+// differed (a notice forged before the role's own: DESIGN "Checkpoints"). A piece not
 // stored is an error: m cannot be committed.
 func (s *Store) Settle(ctx context.Context, m *Manifest) (changed []string, err error) {
 	var total int64

@@ -32,7 +32,7 @@ type App struct {
 	// PerRole names the app's flags that belong to a role rather than to
 	// the job: paths, which differ from machine to machine (the data,
 	// outputs), and anything else two roles of one job may disagree on.
-	// Every other flag of the app is a setting of the job (DESIGN §2): the
+	// Every other flag of the app is a setting of the job (DESIGN "Roles, subjects and messages"): the
 	// coordinator refuses a role that was given another value, and a role
 	// not given one takes the coordinator's.
 	PerRole []string
@@ -44,7 +44,7 @@ type App struct {
 	Outputs []string
 	// Parts names the app's input flags, among PerRole, whose data set
 	// over NATS (nats:NAME) a worker process fetches in parts, as its
-	// readers ask for them (inputfile.Remote, DESIGN §6): those whose
+	// readers ask for them (inputfile.Remote, DESIGN "Outputs and inputs"): those whose
 	// readers take a range of lines where they can (libsvm.ReadRange),
 	// and open the file, which fetches the whole, only where they need it
 	// whole. Other roles, and other flags, fetch the whole first.
@@ -92,7 +92,7 @@ type Env struct {
 type Job struct {
 	// Data is the path of the data file that this role reads, if any: its
 	// fingerprint goes in the role's manifest, so that the coordinator
-	// refuses a role that reads other data than the others (DESIGN §2).
+	// refuses a role that reads other data than the others (DESIGN "Roles, subjects and messages").
 	// Empty means that the role reads none.
 	Data string
 	// Print prints the result of a successful job to w, the standard

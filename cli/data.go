@@ -21,7 +21,7 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// Data over NATS (DESIGN §6): an input flag of an app (a PerRole flag that
+// Data over NATS (DESIGN "Outputs and inputs"): an input flag of an app (a PerRole flag that
 // is not one of its Outputs) whose value is nats:NAME names the data set
 // NAME in the object store of the job's server (package dataset). Before
 // the app's job is made, the command fetches each such data set into a

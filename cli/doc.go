@@ -44,7 +44,7 @@
 //
 // # Roles and settings
 //
-// Every role of a job joins the coordinator with a manifest (DESIGN §2):
+// Every role of a job joins the coordinator with a manifest (DESIGN "Roles, subjects and messages"):
 // the app's name, the protocol's version, the job's settings as the role
 // was given them, and a fingerprint of the data it reads (Job.Data). The
 // settings are the app's flags, but for those it declares per role

@@ -46,7 +46,7 @@ type runFlags struct {
 // its outputs, its deadlines, its logs; and --app, which picks the app of a
 // role command. The runtime's other flags (--workers, --schedulers,
 // --depth, --max-rounds, --tol, --target, --time-limit, --report-every)
-// are settings of the job (DESIGN §2), like an app's flags: the
+// are settings of the job (DESIGN "Roles, subjects and messages"), like an app's flags: the
 // coordinator's by nature, and read by the roles of several apps (a
 // worker's shard count, a layout that --depth chooses).
 var perRole = map[string]bool{

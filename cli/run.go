@@ -163,13 +163,13 @@ func (s *session) execute(ctx context.Context, j *Job, opts *coordinator.Options
 
 // join joins the job ahead of the role's node, which then takes the place
 // it was given (a node that asks again with its ID gets its place back:
-// DESIGN §2), to take the job's settings that the role was not given
+// DESIGN "Roles, subjects and messages"), to take the job's settings that the role was not given
 // (settle). They may make another program than the role's own flags do (a
 // layout, an algorithm), and the node's messages are typed, so the program
 // must be known before the node starts: join returns it. A refusal is
 // join's error, as it would be the node's; a setting that the role cannot
 // take becomes the node's to report, as its Configure's error, so that the
-// coordinator learns of it and fails the job (DESIGN §6).
+// coordinator learns of it and fails the job (DESIGN "How a job fails").
 func (s *session) join(ctx context.Context, j *Job, n *node) (*Job, error) {
 	n.id = nuid.Next()
 	host, pid := protocol.Self()
@@ -201,7 +201,7 @@ func (s *session) isSetting(name string) bool {
 	return s.fs.Lookup(name) != nil && !perRole[name] && !slices.Contains(s.app.PerRole, name)
 }
 
-// manifest returns what this role believes about the job (DESIGN §2): its
+// manifest returns what this role believes about the job (DESIGN "Roles, subjects and messages"): its
 // app, the protocol's version, the settings (all of them on the
 // coordinator, which holds the job's; on a worker or a scheduler those it
 // was given), and the fingerprint of its data.

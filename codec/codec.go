@@ -59,7 +59,7 @@ func encodeWords[T float64 | int32](enc *msgpack.Encoder, v []T) error {
 // backing array when it is large enough. A bin larger than its backing
 // array is read in steps of at most wordStep bytes, the slice growing as
 // the bytes arrive: a bin header that announces more than the message holds
-// costs no more memory than the message (DESIGN §2).
+// costs no more memory than the message (DESIGN "Roles, subjects and messages").
 func decodeWords[T float64 | int32](dec *msgpack.Decoder, p *[]T) error {
 	n, err := dec.DecodeBytesLen()
 	if err != nil {

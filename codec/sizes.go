@@ -17,7 +17,7 @@ var errSizes = errors.New("announces more than it holds")
 // the length that an array announces in full before it reads the elements,
 // so that 9 bytes announcing 2³¹ structs would cost hundreds of gigabytes;
 // after this check a message costs at most its size times the size of the
-// largest element it decodes to (DESIGN §2). It reads the headers only,
+// largest element it decodes to (DESIGN "Roles, subjects and messages"). It reads the headers only,
 // skipping the contents of strings and bins.
 func checkSizes(data []byte) error {
 	pending := uint64(1) // values still to read

@@ -10,7 +10,7 @@ import (
 )
 
 // followBeats subscribes to the workers' and scheduler parts' heartbeats
-// (DESIGN §6), and notes when each node was last heard from.
+// (DESIGN "How a job fails"), and notes when each node was last heard from.
 func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 	n.mu.Lock()
 	n.seen = map[string][]time.Time{

@@ -28,7 +28,7 @@ type coordPiece struct {
 }
 
 // checkpointer collects the pieces of the coordinator's checkpoints and
-// commits each once all are in (DESIGN §6). Its stores and commits run in
+// commits each once all are in (DESIGN "Checkpoints"). Its stores and commits run in
 // the background: the rounds never wait for them.
 type checkpointer struct {
 	store   *checkpoint.Store
@@ -332,7 +332,7 @@ const removeWait = 5 * time.Second
 // kept names, for at most removeWait: a failure leaves them in the store,
 // until a later commit of the job, and is only logged, never the job's.
 // A piece that a role still stores as the job ends may come after it
-// (DESIGN §6).
+// (DESIGN "Checkpoints").
 func (k *checkpointer) removeUncommitted() {
 	ctx, cancel := context.WithTimeout(k.job, min(k.timeout, removeWait))
 	defer cancel()
@@ -439,7 +439,7 @@ func (n *node[P, R, U, S]) pieces() []string {
 }
 
 // checkpointDue reports whether the checkpoint of round is due, as the
-// plan of round+1 is asked for (DESIGN §6): every CheckpointEvery rounds,
+// plan of round+1 is asked for (DESIGN "Checkpoints"): every CheckpointEvery rounds,
 // CheckpointInterval after the last one began, or at once when an
 // interrupted job takes its final one.
 func (n *node[P, R, U, S]) checkpointDue(round uint64) bool {

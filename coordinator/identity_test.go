@@ -99,7 +99,7 @@ func (g *gates) wait(round uint64) {
 // or replayed, is dropped and counted, and changes nothing, and that a
 // partial forged with the job's run id, which differs from the worker's,
 // fails the job with an error naming the worker and the subject (DESIGN
-// §6).
+// "Failures and durability").
 func TestJobIdentity(t *testing.T) {
 	ns := startServer(t)
 	type task = protocol.Task[uint64, uint64]

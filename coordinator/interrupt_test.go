@@ -18,7 +18,7 @@ import (
 // the middle of a job, as a signal does: the node tells the coordinator
 // before it returns, and the job fails at once with an abort that names
 // the node and says "interrupted" and the cause, not at the 20 s timeout
-// (DESIGN §6).
+// (DESIGN "How a job fails").
 func TestInterruptTravels(t *testing.T) {
 	ns := startServer(t)
 	for _, tc := range []struct {

@@ -107,7 +107,7 @@ type node[P, R, U, S any] struct {
 	opts Options
 	log  *slog.Logger
 	// runID is the run id, which every message of the job carries (DESIGN
-	// §2): the join replies hand it out.
+	// "Roles, subjects and messages"): the join replies hand it out.
 	runID string
 	app   schmp.Coordinator[P, R, U, S]
 	// staged is app when it runs in stages (schmp.Staged), nil otherwise.
@@ -115,7 +115,7 @@ type node[P, R, U, S any] struct {
 	core   *pipeline.Core[P, R, U, S]
 	done   bool // the core's JobDone came
 
-	// Checkpoints (DESIGN §6): the job's store, open when the job takes
+	// Checkpoints (DESIGN "Checkpoints"): the job's store, open when the job takes
 	// checkpoints or resumes; the checkpointer that collects and commits
 	// them (nil when it takes none); the app as a Snapshotter. resume is
 	// the manifest of the checkpoint the job resumes from (nil for a job
@@ -133,7 +133,7 @@ type node[P, R, U, S any] struct {
 	succeeded  bool      // the job succeeded: its checkpoints are of no more use
 	ckptAt     time.Time // when the last checkpoint began (or the rounds started)
 	// seen holds, by role and place, when a node was last heard from (its
-	// heartbeat, or any message), once the rounds run (DESIGN §6).
+	// heartbeat, or any message), once the rounds run (DESIGN "Checkpoints").
 	seen    map[string][]time.Time
 	aliveAt time.Time // when checkAlive last looked at them
 	// spares holds, by role, the spares admitted and not used
@@ -160,7 +160,7 @@ type node[P, R, U, S any] struct {
 	// started is set once every node is ready: joins are refused from
 	// then on, without failing the job.
 	started bool
-	// dropped counts the messages dropped unused, by reason (DESIGN §6).
+	// dropped counts the messages dropped unused, by reason (DESIGN "Hostile traffic").
 	dropped map[string]int
 	// data is the data fingerprint that the nodes must agree on, and
 	// dataFrom whose it is (Options.Manifest.Data, or the first node's
@@ -172,7 +172,7 @@ type node[P, R, U, S any] struct {
 	box *wire.Mailbox // plans and partials
 	// plans and partials remember the plans and partials taken, by round
 	// (partials by shard, then by taskKind), to tell a replay from a
-	// forgery (DESIGN §6).
+	// forgery (DESIGN "Hostile traffic").
 	plans    *protocol.Ledger
 	partials [][3]*protocol.Ledger
 	// sent holds the tasks whose partials are awaited, and whether they
@@ -184,7 +184,7 @@ type node[P, R, U, S any] struct {
 	incomplete error
 	// asked and tasks hold, encoded, the plan requests whose plans have
 	// not come, by round, and the tasks whose partials are awaited, to be
-	// sent again after a reconnect (DESIGN §6).
+	// sent again after a reconnect (DESIGN "NATS outages").
 	asked map[uint64]outbound
 	tasks map[taskKey][]outbound
 	// reconnected is set by a reconnect; resending says that the node
@@ -229,7 +229,7 @@ type taskKey struct {
 }
 
 // taskKind tells the tasks of one round apart: a round's, its check's
-// (DESIGN §3), or the final request (the stop that asks for the final
+// (DESIGN "Pipelining"), or the final request (the stop that asks for the final
 // reports), which has the check's round.
 type taskKind int
 
@@ -357,7 +357,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 
 	// The app's methods are called through protocol.Guard (Pull and
 	// Objective through timedApp): a panic fails the job as an error does
-	// (DESIGN §6).
+	// (DESIGN "How a job fails").
 	if err = protocol.Guard("NewCoordinator", func() (err error) { n.app, err = newCoordinator(ctx); return err }); err != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
@@ -414,7 +414,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	return &n.res, nil
 }
 
-// drop counts and logs a message dropped unused for reason (DESIGN §6):
+// drop counts and logs a message dropped unused for reason (DESIGN "Hostile traffic"):
 // msg, on its subject, from the sender from ("" if unknown).
 func (n *node[P, R, U, S]) drop(msg *nats.Msg, from, reason string, err error) {
 	n.mu.Lock()
@@ -452,7 +452,7 @@ func (n *node[P, R, U, S]) refuse(msg *nats.Msg, why string) {
 
 // invalid returns the error of the job when a message on msg's subject
 // from the node from is invalid or conflicts with one taken (err): the
-// error names them (DESIGN §6).
+// error names them (DESIGN "Hostile traffic").
 func (n *node[P, R, U, S]) invalid(msg *nats.Msg, what string, from protocol.Node, err error) error {
 	return fmt.Errorf("coordinator: %s on %s from %s: %w", what, msg.Subject, from, err)
 }
@@ -460,10 +460,10 @@ func (n *node[P, R, U, S]) invalid(msg *nats.Msg, what string, from protocol.Nod
 // admit answers join requests: each new worker ID gets the next shard, each
 // new scheduler ID the next part of the variables, and every accepted node
 // the job's settings. A node whose manifest differs from the job's
-// (Options.Manifest; DESIGN §2) is refused, with a message naming the
+// (Options.Manifest; DESIGN "Roles, subjects and messages") is refused, with a message naming the
 // node and the field, and the job fails with the same message (ErrManifest):
 // it would wait for that node in vain. A node that comes once every place
-// is taken is refused without failing the job. With a job key (DESIGN §6),
+// is taken is refused without failing the job. With a job key (DESIGN "Hostile traffic"),
 // a join whose MAC fails is refused, and one without this coordinator's
 // ticket is answered with it as a challenge, to be sent again with it.
 func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
@@ -472,7 +472,7 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 	if d := n.opts.Manifest.Data; d != "" {
 		n.data, n.dataFrom = d, "the job's"
 	}
-	ticket := rand.Text() // the challenge of a join with a key (DESIGN §6)
+	ticket := rand.Text() // the challenge of a join with a key (DESIGN "Hostile traffic")
 	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectJoin), func(msg *nats.Msg) {
 		if err := n.c.Verify(msg); err != nil {
 			// A node without the job's key, or with another: it learns
@@ -630,7 +630,7 @@ func (n *node[P, R, U, S]) failed(role string, place int, round uint64, cause st
 // awaitReady waits until every worker and every scheduler part is ready,
 // and returns the workers' shard summaries. A ready counts only from the
 // node that joined at its place, with the job's run id; others are
-// dropped (DESIGN §6).
+// dropped (DESIGN "Hostile traffic").
 func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox) ([]S, error) {
 	w, p := n.opts.Workers, n.opts.Schedulers
 	summaries := make([]S, w)
@@ -770,7 +770,7 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 		msg, err := n.next(wctx)
 		if err != nil && n.ckpt != nil && n.final == nil && ctx.Err() != nil {
 			// Interrupted: the job goes on until its final checkpoint is
-			// committed, for at most a timeout (DESIGN §6).
+			// committed, for at most a timeout (DESIGN "Checkpoints").
 			n.interrupt(context.Cause(ctx))
 			var cancel context.CancelFunc
 			wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), n.opts.Timeout)
@@ -889,12 +889,12 @@ func (n *node[P, R, U, S]) step(msg *nats.Msg, from protocol.Node, e pipeline.Ev
 // onPlan opens a plan, checks it, and steps the core with it. A plan of
 // another run, a replay, or one not asked for is dropped; an invalid plan,
 // or one that differs from the plan taken for its round, fails the job
-// (DESIGN §6).
+// (DESIGN "Hostile traffic").
 func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 	now := time.Now()
 	if wire.IsNoResponders(msg) {
 		// A plan request sent again while its scheduler is still away
-		// (DESIGN §6): the next one reaches it.
+		// (DESIGN "NATS outages"): the next one reaches it.
 		n.log.Debug("a plan request found no scheduler", "subject", msg.Subject)
 		return nil
 	}
@@ -934,7 +934,7 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 // it. A partial of another run, a replay, or one of a task not awaited is
 // dropped; an invalid partial, one without the report its task asked for,
 // or one that differs from the partial taken for its round from its
-// shard, fails the job (DESIGN §6).
+// shard, fails the job (DESIGN "Hostile traffic").
 func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 	now := time.Now()
 	var p protocol.Partial[R, S]
@@ -1107,7 +1107,7 @@ type outbound struct {
 // job subject reply as its reply subject ("" for none), and returns it
 // encoded. A publish that failed only because the connection is down and
 // nats.go's buffer for the reconnect is full is no error: the message is
-// sent again after the reconnect (DESIGN §6).
+// sent again after the reconnect (DESIGN "NATS outages").
 func (n *node[P, R, U, S]) publish(name, reply string, v any) (outbound, error) {
 	data, err := codec.Marshal(v)
 	if err != nil {
@@ -1135,7 +1135,7 @@ const (
 )
 
 // resend sends the plan requests and the tasks not answered again, the
-// same bytes, after a reconnect of the coordinator (DESIGN §6): core NATS
+// same bytes, after a reconnect of the coordinator (DESIGN "NATS outages"): core NATS
 // drops what was in flight when the connection broke. The schedulers and
 // workers take a message again as a duplicate, answered again, never
 // applied twice, so the job goes on as if nothing had happened.
@@ -1335,7 +1335,7 @@ func (n *node[P, R, U, S]) finish() error {
 		}
 	}
 	// The stops, and the stop task before them, must reach the others
-	// even if the server is away for a moment (DESIGN §6).
+	// even if the server is away for a moment (DESIGN "How a job fails").
 	if err := n.c.Flush(n.opts.Timeout); err != nil {
 		n.log.Warn("flush", "err", err)
 	}
@@ -1380,7 +1380,7 @@ func (n *node[P, R, U, S]) createOutputs() error {
 }
 
 // commit writes the model's files, in order, and commits them with the
-// metrics CSV: all or none (DESIGN §6).
+// metrics CSV: all or none (DESIGN "Outputs and inputs").
 func (n *node[P, R, U, S]) commit() error {
 	for i, o := range n.outputs {
 		f := n.files.Files()[i]

@@ -19,7 +19,7 @@ type Options struct {
 	// Schedulers is the number of scheduler parts the job waits for; they
 	// plan rounds in turn (round t by part (t−1) mod Schedulers). 0 means 1.
 	Schedulers int
-	// Depth is the most rounds in flight at once (DESIGN §3); 0 means 1,
+	// Depth is the most rounds in flight at once (DESIGN "Pipelining"); 0 means 1,
 	// strict rounds.
 	Depth int
 	// MaxRounds stops the job after that many rounds; 0 means no limit.
@@ -76,7 +76,7 @@ type Options struct {
 	// Out, if set, is the path the model is written to (WriteModel), or
 	// what the app's schmp.Outputter makes its files' paths of. The model's
 	// files and the metrics CSV are created before the job starts and
-	// committed together once it has stopped, all or none (DESIGN §6).
+	// committed together once it has stopped, all or none (DESIGN "Outputs and inputs").
 	Out string
 	// Progress, if set, receives a progress line every ProgressEvery.
 	Progress      io.Writer
@@ -94,7 +94,7 @@ type Options struct {
 	// protocol.Version.
 	Manifest protocol.Manifest
 	// Claimed, if set, is called once the coordinator holds the job's
-	// name, having found no other coordinator of it (DESIGN §2), and
+	// name, having found no other coordinator of it (DESIGN "Roles, subjects and messages"), and
 	// answers joins: a caller that starts the job's nodes itself (job.Run)
 	// starts them then, so that they cannot join another job of the name.
 	Claimed func()
@@ -102,11 +102,11 @@ type Options struct {
 	// embedded one without a TCP listener (job.Run's default), whose only
 	// clients are this process's nodes. The coordinator then knows, without
 	// asking, that no other coordinator runs a job of its name, and skips
-	// the presence probe (DESIGN §2), which waits at least 100 ms for
+	// the presence probe (DESIGN "Roles, subjects and messages"), which waits at least 100 ms for
 	// answers.
 	Private bool
 	// CheckpointEvery, when > 0, takes a checkpoint of every
-	// CheckpointEvery-th round (DESIGN §6), at every depth: every role
+	// CheckpointEvery-th round (DESIGN "Checkpoints"), at every depth: every role
 	// stores its state (schmp.Snapshotter) at the checkpoint's cut in the
 	// job's checkpoint store on the NATS server's JetStream (package
 	// checkpoint), in the background, and the coordinator commits it once
@@ -133,14 +133,14 @@ type Options struct {
 	Resume bool
 	// Heartbeat is how often every node sends a heartbeat, and LostAfter
 	// how long a node that sends none is waited for before it is taken
-	// for lost (DESIGN §6): a worker or scheduler part then fails the job
+	// for lost (DESIGN "Checkpoints"): a worker or scheduler part then fails the job
 	// at once, naming it, and a coordinator lost makes the others stop. 0
 	// means protocol.DefaultHeartbeat and DefaultLostAfter; a negative
 	// Heartbeat sends none (only the round deadlines, Timeout, then find
 	// a lost node).
 	Heartbeat, LostAfter time.Duration
 	// Spares is how many spare workers, and how many spare scheduler
-	// parts, the coordinator admits beyond the job's places (DESIGN §6):
+	// parts, the coordinator admits beyond the job's places (DESIGN "Spares and replacement"):
 	// a spare joins, loads nothing and waits; when a node is lost
 	// (Heartbeat), a spare of its role takes its place and the job goes
 	// back to its last checkpoint (CheckpointEvery) and on, to the model

@@ -15,7 +15,7 @@ import (
 )
 
 // ErrNameTaken is wrapped in the error of a coordinator that found another
-// coordinator running a job of its name, and refused to start (DESIGN §2).
+// coordinator running a job of its name, and refused to start (DESIGN "Roles, subjects and messages").
 // It is protocol.ErrNameTaken.
 var ErrNameTaken = protocol.ErrNameTaken
 
@@ -24,7 +24,7 @@ var ErrNameTaken = protocol.ErrNameTaken
 // longer.
 const minProbeWait = 100 * time.Millisecond
 
-// presence is a coordinator's side of the presence protocol (DESIGN §2):
+// presence is a coordinator's side of the presence protocol (DESIGN "Roles, subjects and messages"):
 // it answers probes on SubjectCoordinator, and notes a probe from a
 // coordinator that starts at the same time and wins.
 type presence struct {
@@ -36,7 +36,7 @@ type presence struct {
 }
 
 // claim makes sure that no other coordinator runs a job of c's name
-// before this one admits any node (DESIGN §2). It answers the probes of
+// before this one admits any node (DESIGN "Roles, subjects and messages"). It answers the probes of
 // other coordinators from now until the returned subscription is
 // unsubscribed, then probes, and waits for answers: an answer from a
 // running coordinator refuses this one at once, and of two that start at

@@ -8,7 +8,7 @@ import (
 )
 
 // position is where a job stands, as the progress line shows it (DESIGN
-// §7): how far it is, of how far it goes where that is known, and when it
+// "Observability"): how far it is, of how far it goes where that is known, and when it
 // should end.
 type position struct {
 	// Rounds is the number of rounds pulled.

@@ -25,7 +25,7 @@ type spareNode struct {
 
 // replace gives the place of lost, a worker or scheduler part taken for
 // lost, to a spare of its role, and takes the whole job back to its last
-// checkpoint (DESIGN §6): every node restores its app from its piece (the
+// checkpoint (DESIGN "Spares and replacement"): every node restores its app from its piece (the
 // others in place, the spare having loaded the lost node's shard), and the
 // coordinator rebuilds its own, under a new run id,
 // so that no message of the rounds after the checkpoint counts; the

@@ -33,7 +33,7 @@ type Result struct {
 	// model diverged has no Result: it fails with ErrDiverged.
 	Reason schmp.Reason
 	// AppReason, with schmp.StopApp, is the app's text of the report that
-	// certified the stop (the check's: DESIGN §3); "" otherwise.
+	// certified the stop (the check's: DESIGN "Pipelining"); "" otherwise.
 	AppReason string
 	// Period is the number of rounds of an iteration of a schmp.Iterated app
 	// (its RoundsPerIteration), 0 for an app whose rounds do not come in
@@ -52,7 +52,7 @@ type Result struct {
 	// rounds in flight (the coordinator refuses such a plan).
 	MaxInFlight, MaxVarsInFlight int
 	// Run is the run id that the coordinator issued, which every message
-	// of the job carried (DESIGN §2).
+	// of the job carried (DESIGN "Roles, subjects and messages").
 	Run string
 	// App is the app's coordinator, the value that the program's
 	// NewCoordinator returned, holding the model written: a command reads
@@ -61,11 +61,11 @@ type Result struct {
 	App any
 	// Dropped counts the messages that the coordinator dropped unused, by
 	// reason (protocol.DropGarbage, DropForeign, DropDuplicate,
-	// DropUnexpected, DropIncomplete; DESIGN §6).
+	// DropUnexpected, DropIncomplete; DESIGN "Hostile traffic").
 	Dropped map[string]int
 	// Reconnects counts the coordinator's reconnects to the NATS server
 	// during the job; after each it sent again what was not answered
-	// (DESIGN §6).
+	// (DESIGN "NATS outages").
 	Reconnects uint64
 	// Checkpoints counts the checkpoints committed during the job, and
 	// LastCheckpoint is the round of the last (Options.CheckpointEvery).

@@ -27,7 +27,7 @@ import (
 	"github.com/strads-go/strads/jsobject"
 )
 
-// The layout of a data set in the bucket (DESIGN §6, "Data over NATS"):
+// The layout of a data set in the bucket (DESIGN "Data over NATS"):
 // the object of its name is its index, a JSON document whose object
 // metadata say so (metaFormat) and carry the whole content's size and
 // digest, for ls; the content is in blocks of whole lines, the objects
@@ -413,7 +413,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 var ErrNoIndex = errors.New("a data set stored without an index")
 
 // A Part is a data set that a role fetches in parts, as its readers ask
-// for them: an inputfile.Remote of its local copy (DESIGN §6). A reader
+// for them: an inputfile.Remote of its local copy (DESIGN "Outputs and inputs"). A reader
 // of a range of lines gets the blocks that cover it, each fetched once
 // into a directory beside the copy's path; one that opens the path gets
 // the whole, fetched once. It fetches with the context of OpenPart.

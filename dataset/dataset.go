@@ -1,6 +1,6 @@
 // Package dataset keeps the data sets of jobs in the JetStream object
 // store of their NATS server, so that no role needs a shared filesystem
-// (DESIGN §6, "Data over NATS"): `strads data put FILE` stores a file as
+// (DESIGN "Data over NATS"): `strads data put FILE` stores a file as
 // the object of a name in the bucket Bucket, and an input flag that reads
 // nats:NAME (Ref) makes a role fetch that object into a private local copy
 // before the app opens it (package cli). It is a client only: it speaks to
@@ -152,7 +152,7 @@ func (s *Store) deadline(ctx context.Context, size uint64) (context.Context, con
 // Put stores the size bytes of r as the data set name, replacing one of
 // that name, and returns its Info: the content in blocks of whole lines
 // of about the Store's block size, each an object of its own, and then the
-// index, the object of the name, which lists them (DESIGN §6). A reader
+// index, the object of the name, which lists them (DESIGN "Failures and durability"). A reader
 // sees the old data set or the new, never half of one: the index comes
 // last, and the old one's blocks go after it. A failed put removes the
 // blocks it stored (what it cannot remove, rm does). A transfer that

@@ -4,7 +4,7 @@
 // once (to count, then to parse; every role its own copy), which a pipe
 // cannot give; opening a named pipe waits for a writer without end, out of
 // reach of every timeout; and a device such as /dev/zero never ends
-// (DESIGN §6). Outputs have package atomicfile.
+// (DESIGN "Outputs and inputs"). Outputs have package atomicfile.
 package inputfile
 
 import (
@@ -71,7 +71,7 @@ func Kind(m fs.FileMode) string {
 }
 
 // A Remote is an input that a role has not fetched whole: a data set over
-// NATS (DESIGN §6, "Data over NATS"), registered under the path of its
+// NATS (DESIGN "Data over NATS"), registered under the path of its
 // local copy. A reader that takes a range of lines asks Lines for them, and
 // fetches only about its part; one that needs every byte opens the path,
 // and Open fetches the whole first. Package cli registers them; nothing

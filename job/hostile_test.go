@@ -102,7 +102,7 @@ func forge(data []byte, change func(m map[string]any)) []byte {
 // replays from this run and an earlier one, chunks announcing huge
 // messages, and large messages: the model is the clean run's, bit for bit,
 // or, where what the attacker forged carries the run id, the job stops
-// with an error that says so; no node panics (DESIGN §6).
+// with an error that says so; no node panics (DESIGN "Hostile traffic").
 func TestHostileTraffic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -167,7 +167,7 @@ func TestHostileTraffic(t *testing.T) {
 		{"forged messages of another run", func(a *attacker, msg *nats.Msg) {
 			// Joins aside: joins carry no run id, and the coordinator's
 			// answer to a join forged from a node's, sent to that node's
-			// reply inbox, can reach the node before its own (DESIGN §6).
+			// reply inbox, can reach the node before its own (DESIGN "Hostile traffic").
 			if rel(msg.Subject) == protocol.SubjectJoin {
 				return
 			}

@@ -41,11 +41,11 @@ type Options struct {
 	// Listen, if set, is the address (host:port, port 0: a free one) where
 	// the embedded server also takes TCP connections, for other processes
 	// (a tool that watches the job's subjects, say). Empty: none, so that
-	// no other process on the machine reaches the job (DESIGN §6).
+	// no other process on the machine reaches the job (DESIGN "Failures and durability").
 	Listen string
 	// Store, if set, enables JetStream in the embedded server, with its
 	// file store in this directory (created if missing): checkpoints and
-	// data sets live there and survive the job (DESIGN §6). Unused with
+	// data sets live there and survive the job (DESIGN "Checkpoints"). Unused with
 	// NATS.
 	Store string
 	// Listening, if set, is called with the embedded server's client URL
@@ -62,7 +62,7 @@ type Options struct {
 	// through Coordinator.Monitor, which Run sets to it).
 	Monitor *monitor.Metrics
 	// Key, if set, is the job's key: every node's messages carry a MAC
-	// under it, and each node drops those that do not (DESIGN §6). A node
+	// under it, and each node drops those that do not (DESIGN "Hostile traffic"). A node
 	// of another process joins the job only with the same key.
 	Key wire.Key
 }
@@ -104,14 +104,14 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	}
 
 	// A node that fails cancels the others with errJobFailed: they do not
-	// report an interrupt to the coordinator (DESIGN §6), which knows.
+	// report an interrupt to the coordinator (DESIGN "How a job fails"), which knows.
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(errJobFailed) }
 	defer cancel()
 	// The schedulers and workers run on rctx: ctx, unless the job takes
 	// checkpoints: an interrupt (ctx done) then reaches the coordinator
 	// alone, which takes a final checkpoint, with the others' help, before
-	// it stops and the others with it (DESIGN §6).
+	// it stops and the others with it (DESIGN "Checkpoints").
 	rctx := ctx
 	if opts.Coordinator.Checkpointing() {
 		var rcancel context.CancelCauseFunc
@@ -153,7 +153,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		return nil
 	}
 	// The coordinator first: the roles start once it holds the job's name
-	// (DESIGN §2), so that none joins another job of the name, and a
+	// (DESIGN "Roles, subjects and messages"), so that none joins another job of the name, and a
 	// coordinator refused for its name fails the job with that reason.
 	nc, err := connect("coordinator")
 	if err != nil {

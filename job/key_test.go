@@ -100,7 +100,7 @@ func (a *attacker) resend(msg *nats.Msg) {
 // assignments to spares, joins; and replays messages, their MACs
 // included, of this run and of an earlier run of the job under the same
 // key, joins included. Every forgery is dropped: the job ends with the
-// clean model, bit for bit (DESIGN §6).
+// clean model, bit for bit (DESIGN "Spares and replacement").
 func TestKeyedHostileTraffic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -362,7 +362,7 @@ func TestKeyedResume(t *testing.T) {
 // TestKeyedJoinReplayChallenged records the joins of a run of a job with
 // a key, MACs and reply subjects as they were, and replays them to the
 // coordinator of the next run: each is answered with a challenge (the new
-// coordinator's ticket), never with a place or the run id (DESIGN §6).
+// coordinator's ticket), never with a place or the run id (DESIGN "Hostile traffic").
 func TestKeyedJoinReplayChallenged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

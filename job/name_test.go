@@ -44,7 +44,7 @@ func startServer(t *testing.T) *natsserver.Server {
 // TestSecondJobRefused checks that a job started under the name of a job
 // that runs on the same server is refused, with an error naming the job
 // and the running coordinator, and that the running job goes on to the
-// model it computes alone (DESIGN §2).
+// model it computes alone (DESIGN "Roles, subjects and messages").
 func TestSecondJobRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

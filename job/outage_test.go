@@ -85,7 +85,7 @@ func outageJob(ctx context.Context, url, out string, timeout time.Duration, w *r
 // during a job whose roles connect over TCP, each time for a random
 // fraction of a second at a random point: the job goes on and ends with
 // the model of an undisturbed run, bit for bit, and its result counts the
-// reconnects (DESIGN §6).
+// reconnects (DESIGN "NATS outages").
 func TestNATSOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -100,7 +100,7 @@ func TestNATSOutage(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(trial), 12))
 		r := &restarter{t: t, srv: srv, port: port, at: map[int]time.Duration{}}
 		// Outages between the 10th and the 130th of the job's 150 rounds:
-		// those in its admission or its stop, which DESIGN §6 says a
+		// those in its admission or its stop, which DESIGN "NATS outages" says a
 		// reconnect does not cover yet, are not this test's.
 		for range 3 {
 			r.at[10+rng.IntN(120)] = time.Duration(rng.IntN(300)) * time.Millisecond

@@ -1,7 +1,7 @@
 // Package jsobject reads the objects of JetStream object stores chunk by
 // chunk, each chunk with a request of its own (a direct get from the
 // bucket's stream), for the checkpoints (package checkpoint) and the data
-// sets (package dataset) alike (DESIGN §6).
+// sets (package dataset) alike (DESIGN "Checkpoints").
 //
 // It exists because the reader of nats.go's ObjectStore.Get and GetBytes
 // waits for the chunks until its context's deadline and ignores a cancel,

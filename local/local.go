@@ -48,7 +48,7 @@ type Options struct {
 	// does.
 	Out string
 	// RestoreEvery, when > 0, takes the checkpoints that the runtime takes
-	// with --checkpoint-every RestoreEvery (DESIGN §6), at every depth, and
+	// with --checkpoint-every RestoreEvery (DESIGN "Checkpoints"), at every depth, and
 	// moves the job to new roles restored from each: every role's snapshot
 	// (schmp.Snapshotter) is taken at its cut (the coordinator's, with the
 	// core's pipeline.Snapshot, at the pull of the round; a worker's
@@ -63,7 +63,7 @@ type Options struct {
 	// whose roles are all Snapshotters.
 	RestoreEvery uint64
 	// RestoreInPlace changes what RestoreEvery does into what a rollback
-	// to a checkpoint does on the runtime (DESIGN §6, "Spares and
+	// to a checkpoint does on the runtime (DESIGN "Spares and
 	// replacement"): once every piece of the checkpoint of round C is in,
 	// the driver keeps them and goes on with the same roles; when the core
 	// asks for the plan of round C + RestoreEvery/2 + 2 (a rollback goes

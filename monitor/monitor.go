@@ -60,7 +60,7 @@ type Metrics struct {
 	Selected    *prometheus.CounterVec
 
 	// Every role, by role and reason: messages dropped without being
-	// applied (protocol.DropGarbage, DropForeign, …; DESIGN §6).
+	// applied (protocol.DropGarbage, DropForeign, …; DESIGN "Hostile traffic").
 	Dropped *prometheus.CounterVec
 
 	reg      *prometheus.Registry

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestOnlyEmbeddersLinkServer checks the layering of DESIGN §8: the only
+// TestOnlyEmbeddersLinkServer checks the layering of DESIGN "Package layout": the only
 // packages that link nats-server are this one and those that embed it
 // (job, cli, the commands and the benchmarks); schmp, the roles, the
 // engines and the apps carry a NATS client only.

@@ -2,7 +2,7 @@
 // server of an all-in-one job (package job) and of `strads server`. It is
 // the only package of the module that links nats-server; the roles need
 // only a client (package wire), so an app or a role binary that connects to
-// an external server does not carry a server with it (DESIGN §8).
+// an external server does not carry a server with it (DESIGN "Package layout").
 package natsserver
 
 import (
@@ -49,7 +49,7 @@ type Options struct {
 	MaxPayload int32
 	// StoreDir, if set, enables JetStream with its file store in this
 	// directory (created if missing): the checkpoints and the data sets of
-	// jobs live there (DESIGN §6), and survive the server. "" leaves
+	// jobs live there (DESIGN "Checkpoints"), and survive the server. "" leaves
 	// JetStream as the config file says (off without one).
 	StoreDir string
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // The kinds of failure that a role's error can be matched against with
-// errors.Is, whatever its text (DESIGN §6). Packages coordinator, worker and
+// errors.Is, whatever its text (DESIGN "How a job fails"). Packages coordinator, worker and
 // scheduler export the same values.
 var (
 	// ErrTimeout: a role waited in vain: the coordinator for a plan, for a
@@ -22,7 +22,7 @@ var (
 	// coordinator's, which fails the job).
 	ErrManifest = errors.New("the role's manifest differs from the job's")
 	// ErrNameTaken: a coordinator found another coordinator running a job
-	// of its name, and refused to start (DESIGN §2).
+	// of its name, and refused to start (DESIGN "Roles, subjects and messages").
 	ErrNameTaken = errors.New("the job's name is taken")
 )
 

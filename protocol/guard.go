@@ -18,7 +18,7 @@ var ErrPanic = errors.New("panicked")
 //
 //	Push panicked: runtime error: index out of range [5] with length 3 (lasso.(*Worker).Push, worker.go:120)
 //
-// The nodes call the apps' methods through it (DESIGN §6), so that a panic
+// The nodes call the apps' methods through it (DESIGN "How a job fails"), so that a panic
 // fails the node, and the job, as a returned error does: the coordinator
 // learns of it at once, named with the role and the round, instead of
 // waiting out its timeout for a process that crashed. It is a backstop,

@@ -15,7 +15,7 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// Heartbeats (DESIGN §6): once admitted, every node publishes a Heartbeat
+// Heartbeats (DESIGN "How a job fails"): once admitted, every node publishes a Heartbeat
 // every HeartbeatEvery, the coordinator on SubjectBeatCoordinator, the
 // others on SubjectBeat; a node not heard from for LostAfter is taken for
 // lost (a process killed, a machine gone), however long its rounds take:
@@ -166,7 +166,7 @@ func (p *Pulse) AwaitBeat(ctx context.Context, every, lost time.Duration, cause 
 }
 
 // AwaitAssign waits, as the spare that joined with place, on box (its
-// SubjectSpare) for its Assign (DESIGN §6), and returns its new place: the
+// SubjectSpare) for its Assign (DESIGN "Spares and replacement"), and returns its new place: the
 // lost node's, to be restored from the checkpoint that the assignment
 // names, under its run id. ok is false when the coordinator ends the wait
 // because the job is over (err nil if it succeeded, matching ErrAborted if

@@ -6,7 +6,7 @@ import "context"
 // coordinator when its context ends for cause (a signal) while the job
 // runs: "interrupted", and the cause unless it is only context.Canceled,
 // e.g. "interrupted: interrupt signal received". The coordinator fails
-// the job with it at once, naming the node (DESIGN §6).
+// the job with it at once, naming the node (DESIGN "How a job fails").
 func Interrupted(cause error) string {
 	if cause == nil || cause == context.Canceled {
 		return "interrupted"

@@ -12,13 +12,13 @@ import (
 
 // Join asks the coordinator of c's job for a place as req.Role until it
 // answers or ctx is done (req's Header is set here); the reply carries the
-// job's run id, which the node's later messages carry (DESIGN §2); each try waits at most try for the answer. A
+// job's run id, which the node's later messages carry (DESIGN "Roles, subjects and messages"); each try waits at most try for the answer. A
 // refusal because the role's manifest differs from the job's is an error
 // whose text is the coordinator's (which names the role and the field) and
 // that matches ErrManifest; an error with no answer matches ErrTimeout.
 //
 // With a job key (c.Keyed), the coordinator first answers with a
-// challenge, which the join is sent again with (DESIGN §6); a coordinator
+// challenge, which the join is sent again with (DESIGN "NATS outages"); a coordinator
 // whose answers do not verify under the key (it has none, or another)
 // admits this node nowhere, and the error, once ctx is done, says so.
 func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration) (JoinReply, error) {

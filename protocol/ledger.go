@@ -9,7 +9,7 @@ import (
 // round, by a hash of their bytes, so that a message under a round already
 // taken is told apart: the same bytes are a replay, to be dropped
 // (DropDuplicate); other bytes are a conflict (ErrConflict): two senders
-// claim to be one, and the job cannot know which is real (DESIGN §6). It
+// claim to be one, and the job cannot know which is real (DESIGN "Hostile traffic"). It
 // costs 8 bytes a round.
 type Ledger struct {
 	seed   maphash.Seed

@@ -20,7 +20,7 @@ import (
 // Resume).
 const Version = 6
 
-// Manifest is what a role believes about the job it joins (DESIGN §2). The
+// Manifest is what a role believes about the job it joins (DESIGN "Roles, subjects and messages"). The
 // coordinator holds the job's own; it refuses a role whose manifest differs
 // from it, with a message that names the field, and answers every accepted
 // role with the job's settings.

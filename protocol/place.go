@@ -53,7 +53,7 @@ func Enter(ctx context.Context, c *wire.Conn, req JoinRequest, joinTimeout, time
 }
 
 // ServePlace serves place, the join reply of a worker or scheduler node of
-// role, with serve until the job ends (DESIGN §6). A spare first awaits its
+// role, with serve until the job ends (DESIGN "Spares and replacement"). A spare first awaits its
 // Assign on box (its SubjectSpare), and ends there, nil, if the job ended
 // without needing it. After a rollback (serve's error a *RollbackError)
 // the place is served again, to be restored from the checkpoint under the
@@ -82,7 +82,7 @@ func ServePlace(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place Join
 var ErrCoordinatorLost = errors.New("the coordinator is lost")
 
 // Heartbeats starts the heartbeats of self, a node of the job that place
-// describes, and follows the coordinator's (DESIGN §6): the returned
+// describes, and follows the coordinator's (DESIGN "How a job fails"): the returned
 // context is ctx, ended with an error that names self and matches
 // ErrTimeout and ErrCoordinatorLost once the coordinator has been silent
 // for LostAfter. pulse is nil, and ctx returned as is, when the job sends

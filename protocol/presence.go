@@ -2,7 +2,7 @@ package protocol
 
 // Presence is a coordinator's probe, on SubjectCoordinator, for another
 // coordinator of its job's name, and every coordinator's answer to it
-// (DESIGN §2). A coordinator answers from its start to its end; one that
+// (DESIGN "Roles, subjects and messages"). A coordinator answers from its start to its end; one that
 // finds another refuses to start (ErrNameTaken).
 type Presence struct {
 	Header

@@ -17,7 +17,7 @@
 // The end of the job travels on the same subjects: a Task or PlanRequest
 // with Stop set, and Abort set when the job failed.
 //
-// Up to depth rounds are in flight (DESIGN §3): the task of round t carries
+// Up to depth rounds are in flight (DESIGN "Pipelining"): the task of round t carries
 // the updates pulled since the previous task, which are those of round
 // t−depth once the pipeline is full, and workers apply them in order before
 // they push round t.
@@ -27,7 +27,7 @@
 // join replies (a join request, sent before the node knows it, has none).
 // A node opens a message with Open, which drops a message of another type
 // or run; Validate methods check what the runtime can know of a message
-// before it is used (DESIGN §2, §6).
+// before it is used (DESIGN "Roles, subjects and messages" and "Failures and durability").
 package protocol
 
 import (
@@ -46,7 +46,7 @@ const (
 	SubjectPartial = "partial"
 	// SubjectCoordinator is where a coordinator answers Presence probes,
 	// so that a second coordinator of the job's name finds the first and
-	// refuses to start (DESIGN §2).
+	// refuses to start (DESIGN "Roles, subjects and messages").
 	SubjectCoordinator = "coordinator"
 	// SubjectStored is where a worker or scheduler tells the coordinator
 	// that it stored its piece of a checkpoint (Stored).
@@ -67,7 +67,7 @@ const (
 	TypeAssign      = "assign"
 )
 
-// Header opens every message of a job but the join reply (DESIGN §2).
+// Header opens every message of a job but the join reply (DESIGN "Roles, subjects and messages").
 type Header struct {
 	// Type is the message's type (TypeTask, …): a message of another type
 	// than its subject's is dropped, however well it decodes.
@@ -118,7 +118,7 @@ type JoinRequest struct {
 	// Ticket, in a job with a key, is the coordinator's challenge
 	// (JoinReply.Challenge), which the node's join must carry: a join
 	// recorded in another run of the job, under the same key, carries
-	// another and takes no place (DESIGN §6).
+	// another and takes no place (DESIGN "Hostile traffic").
 	Ticket string `msgpack:"ticket,omitempty"`
 }
 
@@ -148,11 +148,11 @@ type JoinReply struct {
 	Resume uint64 `msgpack:"resume,omitempty"`
 	Digest string `msgpack:"digest,omitempty"`
 	// Heartbeat is how often the role sends its heartbeat, and LostAfter
-	// how long a silent coordinator is waited for (DESIGN §6); 0: no
+	// how long a silent coordinator is waited for (DESIGN "How a job fails"); 0: no
 	// heartbeats.
 	Heartbeat time.Duration `msgpack:"beat,omitempty"`
 	LostAfter time.Duration `msgpack:"lost,omitempty"`
-	// Spare is set when the role is admitted as a spare (DESIGN §6): it
+	// Spare is set when the role is admitted as a spare (DESIGN "Spares and replacement"): it
 	// holds no place (Shard is meaningless), loads nothing, and waits on
 	// SubjectSpare(its ID) for an Assign that gives it the place of a
 	// lost node, or tells it the job is over.
@@ -167,7 +167,7 @@ type JoinReply struct {
 func SubjectSpare(id string) string { return "spare." + id }
 
 // Rollback tells a node that the job goes back to the checkpoint of Round
-// (DESIGN §6): the node restores its app in place (or, a
+// (DESIGN "Spares and replacement"): the node restores its app in place (or, a
 // schmp.Rebuilder, builds it anew) from its piece of that checkpoint (named
 // in the checkpoint's manifest), reports ready again under the run id Run,
 // and takes the rounds after Round again.
@@ -191,7 +191,7 @@ type Assign struct {
 // Stored tells the coordinator that a worker or a scheduler part stored
 // its piece of the checkpoint of Round, whose SHA-256 digest is Digest, or
 // why it could not (Err). The coordinator commits the checkpoint once every
-// piece is in (DESIGN §6).
+// piece is in (DESIGN "Checkpoints").
 type Stored struct {
 	Header
 	Role   string `msgpack:"role"`
@@ -230,7 +230,7 @@ type PlanRequest struct {
 	// Checkpoint, when not 0, asks the scheduler part to store its state
 	// (schmp.Snapshotter) as its piece of the checkpoint of that round,
 	// before it plans this round: it has planned all its rounds up to
-	// Checkpoint and none after (DESIGN §6).
+	// Checkpoint and none after (DESIGN "Checkpoints").
 	Checkpoint uint64 `msgpack:"ckpt,omitempty"`
 	// Rollback, when set, takes the job back to a checkpoint: the rest of
 	// the request means nothing.
@@ -252,11 +252,11 @@ type PlanReply[P any] struct {
 // Task is one round for the workers: first apply Updates in order, then,
 // if Report, report the state, then Push the plan, and answer with a
 // Partial. A Check task has no plan: workers apply the updates, report,
-// answer, and wait for the next task, which has the same Round (DESIGN §3:
+// answer, and wait for the next task, which has the same Round (DESIGN "Pipelining":
 // the check of a stop). A Stop task ends the job: workers apply its
 // updates, report and answer if Report, and leave; with Final too, the
 // report is the worker's final report (schmp.FinalReporter), which the
-// coordinator asks for once, after the stop (DESIGN §3). A Task with Abort
+// coordinator asks for once, after the stop (DESIGN "Pipelining"). A Task with Abort
 // set ends the worker with that error.
 type Task[P, U any] struct {
 	Header
@@ -276,7 +276,7 @@ type Task[P, U any] struct {
 	// Checkpoint, when not 0, asks the worker to store its state
 	// (schmp.Snapshotter) as its piece of the checkpoint of that round,
 	// the round before this task's: once it took the parts passed to it,
-	// before it applies the task's updates (DESIGN §6).
+	// before it applies the task's updates (DESIGN "Checkpoints").
 	Checkpoint uint64 `msgpack:"ckpt,omitempty"`
 	// Rollback, when set, takes the job back to a checkpoint: the rest of
 	// the task means nothing.
@@ -288,7 +288,7 @@ type Partial[R, S any] struct {
 	Header
 	Round uint64 `msgpack:"round"`
 	// Check is set in the answer to a check task, which has the Round of
-	// the task that follows it (DESIGN §3).
+	// the task that follows it (DESIGN "Pipelining").
 	Check bool `msgpack:"check,omitempty"`
 	// Final is set in the answer to a stop task with Final: its Report is
 	// the worker's final report.

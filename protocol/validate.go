@@ -11,7 +11,7 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// Why a node drops a message it received, never applying it (DESIGN §6):
+// Why a node drops a message it received, never applying it (DESIGN "Hostile traffic"):
 // the reason label of the monitor's strads_dropped_messages_total.
 const (
 	// DropGarbage: the message does not decode, or it is of another type
@@ -62,7 +62,7 @@ var (
 	// ErrConflict: two different messages where the job sends one (two
 	// partials of one round from one worker, two plans of one round, two
 	// tasks of one round): somebody forges the job's messages, and the
-	// job fails rather than go on with one of them (DESIGN §6).
+	// job fails rather than go on with one of them (DESIGN "Hostile traffic").
 	ErrConflict = errors.New("two different messages where the job sends one")
 )
 
@@ -122,7 +122,7 @@ func invalid(format string, args ...any) error {
 }
 
 // PlanPart returns the scheduler part, of parts, that plans round: round t
-// comes from part (t−1) mod parts, in strict turn (DESIGN §3). It is the
+// comes from part (t−1) mod parts, in strict turn (DESIGN "Pipelining"). It is the
 // rule of the coordinator's pipeline (pipeline.Part).
 func PlanPart(round uint64, parts int) int {
 	return int((round - 1) % uint64(max(parts, 1)))

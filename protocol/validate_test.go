@@ -127,7 +127,7 @@ func TestLedger(t *testing.T) {
 	}
 }
 
-// TestPlanPart checks PlanPart against the rule of DESIGN §3.
+// TestPlanPart checks PlanPart against the rule of DESIGN "Pipelining".
 func TestPlanPart(t *testing.T) {
 	for _, tc := range []struct {
 		round uint64

@@ -78,7 +78,7 @@ func (d *Dynamic) Snapshot() ([]byte, error) {
 
 // Restore sets the engine to the state that b, a Snapshot of an engine of
 // the same Config and columns, encodes. The engine may have served rounds
-// (a rollback to a checkpoint restores it in place, DESIGN §6): it then
+// (a rollback to a checkpoint restores it in place, DESIGN "Spares and replacement"): it then
 // goes on exactly as an engine that NewDynamic has just built and that
 // was restored from b, since a new one is built, restored and put in its
 // place. Bytes that do not fit the engine (another kind or version, bytes

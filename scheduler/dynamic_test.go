@@ -687,7 +687,7 @@ func next(d *Dynamic) Selection {
 }
 
 // TestPipelinedNeverBusy plans with depth rounds in flight, feeding each
-// round back only depth rounds later (DESIGN §3), and checks that no
+// round back only depth rounds later (DESIGN "Pipelining"), and checks that no
 // variable is ever selected while one of its rounds is in flight, and that
 // every policy still reaches every variable. A candidate dependent on a
 // variable in flight is rejected too, so that a round may select nothing.

@@ -8,7 +8,7 @@ import (
 	"github.com/strads-go/strads/schmp"
 )
 
-// Rotation is the static rotation engine (DESIGN §4): the model is cut into
+// Rotation is the static rotation engine (DESIGN "Scheduling engines"): the model is cut into
 // as many blocks as there are workers, and in sub-round t (from 0) worker p
 // works on block (p+t) mod P. No two workers ever hold the same block, and
 // in P sub-rounds every worker visits every block once. After a sub-round,

@@ -12,7 +12,7 @@ type Output struct {
 	// Write writes the file's content to w. The runtime calls it once the
 	// job has stopped, and after the coordinator's Finish (Finisher), so
 	// that it writes the state that the job's last report certified
-	// (DESIGN §3).
+	// (DESIGN "Pipelining").
 	Write func(w io.Writer) error
 }
 
@@ -25,7 +25,7 @@ type Output struct {
 // --out flag; "" when none), and creates every file listed then, so that a
 // bad path fails the job before any round runs. After the stop it calls
 // each Output's Write in order and commits the files all together or none
-// of them (DESIGN §6); a failed job leaves none. WriteModel is then never
+// of them (DESIGN "Outputs and inputs"); a failed job leaves none. WriteModel is then never
 // called. An empty list writes nothing.
 type Outputter interface {
 	Outputs(out string) ([]Output, error)
@@ -36,7 +36,7 @@ type Outputter interface {
 // factors of matrix factorization, say, or LDA's document-topic counts.
 // Once the job has stopped, the runtime asks every worker once for its
 // final report, of exactly the state that the job's last report certified
-// (DESIGN §3), and hands them all to the coordinator's Finish. It does so
+// (DESIGN "Pipelining"), and hands them all to the coordinator's Finish. It does so
 // only for a coordinator that is a Finisher.
 type FinalReporter[S any] interface {
 	FinalReport() (S, error)

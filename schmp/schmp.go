@@ -68,7 +68,7 @@ type Progress struct {
 	// Stop, when not "", asks the runtime to stop the job, for this
 	// reason: a short text, on one line, that the result and the progress
 	// show (say "validation RMSE not lower in 2 evaluations"). The stop is
-	// taken as the runtime's own report-based stops are (DESIGN §3): it is
+	// taken as the runtime's own report-based stops are (DESIGN "Pipelining"): it is
 	// decided at the pull of the round whose report this is, lands after
 	// a round that is a function of that round and the job's settings, and
 	// holds only if the report of the state it lands on asks to stop too
@@ -87,7 +87,7 @@ type Metric struct {
 
 // Scheduler makes plans. It runs on a scheduler node.
 //
-// The runtime keeps up to depth rounds in flight (DESIGN §3): the plan of
+// The runtime keeps up to depth rounds in flight (DESIGN "Pipelining"): the plan of
 // round t is asked for once round t−depth has been pulled, so the feedback
 // it comes with is at most depth−1 rounds old. A scheduler must not plan a
 // variable that one of its rounds still in flight updates: each of its
@@ -136,7 +136,7 @@ type Coordinator[P, R, U, S any] interface {
 	// other, with a Delta for each (empty for a plan without variables):
 	// otherwise the runtime fails the job, naming the round and the
 	// variable, since a variable left out would stay busy in a scheduler
-	// that waits for its feedback (DESIGN §3). The runtime sets its Round.
+	// that waits for its feedback (DESIGN "Pipelining"). The runtime sets its Round.
 	// Rounds are pulled in order; with
 	// depth rounds in flight, the workers computed round t's partials
 	// having applied the updates of rounds up to t−depth only.
@@ -150,7 +150,7 @@ type Coordinator[P, R, U, S any] interface {
 }
 
 // Splitter is implemented by an update whose parts differ by worker, as in
-// the static rotation engine (DESIGN §4), where each worker receives the
+// the static rotation engine (DESIGN "Scheduling engines"), where each worker receives the
 // block of the model that it owns next. The runtime then sends worker shard
 // k, instead of the whole update, u.ForShard(k), on a subject of its own.
 type Splitter[U any] interface {
@@ -176,7 +176,7 @@ type Program[P, R, U, S any] struct {
 // Passer is implemented by a worker that hands part of its result of a
 // round straight to another worker, rather than through the coordinator:
 // the rotation's block that a worker finished goes to the block's next
-// owner (DESIGN §2, §3). The runtime publishes the part on the addressee's
+// owner (DESIGN "Roles, subjects and messages" and "Pipelining"). The runtime publishes the part on the addressee's
 // own subject, and the addressee takes it before it applies the updates of
 // its next task (a round, a check or a stop that asks for reports), so
 // that a worker's computation still depends only on the flags, never on
@@ -200,7 +200,7 @@ type Passer[R any] interface {
 
 // Snapshotter is implemented by the app's side of a role (a Coordinator, a
 // Scheduler or a Worker) whose state can be saved in a checkpoint and
-// restored from it (DESIGN §6). A job takes checkpoints (--checkpoint-every)
+// restored from it (DESIGN "Checkpoints"). A job takes checkpoints (--checkpoint-every)
 // and resumes from them (--resume) only if every role's app is one.
 //
 // The runtime takes a role's snapshot at a round boundary, between two of
@@ -227,7 +227,7 @@ type Snapshotter interface {
 	// by its constructor: on the coordinator after Start (whose update is
 	// then not sent), on a worker after Describe (it applies no Start
 	// update), on a scheduler before its first plan. A rollback to a
-	// checkpoint (DESIGN §6) also calls it on a live worker or scheduler
+	// checkpoint (DESIGN "Spares and replacement") also calls it on a live worker or scheduler
 	// part, which has gone on past the snapshot's round (its updates
 	// applied, its pushes and plans made, parts passed to it not taken)
 	// but is between two calls: Restore must then reset every piece of
@@ -244,7 +244,7 @@ type Snapshotter interface {
 // role just built (Snapshotter): RebuildOnRollback returns true, and
 // a rollback to a checkpoint then builds the role anew (a worker reloads
 // its shard) before it restores it, instead of restoring the live role in
-// place (DESIGN §6). Every app of this module restores in place.
+// place (DESIGN "Spares and replacement"). Every app of this module restores in place.
 type Rebuilder interface {
 	RebuildOnRollback() bool
 }

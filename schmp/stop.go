@@ -6,7 +6,7 @@ import "time"
 type Reason string
 
 // The stops, in the order of precedence in which a report that meets
-// several of them names one (DESIGN §3). The job's settings named are the
+// several of them names one (DESIGN "Pipelining"). The job's settings named are the
 // runtime's (coordinator.Options, pipeline.Config).
 const (
 	// StopTarget: a report's objective reached the job's Target.
@@ -36,7 +36,7 @@ type Sample struct {
 }
 
 // Iterated is implemented by an app's coordinator whose rounds come in
-// iterations of a fixed number of rounds: the static rotation (DESIGN §4),
+// iterations of a fixed number of rounds: the static rotation (DESIGN "Scheduling engines"),
 // whose P rounds make every worker visit every block once. A stop then
 // lands at the end of an iteration (the runtime's Period), a function of
 // the round that decided it and the job's settings, so that every worker

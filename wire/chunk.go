@@ -238,7 +238,7 @@ func (a *assembler) addChunk(msg *nats.Msg, id string, now time.Time) *nats.Msg 
 		size, err := strconv.ParseInt(msg.Header.Get(HeaderChunkSize), 10, 64)
 		// The announced size is bounded by what count chunks can carry,
 		// and memory by what arrives: a chunk that announces a large
-		// message reserves nothing (DESIGN §2).
+		// message reserves nothing (DESIGN "Roles, subjects and messages").
 		switch {
 		case err != nil || size < 1:
 			a.fail(msg.Subject, id, fmt.Sprintf("bad %s %q", HeaderChunkSize, msg.Header.Get(HeaderChunkSize)))

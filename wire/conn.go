@@ -185,7 +185,7 @@ func (c *Conn) Flush(timeout time.Duration) error {
 // job subject name with the job subject reply as its reply subject ("" for
 // none), split into chunks if it exceeds the server's max_payload. Sending
 // the same bytes again is how a node repeats a message after a reconnect:
-// its receiver recognizes them (DESIGN §6).
+// its receiver recognizes them (DESIGN "NATS outages").
 func (c *Conn) PublishData(name, reply string, data []byte) error {
 	if reply != "" {
 		reply = c.Subject(reply)
@@ -567,7 +567,7 @@ func Connect(url, name string, timeout time.Duration, opts ...nats.Option) (*nat
 		nats.Timeout(timeout),
 		// A server that is not there at the start is a usage error (a
 		// wrong URL), said at once; one that goes away later is waited
-		// for (DESIGN §6).
+		// for (DESIGN "How a job fails").
 		nats.RetryOnFailedConnect(false),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(ReconnectWait),

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// HeaderMAC carries the MAC of a message under its job's key (DESIGN §6):
+// HeaderMAC carries the MAC of a message under its job's key (DESIGN "Hostile traffic"):
 // HMAC-SHA256 over its subject, its reply subject, its chunk headers and
 // its payload, in unpadded standard base64. Each chunk of a chunked
 // message carries its own, so that a chunk is checked before it is
@@ -40,7 +40,7 @@ var (
 )
 
 // Key is a job's shared secret, which authenticates every message of the
-// job (DESIGN §6). Its zero value is no key. It never prints its bytes.
+// job (DESIGN "Hostile traffic"). Its zero value is no key. It never prints its bytes.
 type Key struct{ b []byte }
 
 // NewKey returns a fresh random key of KeySize bytes.
@@ -154,7 +154,7 @@ func (k Key) verify(msg *nats.Msg) error {
 func HasMAC(msg *nats.Msg) bool { return msg.Header.Get(HeaderMAC) != "" }
 
 // SetKey makes c authenticate every message it sends and receives with
-// key (DESIGN §6): what it sends carries a MAC, and what it receives
+// key (DESIGN "Hostile traffic"): what it sends carries a MAC, and what it receives
 // without a MAC that verifies is dropped, reported to the function of
 // OnDrop, before it is decoded or buffered. Call it before c is used. The
 // zero key, the default, sends no MAC and checks none.

@@ -84,7 +84,7 @@ var (
 // The worker's own failures (Configure, its load, Apply, Push or Report) are a
 // *protocol.NodeError naming its shard, host, pid and round; the
 // coordinator learns of them at once, flushed before Run returns, and fails
-// the job with an error of the same text (DESIGN §6). So it does when ctx
+// the job with an error of the same text (DESIGN "How a job fails"). So it does when ctx
 // ends (a signal): the worker sends "interrupted" and the cause, unless
 // the cause matches ErrAborted (the job failed already).
 //
@@ -107,7 +107,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 
 // built is the app's worker that a node built, the summary its Describe
 // gave and its shard: a rollback to a checkpoint restores it in place
-// instead of building it again (DESIGN §6).
+// instead of building it again (DESIGN "Spares and replacement").
 type built[P, R, U, S any] struct {
 	w       schmp.Worker[P, R, U, S]
 	summary S
@@ -141,7 +141,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 	log.Info("joined", "shards", place.Shards)
 
 	// A survivor of a rollback restores the worker it has in place: the
-	// settings and its shard are the same, its data loaded (DESIGN §6).
+	// settings and its shard are the same, its data loaded (DESIGN "Spares and replacement").
 	w, summary, inPlace := live.reusable(place)
 	live.w = nil // kept again once restored: a failed restore leaves it half set
 	var err error
@@ -160,7 +160,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 	}
 	// A resumed job's worker restores its state from its piece of the
 	// checkpoint; a job that takes checkpoints has it store its pieces
-	// (DESIGN §6).
+	// (DESIGN "Checkpoints").
 	if err == nil && place.Resume != 0 {
 		snap, _ := w.(schmp.Snapshotter)
 		err = checkpoint.Restore(ctx, c, protocol.RoleWorker, place.Shard, place.Resume, place.Digest, snap, opts.Timeout)
@@ -206,7 +206,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 	}
 	log.Info("ready")
 
-	// Heartbeats (DESIGN §6): the worker's own, and the coordinator's,
+	// Heartbeats (DESIGN "How a job fails"): the worker's own, and the coordinator's,
 	// without which for LostAfter the worker stops.
 	ctx, pulse, stopBeats, err := protocol.Heartbeats(ctx, c, place, protocol.Node{Role: protocol.RoleWorker, Place: place.Shard}, log)
 	if err != nil {
@@ -216,7 +216,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 
 	// A reconnect may have lost a partial in flight: send the recent ones
 	// again (the coordinator drops those it has), and look at the tasks
-	// that come again (DESIGN §6).
+	// that come again (DESIGN "NATS outages").
 	reconnected := make(chan struct{}, 1)
 	stopWatch := c.Watch(func(e wire.Event) {
 		wire.LogEvents(log)(e)
@@ -351,7 +351,7 @@ type shell[P, R, U, S any] struct {
 	saver *checkpoint.Saver
 	core  *Core[P, R, U, S]
 	// The partials sent, to answer again, and the last part passed, to
-	// pass again, after a reconnect (DESIGN §6).
+	// pass again, after a reconnect (DESIGN "Checkpoints").
 	answered answers
 	sent     lastPass
 }
@@ -393,7 +393,7 @@ func (s *shell[P, R, U, S]) step(ctx context.Context) (ran, stop bool, err error
 		}
 		if out.Stop {
 			// The last message before Run returns: deliver it now, since a
-			// process may exit right after (DESIGN §6).
+			// process may exit right after (DESIGN "How a job fails").
 			flush(s.c, s.opts.Timeout, s.log)
 			s.log.Info("stopped", "round", s.core.Last())
 			return ran, true, nil
@@ -437,7 +437,7 @@ func (s *shell[P, R, U, S]) answer(ctx context.Context, a *Answer[R, S], nanos i
 			p.Err = err.Error()
 			if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, protocol.ErrAborted) {
 				// Interrupted while the app ran (its Push saw ctx end):
-				// say so, not the app's context error (DESIGN §6).
+				// say so, not the app's context error (DESIGN "How a job fails").
 				p.Err = protocol.Interrupted(cause)
 			}
 		}
@@ -465,7 +465,7 @@ func (s *shell[P, R, U, S]) answer(ctx context.Context, a *Answer[R, S], nanos i
 			err = &protocol.NodeError{Node: s.self, Round: a.Round, Err: err}
 		}
 		// The last message before Run returns: deliver it now, since a
-		// process may exit right after (DESIGN §6).
+		// process may exit right after (DESIGN "How a job fails").
 		flush(s.c, s.opts.Timeout, s.log)
 	}
 	return err
@@ -505,7 +505,7 @@ func wait(opts Options, round uint64) time.Duration {
 // answers holds the partials a worker sent last, encoded, by the task they
 // answer, so that a task that the coordinator sends again after a
 // reconnect is answered again with the same bytes, and the partials are
-// sent again after the worker's own reconnect (DESIGN §6). It keeps the
+// sent again after the worker's own reconnect (DESIGN "NATS outages"). It keeps the
 // partials of the last 2·pipeline.MaxDepth tasks, up to maxAnswers bytes:
 // the coordinator has at most MaxDepth rounds in flight, a check besides
 // each.

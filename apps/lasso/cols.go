@@ -9,7 +9,7 @@ import (
 	"github.com/strads-go/strads/schmp"
 )
 
-// The column layout (DESIGN §5): worker k of P owns the columns
+// The column layout (DESIGN "The column layout"): worker k of P owns the columns
 // columnar.OwnedRange(p, k, P) with all their rows, and a replica of
 // q = y − Xβ over all n rows.
 //

@@ -14,7 +14,7 @@ import (
 // columns with all their rows, the labels, and a replica of q = y − Xβ.
 // Each round it runs coordinate descent over its working set
 // (columnar.Screen), which its scan keeps, and returns its change of Xβ
-// (Push; DESIGN §5).
+// (Push; DESIGN "The column layout").
 type ColWorker struct {
 	cfg          Config
 	shard        int

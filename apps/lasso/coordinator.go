@@ -48,7 +48,7 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 		if s.Data != shards[0].Data {
 			return Update{}, fmt.Errorf("%w: worker shard %d read %v, shard 0 read %v", libsvm.ErrDifferentData, k, s.Data, shards[0].Data)
 		}
-		// The summaries come over the network (DESIGN §6).
+		// The summaries come over the network (DESIGN "Hostile traffic").
 		if s.Rows < 0 || s.Features < 0 || len(s.ColSum) != s.Features || len(s.ColSq) != s.Features || len(s.XtY) != s.Features ||
 			!finite(s.SumY) || !allFinite(s.ColSum) || !allFinite(s.ColSq) || !allFinite(s.XtY) {
 			return Update{}, fmt.Errorf("worker shard %d described %d rows and %d features with %d, %d and %d column sums, or sums that are not finite",

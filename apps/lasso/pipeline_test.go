@@ -36,7 +36,7 @@ func sequential(t *testing.T, cfg Config, workers, parts int, rounds uint64) *Co
 	return j.Coordinator.(*Coordinator)
 }
 
-// TestDepthOneIsSequential checks DESIGN §3: with one round in flight the
+// TestDepthOneIsSequential checks DESIGN "Pipelining": with one round in flight the
 // runtime computes exactly, bit for bit, what the program's functions
 // compute run one after the other with the same schedule and seed.
 func TestDepthOneIsSequential(t *testing.T) {

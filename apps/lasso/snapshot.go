@@ -173,7 +173,7 @@ func (w *ColWorker) Restore(b []byte) error {
 	if err := w.screen.Restore(st.Screen); err != nil {
 		return restoreErr(err)
 	}
-	// A worker restored in place (a rollback, DESIGN §6) drops the
+	// A worker restored in place (a rollback, DESIGN "Spares and replacement") drops the
 	// columns it held, and what extends over them, first.
 	nc := w.x.Cols
 	w.colSum, w.curv, w.trial = w.colSum[:nc:nc], w.curv[:nc:nc], w.trial[:nc:nc]

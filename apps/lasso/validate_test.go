@@ -23,7 +23,7 @@ func allocated(f func()) uint64 {
 // TestRowLayoutValidates checks that the row layout's worker and
 // coordinator refuse, with an error and without a panic or a large
 // allocation, updates, plans, partials and summaries that no job of theirs
-// sends: they come over the network (DESIGN §6).
+// sends: they come over the network (DESIGN "Hostile traffic").
 func TestRowLayoutValidates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "data.svm")
 	if err := os.WriteFile(path, []byte("1 1:1 3:2\n-1 2:1\n0.5 1:0.5 2:1 3:1\n"), 0o644); err != nil {

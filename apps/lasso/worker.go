@@ -81,7 +81,7 @@ func (w *Worker) Describe() (Summary, error) {
 
 // Apply implements schmp.Worker. An update that names a variable out of
 // range, or a change that is not finite, is an error: updates come over
-// the network (DESIGN §6).
+// the network (DESIGN "How a job fails").
 func (w *Worker) Apply(u Update) error {
 	if c := u.Center; c != nil {
 		if c.Features < 0 || len(c.MeanX) != 0 && len(c.MeanX) != c.Features || !finite(c.MeanY) || !allFinite(c.MeanX) {

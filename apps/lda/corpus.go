@@ -91,7 +91,7 @@ func openCorpus(cfg *Config) (*corpus, error) {
 }
 
 // openDocword reads the header of a UCI docword file. Of a data set read
-// in parts (an inputfile.Remote: DESIGN §6, "Data over NATS"), it fetches
+// in parts (an inputfile.Remote: DESIGN "Data over NATS"), it fetches
 // the block of the header only.
 func openDocword(path string) (*corpus, error) {
 	var r io.Reader

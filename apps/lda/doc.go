@@ -1,5 +1,5 @@
 // Package lda is latent Dirichlet allocation fitted by collapsed Gibbs
-// sampling, model-parallel on the static rotation engine (DESIGN §4, §5),
+// sampling, model-parallel on the static rotation engine (DESIGN "Scheduling engines" and "Apps"),
 // as in STRADS:
 //
 //   - Documents are sharded across the workers by document id (worker k of

@@ -79,7 +79,7 @@ type Config struct {
 	// Star sends the rotation's word blocks through the coordinator, in
 	// its partials and updates (the star), instead of straight from the
 	// worker that finished a block to its next owner (the ring, the
-	// default; DESIGN §5). Both give the same model, bit for bit.
+	// default; DESIGN "Apps"). Both give the same model, bit for bit.
 	Star bool
 	// Tokens is N if known (the command line counts them when it checks
 	// the input); 0 makes the scheduler count them.

@@ -96,7 +96,7 @@ func (m *model) Priors() (alpha []float64, beta float64) {
 }
 
 // Outputs implements schmp.Outputter: the model's files, which the
-// runtime writes once the job is done and commits together (DESIGN §6): the
+// runtime writes once the job is done and commits together (DESIGN "Outputs and inputs"): the
 // word-topic counts (Config.WordTopicOut), the document-topic proportions
 // (Config.DocTopicOut), the trained model as JSON (Config.ModelOut), then,
 // at out, the top words of every topic.

@@ -2,7 +2,7 @@ package lda
 
 import "fmt"
 
-// The ring (DESIGN §5): in the rotation, the worker that finished a word
+// The ring (DESIGN "Apps"): in the rotation, the worker that finished a word
 // block in a round passes it straight to the block's next owner
 // (schmp.Passer), rather than in its partial to the coordinator, which
 // would send it on in its update (the star, Config.Star). The coordinator

@@ -11,7 +11,7 @@ import (
 	"github.com/strads-go/strads/schmp"
 )
 
-// Checkpoints (schmp.Snapshotter, DESIGN §6). Every role saves what its
+// Checkpoints (schmp.Snapshotter, DESIGN "Checkpoints"). Every role saves what its
 // constructor (and the coordinator's Start) does not rebuild from the
 // settings and its own shard:
 //   - a worker: its tokens' topics (packed, ⌈log₂ K⌉ bits each), the block
@@ -240,7 +240,7 @@ func (w *Worker) Restore(b []byte) error {
 	}
 	if w.ready {
 		// A worker that has gone on (a rollback restores in place,
-		// DESIGN §6) keeps its shard laid out: the layout is the job's,
+		// DESIGN "Spares and replacement") keeps its shard laid out: the layout is the job's,
 		// from Start's update, and the snapshot's must be the same.
 		if !slices.Equal(layout, w.layout) {
 			return fmt.Errorf("%s snapshot: a layout other than the worker's", kindWorker)

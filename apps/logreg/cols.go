@@ -10,7 +10,7 @@ import (
 	"github.com/strads-go/strads/schmp"
 )
 
-// The column layout (DESIGN §5), as the Lasso's (see lasso.ColumnProgram):
+// The column layout (DESIGN "The column layout"), as the Lasso's (see lasso.ColumnProgram):
 // worker k of P owns the columns columnar.OwnedRange(p, k, P) with all
 // their rows, the labels, and a replica of the margins z = Xw + b over all
 // n rows.

@@ -14,7 +14,7 @@ import (
 // its own columns with all their rows, the labels, and a replica of the
 // margins z = Xw + b over all rows. Each round it takes proximal Newton
 // steps over its working set (columnar.Screen), which its scan keeps, and
-// returns its change of z (Push; DESIGN §5). A worker's local index l of a
+// returns its change of z (Push; DESIGN "The column layout"). A worker's local index l of a
 // column is l < x.Cols for its own column first+l, and x.Cols+f for the
 // f-th column it holds of the others' (columnar.Held).
 type ColWorker struct {

@@ -80,7 +80,7 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 func (c *Coordinator) Start(shards []Summary) (Update, error) {
 	rows, m, pos, neg, zero := 0, 0, 0, 0, 0
 	for w, s := range shards {
-		// The summaries come over the network (DESIGN §6).
+		// The summaries come over the network (DESIGN "Hostile traffic").
 		if s.Rows < 0 || s.Pos < 0 || s.Neg < 0 || s.Zero < 0 || s.Features < 0 || s.Features > len(s.ColSq) {
 			return Update{}, fmt.Errorf("worker shard %d described %d rows (%d, %d, %d by label) and %d features with %d column sums",
 				w, s.Rows, s.Pos, s.Neg, s.Zero, s.Features, len(s.ColSq))

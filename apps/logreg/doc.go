@@ -85,7 +85,7 @@
 // (Program). In the column layout (ColumnProgram), worker k of P owns the
 // columns columnar.OwnedRange(p, k, P) with all their rows, the labels, and
 // a replica of the margins z = Xw + b over all rows, and every worker
-// works, as the Lasso's do (DESIGN §5). Each round every worker updates its
+// works, as the Lasso's do (DESIGN "The column layout"). Each round every worker updates its
 // working set of its own columns (columnar.Screen: the violators of the
 // optimality conditions, w_j = 0 and |Σ_i x_ij·r_i| > nλ, join it worst
 // first, as Config.Schedule's policy grows it, and coordinates settled at

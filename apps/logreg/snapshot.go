@@ -231,7 +231,7 @@ func (w *ColWorker) Restore(b []byte) error {
 	if err := w.screen.Restore(st.Screen); err != nil {
 		return restoreErr(err)
 	}
-	// A worker restored in place (a rollback, DESIGN §6) drops the
+	// A worker restored in place (a rollback, DESIGN "Spares and replacement") drops the
 	// columns it held, and what extends over them, first.
 	nc := w.x.Cols
 	w.trial = w.trial[:nc:nc]

@@ -12,7 +12,7 @@ import (
 // TestRowLayoutValidates checks that the row layout's worker and
 // coordinator refuse, with an error and without a panic or a large
 // allocation, updates, plans, partials and summaries that no job of theirs
-// sends: they come over the network (DESIGN §6).
+// sends: they come over the network (DESIGN "Hostile traffic").
 func TestRowLayoutValidates(t *testing.T) {
 	cfg := Config{Data: writeFile(t, "+1 1:1 3:2\n-1 2:1\n+1 1:0.5 2:1 3:1\n-1 3:1\n"), Lambda: 0.01}
 	start := func(t *testing.T) (*Worker, *Coordinator, Summary) {

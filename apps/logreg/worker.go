@@ -25,7 +25,7 @@ type Worker struct {
 	w []float64 // w, as the updates so far make it
 	b float64
 	// features is the number of features of the job, which Start's update
-	// tells: it bounds every variable (DESIGN §6).
+	// tells: it bounds every variable (DESIGN "Failures and durability").
 	features int
 
 	// Rows whose margin an update changed, for recomputing them once, and

@@ -89,7 +89,7 @@ type Config struct {
 	// Star sends the rotation's blocks of H through the coordinator, in
 	// its partials and updates (the star), instead of straight from the
 	// worker that finished a block to its next owner (the ring, the
-	// default; DESIGN §5). Both give the same model, bit for bit.
+	// default; DESIGN "Apps"). Both give the same model, bit for bit.
 	Star bool
 	// LearningRate and Decay set the SGD step size of iteration e (from
 	// 0): η_e = LearningRate/(1 + Decay·e^1.5).

@@ -1,5 +1,5 @@
 // Package mf is low-rank matrix factorization of a ratings matrix as a
-// scheduled model-parallel program (DESIGN §4, §5). Its model predicts
+// scheduled model-parallel program (DESIGN "Scheduling engines" and "Apps"). Its model predicts
 //
 //	r̂_ui = μ + b_u + c_i + w_u·h_i
 //

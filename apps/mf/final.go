@@ -9,7 +9,7 @@ import (
 )
 
 // Outputs implements schmp.Outputter: the files of the model that the
-// runtime writes once the job is done, committed together (DESIGN §6).
+// runtime writes once the job is done, committed together (DESIGN "Outputs and inputs").
 // With out, PREFIX.W.txt and PREFIX.H.txt (Model.WriteW, WriteH) and, with
 // biases, PREFIX.bias.txt (WriteBiases), and the side file PREFIX.json
 // that describes them (Meta); with Config.PredictOut, the

@@ -2,7 +2,7 @@ package mf
 
 import "fmt"
 
-// The ring (DESIGN §5): in DSGD on the rotation, the worker that finished
+// The ring (DESIGN "Apps"): in DSGD on the rotation, the worker that finished
 // a block of H in a round passes it straight to the block's next owner
 // (schmp.Passer), rather than in its partial to the coordinator, which
 // would send it on in its update (the star, Config.Star). The coordinator

@@ -103,7 +103,7 @@ func TestRingMissingBlock(t *testing.T) {
 // sender nobody awaits, are dropped and the model is the clean run's;
 // a forged block of the awaited sender is either caught as a conflict with
 // the real one (protocol.ErrConflict) or, taken first, refused by the app:
-// the job fails with an error that says so (DESIGN §6).
+// the job fails with an error that says so (DESIGN "Hostile traffic").
 func TestRingHostile(t *testing.T) {
 	cfg := config(t, "rotation", 3, 3)
 	cfg.ReportEvery = 3

@@ -11,7 +11,7 @@ import (
 	"github.com/strads-go/strads/schmp"
 )
 
-// Checkpoints (schmp.Snapshotter, DESIGN §6). Every role saves what its
+// Checkpoints (schmp.Snapshotter, DESIGN "Checkpoints"). Every role saves what its
 // constructor (and the coordinator's Start) does not rebuild from the
 // settings and its own shard:
 //   - a worker: its users' factors W and biases b, and what each
@@ -195,7 +195,7 @@ func (w *rotationWorker) Restore(b []byte) error {
 			return fail(kindRotationWorker, err)
 		}
 	}
-	// A worker that has gone on (a rollback restores in place, DESIGN §6)
+	// A worker that has gone on (a rollback restores in place, DESIGN "Spares and replacement")
 	// holds H and the item biases as a new one does: the block restored,
 	// zeros elsewhere.
 	w.resetRun()
@@ -233,7 +233,7 @@ func (s *shard) restoreFull(kind string, b []byte, f *fullH, w []float64) error 
 	if st.H != nil || st.C != nil || st.Res != nil {
 		return fail(kind, errors.New("item factors in the snapshot of a worker that receives them with every update"))
 	}
-	// A worker that has gone on (a rollback restores in place, DESIGN §6)
+	// A worker that has gone on (a rollback restores in place, DESIGN "Spares and replacement")
 	// holds no items, as a new one: the next update brings them.
 	s.resetRun()
 	clear(f.h)
@@ -301,7 +301,7 @@ func (w *ccdWorker) Restore(b []byte) error {
 	if st.Cur < ccdBias || st.Cur >= k || (st.Cur == ccdBias && !w.bs.on()) {
 		return fail(kindCCDWorker, fmt.Errorf("slot %d of rank %d", st.Cur, k))
 	}
-	// A worker that has gone on (a rollback restores in place, DESIGN §6)
+	// A worker that has gone on (a rollback restores in place, DESIGN "Spares and replacement")
 	// has all of its state set below.
 	w.resetRun()
 	u := len(w.users)

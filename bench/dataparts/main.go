@@ -1,5 +1,5 @@
 // Command dataparts measures what a worker fetches of a data set over
-// NATS (DESIGN §6, "Data over NATS"): whole, as every worker did before
+// NATS (DESIGN "Data over NATS"): whole, as every worker did before
 // data sets had an index (and still does for one stored without), against
 // its part, the blocks of its rows.
 //

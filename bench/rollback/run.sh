@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/rollback/run.sh: what a rollback to a checkpoint costs the nodes
-# that survive it (DESIGN §6, "Spares and replacement"). A Lasso job in the
+# that survive it (DESIGN "Spares and replacement"). A Lasso job in the
 # row layout on a few hundred MB of LIBSVM, its roles as separate
 # processes on a `strads server --store`, with a spare worker; once both
 # workers are ready and a checkpoint is committed, worker 1 is killed with

@@ -21,7 +21,7 @@ const dataSynopsis = "put FILE [--name N] [--block-size BYTES] | ls | get N -o F
 
 // runData runs strads data: the data sets in the JetStream object store of
 // a NATS server, which the input flags of the apps read as nats:NAME
-// (DESIGN §6).
+// (DESIGN "How a job fails").
 func runData(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	sub := firstArgOf(args)
 	var rest []string

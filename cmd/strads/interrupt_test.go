@@ -14,7 +14,7 @@ import (
 // a job whose roles are OS processes: the worker tells the coordinator
 // before it exits (status 143), and the job fails at once, every other
 // role with status 1, the coordinator naming the worker, far within the 60 s timeout (DESIGN
-// §6).
+// "Failures and durability").
 func TestSIGTERMOnWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")

@@ -195,7 +195,7 @@ func columnOptions(fs *flag.FlagSet, opts *coordinator.Options) error {
 
 // workersUsage is the usage of --workers for the Lasso and logistic
 // regression, whose default is one worker: on one machine two or four
-// workers of the column layout fit p ≫ n data faster (DESIGN §5), one is
+// workers of the column layout fit p ≫ n data faster (DESIGN "The column layout"), one is
 // the fastest on n ≫ p, where the job is the read (bench/RESULTS.md, "Two
 // workers against one").
 const workersUsage = "number of workers: on one machine 2 (to 4) fit p ≫ n data faster than 1, 1 is the fastest on n ≫ p; more for data spread over machines"

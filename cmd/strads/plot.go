@@ -26,7 +26,7 @@ import (
 )
 
 // runtimeColumns are the first columns of every metrics CSV, the runtime's
-// (coordinator's metrics writer, DESIGN §7); the app's follow the others.
+// (coordinator's metrics writer, DESIGN "Observability"); the app's follow the others.
 var runtimeColumns = []string{"time_s", "round", "objective", "nnz", "updates", "gap"}
 
 // plotFormats are the chart formats strads plot writes, by file extension.

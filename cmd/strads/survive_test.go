@@ -27,7 +27,7 @@ var trials = flag.Int("survive.trials", 3, "trials of TestKillWithSpare")
 var resumeTrials = flag.Int("survive.resume", 1, "trials of TestKillAndResume for each node killed")
 
 // survival is a job of separate OS processes against a JetStream server,
-// whose nodes a test kills with SIGKILL (DESIGN §6).
+// whose nodes a test kills with SIGKILL (DESIGN "Resume").
 type survival struct {
 	t     *testing.T
 	url   string
@@ -198,7 +198,7 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 		t.Errorf("%s killed at partial %d: the metrics' reports differ:\n%s\nwant\n%s", victim.name, at, g, w)
 	}
 	// The survivors restored their apps in place, their data loaded; the
-	// spare built its own (DESIGN §6).
+	// spare built its own (DESIGN "Spares and replacement").
 	for _, p := range append(scheds, w0, w1, spare) {
 		want := "in_place=true"
 		switch {

@@ -40,7 +40,7 @@ type Core[P, R, U, S any] struct {
 	through  uint64                         // the last round whose update was sent
 	updates  []pending[U]                   // pulled, not yet sent
 	fb       [][]schmp.Feedback             // per scheduler part, not yet sent
-	check    *flight[P, R, U, S]            // the check task in flight (DESIGN §3)
+	check    *flight[P, R, U, S]            // the check task in flight (DESIGN "Pipelining")
 	final    *flight[P, R, U, S]            // the final request in flight (Config.Final)
 	finals   []S                            // the final reports, once all came
 	done     bool
@@ -566,7 +566,7 @@ func (c *Core[P, R, U, S]) meets(prog schmp.Progress, asOf uint64) (converged, r
 // sendCheck sends the check task, once the stop is decided and every round
 // up to its last is pulled: the workers apply the updates not sent yet,
 // report the state after the last round, and wait for the next task
-// without pushing (DESIGN §3).
+// without pushing (DESIGN "Pipelining").
 func (c *Core[P, R, U, S]) sendCheck(now time.Time) {
 	round := c.sent + 1
 	task := protocol.Task[P, U]{Round: round, Updates: c.take(len(c.updates)), Report: true, Check: true}

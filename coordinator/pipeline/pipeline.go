@@ -1,5 +1,5 @@
 // Package pipeline holds the rules of the coordinator's round pipeline
-// (DESIGN §3) as a deterministic state machine, in the manner of
+// (DESIGN "Pipelining") as a deterministic state machine, in the manner of
 // etcd-io/raft's Step and Ready: events go in (a plan arrived for round t
 // from scheduler part p, a worker's partial arrived for round t, with its
 // report if the round asked for one; the clock ticked), actions come out (ask
@@ -63,7 +63,7 @@
 //     workers' final reports (schmp.FinalReporter): state that only the
 //     written model needs, sent once, of exactly the state the check
 //     reported; the job is then done once every worker's is in.
-//   - Checkpoints (Config.Checkpoints, DESIGN §6), at every depth: the
+//   - Checkpoints (Config.Checkpoints, DESIGN "Checkpoints"), at every depth: the
 //     checkpoint of round C is decided when the plan of round C+1 is
 //     asked for; task C+1 and each scheduler part's first plan request of
 //     a round after C carry it (Checkpoint), and right after the pull of C
@@ -142,7 +142,7 @@ type Config struct {
 	// the host and pid it runs on; nil names it "worker shard 1",
 	// "scheduler 0". It must be a function of its arguments.
 	Name func(role string, place int) string
-	// Checkpoints, if set, takes the job's checkpoints (DESIGN §6): the
+	// Checkpoints, if set, takes the job's checkpoints (DESIGN "Checkpoints"): the
 	// core asks it which to take, marks the requests and the task that
 	// ask the roles for their pieces, and hands over its own piece in a
 	// CheckpointTaken action. nil takes none.

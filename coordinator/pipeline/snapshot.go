@@ -11,7 +11,7 @@ import (
 )
 
 // Checkpointer takes a job's checkpoints with a core (Config.Checkpoints,
-// DESIGN §6). The checkpoint of round C is a cut of every role's state:
+// DESIGN "Checkpoints"). The checkpoint of round C is a cut of every role's state:
 //
 //   - the coordinator's: its app's state right after the pull of round C
 //     (Save), and the core's (Snapshot, in the CheckpointTaken action);
@@ -44,7 +44,7 @@ type Checkpointer interface {
 	Save(round uint64) ([]byte, error)
 }
 
-// Snapshot is a core's state at a checkpoint's cut (DESIGN §6): just after
+// Snapshot is a core's state at a checkpoint's cut (DESIGN "Checkpoints"): just after
 // the pull of round Round, with no stop decided, the plans of the rounds
 // after it up to Round+Depth at most asked for, and some of those rounds
 // perhaps sent already. Together with the app's state at the

@@ -6,7 +6,7 @@ import (
 	"github.com/strads-go/strads/schmp"
 )
 
-// window is the bookkeeping of the rounds in flight (DESIGN §3): which
+// window is the bookkeeping of the rounds in flight (DESIGN "Pipelining"): which
 // variables each one updates. It refuses a round that would update a
 // variable already in flight, so that none is ever updated by two rounds at
 // once. It is plain data: the core drives it.
@@ -56,7 +56,7 @@ func (w *window) release(round uint64) {
 
 // checkFeedback checks that fb, the feedback of round in flight, names
 // every variable of the round's plan (PlanInfo.Vars), each once, and no
-// other, with a change for each (DESIGN §3): a variable left out would stay
+// other, with a change for each (DESIGN "Pipelining"): a variable left out would stay
 // busy in a scheduler that waits for its feedback (scheduler.Dynamic),
 // never to be planned again. Feedback of a plan without variables is
 // empty.

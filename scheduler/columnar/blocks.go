@@ -118,7 +118,7 @@ func CheckOwnedShards(shards []OwnedShard) error {
 	return nil
 }
 
-// BlockScheduler is the scheduler of the column layout (DESIGN §5), in
+// BlockScheduler is the scheduler of the column layout (DESIGN "The column layout"), in
 // which each worker owns a contiguous range of the columns with all their
 // rows and chooses the columns it updates itself, from its own working set
 // (Screen): every plan gives each worker an empty block. It reads no data.

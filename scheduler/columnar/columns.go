@@ -156,7 +156,7 @@ func HandOver(cand []int32, score []float64, limit int) []int32 {
 }
 
 // HandLimit is how many columns a worker adds to its working set in a
-// round (DESIGN §5), having nnz non-zero coefficients among its own
+// round (DESIGN "The column layout"), having nnz non-zero coefficients among its own
 // columns: as many (the working set grows about as the active set does, as
 // in celer's working sets), and at least MinHand. All the violators would
 // be too many in the first rounds, when the residual is far from fitted and

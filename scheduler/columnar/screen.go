@@ -9,7 +9,7 @@ import (
 	"github.com/strads-go/strads/scheduler"
 )
 
-// Screen keeps a column worker's working set (DESIGN §5): the columns of
+// Screen keeps a column worker's working set (DESIGN "The column layout"): the columns of
 // its own on which it runs coordinate descent each round. By the priority
 // rule (scheduler.Priority) a column enters when it violates its
 // optimality condition (its coefficient is 0 and its correlation with the

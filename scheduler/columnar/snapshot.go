@@ -89,7 +89,7 @@ func (s *BlockScheduler) Restore(b []byte) error {
 }
 
 // Restore sets h to the held columns cols over rows rows: it empties h (it
-// may hold columns: a rollback restores a worker in place, DESIGN §6) and
+// may hold columns: a rollback restores a worker in place, DESIGN "Spares and replacement") and
 // takes cols as Take does, calling added for each. The caller drops its
 // per-column state of the columns h held before. Columns that do not fit
 // (as for Take) are an error; h is then empty, or holds some of cols.

@@ -65,7 +65,7 @@ var (
 // opts.Configure with the job's settings before it builds the scheduler.
 // Its own failures (Configure, building the scheduler, a plan) are a *protocol.NodeError naming its part, host, pid and round; the
 // coordinator learns of them at once and fails the job with an error of the
-// same text (DESIGN §6); so does an interrupt (ctx done), unless its cause
+// same text (DESIGN "Hostile traffic"); so does an interrupt (ctx done), unless its cause
 // matches ErrAborted. A plan request that comes again with the same bytes
 // (a resend after a reconnect) is answered again with the plan sent, never
 // planned twice; after its own reconnect the node sends its last plans
@@ -97,7 +97,7 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 
 // built is the app's scheduler that a node built and its part: a
 // rollback to a checkpoint restores it in place instead of building it
-// again (DESIGN §6).
+// again (DESIGN "Spares and replacement").
 type built[P any] struct {
 	s    schmp.Scheduler[P]
 	part int
@@ -133,7 +133,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 	ready := protocol.Ready[struct{}]{Header: protocol.Header{Type: protocol.TypeReady, Run: place.Run}, ID: opts.ID, Role: protocol.RoleScheduler, Shard: part}
 	var err error
 	// A survivor of a rollback restores the scheduler it has in place
-	// (DESIGN §6).
+	// (DESIGN "Spares and replacement").
 	s, inPlace := live.reusable(place)
 	live.s = nil // kept again once restored: a failed restore leaves it half set
 	if !inPlace {
@@ -148,7 +148,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 	}
 	// A resumed job's part restores its state from its piece of the
 	// checkpoint; a job that takes checkpoints has it store its pieces
-	// (DESIGN §6).
+	// (DESIGN "Checkpoints").
 	snap, _ := s.(schmp.Snapshotter)
 	if err == nil && place.Resume != 0 {
 		err = checkpoint.Restore(ctx, c, protocol.RoleScheduler, part, place.Resume, place.Digest, snap, opts.Timeout)
@@ -185,7 +185,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 	}
 	log.Info("ready")
 
-	// Heartbeats (DESIGN §6): the part's own, and the coordinator's,
+	// Heartbeats (DESIGN "How a job fails"): the part's own, and the coordinator's,
 	// without which for LostAfter the part stops.
 	ctx, pulse, stopBeats, err := protocol.Heartbeats(ctx, c, place, protocol.Node{Role: protocol.RoleScheduler, Place: part}, log)
 	if err != nil {
@@ -203,7 +203,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 	}
 	// A reconnect may have lost a plan in flight: send the last ones
 	// again (the coordinator drops those it has), and answer a request
-	// that comes again with the same plan (DESIGN §6).
+	// that comes again with the same plan (DESIGN "NATS outages").
 	reconnected := make(chan struct{}, 1)
 	stopWatch := c.Watch(func(e wire.Event) {
 		wire.LogEvents(log)(e)
@@ -251,7 +251,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 			if ctx.Err() != nil {
 				// Tell the coordinator, unless the job failed already
 				// (job.Run's other nodes): it fails the job at once,
-				// naming this node (DESIGN §6).
+				// naming this node (DESIGN "How a job fails").
 				if cause := context.Cause(ctx); !errors.Is(cause, protocol.ErrAborted) {
 					rep := protocol.PlanReply[P]{Header: protocol.Header{Type: protocol.TypePlanReply, Run: place.Run}, Round: core.Next(), Part: part, Err: protocol.Interrupted(cause)}
 					if rerr := wire.Publish(c, protocol.SubjectPlanned, rep); rerr != nil {
@@ -345,7 +345,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 		}
 		if err != nil {
 			// The last message before Run returns: deliver it now, since
-			// a process may exit right after (DESIGN §6).
+			// a process may exit right after (DESIGN "How a job fails").
 			if ferr := c.NATS().FlushTimeout(opts.Timeout); ferr != nil {
 				log.Warn("flush", "err", ferr)
 			}
