@@ -76,8 +76,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 	n := &node[P, R, U, S]{c: c, opts: opts, log: opts.Logger.With("role", "coordinator"), runID: nuid.Next(),
 		nodes:   map[string][]protocol.Node{protocol.RoleWorker: make([]protocol.Node, opts.Workers), protocol.RoleScheduler: make([]protocol.Node, opts.Schedulers)},
 		ids:     map[string][]string{protocol.RoleWorker: make([]string, opts.Workers), protocol.RoleScheduler: make([]string, opts.Schedulers)},
-		plans:   protocol.NewLedger(),
-		sent:    map[taskKey]bool{},
+		gate:    NewGate[P, R, U, S](opts.Schedulers, opts.Workers),
 		dropped: map[string]int{},
 		asked:   map[uint64]outbound{},
 		tasks:   map[taskKey][]outbound{},
@@ -86,9 +85,6 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 		spareCount: map[string]int{},
 
 		metricMarks: map[uint64]int64{},
-	}
-	for range opts.Workers {
-		n.partials = append(n.partials, [3]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger(), protocol.NewLedger()})
 	}
 	n.res.Run = n.runID
 	c.OnDrop(func(msg *nats.Msg, err error) { n.drop(msg, "", protocol.Reason(err), err) })
@@ -170,14 +166,9 @@ type node[P, R, U, S any] struct {
 	fail context.CancelCauseFunc
 
 	box *wire.Mailbox // plans and partials
-	// plans and partials remember the plans and partials taken, by round
-	// (partials by shard, then by taskKind), to tell a replay from a
-	// forgery (DESIGN "Hostile traffic").
-	plans    *protocol.Ledger
-	partials [][3]*protocol.Ledger
-	// sent holds the tasks whose partials are awaited, and whether they
-	// asked for a report; checkRound is the round of the last check task.
-	sent       map[taskKey]bool
+	// gate admits the plans and partials; checkRound is the round of the
+	// last check task.
+	gate       *Gate[P, R, U, S]
 	checkRound uint64
 	// incomplete is the last chunked message dropped, which may explain a
 	// deadline missed.
@@ -904,30 +895,36 @@ func (n *node[P, R, U, S]) onPlan(msg *nats.Msg) error {
 		return nil
 	}
 	from := n.who(protocol.RoleScheduler, rep.Part)
-	if err := rep.Validate(n.opts.Schedulers); err != nil {
-		return n.invalid(msg, "a plan", from, err)
+	adm, err := n.gate.Plan(rep, n.gate.Hash(msg.Data))
+	if err := n.refused(msg, "a plan", from, adm.Drop, err); err != nil || adm.Drop != nil {
+		return err
 	}
-	h := n.plans.Hash(msg.Data)
-	switch taken, err := n.plans.Check(rep.Round, h); {
-	case err != nil:
-		return n.invalid(msg, "a plan", from, err)
-	case taken:
-		n.drop(msg, from.String(), protocol.DropDuplicate, fmt.Errorf("round %d: a plan taken already", rep.Round))
-		return nil
-	}
-	if rep.Err != "" {
-		return n.failed(protocol.RoleScheduler, rep.Part, rep.Round, rep.Err)
-	}
-	ok, err := n.step(msg, from, pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Time: now, Round: rep.Round, From: rep.Part, Plan: rep.Plan, Info: rep.Info})
+	adm.Event.Time = now
+	ok, err := n.step(msg, from, adm.Event)
 	if ok {
 		delete(n.asked, rep.Round)
-		n.plans.Take(rep.Round, h)
+		adm.Take()
 		n.stats.planned(rep.Part, rep.Nanos)
 		if m := n.opts.Monitor; m != nil {
 			m.PhaseSeconds.WithLabelValues("plan").Add(float64(rep.Nanos) / 1e9)
 		}
 	}
 	return err
+}
+
+// refused returns the job's error if the gate refused msg, what came from
+// the node from, with err, and drops it if it refused it with drop.
+func (n *node[P, R, U, S]) refused(msg *nats.Msg, what string, from protocol.Node, drop *protocol.Drop, err error) error {
+	var f *Failed
+	switch {
+	case errors.As(err, &f):
+		return n.failed(f.Role, f.Place, f.Round, f.Cause)
+	case err != nil:
+		return n.invalid(msg, what, from, err)
+	case drop != nil:
+		n.drop(msg, from.String(), drop.Reason, drop.Err)
+	}
+	return nil
 }
 
 // onPartial opens a worker's partial, checks it, and steps the core with
@@ -943,38 +940,18 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 		return nil
 	}
 	from := n.who(protocol.RoleWorker, p.Shard)
-	if err := p.Validate(n.opts.Workers); err != nil {
-		return n.invalid(msg, "a partial", from, err)
+	adm, err := n.gate.Partial(p, n.gate.Hash(msg.Data))
+	if err := n.refused(msg, "a partial", from, adm.Drop, err); err != nil || adm.Drop != nil {
+		return err
 	}
-	kind := kindOf(p.Check, p.Final)
-	ledger := n.partials[p.Shard][kind]
-	h := ledger.Hash(msg.Data)
-	switch taken, err := ledger.Check(p.Round, h); {
-	case err != nil:
-		return n.invalid(msg, "a partial", from, err)
-	case taken:
-		n.drop(msg, from.String(), protocol.DropDuplicate, fmt.Errorf("round %d: a partial taken already", p.Round))
-		return nil
-	}
-	if p.Err != "" {
-		return n.failed(protocol.RoleWorker, p.Shard, p.Round, p.Err)
-	}
-	report, awaited := n.sent[taskKey{p.Round, kind}]
-	switch {
-	case !awaited:
-		n.drop(msg, from.String(), protocol.DropUnexpected, fmt.Errorf("round %d (check %t, final %t): no such task awaits its partials", p.Round, p.Check, p.Final))
-		return nil
-	case report && !p.HasReport:
-		return n.invalid(msg, "a partial", from, fmt.Errorf("round %d: %w: no report, which the task asked for", p.Round, protocol.ErrInvalid))
-	}
-	ok, err := n.step(msg, from, pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Time: now, Round: p.Round, From: p.Shard,
-		Partial: p.Partial, Report: p.Report, HasReport: p.HasReport, Final: p.Final})
+	adm.Event.Time = now
+	ok, err := n.step(msg, from, adm.Event)
 	if ok {
-		ledger.Take(p.Round, h)
+		adm.Take()
 		n.stats.work(p.Shard, p.Nanos)
 		// The round's pull, if this partial completed it, is accounted
 		// for when its action is performed, after this.
-		if rt := n.timing[p.Round]; rt != nil && kind == roundTask {
+		if rt := n.timing[p.Round]; rt != nil && kindOf(p.Check, p.Final) == roundTask {
 			if rt.first.IsZero() {
 				rt.first = now
 			}
@@ -987,6 +964,7 @@ func (n *node[P, R, U, S]) onPartial(msg *nats.Msg) error {
 // perform performs the core's actions, in order.
 func (n *node[P, R, U, S]) perform() error {
 	for _, a := range n.core.Ready() {
+		n.gate.Done(a)
 		switch a.Kind {
 		case pipeline.AskPlan:
 			req := a.Request
@@ -1007,14 +985,12 @@ func (n *node[P, R, U, S]) perform() error {
 			}
 		case pipeline.RecordReport:
 			if a.Final {
-				delete(n.sent, taskKey{n.checkRound, checkTask})
 				delete(n.tasks, taskKey{n.checkRound, checkTask})
 			}
 			if err := n.record(a.Sample); err != nil {
 				return err
 			}
 		case pipeline.RoundPulled:
-			delete(n.sent, taskKey{a.Round, roundTask})
 			delete(n.tasks, taskKey{a.Round, roundTask})
 			n.pulled(a.Round, a.Info)
 		case pipeline.CheckpointTaken:
@@ -1043,9 +1019,7 @@ func (n *node[P, R, U, S]) perform() error {
 func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
 	t0 := time.Now()
 	task.Header = protocol.Header{Type: protocol.TypeTask, Run: n.runID}
-	if !task.Stop || task.Report {
-		n.sent[taskKey{task.Round, kindOf(task.Check, task.Final)}] = task.Report
-	}
+	n.gate.Sent(task)
 	if task.Check {
 		// One check at a time is sent again after a reconnect.
 		delete(n.tasks, taskKey{n.checkRound, checkTask})

@@ -144,11 +144,8 @@ func (n *node[P, R, U, S]) awaitSpare(ctx context.Context, lost protocol.Node) [
 // old run: the ledgers, the tasks and requests awaiting answers, the
 // checkpoint being collected, the heartbeats.
 func (n *node[P, R, U, S]) forget() {
-	n.plans = protocol.NewLedger()
-	for k := range n.partials {
-		n.partials[k] = [3]*protocol.Ledger{protocol.NewLedger(), protocol.NewLedger(), protocol.NewLedger()}
-	}
-	n.sent, n.asked, n.tasks = map[taskKey]bool{}, map[uint64]outbound{}, map[taskKey][]outbound{}
+	n.gate = NewGate[P, R, U, S](n.opts.Schedulers, n.opts.Workers)
+	n.asked, n.tasks = map[uint64]outbound{}, map[taskKey][]outbound{}
 	n.timing = map[uint64]*roundTimes{}
 	n.checkRound, n.incomplete, n.resending = 0, nil, false
 	if n.ckpt != nil {
