@@ -16,6 +16,7 @@ import (
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/member"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	schednode "github.com/strads-go/strads/scheduler/node"
@@ -172,7 +173,7 @@ func (s *session) execute(ctx context.Context, j *Job, opts *coordinator.Options
 // coordinator learns of it and fails the job (DESIGN "How a job fails").
 func (s *session) join(ctx context.Context, j *Job, n *node) (*Job, error) {
 	n.id = nuid.Next()
-	host, pid := protocol.Self()
+	host, pid := member.Self()
 	role := protocol.RoleWorker
 	if s.role == Scheduler {
 		role = protocol.RoleScheduler
@@ -180,7 +181,7 @@ func (s *session) join(ctx context.Context, j *Job, n *node) (*Job, error) {
 	jctx, cancel := context.WithTimeout(ctx, s.rf.joinTimeout)
 	defer cancel()
 	req := protocol.JoinRequest{ID: n.id, Role: role, Manifest: n.opts.Manifest, Host: host, PID: pid}
-	rep, err := protocol.Join(jctx, n.c, req, s.rf.timeout)
+	rep, err := member.Join(jctx, n.c, req, s.rf.timeout)
 	if err != nil {
 		return nil, err
 	}

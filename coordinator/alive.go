@@ -10,7 +10,10 @@ import (
 )
 
 // followBeats subscribes to the workers' and scheduler parts' heartbeats
-// (DESIGN "How a job fails"), and notes when each node was last heard from.
+// (DESIGN "How a job fails"), and notes when each node was last heard
+// from: a beat counts only from the node at its place, and only if newer
+// than the last one taken from it (a replay does not keep a dead node
+// alive).
 func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 	n.mu.Lock()
 	n.seen = map[string][]time.Time{
@@ -23,14 +26,25 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 		n.mu.Lock()
 		run := n.runID
 		n.mu.Unlock()
-		if err := protocol.Open(msg.Data, &h, protocol.TypeHeartbeat, run); err != nil {
+		err := protocol.Open(msg.Data, &h, protocol.TypeHeartbeat, run)
+		if err != nil {
 			n.drop(msg, "", protocol.Reason(err), err)
 			return
 		}
 		n.mu.Lock()
-		defer n.mu.Unlock()
-		if seen := n.seen[h.Role]; h.Place >= 0 && h.Place < len(seen) {
+		seen, reason := n.seen[h.Role], ""
+		switch {
+		case h.Place < 0 || h.Place >= len(seen) || h.ID != n.ids[h.Role][h.Place]:
+			// Not the node at that place: one replaced, or none.
+			reason, err = protocol.DropUnexpected, fmt.Errorf("a heartbeat of %s %d from node %.32q", h.Role, h.Place, h.ID)
+		case !n.beats.Take(h.Run+"/"+h.Role+"/"+h.ID, h.Seq):
+			reason, err = protocol.DropDuplicate, fmt.Errorf("beat %d of %s %d again", h.Seq, h.Role, h.Place)
+		default:
 			seen[h.Place] = time.Now()
+		}
+		n.mu.Unlock()
+		if reason != "" {
+			n.drop(msg, "", reason, err)
 		}
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/member"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/wire"
@@ -60,7 +61,7 @@ const failFast = 5 * time.Second
 // matches ErrAborted, and that the node returns its own error with the same
 // text.
 func TestNodeFailureTravels(t *testing.T) {
-	host, pid := protocol.Self()
+	host, pid := member.Self()
 	ns := startServer(t)
 	cases := []struct {
 		name   string

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/member"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/worker"
@@ -20,7 +21,7 @@ import (
 // returns that message (ErrManifest), and that the coordinator fails the
 // job at once with it instead of waiting for the node.
 func TestManifestRefused(t *testing.T) {
-	host, pid := protocol.Self()
+	host, pid := member.Self()
 	me := fmt.Sprintf("(host %s, pid %d)", host, pid)
 	ns := startServer(t)
 	job := protocol.Manifest{App: "counting", Settings: map[string]string{"lambda": "0.1", "rho": "0.5"}}
@@ -174,7 +175,7 @@ func TestConfigure(t *testing.T) {
 		}
 	}
 
-	host, pid := protocol.Self()
+	host, pid := member.Self()
 	o = runRoles(t, ns, "misconfigured", roles[uint64, uint64, uint64, uint64]{
 		prog:        counting{}.program(),
 		coordinator: coordinator.Options{Workers: 1, ReportEvery: 1, MaxRounds: 3, JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second},

@@ -131,7 +131,8 @@ type node[P, R, U, S any] struct {
 	// seen holds, by role and place, when a node was last heard from (its
 	// heartbeat, or any message), once the rounds run (DESIGN "Checkpoints").
 	seen    map[string][]time.Time
-	aliveAt time.Time // when checkAlive last looked at them
+	beats   protocol.Sequences // the nodes' heartbeats taken, by run, role and ID
+	aliveAt time.Time          // when checkAlive last looked at them
 	// spares holds, by role, the spares admitted and not used
 	// (Options.Spares).
 	spares     map[string][]spareNode

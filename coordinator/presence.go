@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/codec"
+	"github.com/strads-go/strads/member"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/wire"
 )
@@ -49,7 +50,7 @@ type presence struct {
 // longer than the wait, may both go on. (JetStream's key-value Create,
 // once the runtime uses JetStream, would close that.)
 func (n *node[P, R, U, S]) claim(ctx context.Context) (*nats.Subscription, error) {
-	host, pid := protocol.Self()
+	host, pid := member.Self()
 	p := &presence{self: protocol.Presence{Header: protocol.Header{Type: protocol.TypePresence},
 		Ticket: nuid.Next(), Host: host, PID: pid, Since: time.Now().UnixNano()}}
 	sub, err := n.c.SubscribeFunc(n.c.Subject(protocol.SubjectCoordinator), func(msg *nats.Msg) {

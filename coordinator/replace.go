@@ -11,6 +11,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/member"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -216,7 +217,7 @@ func (n *node[P, R, U, S]) restartBeat() {
 	if n.stopBeat != nil {
 		n.stopBeat()
 	}
-	n.stopBeat = protocol.Beat(n.c, protocol.SubjectBeatCoordinator, n.opts.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: n.runID}, Role: "coordinator"})
+	n.stopBeat = member.Beat(n.c, protocol.SubjectBeatCoordinator, n.opts.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: n.runID}, Role: "coordinator"})
 }
 
 // releaseSpares ends the wait of the spares not used: the job is over,

@@ -108,3 +108,13 @@ func (e *NodeError) Error() string {
 
 // Unwrap returns the cause.
 func (e *NodeError) Unwrap() error { return e.Err }
+
+// RollbackError is the error with which a worker or scheduler node's
+// serving of its place ends when the coordinator takes the job back to a
+// checkpoint (a Task's or PlanRequest's Rollback): member.ServePlace then serves
+// the place again, restored from that checkpoint.
+type RollbackError struct{ Rollback }
+
+func (r *RollbackError) Error() string {
+	return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round)
+}

@@ -1,19 +1,6 @@
 package protocol
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/nats-io/nats.go"
-
-	"github.com/strads-go/strads/codec"
-	"github.com/strads-go/strads/wire"
-)
+import "time"
 
 // Heartbeats (DESIGN "How a job fails"): once admitted, every node publishes a Heartbeat
 // every HeartbeatEvery, the coordinator on SubjectBeatCoordinator, the
@@ -32,190 +19,33 @@ const (
 	DefaultLostAfter = 5 * time.Second
 )
 
-// Heartbeat says that a node is alive.
+// Heartbeat says that a node is alive: the node ID (a worker's or a
+// scheduler's, as it joined; none for the coordinator) at Place of Role.
+// Seq counts the sender's beats from 1: a beat not newer than one taken
+// from the same sender (Sequences) is a replay, dropped, so that with a
+// job key nobody keeps a dead node alive by sending its old beats again.
 type Heartbeat struct {
 	Header
 	Role  string `msgpack:"role"`
 	Place int    `msgpack:"place"`
+	ID    string `msgpack:"id,omitempty"`
+	Seq   uint64 `msgpack:"seq"`
 }
 
-// Beat publishes h on the job subject name every every, from now until
-// the returned stop is called. A beat that cannot be sent (the connection
-// is down) is skipped: the next one may be.
-func Beat(c *wire.Conn, name string, every time.Duration, h Heartbeat) (stop func()) {
-	h.Type = TypeHeartbeat
-	data, err := codec.Marshal(h)
-	done := make(chan struct{})
-	var once sync.Once
-	if err != nil {
-		return func() {}
+// Sequences remembers the last sequence number taken from each sender of
+// periodic messages (heartbeats), to drop replays. It is not safe for
+// concurrent use.
+type Sequences struct{ last map[string]uint64 }
+
+// Take reports whether seq is newer than every one taken from sender, and
+// if so takes it.
+func (q *Sequences) Take(sender string, seq uint64) bool {
+	if q.last == nil {
+		q.last = map[string]uint64{}
 	}
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			_ = c.PublishData(name, "", data)
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() { once.Do(func() { close(done) }) }
-}
-
-// Pulse follows the coordinator's heartbeats, for a worker or a scheduler.
-type Pulse struct {
-	nc     *nats.Conn
-	subs   []*nats.Subscription
-	last   atomic.Int64 // unix nanoseconds of the coordinator's last beat, or of the start
-	others atomic.Int64 // of the last beat of another node
-}
-
-// FollowCoordinator subscribes to the coordinator's heartbeats of run, or
-// of any run if run is "" (a spare's: a rollback changes the run).
-func FollowCoordinator(c *wire.Conn, run string, log *slog.Logger) (*Pulse, error) {
-	p := &Pulse{nc: c.NATS()}
-	p.Reset()
-	// The other nodes' beats tell a silent coordinator from a node that
-	// hears nothing at all (its own process or connection stalled).
-	for _, s := range []struct {
-		name string
-		last *atomic.Int64
-	}{{SubjectBeatCoordinator, &p.last}, {SubjectBeat, &p.others}} {
-		sub, err := c.SubscribeFunc(c.Subject(s.name), func(msg *nats.Msg) {
-			var h Heartbeat
-			err := codec.Unmarshal(msg.Data, &h)
-			switch {
-			case err == nil && h.Type != TypeHeartbeat:
-				err = fmt.Errorf("a message of type %q", h.Type)
-			case err == nil && run != "" && h.Run != run:
-				err = fmt.Errorf("%w: run %.32q", ErrForeign, h.Run)
-			}
-			if err != nil {
-				log.Debug("message dropped", "subject", msg.Subject, "err", err)
-				return
-			}
-			s.last.Store(time.Now().UnixNano())
-		})
-		if err != nil {
-			p.Close()
-			return nil, err
-		}
-		p.subs = append(p.subs, sub)
+	if last, ok := q.last[sender]; ok && seq <= last {
+		return false
 	}
-	return p, nil
-}
-
-// Silent returns how long the coordinator has not been heard from.
-func (p *Pulse) Silent() time.Duration {
-	return time.Since(time.Unix(0, p.last.Load()))
-}
-
-// Reset counts the coordinator as heard from now (after a reconnect of
-// this node, whose own silence was the cause).
-func (p *Pulse) Reset() {
-	now := time.Now().UnixNano()
-	p.last.Store(now)
-	p.others.Store(now)
-}
-
-// Close stops following.
-func (p *Pulse) Close() {
-	if p == nil {
-		return
-	}
-	for _, s := range p.subs {
-		_ = s.Unsubscribe()
-	}
-}
-
-// AwaitBeat is a context that ends, with cause, once the coordinator has
-// been silent for lost while this node's connection was up and the other
-// nodes' beats came (a node that hears nothing at all is stalled itself,
-// and waits on), checked every every: the context of a node's waits,
-// so that a node whose coordinator is gone stops within seconds rather than
-// at its timeout.
-func (p *Pulse) AwaitBeat(ctx context.Context, every, lost time.Duration, cause func(silent time.Duration) error) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if !p.nc.IsConnected() {
-					// The node's own connection is down: the silence is
-					// its own (its reconnect resets the count too).
-					p.Reset()
-					continue
-				}
-				others := time.Since(time.Unix(0, p.others.Load()))
-				if s := p.Silent(); s >= lost && others < lost/2 {
-					// The others are heard, the coordinator is not.
-					cancel(cause(s))
-					return
-				}
-			}
-		}
-	}()
-	return ctx, func() { cancel(context.Canceled) }
-}
-
-// AwaitAssign waits, as the spare that joined with place, on box (its
-// SubjectSpare) for its Assign (DESIGN "Spares and replacement"), and returns its new place: the
-// lost node's, to be restored from the checkpoint that the assignment
-// names, under its run id. ok is false when the coordinator ends the wait
-// because the job is over (err nil if it succeeded, matching ErrAborted if
-// it failed). A coordinator not heard from for place.LostAfter ends the
-// wait with an error matching ErrTimeout; so does ctx.
-func AwaitAssign(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place JoinReply, role string, log *slog.Logger) (JoinReply, bool, error) {
-	log.Info("joined as a spare", "places", place.Shards)
-	if place.Heartbeat > 0 {
-		pulse, err := FollowCoordinator(c, "", log)
-		if err != nil {
-			return place, false, err
-		}
-		defer pulse.Close()
-		var stop context.CancelFunc
-		ctx, stop = pulse.AwaitBeat(ctx, place.Heartbeat, place.LostAfter, func(silent time.Duration) error {
-			return Timeout(fmt.Errorf("spare %s: no heartbeat from the coordinator for %s", role, silent.Round(time.Millisecond)))
-		})
-		defer stop()
-	}
-	for {
-		msg, err := box.Next(ctx)
-		if err != nil {
-			if errors.Is(err, wire.ErrIncomplete) {
-				continue
-			}
-			return place, false, context.Cause(ctx)
-		}
-		if msg == nil {
-			continue
-		}
-		var a Assign
-		if err := Open(msg.Data, &a, TypeAssign, place.Run); err != nil {
-			log.Debug("message dropped", "subject", msg.Subject, "err", err)
-			continue
-		}
-		if err := a.Validate(); err != nil {
-			log.Debug("message dropped", "subject", msg.Subject, "err", err)
-			continue
-		}
-		switch {
-		case a.Stop && a.Abort != "":
-			return place, false, Aborted(fmt.Errorf("spare %s: job aborted: %s", role, a.Abort))
-		case a.Stop:
-			log.Info("the job is over; the spare was not needed")
-			return place, false, nil
-		}
-		place.Spare, place.Shard, place.Shards = false, a.Shard, a.Shards
-		place.Resume, place.Digest, place.Run = a.Rollback.Round, "", a.Rollback.Run
-		log.Info("taking a lost place", "place", a.Shard, "round", a.Rollback.Round)
-		return place, true, nil
-	}
+	q.last[sender] = seq
+	return true
 }

@@ -18,7 +18,7 @@ import (
 // parts that workers pass each other (Pass, on pass.<k>), 6 checkpoints
 // (Task.Checkpoint, PlanRequest.Checkpoint, Stored, the join reply's
 // Resume).
-const Version = 6
+const Version = 7
 
 // Manifest is what a role believes about the job it joins (DESIGN "Roles, subjects and messages"). The
 // coordinator holds the job's own; it refuses a role whose manifest differs

@@ -28,8 +28,8 @@ const maxText = 1000
 // the bytes of s left out.
 //
 // Open applies it to the free text of every message it decodes (a task's
-// or a plan request's Abort, a partial's Err, a join's Host), and Join
-// and Announce to the replies they receive: once the text enters, every
+// or a plan request's Abort, a partial's Err, a join's Host), and member.Join
+// and member.Announce to the replies they receive: once the text enters, every
 // later print of it, in an error returned up to the command line or in a
 // log, is safe, and none can be missed. Identifiers that are compared
 // (run ids, node IDs, tickets, digests) and settings that are applied are

@@ -139,3 +139,21 @@ func TestPlanPart(t *testing.T) {
 		}
 	}
 }
+
+// TestSequences checks that a sender's sequence numbers are taken only
+// when newer than every one taken from it, each sender apart.
+func TestSequences(t *testing.T) {
+	var q Sequences
+	for i, tc := range []struct {
+		sender string
+		seq    uint64
+		want   bool
+	}{
+		{"a", 1, true}, {"a", 1, false}, {"a", 3, true}, {"a", 2, false},
+		{"b", 2, true}, {"a", 4, true}, {"b", 1, false}, {"b", 3, true},
+	} {
+		if got := q.Take(tc.sender, tc.seq); got != tc.want {
+			t.Errorf("step %d: Take(%q, %d) = %v, want %v", i, tc.sender, tc.seq, got, tc.want)
+		}
+	}
+}

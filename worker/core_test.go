@@ -18,7 +18,6 @@ type ring struct {
 	shard, shards int
 	state         int
 	log           []string
-	passes        bool
 }
 
 func (r *ring) Describe() (int, error) { return r.shard, nil }

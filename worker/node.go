@@ -13,6 +13,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/member"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -95,12 +96,12 @@ var (
 func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx context.Context, shard, shards int) (schmp.Worker[P, R, U, S], error), opts Options) error {
 	opts.fill()
 	log := opts.Logger.With("role", "worker", "id", opts.ID)
-	host, pid := protocol.Self()
+	host, pid := member.Self()
 
 	var live built[P, R, U, S] // the app's worker, kept for a rollback
 	req := protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleWorker, Manifest: opts.Manifest, Host: host, PID: pid}
 	drop := func(reason string) { opts.Monitor.Drop(protocol.RoleWorker, reason) }
-	return protocol.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, func(place protocol.JoinReply) error {
+	return member.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, func(place protocol.JoinReply) error {
 		return serve(ctx, c, newWorker, opts, place, log, host, pid, &live)
 	})
 }
@@ -198,7 +199,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 		ready.Err = err.Error()
 		err = &protocol.NodeError{Node: self, Err: err}
 	}
-	if aerr := protocol.Announce(joinCtx, c, ready); err == nil && aerr != nil {
+	if aerr := member.Announce(joinCtx, c, ready); err == nil && aerr != nil {
 		err = aerr
 	}
 	if err != nil {
@@ -208,7 +209,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 
 	// Heartbeats (DESIGN "How a job fails"): the worker's own, and the coordinator's,
 	// without which for LostAfter the worker stops.
-	ctx, pulse, stopBeats, err := protocol.Heartbeats(ctx, c, place, protocol.Node{Role: protocol.RoleWorker, Place: place.Shard}, log)
+	ctx, pulse, stopBeats, err := member.Heartbeats(ctx, c, place, protocol.Node{Role: protocol.RoleWorker, Place: place.Shard}, opts.ID, log)
 	if err != nil {
 		return err
 	}
@@ -280,7 +281,7 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 			continue
 		}
 		if err != nil {
-			if cause := context.Cause(ctx); errors.Is(cause, protocol.ErrCoordinatorLost) {
+			if cause := context.Cause(ctx); errors.Is(cause, member.ErrCoordinatorLost) {
 				return cause
 			}
 			if ctx.Err() != nil {

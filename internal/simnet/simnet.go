@@ -451,15 +451,13 @@ func (s *sim[P, R, U, S]) toScheduler(e envelope) {
 // can run, and sends what it gives.
 func (s *sim[P, R, U, S]) toWorker(e envelope) {
 	c := s.workers[e.to.place]
-	var (
-		drop *protocol.Drop
-		err  error
-	)
+	var err error
 	if e.from == coord {
 		var t protocol.Task[P, U]
 		if protocol.Open(e.data, &t, protocol.TypeTask, run) != nil {
 			return
 		}
+		var drop *protocol.Drop
 		drop, err = c.Task(t, c.Hash(e.data))
 		if drop != nil && drop.Reason == protocol.DropDuplicate {
 			// Answered again, as the node does.
@@ -472,7 +470,7 @@ func (s *sim[P, R, U, S]) toWorker(e envelope) {
 		if protocol.Open(e.data, &p, protocol.TypePass, run) != nil {
 			return
 		}
-		drop, err = c.Pass(p, c.Hash(e.data))
+		_, err = c.Pass(p, c.Hash(e.data))
 	}
 	if err != nil {
 		// The worker ends; the coordinator's deadline names it.

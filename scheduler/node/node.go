@@ -13,6 +13,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/member"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
@@ -85,12 +86,12 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("role", "scheduler", "id", opts.ID)
-	host, pid := protocol.Self()
+	host, pid := member.Self()
 
 	var live built[P] // the app's scheduler, kept for a rollback
 	req := protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleScheduler, Manifest: opts.Manifest, Host: host, PID: pid}
 	drop := func(reason string) { opts.Monitor.Drop(protocol.RoleScheduler, reason) }
-	return protocol.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, func(place protocol.JoinReply) error {
+	return member.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, func(place protocol.JoinReply) error {
 		return serve(ctx, c, newScheduler, opts, place, log, host, pid, &live)
 	})
 }
@@ -169,7 +170,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 		// The coordinator names the scheduler itself: send the cause.
 		ready.Err = err.Error()
 		err = &protocol.NodeError{Node: self, Err: err}
-		if aerr := protocol.Announce(joinCtx, c, ready); aerr != nil && !errors.Is(aerr, context.Canceled) {
+		if aerr := member.Announce(joinCtx, c, ready); aerr != nil && !errors.Is(aerr, context.Canceled) {
 			log.Warn("report failure", "err", aerr)
 		}
 		return err
@@ -180,14 +181,14 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 		return err
 	}
 	defer reqs.Close()
-	if err := protocol.Announce(joinCtx, c, ready); err != nil {
+	if err := member.Announce(joinCtx, c, ready); err != nil {
 		return err
 	}
 	log.Info("ready")
 
 	// Heartbeats (DESIGN "How a job fails"): the part's own, and the coordinator's,
 	// without which for LostAfter the part stops.
-	ctx, pulse, stopBeats, err := protocol.Heartbeats(ctx, c, place, protocol.Node{Role: protocol.RoleScheduler, Place: part}, log)
+	ctx, pulse, stopBeats, err := member.Heartbeats(ctx, c, place, protocol.Node{Role: protocol.RoleScheduler, Place: part}, opts.ID, log)
 	if err != nil {
 		return err
 	}
@@ -245,7 +246,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 			continue
 		}
 		if err != nil {
-			if cause := context.Cause(ctx); errors.Is(cause, protocol.ErrCoordinatorLost) {
+			if cause := context.Cause(ctx); errors.Is(cause, member.ErrCoordinatorLost) {
 				return cause
 			}
 			if ctx.Err() != nil {

@@ -1,9 +1,10 @@
-package protocol
+package member
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/strads-go/strads/protocol"
 	"os"
 	"time"
 
@@ -21,19 +22,19 @@ import (
 // challenge, which the join is sent again with (DESIGN "NATS outages"); a coordinator
 // whose answers do not verify under the key (it has none, or another)
 // admits this node nowhere, and the error, once ctx is done, says so.
-func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration) (JoinReply, error) {
+func Join(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, try time.Duration) (protocol.JoinReply, error) {
 	role := req.Role
 	if role == "" {
-		role = RoleWorker
+		role = protocol.RoleWorker
 	}
-	req.Header = Header{Type: TypeJoin}
+	req.Header = protocol.Header{Type: protocol.TypeJoin}
 	var keyErr error // the last answer dropped for its MAC
 	for {
 		rctx, cancel := context.WithTimeout(ctx, min(try, 5*time.Second))
-		rep, err := wire.RequestRetried[JoinRequest, JoinReply](rctx, c, SubjectJoin, req)
+		rep, err := wire.RequestRetried[protocol.JoinRequest, protocol.JoinReply](rctx, c, protocol.SubjectJoin, req)
 		cancel()
 		if err == nil {
-			rep.clean() // its text enters here, as a message's in Open
+			rep.Err = protocol.Printable(rep.Err) // its text enters here, as a message's in Open
 			switch {
 			case rep.Challenge != "" && c.Keyed():
 				if rep.Challenge != req.Ticket {
@@ -42,7 +43,7 @@ func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration)
 				}
 				return rep, fmt.Errorf("%s: join refused: the coordinator challenged its own ticket again", role)
 			case rep.Mismatch:
-				return rep, Mismatch(errors.New(rep.Err))
+				return rep, protocol.Mismatch(errors.New(rep.Err))
 			case rep.Err != "":
 				return rep, fmt.Errorf("%s: join refused: %s", role, rep.Err)
 			}
@@ -52,12 +53,12 @@ func Join(ctx context.Context, c *wire.Conn, req JoinRequest, try time.Duration)
 			keyErr = err
 		}
 		if ctx.Err() != nil {
-			err := fmt.Errorf("%s: no coordinator answered on %s: %w", role, c.Subject(SubjectJoin), ctx.Err())
+			err := fmt.Errorf("%s: no coordinator answered on %s: %w", role, c.Subject(protocol.SubjectJoin), ctx.Err())
 			if keyErr != nil {
-				err = fmt.Errorf("%s: join refused: the job's coordinator does not have this key (--key): its answers on %s do not verify (%w)", role, c.Subject(SubjectJoin), keyErr)
+				err = fmt.Errorf("%s: join refused: the job's coordinator does not have this key (--key): its answers on %s do not verify (%w)", role, c.Subject(protocol.SubjectJoin), keyErr)
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				err = Timeout(err)
+				err = protocol.Timeout(err)
 			}
 			return rep, err
 		}
@@ -78,9 +79,9 @@ func Self() (host string, pid int) {
 
 // Announce tells the coordinator that the node is ready (or, with r.Err
 // set, that it failed to load), and waits for the acknowledgement.
-func Announce[S any](ctx context.Context, c *wire.Conn, r Ready[S]) error {
-	ack, err := wire.Request[Ready[S], Ack](ctx, c, SubjectReady, r)
-	ack.clean() // its text enters here, as a message's in Open
+func Announce[S any](ctx context.Context, c *wire.Conn, r protocol.Ready[S]) error {
+	ack, err := wire.Request[protocol.Ready[S], protocol.Ack](ctx, c, protocol.SubjectReady, r)
+	ack.Err = protocol.Printable(ack.Err) // its text enters here, as a message's in Open
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s %d: report ready: %w", r.Role, r.Shard, err)

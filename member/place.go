@@ -1,9 +1,10 @@
-package protocol
+package member
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/strads-go/strads/protocol"
 	"log/slog"
 	"time"
 
@@ -12,16 +13,6 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// RollbackError is the error with which a worker or scheduler node's
-// serving of its place ends when the coordinator takes the job back to a
-// checkpoint (a Task's or PlanRequest's Rollback): ServePlace then serves
-// the place again, restored from that checkpoint.
-type RollbackError struct{ Rollback }
-
-func (r *RollbackError) Error() string {
-	return fmt.Sprintf("rollback to the checkpoint of round %d", r.Round)
-}
-
 // Enter joins the job as req describes, a worker or scheduler node, and
 // serves the place it is given with serve until the job ends (ServePlace).
 // Before it joins, it subscribes to its spare subject (SubjectSpare), so
@@ -29,16 +20,16 @@ func (r *RollbackError) Error() string {
 // message it drops for the job key's MAC to drop, with its reason
 // (Reason), and to log. A manifest of version 0 is sent as Version.
 // joinTimeout bounds the join, timeout each request of it.
-func Enter(ctx context.Context, c *wire.Conn, req JoinRequest, joinTimeout, timeout time.Duration, drop func(reason string), log *slog.Logger, serve func(JoinReply) error) error {
+func Enter(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, joinTimeout, timeout time.Duration, drop func(reason string), log *slog.Logger, serve func(protocol.JoinReply) error) error {
 	if req.Manifest.Version == 0 {
-		req.Manifest.Version = Version
+		req.Manifest.Version = protocol.Version
 	}
 	c.OnDrop(func(msg *nats.Msg, err error) {
-		reason := Reason(err)
+		reason := protocol.Reason(err)
 		drop(reason)
 		log.Debug("message dropped", "subject", msg.Subject, "reason", reason, "err", err)
 	})
-	spare, err := wire.NewMailbox(c, SubjectSpare(req.ID))
+	spare, err := wire.NewMailbox(c, protocol.SubjectSpare(req.ID))
 	if err != nil {
 		return err
 	}
@@ -58,7 +49,7 @@ func Enter(ctx context.Context, c *wire.Conn, req JoinRequest, joinTimeout, time
 // without needing it. After a rollback (serve's error a *RollbackError)
 // the place is served again, to be restored from the checkpoint under the
 // new run id (serve keeps the app it built, to restore it in place).
-func ServePlace(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place JoinReply, role string, log *slog.Logger, serve func(JoinReply) error) error {
+func ServePlace(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place protocol.JoinReply, role string, log *slog.Logger, serve func(protocol.JoinReply) error) error {
 	for {
 		if place.Spare {
 			var ok bool
@@ -68,7 +59,7 @@ func ServePlace(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place Join
 			}
 		}
 		err := serve(place)
-		var rb *RollbackError
+		var rb *protocol.RollbackError
 		if !errors.As(err, &rb) {
 			return err
 		}
@@ -81,22 +72,23 @@ func ServePlace(ctx context.Context, c *wire.Conn, box *wire.Mailbox, place Join
 // coordinator sent no heartbeat for the join reply's LostAfter.
 var ErrCoordinatorLost = errors.New("the coordinator is lost")
 
-// Heartbeats starts the heartbeats of self, a node of the job that place
-// describes, and follows the coordinator's (DESIGN "How a job fails"): the returned
+// Heartbeats starts the heartbeats of self, the node of ID id at its place
+// in the job that place describes, and follows the coordinator's (DESIGN
+// "How a job fails"): the returned
 // context is ctx, ended with an error that names self and matches
 // ErrTimeout and ErrCoordinatorLost once the coordinator has been silent
 // for LostAfter. pulse is nil, and ctx returned as is, when the job sends
 // no heartbeats. stop ends it all.
-func Heartbeats(ctx context.Context, c *wire.Conn, place JoinReply, self Node, log *slog.Logger) (_ context.Context, pulse *Pulse, stop func(), err error) {
+func Heartbeats(ctx context.Context, c *wire.Conn, place protocol.JoinReply, self protocol.Node, id string, log *slog.Logger) (_ context.Context, pulse *Pulse, stop func(), err error) {
 	if place.Heartbeat <= 0 {
 		return ctx, nil, func() {}, nil
 	}
 	if pulse, err = FollowCoordinator(c, place.Run, log); err != nil {
 		return ctx, nil, nil, err
 	}
-	stopBeat := Beat(c, SubjectBeat, place.Heartbeat, Heartbeat{Header: Header{Run: place.Run}, Role: self.Role, Place: self.Place})
+	stopBeat := Beat(c, protocol.SubjectBeat, place.Heartbeat, protocol.Heartbeat{Header: protocol.Header{Run: place.Run}, Role: self.Role, Place: self.Place, ID: id})
 	ctx, stopWait := pulse.AwaitBeat(ctx, place.Heartbeat, place.LostAfter, func(silent time.Duration) error {
-		return Timeout(fmt.Errorf("%s: no heartbeat from the coordinator for %s: %w", Node{Role: self.Role, Place: self.Place}, silent.Round(time.Millisecond), ErrCoordinatorLost))
+		return protocol.Timeout(fmt.Errorf("%s: no heartbeat from the coordinator for %s: %w", protocol.Node{Role: self.Role, Place: self.Place}, silent.Round(time.Millisecond), ErrCoordinatorLost))
 	})
 	return ctx, pulse, func() { stopWait(); stopBeat(); pulse.Close() }, nil
 }
