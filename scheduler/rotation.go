@@ -12,8 +12,10 @@ import (
 // as many blocks as there are workers, and in sub-round t (from 0) worker p
 // works on block (p+t) mod P. No two workers ever hold the same block, and
 // in P sub-rounds every worker visits every block once. After a sub-round,
-// each block goes to the worker that owns it next, Owner(b, t+1); an app
-// sends it there with an update that implements schmp.Splitter.
+// each block goes to the worker that owns it next, Owner(b, t+1): an app
+// passes it there straight from worker to worker (schmp.Passer, the ring),
+// or through the coordinator with an update that implements
+// schmp.Splitter (the star).
 //
 // Rotation is a schmp.Scheduler whose plan is the sub-round. Every round
 // holds every block, so rounds cannot overlap: the runtime refuses a depth
