@@ -270,7 +270,7 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 		cols += part.Cols.Len()
 		nnz += len(part.Cols.Rows)
 	}
-	growColumns(&u.Cols, cols, nnz)
+	u.Cols.Grow(cols, nnz)
 	var moved []int // workers with a change
 	fresh := true
 	for k, part := range partials {
