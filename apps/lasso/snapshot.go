@@ -193,12 +193,9 @@ type colCoordinatorState struct {
 // Snapshot implements schmp.Snapshotter.
 func (c *ColCoordinator) Snapshot() ([]byte, error) {
 	st := colCoordinatorState{Q: c.q, Beta: c.beta, Shared: c.shared, Shortened: c.Shortened, MinAlpha: c.MinAlpha}
-	if c.regPath != nil {
-		b, err := c.regPath.Snapshot()
-		if err != nil {
-			return nil, err
-		}
-		st.Path = b
+	var err error
+	if st.Path, err = c.SnapshotPath(); err != nil {
+		return nil, err
 	}
 	return seal(kindColCoordinator, st)
 }
@@ -209,20 +206,18 @@ func (c *ColCoordinator) Restore(b []byte) error {
 	if err := unseal(b, kindColCoordinator, &st); err != nil {
 		return err
 	}
-	switch {
-	case len(st.Q) != len(c.q) || len(st.Beta) != len(c.beta) || len(st.Shared) != len(c.shared):
+	if len(st.Q) != len(c.q) || len(st.Beta) != len(c.beta) || len(st.Shared) != len(c.shared) {
 		return restoreErr(fmt.Errorf("snapshot of %d rows and %d coefficients (%d marked shared), want %d and %d",
 			len(st.Q), len(st.Beta), len(st.Shared), len(c.q), len(c.beta)))
-	case (st.Path != nil) != (c.regPath != nil):
-		return restoreErr(fmt.Errorf("snapshot with a path: %t, this job's: %t", st.Path != nil, c.regPath != nil))
-	case !allFinite(st.Q) || !allFinite(st.Beta) || !(st.MinAlpha >= 0 && st.MinAlpha <= 1) || st.Shortened < 0:
+	}
+	if err := c.CheckPath(st.Path); err != nil {
+		return restoreErr(err)
+	}
+	if !allFinite(st.Q) || !allFinite(st.Beta) || !(st.MinAlpha >= 0 && st.MinAlpha <= 1) || st.Shortened < 0 {
 		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
 	}
-	if c.regPath != nil {
-		if err := c.regPath.Restore(st.Path); err != nil {
-			return restoreErr(err)
-		}
-		c.lambda = c.regPath.Lambda()
+	if err := c.RestorePath(st.Path); err != nil {
+		return restoreErr(err)
 	}
 	copy(c.q, st.Q)
 	copy(c.beta, st.Beta)

@@ -257,12 +257,9 @@ func (c *ColCoordinator) Snapshot() ([]byte, error) {
 		Z: c.z, W: c.w, B: c.b, Shared: c.shared, LastMoved: c.lastMoved, Taken: c.taken,
 		Stats: c.stats, Records: c.records,
 	}
-	if c.regPath != nil {
-		b, err := c.regPath.Snapshot()
-		if err != nil {
-			return nil, err
-		}
-		st.Path = b
+	var err error
+	if st.Path, err = c.SnapshotPath(); err != nil {
+		return nil, err
 	}
 	return seal(kindColCoordinator, st)
 }
@@ -273,20 +270,18 @@ func (c *ColCoordinator) Restore(b []byte) error {
 	if err := unseal(b, kindColCoordinator, &st); err != nil {
 		return err
 	}
-	switch {
-	case len(st.Z) != len(c.z) || len(st.W) != len(c.w) || len(st.Shared) != len(c.shared) || len(st.Taken) != len(c.taken):
+	if len(st.Z) != len(c.z) || len(st.W) != len(c.w) || len(st.Shared) != len(c.shared) || len(st.Taken) != len(c.taken) {
 		return restoreErr(fmt.Errorf("snapshot of %d rows, %d weights (%d marked shared) and %d workers, want %d, %d and %d",
 			len(st.Z), len(st.W), len(st.Shared), len(st.Taken), len(c.z), len(c.w), len(c.taken)))
-	case (st.Path != nil) != (c.regPath != nil):
-		return restoreErr(fmt.Errorf("snapshot with a path: %t, this job's: %t", st.Path != nil, c.regPath != nil))
-	case !allFinite(st.Z) || !allFinite(st.W) || !finite(st.B) || !(st.Stats.MinAlpha >= 0 && st.Stats.MinAlpha <= 1):
+	}
+	if err := c.CheckPath(st.Path); err != nil {
+		return restoreErr(err)
+	}
+	if !allFinite(st.Z) || !allFinite(st.W) || !finite(st.B) || !(st.Stats.MinAlpha >= 0 && st.Stats.MinAlpha <= 1) {
 		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
 	}
-	if c.regPath != nil {
-		if err := c.regPath.Restore(st.Path); err != nil {
-			return restoreErr(err)
-		}
-		c.lambda = c.regPath.Lambda()
+	if err := c.RestorePath(st.Path); err != nil {
+		return restoreErr(err)
 	}
 	for i, z := range st.Z {
 		c.setRow(i, z)

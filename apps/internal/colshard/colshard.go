@@ -1,10 +1,12 @@
-// Package colshard is what the workers of the linear models (apps/lasso,
+// Package colshard is what the roles of the linear models (apps/lasso,
 // apps/logreg) share in the column layout (DESIGN "The column layout"): a
-// worker's own columns with all their rows, the other workers' columns
-// that it holds, its working set and the state of its rounds over them,
-// the columns it shares, and the part of its snapshot that says so. The
-// apps keep what differs: the replica of the residual or of the margins,
-// the coefficients, and how a round descends.
+// worker's shard (Shard: its own columns with all their rows, the other
+// workers' columns that it holds, its working set and the state of its
+// rounds over them, the columns it shares, and the part of its snapshot
+// that says so), and the coordinator's check of the shards (CheckShards)
+// and its feedback (Positions). The apps keep what differs: the replica of
+// the residual or of the margins, the coefficients, how a round descends
+// and how the coordinator merges the workers' changes.
 package colshard
 
 import (
@@ -15,6 +17,7 @@ import (
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
+	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/sparse"
 )
 
@@ -73,6 +76,62 @@ func Read(data string, shard, shards int) (Shard, []float64, error) {
 		s.Seen = make([]uint8, x.Cols)
 	}
 	return s, y, nil
+}
+
+// CheckShards checks the workers' summaries as the coordinator gets them
+// when they join, indexed by shard, whose columns and labels owned returns:
+// that there are some, of data with rows, that worker shard 0 sent the
+// labels, that they read the same data (an error wrapping
+// libsvm.ErrDifferentData otherwise) and that each holds its
+// columnar.OwnedRange of the columns.
+func CheckShards[S any](data string, shards []S, owned func(S) (columnar.OwnedShard, int)) error {
+	if len(shards) == 0 {
+		return errors.New("no workers")
+	}
+	s0, labels := owned(shards[0])
+	if s0.Rows == 0 {
+		return fmt.Errorf("%s: no samples", data)
+	}
+	if labels != s0.Rows {
+		return fmt.Errorf("worker shard 0 sent %d labels for %d rows", labels, s0.Rows)
+	}
+	all := make([]columnar.OwnedShard, len(shards))
+	for k, s := range shards {
+		all[k], _ = owned(s)
+	}
+	return columnar.CheckOwnedShards(all)
+}
+
+// Positions is a coordinator's map from a column to its index in a round's
+// feedback (schmp.Feedback.Vars), or -1: -1 for every column but during
+// Set.
+type Positions []int32
+
+// NewPositions returns the Positions of total columns.
+func NewPositions(total int) Positions {
+	p := make(Positions, total)
+	for j := range p {
+		p[j] = -1
+	}
+	return p
+}
+
+// Set sets coef_j to move(coef_j, vals[i]) for each column j = vars[i], and
+// the change of each that the feedback fb names to its Delta.
+func (p Positions) Set(fb *schmp.Feedback, coef []float64, vars []int32, vals []float64, move func(old, v float64) float64) {
+	for k, j := range fb.Vars {
+		p[j] = int32(k)
+	}
+	for i, j := range vars {
+		old := coef[j]
+		coef[j] = move(old, vals[i])
+		if k := p[j]; k >= 0 {
+			fb.Delta[k] = coef[j] - old
+		}
+	}
+	for _, j := range fb.Vars {
+		p[j] = -1
+	}
 }
 
 // Col returns the row indices and values of the column of local index l.
