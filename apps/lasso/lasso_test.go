@@ -1,12 +1,9 @@
 package lasso
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +11,7 @@ import (
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
@@ -61,10 +58,7 @@ func newProblem(t testing.TB, n, p int, seed uint64) *problem {
 		}
 		sb.WriteByte('\n')
 	}
-	pr.path = filepath.Join(t.TempDir(), "data.svm")
-	if err := os.WriteFile(pr.path, []byte(sb.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pr.path = testhelper.WriteFile(t, "data.svm", sb.String())
 	return pr
 }
 
@@ -231,18 +225,14 @@ func runJob(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*
 func runProgram(t *testing.T, prog schmp.Program[Plan, Partial, Update, Summary], workers int, copts coordinator.Options) (*coordinator.Result, string) {
 	t.Helper()
 	copts.Workers = workers
-	copts.Out = filepath.Join(t.TempDir(), "model.csv")
 	if copts.ReportEvery == 0 {
 		copts.ReportEvery = 10
 	}
-	copts.JoinTimeout, copts.Timeout = 20*time.Second, 20*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := job.Run(ctx, prog, job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
+	res, out, err := testhelper.RunJob(t, prog, copts, 2*time.Minute)
 	if err != nil {
 		t.Fatalf("job: %v", err)
 	}
-	return res, copts.Out
+	return res, out
 }
 
 // TestKKT solves generated problems with p > n and n > p on 1, 2 and 4

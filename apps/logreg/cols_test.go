@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
@@ -34,11 +33,9 @@ func runColJob(t *testing.T, j colJob) (*coordinator.Result, *ColCoordinator, st
 	t.Helper()
 	copts := j.opts
 	copts.Workers = j.workers
-	copts.Out = filepath.Join(t.TempDir(), "model.csv")
 	if copts.ReportEvery == 0 {
 		copts.ReportEvery = 10
 	}
-	copts.JoinTimeout, copts.Timeout = 20*time.Second, 20*time.Second
 	cfg := j.cfg
 	cfg.Layout = lasso.LayoutColumns
 	prog := ColumnProgram(cfg, j.workers)
@@ -53,10 +50,8 @@ func runColJob(t *testing.T, j colJob) (*coordinator.Result, *ColCoordinator, st
 			return NewColWorker(j.worker(shard, cfg), shard, shards)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := job.Run(ctx, prog, job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
-	return res, coord, copts.Out, err
+	res, out, err := testhelper.RunJob(t, prog, copts, time.Minute)
+	return res, coord, out, err
 }
 
 // colSchedule is the schedule of the column layout's tests.

@@ -1,20 +1,18 @@
 package logreg
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -30,14 +28,11 @@ type problem struct {
 // newProblem generates c into a file and reads it back densely.
 func newProblem(t testing.TB, c GenConfig) *problem {
 	t.Helper()
-	var buf bytes.Buffer
+	var buf strings.Builder
 	if _, err := Generate(&buf, c); err != nil {
 		t.Fatal(err)
 	}
-	pr := &problem{path: filepath.Join(t.TempDir(), "data.svm"), cols: make([][]float64, c.Features)}
-	if err := os.WriteFile(pr.path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pr := &problem{path: testhelper.WriteFile(t, "data.svm", buf.String()), cols: make([][]float64, c.Features)}
 	for j := range pr.cols {
 		pr.cols[j] = make([]float64, c.Samples)
 	}
@@ -246,11 +241,9 @@ func schedule(policy scheduler.Policy, workers int) scheduler.Config {
 func runJob(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*coordinator.Result, *Coordinator, string) {
 	t.Helper()
 	copts.Workers = workers
-	copts.Out = filepath.Join(t.TempDir(), "model.csv")
 	if copts.ReportEvery == 0 {
 		copts.ReportEvery = 10
 	}
-	copts.JoinTimeout, copts.Timeout = 20*time.Second, 20*time.Second
 	prog := Program(cfg)
 	var coord *Coordinator
 	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[Plan, Partial, Update, Summary], error) {
@@ -258,13 +251,11 @@ func runJob(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*
 		coord = c
 		return c, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := job.Run(ctx, prog, job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
+	res, out, err := testhelper.RunJob(t, prog, copts, time.Minute)
 	if err != nil {
 		t.Fatalf("job: %v", err)
 	}
-	return res, coord, copts.Out
+	return res, coord, out
 }
 
 // genConfig is a problem with p > n and groups of correlated columns.
