@@ -23,6 +23,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
@@ -178,11 +179,7 @@ func TestHostileCheckpointTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 
 	// Record a run, to replay its messages (stored notices and heartbeats
 	// among them) into later ones.
@@ -334,11 +331,7 @@ func TestForgedStoredNotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	var forged atomic.Int64
 	stop := watch(t, srv, "fst", func(a *attacker, msg *nats.Msg) {
 		rel := strings.TrimPrefix(msg.Subject, "strads.fst.")
@@ -442,11 +435,7 @@ func TestForgedRollback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	want, err := ckptJob(ctx, "frb", srv.ClientURL(), "", filepath.Join(dir, "clean.csv"), false, nil, 4*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -502,11 +491,7 @@ func TestForgedHeartbeats(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	const timeout = 4 * time.Second
 	for _, forge := range []bool{false, true} {
 		t.Run("forged "+strconv.FormatBool(forge), func(t *testing.T) {
@@ -623,11 +608,7 @@ func TestForgedSpareAssign(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	const name, timeout, join = "fsp", 4 * time.Second, 5 * time.Second
 	var mu sync.Mutex
 	var ids []string
@@ -724,7 +705,7 @@ func TestForgedSpareAssign(t *testing.T) {
 		lost.Store(time.Now().UnixNano())
 		conns[(l.worker+1)%3].NATS().Close() // a worker that holds a place
 	}()
-	_, err = coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
+	_, err := coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
 	took := time.Since(time.Unix(0, lost.Load()))
 	fstop()
 	wg.Wait()

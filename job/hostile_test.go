@@ -19,8 +19,10 @@ import (
 	"github.com/strads-go/strads/apps/nnls"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/monitor"
+	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/wire"
 )
@@ -111,7 +113,7 @@ func TestHostileTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 
 	// Record a run of the job, to replay its messages into later ones.
 	rec, err := nats.Connect(srv.ClientURL())

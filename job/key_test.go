@@ -19,6 +19,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
@@ -109,11 +110,7 @@ func TestKeyedHostileTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	key := wire.NewKey()
 	run := func(name string, m *monitor.Metrics) ([]byte, error) {
 		opts := ckptOptions(name, srv.ClientURL(), "", filepath.Join(dir, name+".csv"), false, m, 20*time.Second)
@@ -271,7 +268,7 @@ func TestKeyedHostileTraffic(t *testing.T) {
 func TestKeyedJoinRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	key := wire.NewKey()
 	cases := []struct {
 		name          string
@@ -366,7 +363,7 @@ func TestKeyedResume(t *testing.T) {
 func TestKeyedJoinReplayChallenged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	key := wire.NewKey()
 	rec, err := nats.Connect(srv.ClientURL())
 	if err != nil {

@@ -3,20 +3,19 @@ package mf
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
@@ -456,25 +455,6 @@ func TestRestoreRefuses(t *testing.T) {
 	}
 }
 
-// interrupter is a coordinator's progress writer that cancels the job at
-// its at-th line (with a tiny ProgressEvery, a line comes after every
-// message).
-type interrupter struct {
-	mu     sync.Mutex
-	lines  int
-	at     int
-	cancel context.CancelCauseFunc
-}
-
-func (r *interrupter) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lines++; r.lines == r.at {
-		r.cancel(errors.New("test interrupt"))
-	}
-	return len(p), nil
-}
-
 // checkpointed runs cfg's job on the runtime (an embedded NATS server with
 // JetStream in store), taking a checkpoint every `every` rounds, resuming
 // from the last one if resume, and interrupted at progress line
@@ -488,7 +468,7 @@ func checkpointed(t *testing.T, cfg Config, store string, every uint64, resume b
 	defer stop()
 	co := coordinator.Options{Out: filepath.Join(dir, "m"), Timeout: 20 * time.Second, CheckpointEvery: every, Resume: resume}
 	if interruptAt > 0 {
-		co.Progress, co.ProgressEvery = &interrupter{at: interruptAt, cancel: cancel}, time.Nanosecond
+		testhelper.Interrupt(&co, interruptAt, cancel)
 	}
 	res, err := runJob(ctx, cfg, job.Options{Job: "mfresume", Store: store, Timeout: 20 * time.Second, Coordinator: co})
 	if err != nil {

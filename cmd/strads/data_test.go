@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strads-go/strads/dataset"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -140,12 +141,7 @@ func TestDataAllInOne(t *testing.T) {
 // stored whole, without an index, as strads stored them before, each
 // fetches the whole.
 func TestDataSeparateProcesses(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	url := srv.ClientURL()
+	url := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()}).ClientURL()
 	data := genData(t)
 	content, err := os.ReadFile(data)
 	if err != nil {
@@ -286,12 +282,9 @@ func putWhole(t *testing.T, url, name string, content []byte) {
 // so, with exit status 2, at once.
 func TestDataErrors(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
-	bad := filepath.Join(t.TempDir(), "bad.svm")
-	if err := os.WriteFile(bad, []byte("1 1:1\n1 2:x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bad := testhelper.WriteFile(t, "bad.svm", "1 1:1\n1 2:x\n")
 	putData(t, bad, "bad.svm", "--store", store)
-	plain := startServer(t) // no JetStream
+	plain := testhelper.ServerURL(t) // no JetStream
 	missingStore := filepath.Join(t.TempDir(), "none")
 	lasso := []string{"lasso", "--workers", "2", "--lambda-ratio", "0.1", "--progress", "0"}
 	for _, tc := range []struct {
@@ -336,12 +329,7 @@ func TestDataErrors(t *testing.T) {
 
 // TestDataCommands checks put, ls, get and rm against a server of --nats.
 func TestDataCommands(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	url := srv.ClientURL()
+	url := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()}).ClientURL()
 	data := genData(t)
 	putData(t, data, "d1", "--nats", url)
 	// The default name is the file's.
@@ -377,11 +365,7 @@ func TestDataCredentials(t *testing.T) {
 	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{ConfigFile: config, ConfigAddr: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testhelper.StartServer(t, natsserver.Options{ConfigFile: config, ConfigAddr: true})
 	url := "nats://127.0.0.1:" + port(t, srv.ClientURL())
 	good := strings.Replace(url, "nats://", "nats://strads:s3cret@", 1)
 	bad := strings.Replace(url, "nats://", "nats://strads:wrong@", 1)

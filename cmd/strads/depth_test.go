@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestDepthStopDeterministic checks that a --tol stop at depth 4 is
@@ -70,7 +72,7 @@ func TestDepthStopDeterministic(t *testing.T) {
 		}
 	}
 
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "distributed.csv")
 	roles := append([]string{"--nats", url}, common...)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestKeyedProcesses runs a job whose roles, separate OS processes, share
@@ -28,7 +30,7 @@ func TestKeyedProcesses(t *testing.T) {
 	if code, _, stderr := runCLI(t, append([]string{"lasso", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	roles := append([]string{"--nats", url, "--key", key}, common...)
 	out := filepath.Join(dir, "keyed.csv")
 	procs := []*process{
@@ -82,7 +84,7 @@ func TestKeyedProcesses(t *testing.T) {
 // uses a random key of its own: a worker started beside it cannot join.
 func TestWholeJobOwnKey(t *testing.T) {
 	data := genData(t)
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	common := []string{"--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--tol", "0", "--progress", "0", "--job", "own", "--nats", url}
 	whole := startProcess(t, "whole job", append([]string{"lasso", "--max-rounds", "1000000"}, common...)...)
 	outsider := startProcess(t, "worker", append([]string{"worker", "--join-timeout", "20s"}, common...)...)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // genLDAData writes a small generated corpus and returns its prefix.
@@ -194,7 +196,7 @@ func TestLDASeparateProcesses(t *testing.T) {
 	if code, _, stderr := runCLI(t, append([]string{"lda", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	distributed := filepath.Join(dir, "distributed.txt")
 	roles := append([]string{"--app", "lda", "--nats", url}, common...)
 	procs := []*process{

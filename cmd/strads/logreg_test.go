@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/linear"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // genLogregData writes a small generated classification data set and
@@ -225,7 +226,7 @@ func testLogregSeparateProcesses(t *testing.T, data string, extra ...string) {
 	if code, _, stderr := runCLI(t, append([]string{"logreg", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	distributed := filepath.Join(dir, "distributed.csv")
 	metrics := filepath.Join(dir, "metrics.csv")
 	roles := append([]string{"--app", "logreg", "--nats", url}, common...)

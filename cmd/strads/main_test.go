@@ -16,7 +16,7 @@ import (
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/cli"
-	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/schmp"
 )
 
@@ -216,17 +216,6 @@ func TestLassoCommand(t *testing.T) {
 	assertNoOutput(t, dir, "model.csv", "metrics.csv")
 }
 
-// startServer starts an embedded nats-server on a free loopback port.
-func startServer(t *testing.T) string {
-	t.Helper()
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv.ClientURL()
-}
-
 // process is a role running as its own OS process.
 type process struct {
 	name   string
@@ -291,7 +280,7 @@ func TestSeparateProcesses(t *testing.T) {
 				t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 			}
 
-			url := startServer(t)
+			url := testhelper.ServerURL(t)
 			distributed := filepath.Join(dir, "distributed.csv")
 			roles := append([]string{"--nats", url}, common...)
 			// Start the workers first: they wait for the coordinator.
@@ -332,7 +321,7 @@ func TestSeparateProcesses(t *testing.T) {
 func TestWorkerNeverJoins(t *testing.T) {
 	data := genData(t)
 	dir := t.TempDir()
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	args := []string{"--nats", url, "--data", data, "--workers", "2", "--lambda-ratio", "0.1",
 		"--join-timeout", "2s", "--timeout", "2s", "--progress", "0", "--job", "lonely"}
 	sched := startProcess(t, "scheduler", append([]string{"scheduler"}, args...)...)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // genMFData writes a small generated ratings set and returns the paths of
@@ -218,7 +220,7 @@ func TestMFSeparateProcesses(t *testing.T) {
 	if code, _, stderr := runCLI(t, append([]string{"mf", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	distributed := filepath.Join(dir, "dist")
 	roles := append([]string{"--app", "mf", "--nats", url}, common...)
 	procs := []*process{

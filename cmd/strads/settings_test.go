@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestRolesTakeSettings runs Lasso jobs as separate processes whose
@@ -24,7 +26,7 @@ func TestRolesTakeSettings(t *testing.T) {
 	if code, _, stderr := runCLI(t, append([]string{"lasso", "--data", data, "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	distributed := filepath.Join(dir, "distributed.csv")
 	role := []string{"--app", "lasso", "--nats", url, "--job", "settings", "--data", data}
 	procs := []*process{
@@ -58,7 +60,7 @@ func TestRolesTakeSettings(t *testing.T) {
 func TestRoleRefused(t *testing.T) {
 	data := genData(t)
 	dir := t.TempDir()
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	role := []string{"--app", "lasso", "--nats", url, "--job", "refused", "--data", data, "--progress", "0"}
 	w := startProcess(t, "worker", append([]string{"worker", "--lambda-ratio", "0.2"}, role...)...)
 	coord := startProcess(t, "coordinator", append([]string{"coordinator", "--workers", "1", "--lambda-ratio", "0.1",
