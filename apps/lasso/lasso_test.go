@@ -200,11 +200,7 @@ func readModel(t *testing.T, path string, p int) (beta []float64, intercept floa
 	if m.App != linear.Lasso || m.Features != p {
 		t.Fatalf("%s: a model of app %q with %d features, want lasso with %d", path, m.App, m.Features, p)
 	}
-	beta = make([]float64, p)
-	for k, j := range m.Index {
-		beta[j] = m.Value[k]
-	}
-	return beta, m.Intercept
+	return m.Dense(), m.Intercept
 }
 
 func schedule(policy scheduler.Policy, workers int) scheduler.Config {

@@ -222,11 +222,7 @@ func readModel(t *testing.T, path string, p int) (w []float64, b float64) {
 	if m.App != linear.Logreg || m.Features != p {
 		t.Fatalf("%s: a model of app %q with %d features, want logreg with %d", path, m.App, m.Features, p)
 	}
-	w = make([]float64, p)
-	for k, j := range m.Index {
-		w[j] = m.Value[k]
-	}
-	return w, m.Intercept
+	return m.Dense(), m.Intercept
 }
 
 func schedule(policy scheduler.Policy, workers int) scheduler.Config {
