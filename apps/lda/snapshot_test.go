@@ -25,23 +25,6 @@ import (
 // runs.
 var timed = []string{"tokens_per_s", "sample_tokens_per_s_core"}
 
-// traceOf renders a job's reports bit for bit, but for the metrics that
-// measure time.
-func traceOf(trace []schmp.Sample) []string {
-	var out []string
-	for _, s := range trace {
-		line := fmt.Sprintf("round %d updates %d objective %x nnz %d gap %x/%v stop %q", s.Round, s.Updates,
-			math.Float64bits(s.Objective), s.NNZ, math.Float64bits(s.Gap), s.HasGap, s.Stop)
-		for _, m := range s.Metrics {
-			if !slices.Contains(timed, m.Name) {
-				line += fmt.Sprintf(" %s=%x", m.Name, math.Float64bits(m.Value))
-			}
-		}
-		out = append(out, line)
-	}
-	return out
-}
-
 // statusOf renders what a job's status says of its rounds and its stop.
 func statusOf(st pipeline.Status) string {
 	return fmt.Sprintf("rounds %d updates %d candidates %d reason %q app %q decided %d last %d refuted %d done %v final %x",
@@ -73,7 +56,7 @@ func runLocal[U any](t *testing.T, cfg Config, prog func(Config) schmp.Program[s
 	if err != nil {
 		t.Fatalf("restore every %d (in place %t): %v", every, inPlace, err)
 	}
-	r := ldaRun{trace: traceOf(st.Trace), status: statusOf(st), restores: j.Restores, rounds: st.Rounds}
+	r := ldaRun{trace: testhelper.TraceLines(st.Trace, timed...), status: statusOf(st), restores: j.Restores, rounds: st.Rounds}
 	for _, p := range []string{out, cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut} {
 		b, err := os.ReadFile(p)
 		if err != nil {

@@ -26,22 +26,6 @@ import (
 // runs.
 var timed = []string{"ratings_per_s", "ratings_per_core_s"}
 
-// traceOf renders a job's reports bit for bit, but for the metrics that
-// measure time.
-func traceOf(trace []schmp.Sample) []string {
-	var out []string
-	for _, s := range trace {
-		line := fmt.Sprintf("round %d updates %d objective %x nnz %d stop %q", s.Round, s.Updates, math.Float64bits(s.Objective), s.NNZ, s.Stop)
-		for _, m := range s.Metrics {
-			if !slices.Contains(timed, m.Name) {
-				line += fmt.Sprintf(" %s=%x", m.Name, math.Float64bits(m.Value))
-			}
-		}
-		out = append(out, line)
-	}
-	return out
-}
-
 // evalsOf renders the model's evaluations bit for bit, but for the times,
 // and the validation's state.
 func evalsOf(m *Model) string {
@@ -79,7 +63,7 @@ func runRestoring[P, R, U any](t *testing.T, prog schmp.Program[P, R, U, Summary
 		t.Fatalf("restore every %d (in place %t): %v", every, inPlace, err)
 	}
 	r := mfRun{
-		trace: traceOf(st.Trace), evals: evalsOf(ModelOf(j.Coordinator)), restores: j.Restores, rounds: st.Rounds,
+		trace: testhelper.TraceLines(st.Trace, timed...), evals: evalsOf(ModelOf(j.Coordinator)), restores: j.Restores, rounds: st.Rounds,
 		status: fmt.Sprintf("rounds %d updates %d reason %q app %q decided %d last %d refuted %d done %v final %x",
 			st.Rounds, st.Updates, st.Reason, st.AppReason, st.Decided, st.Last, st.Refuted, st.Done, math.Float64bits(st.Final.Objective)),
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -194,4 +196,22 @@ func CheckRestores[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S],
 			}
 		}
 	}
+}
+
+// TraceLines renders a job's reports, a line each, every number bit for
+// bit (its bits in hex), but for the metrics named in timed: those that
+// measure time, which differ between any two runs.
+func TraceLines(trace []schmp.Sample, timed ...string) []string {
+	var out []string
+	for _, s := range trace {
+		line := fmt.Sprintf("round %d updates %d objective %x nnz %d gap %x/%v stop %q", s.Round, s.Updates,
+			math.Float64bits(s.Objective), s.NNZ, math.Float64bits(s.Gap), s.HasGap, s.Stop)
+		for _, m := range s.Metrics {
+			if !slices.Contains(timed, m.Name) {
+				line += fmt.Sprintf(" %s=%x", m.Name, math.Float64bits(m.Value))
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
