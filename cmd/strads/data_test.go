@@ -29,8 +29,9 @@ func putData(t *testing.T, file, name string, server ...string) {
 	}
 }
 
-// sameFiles fails t unless the files at got and want hold the same bytes.
-func sameFiles(t *testing.T, got, want string) {
+// sameFiles fails t unless the files at got and want hold the same bytes,
+// not none, and returns those of want.
+func sameFiles(t *testing.T, got, want string) []byte {
 	t.Helper()
 	g, err := os.ReadFile(got)
 	if err != nil {
@@ -43,6 +44,7 @@ func sameFiles(t *testing.T, got, want string) {
 	if !bytes.Equal(g, w) || len(w) == 0 {
 		t.Errorf("%s (%d bytes) differs from %s (%d bytes)", got, len(g), want, len(w))
 	}
+	return w
 }
 
 // TestDataAllInOne stores a LIBSVM file, an mf ratings set and an LDA
@@ -212,11 +214,7 @@ func TestDataSeparateProcesses(t *testing.T) {
 				startProcess(t, "coordinator", append(append([]string{"coordinator"}, outs("nats")...), roles...)...),
 				startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
 			)
-			for _, p := range procs {
-				if code := p.wait(t, time.Minute); code != 0 {
-					t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-				}
-			}
+			waitAll(t, procs...)
 			l, r := outs("local"), outs("nats")
 			for i := 1; i < len(l); i += 2 {
 				sameFiles(t, r[i], l[i])

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,22 +52,8 @@ func TestKeyedProcesses(t *testing.T) {
 			t.Errorf("%s: exit %d, want 1 and %q: %s", o.p.name, code, o.want, o.p.stderr.String())
 		}
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the keyed job found another model than the all-in-one")
-	}
+	waitAll(t, procs...)
+	sameFiles(t, out, allInOne)
 	k, err := os.ReadFile(key)
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/strads-go/strads/internal/testhelper"
 )
@@ -205,20 +203,6 @@ func TestLDASeparateProcesses(t *testing.T) {
 		startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed}, roles...)...),
 		startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(distributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("separate processes found\n%s\nall-in-one found\n%s", got, want)
-	}
+	waitAll(t, procs...)
+	sameFiles(t, distributed, allInOne)
 }

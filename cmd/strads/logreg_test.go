@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/internal/testhelper"
@@ -234,22 +232,8 @@ func testLogregSeparateProcesses(t *testing.T, data string, extra ...string) {
 	w2 := startProcess(t, "worker 2", append([]string{"worker"}, roles...)...)
 	coord := startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed, "--metrics", metrics}, roles...)...)
 	sched := startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...)
-	for _, p := range []*process{coord, sched, w1, w2} {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(distributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("separate processes found\n%s\nall-in-one found\n%s", got, want)
-	}
+	waitAll(t, coord, sched, w1, w2)
+	want := sameFiles(t, distributed, allInOne)
 	if strings.Count(string(want), "\n") < 3 {
 		t.Errorf("model has no weights: %q", want)
 	}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/strads-go/strads/internal/testhelper"
 )
@@ -229,23 +228,9 @@ func TestMFSeparateProcesses(t *testing.T) {
 		startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed}, roles...)...),
 		startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
+	waitAll(t, procs...)
 	for _, suffix := range []string{".W.txt", ".H.txt"} {
-		want, err := os.ReadFile(allInOne + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(distributed + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: separate processes and all-in-one differ", suffix)
-		}
+		sameFiles(t, distributed+suffix, allInOne+suffix)
 	}
 }
 

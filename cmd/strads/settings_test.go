@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,22 +34,8 @@ func TestRolesTakeSettings(t *testing.T) {
 		startProcess(t, "scheduler 2", append([]string{"scheduler"}, role...)...),
 		startProcess(t, "coordinator", append(append([]string{"coordinator", "--out", distributed}, role...), common...)...),
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(distributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("roles that took the job's settings found\n%s\nall-in-one found\n%s", got, want)
-	}
+	waitAll(t, procs...)
+	sameFiles(t, distributed, allInOne)
 }
 
 // TestRoleRefused checks that a worker given another value of a setting
