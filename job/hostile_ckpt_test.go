@@ -96,9 +96,16 @@ func peakHeap(stop <-chan struct{}) func() uint64 {
 }
 
 // watch subscribes an attacker on srv to every subject of job name, which
-// calls react with each message that goes by (its own aside); stop ends
-// it.
+// calls react with each message that goes by (its own and chunks aside);
+// stop ends it.
 func watch(t *testing.T, srv *natsserver.Server, name string, react func(a *attacker, msg *nats.Msg), old []*nats.Msg) (stop func()) {
+	t.Helper()
+	return watchSkipping(t, srv, name, react, old, 3, func(msg *nats.Msg) bool { return msg.Header != nil })
+}
+
+// watchSkipping is watch, with the attacker's choices seeded by seed, that
+// passes over the messages that skip says.
+func watchSkipping(t *testing.T, srv *natsserver.Server, name string, react func(a *attacker, msg *nats.Msg), old []*nats.Msg, seed uint64, skip func(*nats.Msg) bool) (stop func()) {
 	t.Helper()
 	nc, err := nats.Connect(srv.ClientURL(), nats.NoEcho())
 	if err != nil {
@@ -108,11 +115,11 @@ func watch(t *testing.T, srv *natsserver.Server, name string, react func(a *atta
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &attacker{c: c, rng: rand.New(rand.NewPCG(3, 4)), recorded: old}
+	a := &attacker{c: c, rng: rand.New(rand.NewPCG(seed, seed+1)), recorded: old}
 	var mu sync.Mutex
 	sub, err := nc.Subscribe("strads."+name+".>", func(msg *nats.Msg) {
-		if msg.Header != nil {
-			return // chunks
+		if skip(msg) {
+			return
 		}
 		mu.Lock()
 		defer mu.Unlock()

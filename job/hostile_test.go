@@ -40,6 +40,33 @@ func hostileJob(ctx context.Context, name, url, out string, m *monitor.Metrics) 
 	return os.ReadFile(out)
 }
 
+// record records the messages of job name on srv while run runs, to
+// replay them into later runs.
+func record(t *testing.T, srv *natsserver.Server, name string, run func()) []*nats.Msg {
+	t.Helper()
+	rec, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	var mu sync.Mutex
+	var recorded []*nats.Msg
+	sub, err := rec.Subscribe("strads."+name+".>", func(msg *nats.Msg) {
+		mu.Lock()
+		recorded = append(recorded, msg)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Flush()
+	run()
+	sub.Unsubscribe()
+	mu.Lock()
+	defer mu.Unlock()
+	return recorded
+}
+
 // droppedTotal returns the messages that the job's nodes dropped, as m
 // serves them to Prometheus.
 func droppedTotal(t *testing.T, m *monitor.Metrics) float64 {
@@ -116,29 +143,11 @@ func TestHostileTraffic(t *testing.T) {
 	srv := testhelper.StartServer(t, natsserver.Options{})
 
 	// Record a run of the job, to replay its messages into later ones.
-	rec, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
-	var mu sync.Mutex
-	var recorded []*nats.Msg
-	sub, err := rec.Subscribe("strads.hostile.>", func(msg *nats.Msg) {
-		mu.Lock()
-		recorded = append(recorded, msg)
-		mu.Unlock()
+	old := record(t, srv, "hostile", func() {
+		if got, err := hostileJob(ctx, "hostile", srv.ClientURL(), filepath.Join(dir, "recorded.csv"), nil); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("the recorded run: %v, or another model", err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Flush()
-	if got, err := hostileJob(ctx, "hostile", srv.ClientURL(), filepath.Join(dir, "recorded.csv"), nil); err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("the recorded run: %v, or another model", err)
-	}
-	sub.Unsubscribe()
-	mu.Lock()
-	old := recorded
-	mu.Unlock()
 
 	rel := func(subject string) string { return strings.TrimPrefix(subject, "strads.hostile.") }
 	for _, tc := range []struct {

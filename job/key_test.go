@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
@@ -52,29 +51,7 @@ func droppedBy(t *testing.T, m *monitor.Metrics) map[string]float64 {
 // message, MAC and all (chunks aside), and has no key.
 func watchKeyed(t *testing.T, srv *natsserver.Server, name string, react func(a *attacker, msg *nats.Msg), old []*nats.Msg) (stop func()) {
 	t.Helper()
-	nc, err := nats.Connect(srv.ClientURL(), nats.NoEcho())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := wire.NewConn(nc, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &attacker{c: c, rng: rand.New(rand.NewPCG(5, 6)), recorded: old}
-	var mu sync.Mutex
-	sub, err := nc.Subscribe("strads."+name+".>", func(msg *nats.Msg) {
-		if msg.Header.Get(wire.HeaderChunkID) != "" {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		react(a, msg)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.Flush()
-	return func() { sub.Unsubscribe(); nc.Close() }
+	return watchSkipping(t, srv, name, react, old, 5, func(msg *nats.Msg) bool { return msg.Header.Get(wire.HeaderChunkID) != "" })
 }
 
 // sendForged publishes data on the job subject name as the attacker would
@@ -119,29 +96,11 @@ func TestKeyedHostileTraffic(t *testing.T) {
 	}
 
 	// Record a run of the job under the key, to replay its messages.
-	rec, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
-	var mu sync.Mutex
-	var recorded []*nats.Msg
-	sub, err := rec.Subscribe("strads.keyed.>", func(msg *nats.Msg) {
-		mu.Lock()
-		recorded = append(recorded, msg)
-		mu.Unlock()
+	old := record(t, srv, "keyed", func() {
+		if got, err := run("keyed", nil); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("the recorded run: %v, or another model", err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Flush()
-	if got, err := run("keyed", nil); err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("the recorded run: %v, or another model", err)
-	}
-	sub.Unsubscribe()
-	mu.Lock()
-	old := recorded
-	mu.Unlock()
 	joins := 0
 	for _, msg := range old {
 		if strings.HasSuffix(msg.Subject, "."+protocol.SubjectJoin) {
