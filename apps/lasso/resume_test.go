@@ -22,7 +22,7 @@ func TestResumeRuntime(t *testing.T) {
 			pr := newProblem(t, 40, 60, 42)
 			cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
 			co := coordinator.Options{Workers: 2, Schedulers: 2, Depth: depth, MaxRounds: 80, ReportEvery: 5}
-			testhelper.CheckResume(t, Program(cfg), co, func() string { return "" }, 3, 4, 12, 40)
+			testhelper.CheckModelResume(t, Program(cfg), co, func() string { return "" }, 3, 4, 12, 40)
 		})
 	}
 	t.Run("cols/path", func(t *testing.T) {
@@ -39,6 +39,6 @@ func TestResumeRuntime(t *testing.T) {
 			return fmt.Sprintf("shortened %d min α %.17g\n%s", coord.Shortened, coord.MinAlpha, pathLines(t, coord.Path()))
 		}
 		co := coordinator.Options{Workers: 2, Tol: 1e-10, MaxRounds: 3000, ReportEvery: 1}
-		testhelper.CheckResume(t, prog, co, extra, 2, 10, 40, 70)
+		testhelper.CheckModelResume(t, prog, co, extra, 2, 10, 40, 70)
 	})
 }

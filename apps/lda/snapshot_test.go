@@ -325,39 +325,6 @@ func TestPack(t *testing.T) {
 	}
 }
 
-// checkpointed runs cfg's job on the runtime (an embedded NATS server with
-// JetStream in store), taking a checkpoint every `every` rounds, resuming
-// from the last one if resume, and interrupted at progress line
-// interruptAt if > 0. It returns the model files and the result.
-func checkpointed(t *testing.T, cfg Config, store string, every uint64, resume bool, interruptAt int) ([]byte, *coordinator.Result, error) {
-	t.Helper()
-	dir := t.TempDir()
-	cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut = filepath.Join(dir, "wt.csv"), filepath.Join(dir, "dt.csv"), filepath.Join(dir, "model.json")
-	out := filepath.Join(dir, "topics.txt")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	ctx, stop := context.WithTimeout(ctx, 2*time.Minute)
-	defer stop()
-	co := coordinator.Options{Workers: cfg.Workers, Out: out, Timeout: 20 * time.Second, CheckpointEvery: every, Resume: resume}
-	co.MaxRounds, co.ReportEvery = cfg.Rounds()
-	if interruptAt > 0 {
-		testhelper.Interrupt(&co, interruptAt, cancel)
-	}
-	res, err := job.Run(ctx, Program(cfg), job.Options{Job: "ldaresume", Store: store, Timeout: 20 * time.Second, Coordinator: co})
-	if err != nil {
-		return nil, res, err
-	}
-	var files []byte
-	for _, p := range []string{out, cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, res, err
-		}
-		files = append(append(files, filepath.Base(p)+"\n"...), b...)
-	}
-	return files, res, nil
-}
-
 // TestResumeRuntime interrupts a ring job on the runtime that takes
 // checkpoints, resumes it from its store, and checks that it ends with the
 // model files of the job never interrupted, bit for bit.
@@ -365,27 +332,17 @@ func TestResumeRuntime(t *testing.T) {
 	f := genCorpus(t, GenConfig{Docs: 120, Vocab: 90, Topics: 4, DocLen: 30, TestDocs: 20, Alpha: 0.1, Beta: 0.01, Seed: 13})
 	cfg := f.config(3, 6)
 	cfg.TestDocword, cfg.OptimizeEvery, cfg.OptimizeBurnIn = f.test, 2, 2
-	want, _, err := checkpointed(t, cfg, "", 0, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, at := range []int{25, 60} {
-		t.Run(fmt.Sprint("line ", at), func(t *testing.T) {
-			store := t.TempDir()
-			if _, _, err := checkpointed(t, cfg, store, 2, false, at); err == nil || !strings.HasPrefix(err.Error(), "test interrupt") {
-				t.Fatalf("interrupted job: %v, want the interrupt", err)
-			}
-			got, res, err := checkpointed(t, cfg, store, 2, true, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("resumed from round %d of %d", res.Resumed, res.Rounds)
-			if res.Resumed == 0 {
-				t.Errorf("resumed from round 0")
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("resumed from round %d: the model files differ from the uninterrupted job's", res.Resumed)
-			}
-		})
-	}
+	co := coordinator.Options{Workers: cfg.Workers, Timeout: 20 * time.Second}
+	co.MaxRounds, co.ReportEvery = cfg.Rounds()
+	testhelper.CheckResume(t, co, func(ctx context.Context, opts job.Options, dir string) (string, *coordinator.Result, error) {
+		cfg := cfg
+		cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut = filepath.Join(dir, "wt.csv"), filepath.Join(dir, "dt.csv"), filepath.Join(dir, "model.json")
+		opts.Coordinator.Out = filepath.Join(dir, "topics.txt")
+		res, err := job.Run(ctx, Program(cfg), opts)
+		if err != nil {
+			return "", res, err
+		}
+		files, err := testhelper.DirFiles(dir)
+		return files, res, err
+	}, 2, 25, 60)
 }

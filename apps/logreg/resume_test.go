@@ -37,7 +37,7 @@ func TestResumeRuntime(t *testing.T) {
 			return fmt.Sprintf("%+v %v\n%s", coord.Stats(), coord.Records(), pathLines(t, coord.Path()))
 		}
 		co := coordinator.Options{Workers: 2, Tol: 1e-9, MaxRounds: 3000, ReportEvery: 1}
-		testhelper.CheckResume(t, prog, co, extra, 2, 10, 40, 100)
+		testhelper.CheckModelResume(t, prog, co, extra, 2, 10, 40, 100)
 	})
 }
 
@@ -58,5 +58,5 @@ func rowsResume(t *testing.T, depth int) {
 	}
 	extra := func() string { return fmt.Sprintf("%+v %v\n", coord.Safeguard(), coord.Records()) }
 	co := coordinator.Options{Workers: 2, Schedulers: 2, Depth: depth, MaxRounds: 80, ReportEvery: 5}
-	testhelper.CheckResume(t, prog, co, extra, 3, 4, 12, 40)
+	testhelper.CheckModelResume(t, prog, co, extra, 3, 4, 12, 40)
 }

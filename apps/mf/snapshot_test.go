@@ -439,40 +439,6 @@ func TestRestoreRefuses(t *testing.T) {
 	}
 }
 
-// checkpointed runs cfg's job on the runtime (an embedded NATS server with
-// JetStream in store), taking a checkpoint every `every` rounds, resuming
-// from the last one if resume, and interrupted at progress line
-// interruptAt if > 0. It returns the model files and the result.
-func checkpointed(t *testing.T, cfg Config, store string, every uint64, resume bool, interruptAt int) ([]byte, *coordinator.Result, error) {
-	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	ctx, stop := context.WithTimeout(ctx, 2*time.Minute)
-	defer stop()
-	co := coordinator.Options{Out: filepath.Join(dir, "m"), Timeout: 20 * time.Second, CheckpointEvery: every, Resume: resume}
-	if interruptAt > 0 {
-		testhelper.Interrupt(&co, interruptAt, cancel)
-	}
-	res, err := runJob(ctx, cfg, job.Options{Job: "mfresume", Store: store, Timeout: 20 * time.Second, Coordinator: co})
-	if err != nil {
-		return nil, res, err
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, res, err
-	}
-	var files []byte
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, res, err
-		}
-		files = append(append(files, e.Name()+"\n"...), b...)
-	}
-	return files, res, nil
-}
-
 // TestResumeRuntime interrupts jobs on the runtime that take checkpoints
 // (the rotation on the ring with a validation stop, CCD++), resumes each
 // from its store, and checks that it ends with the model files of the job
@@ -486,28 +452,16 @@ func TestResumeRuntime(t *testing.T) {
 			if algo == "ccd" {
 				cfg.Rank, cfg.Iters = 3, 4
 			}
-			want, res, err := checkpointed(t, cfg, "", 0, false, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%d rounds: %s", res.Rounds, res.Why())
-			for _, at := range []int{20, 50} {
-				store := t.TempDir()
-				if _, _, err := checkpointed(t, cfg, store, 2, false, at); err == nil || !strings.HasPrefix(err.Error(), "test interrupt") {
-					t.Fatalf("interrupted job: %v, want the interrupt", err)
-				}
-				got, res, err := checkpointed(t, cfg, store, 2, true, 0)
+			run := func(ctx context.Context, opts job.Options, dir string) (string, *coordinator.Result, error) {
+				opts.Coordinator.Out = filepath.Join(dir, "m")
+				res, err := runJob(ctx, cfg, opts)
 				if err != nil {
-					t.Fatal(err)
+					return "", res, err
 				}
-				t.Logf("line %d: resumed from round %d of %d", at, res.Resumed, res.Rounds)
-				if res.Resumed == 0 {
-					t.Errorf("line %d: resumed from round 0", at)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("line %d: resumed from round %d: the model files differ from the uninterrupted job's", at, res.Resumed)
-				}
+				files, err := testhelper.DirFiles(dir)
+				return files, res, err
 			}
+			testhelper.CheckResume(t, coordinator.Options{Timeout: 20 * time.Second}, run, 2, 20, 50)
 		})
 	}
 }

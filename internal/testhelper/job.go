@@ -68,61 +68,47 @@ func (r *interrupter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// checkpointed runs prog's job on the runtime (an embedded NATS server with
-// JetStream in store) with co, taking a checkpoint every `every` rounds,
-// resuming from the last one if resume, and interrupted at progress line
-// interruptAt if > 0. It returns the model file, what extra says of the
-// coordinator, and the rounds, stop and reports of the result, every
-// number bit for bit.
-func checkpointed[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], co coordinator.Options, extra func() string, store string, every uint64, resume bool, interruptAt int) (string, *coordinator.Result, error) {
+// A ResumeRun runs a job for CheckResume: job.Run under ctx with opts,
+// which CheckResume sets (the store, the checkpoints and the interrupt)
+// but for the job's outputs, which it writes in dir, a fresh directory of
+// each run. It returns how the job ended, every number bit for bit: what
+// it wrote, and what the coordinator holds.
+type ResumeRun func(ctx context.Context, opts job.Options, dir string) (string, *coordinator.Result, error)
+
+// checkpointed runs a job (run) on the runtime (an embedded NATS server
+// with JetStream in store) with co, taking a checkpoint every `every`
+// rounds, resuming from the last one if resume, and interrupted at
+// progress line interruptAt if > 0, all within 2 minutes.
+func checkpointed(t *testing.T, co coordinator.Options, run ResumeRun, store string, every uint64, resume bool, interruptAt int) (string, *coordinator.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	ctx, stop := context.WithTimeout(ctx, 2*time.Minute)
 	defer stop()
-	co.Out = filepath.Join(t.TempDir(), "model.csv")
-	co.JoinTimeout, co.Timeout = NodeTimeout, NodeTimeout
 	co.CheckpointEvery, co.Resume = every, resume
 	if interruptAt > 0 {
 		Interrupt(&co, interruptAt, cancel)
 	}
-	res, err := job.Run(ctx, prog, job.Options{Job: "resume", Store: store, Timeout: NodeTimeout, Coordinator: co})
-	if err != nil {
-		return "", res, err
-	}
-	model, err := os.ReadFile(co.Out)
-	if err != nil {
-		return "", res, err
-	}
-	var b strings.Builder
-	b.Write(model)
-	b.WriteString(extra())
-	fmt.Fprintf(&b, "rounds %d updates %d reason %s final %.17g gap %.17g nnz %d\n", res.Rounds, res.Updates, res.Reason, res.Final.Objective, res.Final.Gap, res.Final.NNZ)
-	for _, s := range res.Trace {
-		fmt.Fprintf(&b, "%d: %.17g gap %.17g nnz %d\n", s.Round, s.Objective, s.Gap, s.NNZ)
-	}
-	return b.String(), res, nil
+	return run(ctx, job.Options{Job: "resume", Store: store, Timeout: NodeTimeout, Coordinator: co}, t.TempDir())
 }
 
-// CheckResume runs prog's job on the runtime with co, uninterrupted, then
-// interrupted at each progress line of at while it takes checkpoints every
-// `every` rounds and resumed from its store, and checks that the resumed
-// jobs end as the uninterrupted one, bit for bit: the model, what extra
-// says of the coordinator (called after each job), and the rounds, stop
-// and reports.
-func CheckResume[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], co coordinator.Options, extra func() string, every uint64, at ...int) {
+// CheckResume runs a job (run) on the runtime with the coordinator options
+// co, uninterrupted, then interrupted at each progress line of at while it
+// takes checkpoints every `every` rounds and resumed from its store, and
+// checks that the resumed jobs end as the uninterrupted one, bit for bit.
+func CheckResume(t *testing.T, co coordinator.Options, run ResumeRun, every uint64, at ...int) {
 	t.Helper()
-	want, res, err := checkpointed(t, prog, co, extra, "", 0, false, 0)
+	want, res, err := checkpointed(t, co, run, "", 0, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("uninterrupted: %d rounds, %s", res.Rounds, res.Reason)
+	t.Logf("uninterrupted: %d rounds, %s", res.Rounds, res.Why())
 	for _, line := range at {
 		store := t.TempDir()
-		if _, _, err := checkpointed(t, prog, co, extra, store, every, false, line); err == nil || !strings.HasPrefix(err.Error(), ErrInterrupt.Error()) {
+		if _, _, err := checkpointed(t, co, run, store, every, false, line); err == nil || !strings.HasPrefix(err.Error(), ErrInterrupt.Error()) {
 			t.Fatalf("interrupted at line %d: %v, want the interrupt", line, err)
 		}
-		got, res, err := checkpointed(t, prog, co, extra, store, every, true, 0)
+		got, res, err := checkpointed(t, co, run, store, every, true, 0)
 		if err != nil {
 			t.Fatalf("resumed after line %d: %v", line, err)
 		}
@@ -134,6 +120,53 @@ func CheckResume[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], c
 			t.Errorf("resumed from round %d: the job ends otherwise:\n%s\nwant\n%s", res.Resumed, got, want)
 		}
 	}
+}
+
+// CheckModelResume is CheckResume for prog's job, whose output is its
+// model file, with the joins and the waits of the nodes bounded by
+// NodeTimeout: how the job ends is its model, what extra says of the
+// coordinator, and the rounds, stop and reports of its result.
+func CheckModelResume[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], co coordinator.Options, extra func() string, every uint64, at ...int) {
+	t.Helper()
+	co.JoinTimeout, co.Timeout = NodeTimeout, NodeTimeout
+	CheckResume(t, co, func(ctx context.Context, opts job.Options, dir string) (string, *coordinator.Result, error) {
+		opts.Coordinator.Out = filepath.Join(dir, "model.csv")
+		res, err := job.Run(ctx, prog, opts)
+		if err != nil {
+			return "", res, err
+		}
+		model, err := os.ReadFile(opts.Coordinator.Out)
+		if err != nil {
+			return "", res, err
+		}
+		var b strings.Builder
+		b.Write(model)
+		b.WriteString(extra())
+		fmt.Fprintf(&b, "rounds %d updates %d reason %s final %.17g gap %.17g nnz %d\n", res.Rounds, res.Updates, res.Reason, res.Final.Objective, res.Final.Gap, res.Final.NNZ)
+		for _, s := range res.Trace {
+			fmt.Fprintf(&b, "%d: %.17g gap %.17g nnz %d\n", s.Round, s.Objective, s.Gap, s.NNZ)
+		}
+		return b.String(), res, nil
+	}, every, at...)
+}
+
+// DirFiles returns the files of dir, in the order of their names, each as
+// its name on a line and then its bytes.
+func DirFiles(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(e.Name() + "\n")
+		b.Write(data)
+	}
+	return b.String(), nil
 }
 
 // StatusLines describes a job's status and trace as text, every number
