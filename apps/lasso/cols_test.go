@@ -112,21 +112,7 @@ func TestColumnsKKT(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				beta, _ := readModel(t, out, pr.p())
-				pr.checkKKT(t, beta, lambda, tc.intercept, 1e-6)
-				got := pr.objective(beta, lambda, tc.intercept)
-				if rel := math.Abs(got-want) / want; rel > 1e-9 {
-					t.Errorf("objective %.15g, sequential CD %.15g: relative difference %.3g > 1e-9", got, want, rel)
-				}
-				nnz := 0
-				for _, b := range beta {
-					if b != 0 {
-						nnz++
-					}
-				}
-				if nnz != res.Final.NNZ {
-					t.Errorf("the model file has %d non-zeros, the final report %d", nnz, res.Final.NNZ)
-				}
+				got := pr.checkSolution(t, res, out, lambda, tc.intercept, want)
 				checkDescent(t, res)
 				if res.Reason != "converged" {
 					t.Errorf("stopped by %s after %d rounds (gap %.3g), want converged", res.Reason, res.Rounds, res.Final.Gap)

@@ -231,6 +231,30 @@ func runProgram(t *testing.T, prog schmp.Program[Plan, Partial, Update, Summary]
 	return res, out
 }
 
+// checkSolution checks the model file out of a job that ended with res,
+// at λ lambda: the optimality conditions, the objective against want, the
+// sequential solver's, and the non-zeros against the final report's. It
+// returns the model's objective.
+func (pr *problem) checkSolution(t *testing.T, res *coordinator.Result, out string, lambda float64, intercept bool, want float64) float64 {
+	t.Helper()
+	beta, _ := readModel(t, out, pr.p())
+	pr.checkKKT(t, beta, lambda, intercept, 1e-6)
+	got := pr.objective(beta, lambda, intercept)
+	if rel := math.Abs(got-want) / want; rel > 1e-9 {
+		t.Errorf("objective %.15g, sequential CD %.15g: relative difference %.3g > 1e-9", got, want, rel)
+	}
+	nnz := 0
+	for _, b := range beta {
+		if b != 0 {
+			nnz++
+		}
+	}
+	if nnz != res.Final.NNZ {
+		t.Errorf("the model file has %d non-zeros, the final report %d", nnz, res.Final.NNZ)
+	}
+	return got
+}
+
 // TestKKT solves generated problems with p > n and n > p on 1, 2 and 4
 // workers and checks the solution against the optimality conditions and a
 // sequential solver's objective.
@@ -254,23 +278,9 @@ func TestKKT(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/workers=%d", tc.name, workers), func(t *testing.T) {
 				cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: tc.intercept, Schedule: schedule(tc.policy, workers)}
 				res, out := runJob(t, cfg, workers, coordinator.Options{Tol: 1e-12, MaxRounds: 100000})
-				beta, _ := readModel(t, out, pr.p())
-				pr.checkKKT(t, beta, lambda, tc.intercept, 1e-6)
-				got := pr.objective(beta, lambda, tc.intercept)
-				if rel := math.Abs(got-want) / want; rel > 1e-9 {
-					t.Errorf("objective %.15g, sequential CD %.15g: relative difference %.3g > 1e-9", got, want, rel)
-				}
-				nnz := 0
-				for _, b := range beta {
-					if b != 0 {
-						nnz++
-					}
-				}
 				// The workers' copies of β are the coordinator's values, not
 				// running sums of deltas: a coordinate set back to 0 is 0.
-				if nnz != res.Final.NNZ {
-					t.Errorf("the model file has %d non-zeros, the final report %d", nnz, res.Final.NNZ)
-				}
+				got := pr.checkSolution(t, res, out, lambda, tc.intercept, want)
 				t.Logf("%d rounds, %d updates, reason %s, objective %.12g", res.Rounds, res.Updates, res.Reason, got)
 			})
 		}

@@ -212,6 +212,33 @@ func (pr *problem) checkKKT(t *testing.T, w []float64, b, lambda float64, interc
 	}
 }
 
+// checkSolution checks the model file out of a job that ended with res,
+// at λ lambda: the optimality conditions, the objective against want, the
+// sequential solver's, and the reported one against the model's, the
+// stop, and that every report's gap brackets want. It returns the model's
+// weights and objective.
+func (pr *problem) checkSolution(t *testing.T, res *coordinator.Result, out string, lambda float64, intercept bool, want float64) (w []float64, got float64) {
+	t.Helper()
+	w, b := readModel(t, out, len(pr.cols))
+	pr.checkKKT(t, w, b, lambda, intercept, 1e-6)
+	got = pr.objective(w, b, lambda)
+	if rel := math.Abs(got-want) / want; rel > 1e-9 {
+		t.Errorf("objective %.15g, sequential solver %.15g: relative difference %.3g > 1e-9", got, want, rel)
+	}
+	if rel := math.Abs(res.Final.Objective-got) / got; rel > 1e-12 {
+		t.Errorf("reported objective %.15g, recomputed %.15g", res.Final.Objective, got)
+	}
+	if res.Reason != "converged" {
+		t.Errorf("stopped by %s, want converged (gap %.3g)", res.Reason, res.Final.Gap)
+	}
+	for _, s := range res.Trace {
+		if s.Objective < want*(1-1e-12) || s.Objective-s.Gap > want*(1+1e-12) {
+			t.Errorf("round %d: objective %.15g, gap %.3g: does not bracket F* = %.15g", s.Round, s.Objective, s.Gap, want)
+		}
+	}
+	return w, got
+}
+
 // readModel reads a model file written by WriteModel, of p features.
 func readModel(t *testing.T, path string, p int) (w []float64, b float64) {
 	t.Helper()
@@ -296,23 +323,7 @@ func TestKKT(t *testing.T) {
 				if rel := math.Abs(coord.Lambda()-lambda) / lambda; rel > 1e-12 {
 					t.Errorf("λ = %.15g, want 0.1·λ_max = %.15g", coord.Lambda(), lambda)
 				}
-				w, b := readModel(t, out, len(pr.cols))
-				pr.checkKKT(t, w, b, lambda, tc.intercept, 1e-6)
-				got := pr.objective(w, b, lambda)
-				if rel := math.Abs(got-want) / want; rel > 1e-9 {
-					t.Errorf("objective %.15g, sequential solver %.15g: relative difference %.3g > 1e-9", got, want, rel)
-				}
-				if rel := math.Abs(res.Final.Objective-got) / got; rel > 1e-12 {
-					t.Errorf("reported objective %.15g, recomputed %.15g", res.Final.Objective, got)
-				}
-				if res.Reason != "converged" {
-					t.Errorf("stopped by %s, want converged (gap %.3g)", res.Reason, res.Final.Gap)
-				}
-				for _, s := range res.Trace {
-					if s.Objective < want*(1-1e-12) || s.Objective-s.Gap > want*(1+1e-12) {
-						t.Errorf("round %d: objective %.15g, gap %.3g: does not bracket F* = %.15g", s.Round, s.Objective, s.Gap, want)
-					}
-				}
+				_, got := pr.checkSolution(t, res, out, lambda, tc.intercept, want)
 				g := coord.Safeguard()
 				t.Logf("%d rounds, %d updates, objective %.12g, nnz %d, %d/%d rounds raised F, θ ≥ %.3g",
 					res.Rounds, res.Updates, got, res.Final.NNZ, g.Rose, g.Rounds, g.MinTheta)
