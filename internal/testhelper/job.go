@@ -59,6 +59,7 @@ type interrupter struct {
 	cancel context.CancelCauseFunc
 }
 
+// Write implements io.Writer: each call is a line.
 func (r *interrupter) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
