@@ -10,31 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 )
-
-// connect starts an embedded server, with JetStream if store, and connects.
-func connect(t *testing.T, store bool) *nats.Conn {
-	t.Helper()
-	o := natsserver.Options{Port: -1}
-	if store {
-		o.StoreDir = t.TempDir()
-	}
-	srv, err := natsserver.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	nc, err := srv.ConnectInProcess("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
 
 // put stores the pieces of a checkpoint of round and returns its manifest.
 func put(t *testing.T, s *checkpoint.Store, round uint64, pieces ...string) checkpoint.Manifest {
@@ -53,7 +32,7 @@ func put(t *testing.T, s *checkpoint.Store, round uint64, pieces ...string) chec
 func TestStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	if _, err := checkpoint.Open(ctx, nc, "j", false); !errors.Is(err, checkpoint.ErrNone) {
 		t.Fatalf("open of a job without checkpoints: %v, want ErrNone", err)
 	}
@@ -103,7 +82,7 @@ func TestStore(t *testing.T) {
 func TestNoJetStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := checkpoint.Open(ctx, connect(t, false), "j", true); !errors.Is(err, checkpoint.ErrNoJetStream) {
+	if _, err := checkpoint.Open(ctx, testhelper.InProcess(t, false), "j", true); !errors.Is(err, checkpoint.ErrNoJetStream) {
 		t.Fatalf("open without JetStream: %v, want ErrNoJetStream", err)
 	}
 }
@@ -112,16 +91,7 @@ func TestNoJetStream(t *testing.T) {
 // store's directory holds about the 2 kept, not all that were written.
 func TestSpaceReclaimed(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := natsserver.Start(natsserver.Options{Port: -1, StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	nc, err := srv.ConnectInProcess("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := testhelper.Connect(t, testhelper.StartServer(t, natsserver.Options{Port: -1, StoreDir: dir}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := checkpoint.Open(ctx, nc, "j", true)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestKeyedManifest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	key := wire.NewKey()
 	open := func(k wire.Key, create bool) *checkpoint.Store {
 		t.Helper()

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestGetChunks stores pieces of many sizes, around the object store's
@@ -19,7 +20,7 @@ import (
 func TestGetChunks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := checkpoint.Open(ctx, connect(t, true), "j", true)
+	s, err := checkpoint.Open(ctx, testhelper.InProcess(t, true), "j", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestGetChunksGone(t *testing.T) {
 	// one that failed at once: it ends in a timeout, not ErrMsgNotFound.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	s, err := checkpoint.Open(ctx, nc, "j", true)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestGetChunksGone(t *testing.T) {
 func TestLatestWhileCommitting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := checkpoint.Open(ctx, connect(t, true), "j", true)
+	s, err := checkpoint.Open(ctx, testhelper.InProcess(t, true), "j", true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/wire"
 )
@@ -24,7 +25,7 @@ import (
 // disconnect, but not any other error, and not beyond its attempts or its
 // context.
 func TestRetry(t *testing.T) {
-	c, err := wire.NewConn(connect(t, false), "j")
+	c, err := wire.NewConn(testhelper.InProcess(t, false), "j")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestRemoveUncommitted removes the pieces of the checkpoints that no
@@ -26,7 +27,7 @@ func TestRemoveUncommitted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			s, err := checkpoint.Open(ctx, connect(t, true), "j", true)
+			s, err := checkpoint.Open(ctx, testhelper.InProcess(t, true), "j", true)
 			if err != nil {
 				t.Fatal(err)
 			}

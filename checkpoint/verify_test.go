@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strads-go/strads/checkpoint"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestVerify checks that a manifest is verified against the pieces
@@ -14,7 +15,7 @@ import (
 // the piece.
 func TestVerify(t *testing.T) {
 	ctx := context.Background()
-	s, err := checkpoint.Open(ctx, connect(t, true), "j", true)
+	s, err := checkpoint.Open(ctx, testhelper.InProcess(t, true), "j", true)
 	if err != nil {
 		t.Fatal(err)
 	}

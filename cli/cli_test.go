@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/cli"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
@@ -218,11 +219,7 @@ type result struct {
 // 2, on the role and the coordinator); the runtime's per-role flags are
 // not settings.
 func TestSettings(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	dir := t.TempDir()
 	dataA, dataB := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
 	for path, text := range map[string]string{dataA: "a\n", dataB: "b\n"} {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/cli"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -31,11 +32,7 @@ func startConfigured(t *testing.T, config string) int {
 	if err := os.WriteFile(path, []byte("listen: 127.0.0.1:-1\n"+config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{ConfigFile: path, ConfigAddr: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testhelper.StartServer(t, natsserver.Options{ConfigFile: path, ConfigAddr: true})
 	return srv.Addr().(*net.TCPAddr).Port
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/nnls"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -135,11 +136,7 @@ func TestWalkthrough(t *testing.T) {
 		t.Errorf("%s: output %q: want a converged job", p.name, p.out.String())
 	}
 
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	roles := []string{"--nats", srv.ClientURL(), "--job", "walkthrough"}
 	split := filepath.Join(dir, "split.csv")
 	// The scheduler and the workers take the job's settings, --rows and

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -97,19 +99,10 @@ func (c counting) program() schmp.Program[uint64, uint64, uint64, uint64] {
 }
 
 // startServer starts a nats-server on a free port of 127.0.0.1 for the
-// test.
+// test, with nats-server's own max_payload.
 func startServer(t *testing.T) *server.Server {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	return ns
+	return testhelper.StartServer(t, natsserver.Options{MaxPayload: server.MAX_PAYLOAD_SIZE}).Server
 }
 
 // connect opens a connection to ns for job, closed at the test's end.

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strads-go/strads/dataset"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/jsobject"
 )
 
@@ -49,7 +50,7 @@ func (w *cancelWriter) Write(p []byte) (int, error) {
 // on in a goroutine of its own until the deadline, its write in flight
 // after Get returned.
 func TestGetCancelled(t *testing.T) {
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	st, err := dataset.Open(context.Background(), nc, time.Minute, true)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestGetCancelled(t *testing.T) {
 // error at once, not a wait for the Store's timeout (a minute here).
 func TestChunksGone(t *testing.T) {
 	ctx := context.Background()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	st, err := dataset.Open(ctx, nc, time.Minute, true)
 	if err != nil {
 		t.Fatal(err)

@@ -11,36 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/strads-go/strads/dataset"
-	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/internal/testhelper"
 )
-
-// connect starts an embedded server, with JetStream on a store in a
-// temporary directory if js, and connects to it.
-func connect(t *testing.T, js bool) *nats.Conn {
-	t.Helper()
-	opts := natsserver.Options{Port: -1}
-	if js {
-		opts.StoreDir = t.TempDir()
-	}
-	srv, err := natsserver.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	nc, err := srv.ConnectInProcess("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
 
 func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	if _, err := dataset.Open(ctx, nc, 5*time.Second, false); !errors.Is(err, dataset.ErrNotFound) || !strings.Contains(err.Error(), "strads data put") {
 		t.Errorf("Open of a server that stores none: got %v, want ErrNotFound saying how to store one", err)
 	}
@@ -106,7 +83,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestNoJetStream(t *testing.T) {
-	nc := connect(t, false)
+	nc := testhelper.InProcess(t, false)
 	start := time.Now()
 	_, err := dataset.Open(context.Background(), nc, 5*time.Second, false)
 	if !errors.Is(err, dataset.ErrNoJetStream) || !strings.Contains(err.Error(), "--store") {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/strads-go/strads/dataset"
 	"github.com/strads-go/strads/inputfile"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/libsvm"
 )
 
@@ -89,7 +90,7 @@ func objects(t *testing.T, obs jetstream.ObjectStore) []string {
 // only the blocks that hold them, and that Fetch gives the whole.
 func TestParts(t *testing.T) {
 	ctx := context.Background()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	st, err := dataset.Open(ctx, nc, 5*time.Second, true)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +189,7 @@ func TestParts(t *testing.T) {
 // lists data sets, not blocks.
 func TestReplaceRemove(t *testing.T) {
 	ctx := context.Background()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	st, err := dataset.Open(ctx, nc, 5*time.Second, true)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestReplaceRemove(t *testing.T) {
 // Get, OpenPart and a Part's reads.
 func TestBroken(t *testing.T) {
 	ctx := context.Background()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	st, err := dataset.Open(ctx, nc, 5*time.Second, true)
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +358,7 @@ func TestBroken(t *testing.T) {
 // that OpenPart says it has no parts.
 func TestStoredWhole(t *testing.T) {
 	ctx := context.Background()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	st, err := dataset.Open(ctx, nc, 5*time.Second, true)
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +401,7 @@ func TestStoredWhole(t *testing.T) {
 // *libsvm.ParseError of its line in the whole.
 func TestPartReadRange(t *testing.T) {
 	ctx := context.Background()
-	nc := connect(t, true)
+	nc := testhelper.InProcess(t, true)
 	st, err := dataset.Open(ctx, nc, 5*time.Second, true)
 	if err != nil {
 		t.Fatal(err)

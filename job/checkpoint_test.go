@@ -3,7 +3,6 @@ package job_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/schmp"
@@ -136,24 +136,6 @@ func walkProgram() schmp.Program[walkPlan, walkPartial, walkUpdate, walkSummary]
 	}
 }
 
-// interrupter is a coordinator's progress writer that cancels the job at
-// a chosen line (progress lines come after every message).
-type interrupter struct {
-	mu     sync.Mutex
-	lines  int
-	at     int
-	cancel context.CancelCauseFunc
-}
-
-func (r *interrupter) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lines++; r.lines == r.at {
-		r.cancel(errors.New("test interrupt"))
-	}
-	return len(p), nil
-}
-
 // commitGate holds a walk job's last round until the job commits a
 // checkpoint: its worker of shard 0 waits in its Push of that round for
 // the coordinator's log line of a commit. A job that ended takes in no
@@ -231,7 +213,7 @@ func walkJob(t *testing.T, store string, every uint64, resume bool, interruptAt 
 	co := coordinator.Options{Workers: 2, Schedulers: 2, MaxRounds: 60, ReportEvery: 4, Out: out,
 		Timeout: 10 * time.Second, CheckpointEvery: every, Resume: resume}
 	if interruptAt > 0 {
-		co.Progress, co.ProgressEvery = &interrupter{at: interruptAt, cancel: cancel}, time.Nanosecond
+		testhelper.Interrupt(&co, interruptAt, cancel)
 	}
 	prog := walkProgram()
 	var handlers []slog.Handler
@@ -339,16 +321,8 @@ func TestCheckpointInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	nc, err := srv.ConnectInProcess("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
+	nc := testhelper.Connect(t, srv)
 	out := filepath.Join(t.TempDir(), "model")
 	w := &storedWaiter{t: t, nc: nc, job: "walk", at: 20}
 	co := coordinator.Options{Workers: 2, Schedulers: 2, MaxRounds: 60, ReportEvery: 4, Out: out,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/schmp"
 )
@@ -117,7 +118,7 @@ func depthWalkJob(t *testing.T, depth, parts int, store string, every uint64, re
 	co := coordinator.Options{Workers: 2, Schedulers: parts, Depth: depth, MaxRounds: 60, ReportEvery: 3, Out: out, Metrics: csv,
 		Timeout: 10 * time.Second, CheckpointEvery: every, Resume: resume}
 	if interruptAt > 0 {
-		co.Progress, co.ProgressEvery = &interrupter{at: interruptAt, cancel: cancel}, time.Nanosecond
+		testhelper.Interrupt(&co, interruptAt, cancel)
 	}
 	res, err = job.Run(ctx, freeWalkProgram(), job.Options{Job: "walk", Store: store, Timeout: 10 * time.Second, Coordinator: co})
 	if err != nil {

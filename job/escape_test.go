@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/wire"
@@ -26,7 +28,7 @@ const evilAbort = "forged\nlevel=ERROR msg=INJECTED\x1b[31m red \x1b]0;pwned\x07
 // plan.0): the role's error, which the command line prints, and its log
 // carry the text escaped, with no raw ESC, C1 control or newline of it.
 func TestForgedAbortText(t *testing.T) {
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	prog := hostileProgram()
 	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
 		t.Run(role, func(t *testing.T) {

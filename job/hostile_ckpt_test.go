@@ -23,6 +23,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
@@ -95,9 +96,16 @@ func peakHeap(stop <-chan struct{}) func() uint64 {
 }
 
 // watch subscribes an attacker on srv to every subject of job name, which
-// calls react with each message that goes by (its own aside); stop ends
-// it.
+// calls react with each message that goes by (its own and chunks aside);
+// stop ends it.
 func watch(t *testing.T, srv *natsserver.Server, name string, react func(a *attacker, msg *nats.Msg), old []*nats.Msg) (stop func()) {
+	t.Helper()
+	return watchSkipping(t, srv, name, react, old, 3, func(msg *nats.Msg) bool { return msg.Header != nil })
+}
+
+// watchSkipping is watch, with the attacker's choices seeded by seed, that
+// passes over the messages that skip says.
+func watchSkipping(t *testing.T, srv *natsserver.Server, name string, react func(a *attacker, msg *nats.Msg), old []*nats.Msg, seed uint64, skip func(*nats.Msg) bool) (stop func()) {
 	t.Helper()
 	nc, err := nats.Connect(srv.ClientURL(), nats.NoEcho())
 	if err != nil {
@@ -107,11 +115,11 @@ func watch(t *testing.T, srv *natsserver.Server, name string, react func(a *atta
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &attacker{c: c, rng: rand.New(rand.NewPCG(3, 4)), recorded: old}
+	a := &attacker{c: c, rng: rand.New(rand.NewPCG(seed, seed+1)), recorded: old}
 	var mu sync.Mutex
 	sub, err := nc.Subscribe("strads."+name+".>", func(msg *nats.Msg) {
-		if msg.Header != nil {
-			return // chunks
+		if skip(msg) {
+			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -178,11 +186,7 @@ func TestHostileCheckpointTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 
 	// Record a run, to replay its messages (stored notices and heartbeats
 	// among them) into later ones.
@@ -334,11 +338,7 @@ func TestForgedStoredNotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	var forged atomic.Int64
 	stop := watch(t, srv, "fst", func(a *attacker, msg *nats.Msg) {
 		rel := strings.TrimPrefix(msg.Subject, "strads.fst.")
@@ -442,11 +442,7 @@ func TestForgedRollback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	want, err := ckptJob(ctx, "frb", srv.ClientURL(), "", filepath.Join(dir, "clean.csv"), false, nil, 4*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -502,11 +498,7 @@ func TestForgedHeartbeats(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	const timeout = 4 * time.Second
 	for _, forge := range []bool{false, true} {
 		t.Run("forged "+strconv.FormatBool(forge), func(t *testing.T) {
@@ -623,11 +615,7 @@ func TestForgedSpareAssign(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	const name, timeout, join = "fsp", 4 * time.Second, 5 * time.Second
 	var mu sync.Mutex
 	var ids []string
@@ -724,7 +712,7 @@ func TestForgedSpareAssign(t *testing.T) {
 		lost.Store(time.Now().UnixNano())
 		conns[(l.worker+1)%3].NATS().Close() // a worker that holds a place
 	}()
-	_, err = coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
+	_, err := coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
 	took := time.Since(time.Unix(0, lost.Load()))
 	fstop()
 	wg.Wait()

@@ -19,8 +19,10 @@ import (
 	"github.com/strads-go/strads/apps/nnls"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/monitor"
+	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/wire"
 )
@@ -36,6 +38,33 @@ func hostileJob(ctx context.Context, name, url, out string, m *monitor.Metrics) 
 		return nil, err
 	}
 	return os.ReadFile(out)
+}
+
+// record records the messages of job name on srv while run runs, to
+// replay them into later runs.
+func record(t *testing.T, srv *natsserver.Server, name string, run func()) []*nats.Msg {
+	t.Helper()
+	rec, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	var mu sync.Mutex
+	var recorded []*nats.Msg
+	sub, err := rec.Subscribe("strads."+name+".>", func(msg *nats.Msg) {
+		mu.Lock()
+		recorded = append(recorded, msg)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Flush()
+	run()
+	sub.Unsubscribe()
+	mu.Lock()
+	defer mu.Unlock()
+	return recorded
 }
 
 // droppedTotal returns the messages that the job's nodes dropped, as m
@@ -111,32 +140,14 @@ func TestHostileTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 
 	// Record a run of the job, to replay its messages into later ones.
-	rec, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
-	var mu sync.Mutex
-	var recorded []*nats.Msg
-	sub, err := rec.Subscribe("strads.hostile.>", func(msg *nats.Msg) {
-		mu.Lock()
-		recorded = append(recorded, msg)
-		mu.Unlock()
+	old := record(t, srv, "hostile", func() {
+		if got, err := hostileJob(ctx, "hostile", srv.ClientURL(), filepath.Join(dir, "recorded.csv"), nil); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("the recorded run: %v, or another model", err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Flush()
-	if got, err := hostileJob(ctx, "hostile", srv.ClientURL(), filepath.Join(dir, "recorded.csv"), nil); err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("the recorded run: %v, or another model", err)
-	}
-	sub.Unsubscribe()
-	mu.Lock()
-	old := recorded
-	mu.Unlock()
 
 	rel := func(subject string) string { return strings.TrimPrefix(subject, "strads.hostile.") }
 	for _, tc := range []struct {

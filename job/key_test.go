@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
@@ -51,29 +51,7 @@ func droppedBy(t *testing.T, m *monitor.Metrics) map[string]float64 {
 // message, MAC and all (chunks aside), and has no key.
 func watchKeyed(t *testing.T, srv *natsserver.Server, name string, react func(a *attacker, msg *nats.Msg), old []*nats.Msg) (stop func()) {
 	t.Helper()
-	nc, err := nats.Connect(srv.ClientURL(), nats.NoEcho())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := wire.NewConn(nc, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &attacker{c: c, rng: rand.New(rand.NewPCG(5, 6)), recorded: old}
-	var mu sync.Mutex
-	sub, err := nc.Subscribe("strads."+name+".>", func(msg *nats.Msg) {
-		if msg.Header.Get(wire.HeaderChunkID) != "" {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		react(a, msg)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.Flush()
-	return func() { sub.Unsubscribe(); nc.Close() }
+	return watchSkipping(t, srv, name, react, old, 5, func(msg *nats.Msg) bool { return msg.Header.Get(wire.HeaderChunkID) != "" })
 }
 
 // sendForged publishes data on the job subject name as the attacker would
@@ -109,11 +87,7 @@ func TestKeyedHostileTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: filepath.Join(dir, "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: filepath.Join(dir, "js")})
 	key := wire.NewKey()
 	run := func(name string, m *monitor.Metrics) ([]byte, error) {
 		opts := ckptOptions(name, srv.ClientURL(), "", filepath.Join(dir, name+".csv"), false, m, 20*time.Second)
@@ -122,29 +96,11 @@ func TestKeyedHostileTraffic(t *testing.T) {
 	}
 
 	// Record a run of the job under the key, to replay its messages.
-	rec, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
-	var mu sync.Mutex
-	var recorded []*nats.Msg
-	sub, err := rec.Subscribe("strads.keyed.>", func(msg *nats.Msg) {
-		mu.Lock()
-		recorded = append(recorded, msg)
-		mu.Unlock()
+	old := record(t, srv, "keyed", func() {
+		if got, err := run("keyed", nil); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("the recorded run: %v, or another model", err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Flush()
-	if got, err := run("keyed", nil); err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("the recorded run: %v, or another model", err)
-	}
-	sub.Unsubscribe()
-	mu.Lock()
-	old := recorded
-	mu.Unlock()
 	joins := 0
 	for _, msg := range old {
 		if strings.HasSuffix(msg.Subject, "."+protocol.SubjectJoin) {
@@ -271,7 +227,7 @@ func TestKeyedHostileTraffic(t *testing.T) {
 func TestKeyedJoinRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	key := wire.NewKey()
 	cases := []struct {
 		name          string
@@ -366,7 +322,7 @@ func TestKeyedResume(t *testing.T) {
 func TestKeyedJoinReplayChallenged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	key := wire.NewKey()
 	rec, err := nats.Connect(srv.ClientURL())
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strads-go/strads/apps/nnls"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
 )
@@ -30,17 +31,6 @@ func nnlsJob(ctx context.Context, name, url, out string, rounds uint64, claimed 
 	return os.ReadFile(out)
 }
 
-// startServer starts an embedded nats-server on a free port for the test.
-func startServer(t *testing.T) *natsserver.Server {
-	t.Helper()
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv
-}
-
 // TestSecondJobRefused checks that a job started under the name of a job
 // that runs on the same server is refused, with an error naming the job
 // and the running coordinator, and that the running job goes on to the
@@ -55,7 +45,7 @@ func TestSecondJobRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	claimed := make(chan struct{})
 	var first []byte
 	var firstErr error
@@ -97,7 +87,7 @@ func TestJobsStartingAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	var wg sync.WaitGroup
 	models := make([][]byte, 2)
 	errs := make([]error, 2)

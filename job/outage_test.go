@@ -18,6 +18,7 @@ import (
 	"github.com/strads-go/strads/apps/nnls"
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
 )
@@ -95,7 +96,7 @@ func TestNATSOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for trial := range 3 {
-		srv := startServer(t)
+		srv := testhelper.StartServer(t, natsserver.Options{})
 		port := srv.Addr().(*net.TCPAddr).Port
 		rng := rand.New(rand.NewPCG(uint64(trial), 12))
 		r := &restarter{t: t, srv: srv, port: port, at: map[int]time.Duration{}}
@@ -129,7 +130,7 @@ func TestNATSOutage(t *testing.T) {
 func TestNATSOutageLongerThanTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := startServer(t)
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	r := &restarter{t: t, srv: srv, at: map[int]time.Duration{}}
 	w := writerFunc(func(p []byte) (int, error) {
 		r.mu.Lock()

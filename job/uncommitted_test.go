@@ -16,6 +16,7 @@ import (
 
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/schmp"
@@ -113,16 +114,8 @@ func TestUncommittedRemoved(t *testing.T) {
 		{"none abandoned", 0, 5, 50, []uint64{40, 50}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Stop()
-			nc, err := srv.ConnectInProcess("test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
+			srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
+			nc := testhelper.Connect(t, srv)
 			lastCkpt := uint64(50) // the last checkpoint decided: of round 50
 			others := []string{checkpoint.CoordinatorPiece, checkpoint.Piece("worker", 0),
 				checkpoint.Piece("scheduler", 0), checkpoint.Piece("scheduler", 1)}

@@ -10,25 +10,15 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/jsobject"
-	"github.com/strads-go/strads/natsserver"
 )
 
 // store starts an embedded server with JetStream and returns its
 // JetStream and an object store bucket "b" on it.
 func store(t *testing.T) (jetstream.JetStream, jetstream.ObjectStore) {
 	t.Helper()
-	srv, err := natsserver.Start(natsserver.Options{Port: -1, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	nc, err := srv.ConnectInProcess("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(testhelper.InProcess(t, true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // rowsOf returns n lines "1 1:1 2:1", then the lines of tail.
@@ -53,7 +55,7 @@ func TestWidthBound(t *testing.T) {
 		{"ReadColumns/3", func(p string) error { _, _, _, err := ReadColumns(p, 0, 3); return err }},
 	}
 	for _, tc := range cases {
-		path := writeTemp(t, tc.data)
+		path := testhelper.WriteFile(t, "data.svm", tc.data)
 		for _, r := range readers {
 			t.Run(tc.name+"/"+r.name, func(t *testing.T) {
 				var before, after runtime.MemStats
@@ -87,11 +89,11 @@ func TestWidthBound(t *testing.T) {
 func TestWidthBoundRange(t *testing.T) {
 	// 10,000 entries in all: 640,000 columns, under the floor; 40,000
 	// entries: 2,560,000 columns.
-	small := writeTemp(t, rowsOf(4999, "1 1:1 2000000:1"))
+	small := testhelper.WriteFile(t, "data.svm", rowsOf(4999, "1 1:1 2000000:1"))
 	if _, _, err := ReadMatrix(small, 4998, 5000, 0); err == nil || !strings.Contains(err.Error(), ":5000: feature index 2000000: the file has only 10000 entries") {
 		t.Errorf("range of a small file: error %v", err)
 	}
-	big := writeTemp(t, rowsOf(19999, "1 1:1 2000000:1"))
+	big := testhelper.WriteFile(t, "data.svm", rowsOf(19999, "1 1:1 2000000:1"))
 	x, _, err := ReadMatrix(big, 19998, 20000, 0)
 	if err != nil {
 		t.Fatalf("range of a file that justifies it: %v", err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestLineLimit checks that every reader stops at a line longer than
@@ -18,7 +20,7 @@ func TestLineLimit(t *testing.T) {
 	maxLine = 3 << 20 // over bufSize and chunkSize, so that both grow first
 	t.Cleanup(func() { maxLine = old })
 	long := "1 1:1\n2 1:2\n3 " + strings.Repeat("1:1 ", (4<<20)/4) + "\n4 1:4\n"
-	path := writeTemp(t, long)
+	path := testhelper.WriteFile(t, "data.svm", long)
 	readers := []struct {
 		name string
 		read func() error
@@ -79,7 +81,7 @@ func TestNotRegular(t *testing.T) {
 func TestLongTokenQuoted(t *testing.T) {
 	token := strings.Repeat("x", 1<<20)
 	for _, data := range []string{token + " 1:1\n", "1 " + token + "\n", "1 1:" + token + "\n", "1 " + token + ":1\n"} {
-		err := Read(writeTemp(t, data), func(int, Row) error { return nil })
+		err := Read(testhelper.WriteFile(t, "data.svm", data), func(int, Row) error { return nil })
 		var pe *ParseError
 		if !errors.As(err, &pe) || pe.Line != 1 {
 			t.Fatalf("got %v, want a *ParseError at line 1", err)

@@ -11,17 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// writeTemp writes data to a fresh file and returns its path.
-func writeTemp(tb testing.TB, data string) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "data.svm")
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	return path
-}
+	"github.com/strads-go/strads/internal/testhelper"
+)
 
 // gotRow is a Row copied out of a Read callback, with its line number.
 type gotRow struct {
@@ -131,7 +123,7 @@ func TestReadValid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := readAll(writeTemp(t, tt.data), 0, -1)
+			got, err := readAll(testhelper.WriteFile(t, "data.svm", tt.data), 0, -1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +177,7 @@ func TestReadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := writeTemp(t, tt.data)
+			path := testhelper.WriteFile(t, "data.svm", tt.data)
 			_, err := readAll(path, 0, -1)
 			var pe *ParseError
 			if !errors.As(err, &pe) {
@@ -199,7 +191,7 @@ func TestReadErrors(t *testing.T) {
 }
 
 func TestReadCallbackError(t *testing.T) {
-	path := writeTemp(t, "1 1:1\n2 1:1\n3 1:1\n")
+	path := testhelper.WriteFile(t, "data.svm", "1 1:1\n2 1:1\n3 1:1\n")
 	stop := errors.New("stop")
 	calls := 0
 	err := Read(path, func(line int, _ Row) error {
@@ -242,7 +234,7 @@ func TestReadLongLine(t *testing.T) {
 	if sb.Len() <= 2*bufSize {
 		t.Fatalf("test line too short: %d bytes", sb.Len())
 	}
-	path := writeTemp(t, sb.String())
+	path := testhelper.WriteFile(t, "data.svm", sb.String())
 	for _, hi := range []int{-1, 3} {
 		rows, err := readAll(path, 0, hi)
 		if err != nil {
@@ -285,7 +277,7 @@ func TestCountRows(t *testing.T) {
 		{strings.Repeat("1 1:1\n", bufSize/3), bufSize / 3}, // spans buffers
 	}
 	for _, tt := range tests {
-		got, err := CountRows(writeTemp(t, tt.data))
+		got, err := CountRows(testhelper.WriteFile(t, "data.svm", tt.data))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,7 +357,7 @@ func TestReadRangeShards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := writeTemp(t, tt.data)
+			path := testhelper.WriteFile(t, "data.svm", tt.data)
 			want, err := readAll(path, 0, -1)
 			if err != nil {
 				t.Fatal(err)
@@ -399,7 +391,7 @@ func TestReadRangeShards(t *testing.T) {
 }
 
 func TestReadRangeErrors(t *testing.T) {
-	path := writeTemp(t, "1 1:1\n2 1:x\n3 1:1\n")
+	path := testhelper.WriteFile(t, "data.svm", "1 1:1\n2 1:x\n3 1:1\n")
 	tests := []struct {
 		name   string
 		path   string
@@ -412,7 +404,7 @@ func TestReadRangeErrors(t *testing.T) {
 		{"hi past end", path, 2, 4, 0, "has 3 rows"},
 		{"lo past end", path, 5, 6, 0, "has 3 rows"},
 		{"bad row in range", path, 1, 2, 2, `bad value "x" for feature 1`},
-		{"empty file", writeTemp(t, ""), 0, 0, 0, "no samples"},
+		{"empty file", testhelper.WriteFile(t, "data.svm", ""), 0, 0, 0, "no samples"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -437,7 +429,7 @@ func TestReadRangeErrors(t *testing.T) {
 func BenchmarkRead(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	data := randomFile(rng, 12_000, 60) // about 5 MB
-	path := writeTemp(b, data)
+	path := testhelper.WriteFile(b, "data.svm", data)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		nnz := 0
@@ -472,7 +464,7 @@ func TestReadLabels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := writeTemp(t, tt.data)
+			path := testhelper.WriteFile(t, "data.svm", tt.data)
 			var got []float64
 			err := ReadLabels(path, func(line int, label float64) error {
 				if line != len(got)+1 {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // sameAsFiltered checks that a read keeping a window of columns gives, on
@@ -124,7 +126,7 @@ func TestReadOwnedColumns(t *testing.T) {
 		}
 		b.WriteString("\n")
 	}
-	path := writeTemp(t, b.String())
+	path := testhelper.WriteFile(t, "data.svm", b.String())
 	whole, labels, err := ReadMatrix(path, 0, -1, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +159,7 @@ func TestReadOwnedColumns(t *testing.T) {
 	}
 	// The part that reads column 39 reports the bad line; the other
 	// skips the token, or reports it too.
-	bad := writeTemp(t, b.String()+"1 1:1 39:x\n"+b.String())
+	bad := testhelper.WriteFile(t, "data.svm", b.String()+"1 1:1 39:x\n"+b.String())
 	reported := false
 	for part := range 2 {
 		_, _, _, _, _, err := ReadOwnedColumns(bad, part, 2)
@@ -212,7 +214,7 @@ func TestReadPartsCover(t *testing.T) {
 			}
 			b.WriteString("\n")
 		}
-		path := writeTemp(t, b.String())
+		path := testhelper.WriteFile(t, "data.svm", b.String())
 		whole, _, wholeErr := ReadMatrix(path, 0, -1, 0)
 		for parts := 2; parts <= 4; parts++ {
 			var failed error
@@ -256,7 +258,7 @@ func BenchmarkReadOwnedColumns(b *testing.B) {
 		}
 		sb.WriteString("\n")
 	}
-	path := writeTemp(b, sb.String())
+	path := testhelper.WriteFile(b, "data.svm", sb.String())
 	for _, bm := range []struct {
 		name string
 		read func() error

@@ -4,59 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/strads-go/strads/inputfile"
+	"github.com/strads-go/strads/internal/testhelper"
 )
-
-// fakeRemote is an inputfile.Remote of data in memory, in blocks of
-// every lines, that counts the bytes that its readers are given.
-type fakeRemote struct {
-	path    string
-	data    []byte
-	every   int
-	fetched int
-	whole   bool
-}
-
-func (r *fakeRemote) starts() []int {
-	s := []int{0}
-	for i, c := range r.data {
-		if c == '\n' && i+1 < len(r.data) {
-			s = append(s, i+1)
-		}
-	}
-	return append(s, len(r.data))
-}
-
-func (r *fakeRemote) Summary() inputfile.Summary {
-	return inputfile.Summary{Name: "nats:x", Size: int64(len(r.data)), Lines: len(r.starts()) - 1,
-		CRC32C: crc32.Checksum(r.data, crc32.MakeTable(crc32.Castagnoli)), Fingerprint: "fp"}
-}
-
-func (r *fakeRemote) Fetch() error {
-	r.whole = true
-	return os.WriteFile(r.path, r.data, 0o600)
-}
-
-func (r *fakeRemote) Blocks() []inputfile.Block { return nil }
-
-func (r *fakeRemote) Lines(first, end int) (io.ReadCloser, int, error) {
-	s := r.starts()
-	n := len(s) - 1
-	if first >= n {
-		return io.NopCloser(bytes.NewReader(nil)), n, nil
-	}
-	b0 := first / r.every * r.every
-	b1 := min((max(end, first+1)+r.every-1)/r.every*r.every, n)
-	r.fetched += s[b1] - s[b0]
-	return io.NopCloser(bytes.NewReader(r.data[s[b0]:s[b1]])), b0, nil
-}
 
 // TestRemote checks the readers of a data set read in parts (an
 // inputfile.Remote): the rows of a range are those of the same local
@@ -74,7 +29,7 @@ func TestRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "copy.svm")
-	r := &fakeRemote{path: path, data: data, every: 7}
+	r := &testhelper.Remote{Path: path, Data: data, Every: 7}
 	defer inputfile.Register(path, r)()
 
 	if n, err := CountRows(path); n != 40 || err != nil {
@@ -99,31 +54,31 @@ func TestRemote(t *testing.T) {
 		return rows, err
 	}
 	for _, rg := range [][2]int{{0, 40}, {0, 1}, {10, 20}, {13, 14}, {39, 40}, {40, 40}, {20, 20}} {
-		r.fetched = 0
+		r.Fetched = 0
 		got, err := collect(path, rg[0], rg[1])
 		wantRows, werr := collect(local, rg[0], rg[1])
 		if err != nil || werr != nil || !reflect.DeepEqual(got, wantRows) {
 			t.Errorf("rows [%d, %d): %v, %v; want the local file's %v, %v", rg[0], rg[1], got, err, wantRows, werr)
 		}
-		if rg[1]-rg[0] < 20 && r.fetched > len(data)/2 {
-			t.Errorf("rows [%d, %d) fetched %d of %d bytes", rg[0], rg[1], r.fetched, len(data))
+		if rg[1]-rg[0] < 20 && r.Fetched > len(data)/2 {
+			t.Errorf("rows [%d, %d) fetched %d of %d bytes", rg[0], rg[1], r.Fetched, len(data))
 		}
 	}
 	if _, err := collect(path, 30, 41); err == nil {
 		t.Error("rows [30, 41) of 40: no error")
 	}
-	if r.whole {
+	if r.Whole {
 		t.Fatal("a range fetched the whole")
 	}
 
 	// A bad row: its original line, in a range and in the whole.
 	bad := bytes.Replace(data, []byte("1 1:24 "), []byte("1 1:x "), 1) // line 24
-	r.data = bad
+	r.Data = bad
 	var pe *ParseError
 	if _, err := collect(path, 20, 30); !errors.As(err, &pe) || pe.Line != 24 || pe.File != path {
 		t.Errorf("rows [20, 30) with line 24 bad: got %v, want a *ParseError of %s:24", err, path)
 	}
-	if err := Read(path, func(int, Row) error { return nil }); !errors.As(err, &pe) || pe.Line != 24 || !r.whole {
-		t.Errorf("Read with line 24 bad: got %v (fetched whole: %v), want a *ParseError of line 24", err, r.whole)
+	if err := Read(path, func(int, Row) error { return nil }); !errors.As(err, &pe) || pe.Line != 24 || !r.Whole {
+		t.Errorf("Read with line 24 bad: got %v (fetched whole: %v), want a *ParseError of line 24", err, r.Whole)
 	}
 }

@@ -9,15 +9,16 @@ import (
 
 // TestOnlyEmbeddersLinkServer checks the layering of DESIGN "Package layout": the only
 // packages that link nats-server are this one and those that embed it
-// (job, cli, the commands and the benchmarks); schmp, the roles, the
-// engines and the apps carry a NATS client only.
+// (job, cli, the commands and the benchmarks, and internal/testhelper for
+// the tests); schmp, the roles, the engines and the apps carry a NATS
+// client only.
 func TestOnlyEmbeddersLinkServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over the module")
 	}
 	const server = "github.com/nats-io/nats-server/v2/server"
 	const module = "github.com/strads-go/strads/"
-	embedders := []string{"natsserver", "job", "cli"}
+	embedders := []string{"natsserver", "job", "cli", "internal/testhelper"}
 	out, err := exec.Command("go", "list", "-deps", "-test=false", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"...").Output()
 	if err != nil {
 		t.Skipf("go list: %v", err)

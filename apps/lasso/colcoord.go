@@ -1,13 +1,12 @@
 package lasso
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 
+	"github.com/strads-go/strads/apps/internal/colshard"
 	"github.com/strads-go/strads/apps/linear"
-	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
@@ -15,10 +14,11 @@ import (
 
 // ColCoordinator is the coordinator side of the Lasso in the column layout:
 // it holds β and its own replica of q = y − Xβ, merges the workers' changes
-// (stepWeights), and certifies the objective with the duality gap. With Config.Path it solves a regularization path in the runtime's
-// stages (it implements schmp.Staged): every update it sends carries
-// the λ being solved, and the workers switch to it.
+// (stepWeights), and certifies the objective with the duality gap. With
+// Config.Path it solves a regularization path in the runtime's stages
+// (PathStages).
 type ColCoordinator struct {
+	PathStages
 	cfg       Config
 	workers   int
 	n         float64
@@ -29,10 +29,9 @@ type ColCoordinator struct {
 	colSum    []float64
 	q         []float64
 	beta      []float64
-	pos       []int32 // column → its index in a round's feedback, or -1
-	shared    []bool  // column → shared with every worker (several workers)
+	pos       colshard.Positions
+	shared    []bool // column → shared with every worker (several workers)
 	test      *testSet
-	regPath   *Path // nil unless the job is a regularization path
 
 	// Rounds that took a worker's change at a weight below 1, and the
 	// least weight.
@@ -50,23 +49,13 @@ func NewColCoordinator(cfg Config) *ColCoordinator {
 // same rows and together every column once, sets λ (the path's first, λ_max,
 // with Config.Path) and reads Config.Test.
 func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
-	if len(shards) == 0 {
-		return ColUpdate{}, errors.New("no workers")
-	}
-	s0 := shards[0]
-	if s0.Rows == 0 {
-		return ColUpdate{}, fmt.Errorf("%s: no samples", c.cfg.Data)
-	}
-	if len(s0.Y) != s0.Rows {
-		return ColUpdate{}, fmt.Errorf("worker shard 0 sent %d labels for %d rows", len(s0.Y), s0.Rows)
-	}
-	owned := make([]columnar.OwnedShard, len(shards))
-	for k, s := range shards {
-		owned[k] = columnar.OwnedShard{Rows: s.Rows, Features: s.Features, First: s.First, Cols: s.Cols, Data: s.Data}
-	}
-	if err := columnar.CheckOwnedShards(owned); err != nil {
+	err := colshard.CheckShards(c.cfg.Data, shards, func(s ColSummary) (columnar.OwnedShard, int) {
+		return columnar.OwnedShard{Rows: s.Rows, Features: s.Features, First: s.First, Cols: s.Cols, Data: s.Data}, len(s.Y)
+	})
+	if err != nil {
 		return ColUpdate{}, err
 	}
+	s0 := shards[0]
 	c.workers = len(shards)
 	c.n = float64(s0.Rows)
 	c.colSum = make([]float64, s0.Features)
@@ -88,10 +77,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	c.q = slices.Clone(c.y)
 	c.beta = make([]float64, s0.Features)
 	c.shared = make([]bool, s0.Features)
-	c.pos = make([]int32, s0.Features)
-	for j := range c.pos {
-		c.pos[j] = -1
-	}
+	c.pos = colshard.NewPositions(s0.Features)
 	c.lambda, c.lambdaMax = c.cfg.Lambda, lambdaMax
 	if c.cfg.LambdaRatio > 0 {
 		c.lambda = c.cfg.LambdaRatio * lambdaMax
@@ -99,21 +85,17 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if !(c.lambda > 0) {
 		return ColUpdate{}, fmt.Errorf("the penalty λ is %v: the column layout needs λ > 0 (λ_max is %v)", c.lambda, lambdaMax)
 	}
-	var err error
 	if c.cfg.Test != "" {
 		if c.test, err = readTestSet(c.cfg.Test); err != nil {
 			return ColUpdate{}, err
 		}
 	}
-	if c.cfg.Path > 0 {
-		var cols []string
-		if c.test != nil {
-			cols = []string{testMetric}
-		}
-		if c.regPath, err = NewPath(c.cfg.Path, lambdaMax, c.lambda, cols); err != nil {
-			return ColUpdate{}, err
-		}
-		c.lambda = c.regPath.Lambda()
+	var cols []string
+	if c.test != nil {
+		cols = []string{testMetric}
+	}
+	if err := c.StartPath(c.cfg.Path, lambdaMax, &c.lambda, cols, c.Model); err != nil {
+		return ColUpdate{}, err
 	}
 	return ColUpdate{Lambda: c.lambda}, nil
 }
@@ -124,34 +106,6 @@ func (c *ColCoordinator) Lambda() float64 { return c.lambda }
 // LambdaMax returns λ_max = ‖X̃ᵀỹ‖∞/n, the smallest λ whose solution is
 // β = 0 (known after Start).
 func (c *ColCoordinator) LambdaMax() float64 { return c.lambdaMax }
-
-// Path returns the regularization path, nil unless Config.Path is set
-// (known after Start).
-func (c *ColCoordinator) Path() *Path { return c.regPath }
-
-// Stage implements schmp.Staged: the λ of the path being solved, ""
-// for a job of one λ.
-func (c *ColCoordinator) Stage() string {
-	if c.regPath == nil {
-		return ""
-	}
-	return c.regPath.Stage()
-}
-
-// FinalStage implements schmp.Staged.
-func (c *ColCoordinator) FinalStage() bool { return c.regPath == nil || c.regPath.Final() }
-
-// EndStage implements schmp.Staged: it records the model and the
-// report s at the λ being solved, and moves to the next λ of the path,
-// which the next update carries to the workers.
-func (c *ColCoordinator) EndStage(s schmp.Sample, stop string) error {
-	if c.regPath == nil {
-		return nil
-	}
-	c.regPath.End(s, stop, c.Model())
-	c.lambda = c.regPath.Lambda()
-	return nil
-}
 
 // Pull implements schmp.Coordinator: it takes each worker's change, all
 // over columns of its own, with the weight stepWeights finds (the exact
@@ -189,7 +143,7 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		u.Cols.AddAll(&part.Cols)
 	}
 	if len(changes) == 0 {
-		u.ColValue = c.sharedValues(&u.Cols)
+		u.ColValue = u.Cols.Values(c.beta)
 		return u, fb, nil
 	}
 	alpha := stepWeights(c.residual(), changes, c.beta, c.lambda, c.cfg.Intercept)
@@ -226,33 +180,9 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		}
 	}
 	applyDir(c.q, u.Dir)
-	for k, j := range fb.Vars {
-		c.pos[j] = int32(k)
-	}
-	for i, j := range u.Vars {
-		old := c.beta[j]
-		c.beta[j] = u.Value[i]
-		if k := c.pos[j]; k >= 0 {
-			fb.Delta[k] = c.beta[j] - old
-		}
-	}
-	for _, j := range fb.Vars {
-		c.pos[j] = -1
-	}
-	u.ColValue = c.sharedValues(&u.Cols)
+	c.pos.Set(&fb, c.beta, u.Vars, u.Value, func(_, v float64) float64 { return v })
+	u.ColValue = u.Cols.Values(c.beta)
 	return u, fb, nil
-}
-
-// sharedValues returns β_j of each column of cols, as ColUpdate.ColValue.
-func (c *ColCoordinator) sharedValues(cols *columnar.Columns) codec.Float64s {
-	if cols.Len() == 0 {
-		return nil
-	}
-	v := make(codec.Float64s, cols.Len())
-	for k, j := range cols.IDs {
-		v[k] = c.beta[j]
-	}
-	return v
 }
 
 // residual returns r = ỹ − X̃β from the coordinator's q.
@@ -296,9 +226,7 @@ func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error)
 	if c.test != nil {
 		p.Metrics = append(p.Metrics, schmp.Metric{Name: testMetric, Value: c.test.mse(c.Intercept(), c.beta)})
 	}
-	if c.regPath != nil {
-		p.Metrics = append(p.Metrics, schmp.Metric{Name: "lambda", Value: c.lambda})
-	}
+	p.Metrics = c.PathMetrics(p.Metrics)
 	return p, nil
 }
 

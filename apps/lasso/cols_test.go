@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -64,17 +63,18 @@ func colSchedule(policy scheduler.Policy) scheduler.Config {
 // runColumns runs a whole Lasso job in the column layout.
 func runColumns(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*coordinator.Result, string, error) {
 	t.Helper()
+	return runColumnsProg(t, ColumnProgram(cfg, workers), workers, copts)
+}
+
+// runColumnsProg is runColumns for a program whose parts a test replaced.
+func runColumnsProg(t *testing.T, prog schmp.Program[ColPlan, ColPartial, ColUpdate, ColSummary], workers int, copts coordinator.Options) (*coordinator.Result, string, error) {
+	t.Helper()
 	copts.Workers = workers
-	copts.Out = filepath.Join(t.TempDir(), "model.csv")
 	if copts.ReportEvery == 0 {
 		copts.ReportEvery = 1
 	}
 	copts.RiseTol = 1e-9
-	copts.JoinTimeout, copts.Timeout = 20*time.Second, 20*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := job.Run(ctx, ColumnProgram(cfg, workers), job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
-	return res, copts.Out, err
+	return testhelper.RunJob(t, prog, copts, 2*time.Minute)
 }
 
 // TestColumnsKKT solves problems in the column layout on 1, 2 and 3
@@ -112,21 +112,7 @@ func TestColumnsKKT(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				beta, _ := readModel(t, out, pr.p())
-				pr.checkKKT(t, beta, lambda, tc.intercept, 1e-6)
-				got := pr.objective(beta, lambda, tc.intercept)
-				if rel := math.Abs(got-want) / want; rel > 1e-9 {
-					t.Errorf("objective %.15g, sequential CD %.15g: relative difference %.3g > 1e-9", got, want, rel)
-				}
-				nnz := 0
-				for _, b := range beta {
-					if b != 0 {
-						nnz++
-					}
-				}
-				if nnz != res.Final.NNZ {
-					t.Errorf("the model file has %d non-zeros, the final report %d", nnz, res.Final.NNZ)
-				}
+				got := pr.checkSolution(t, res, out, lambda, tc.intercept, want)
 				checkDescent(t, res)
 				if res.Reason != "converged" {
 					t.Errorf("stopped by %s after %d rounds (gap %.3g), want converged", res.Reason, res.Rounds, res.Final.Gap)
@@ -158,10 +144,7 @@ func TestColumnsCorrelated(t *testing.T) {
 	if _, err := Generate(&sb, gc); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "corr.svm")
-	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testhelper.WriteFile(t, "corr.svm", sb.String())
 	for _, workers := range []int{2, 3} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
 			cfg := Config{Data: path, LambdaRatio: 0.05, Intercept: true, Schedule: colSchedule(scheduler.Priority), Layout: LayoutColumns, RoundWork: 200}

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/apps/internal/colshard"
 	"github.com/strads-go/strads/scheduler/columnar"
-	"github.com/strads-go/strads/sparse"
 )
 
 // ColWorker is the worker side of the Lasso in the column layout: its own
@@ -16,73 +15,49 @@ import (
 // (columnar.Screen), which its scan keeps, and returns its change of Xβ
 // (Push; DESIGN "The column layout").
 type ColWorker struct {
-	cfg          Config
-	shard        int
-	x            *sparse.CSC // the worker's columns; column l is column first+l
-	first, total int
-	n            float64
-	y            []float64
-	meanY        float64 // 0 without an intercept
-	colSum       []float64
-	curv         []float64 // a_j = ‖x̃_j‖²/n; 0 for a column with nothing to fit
-	data         libsvm.Fingerprint
+	sh     colshard.Shard // colSum, curv, beta and trial extend over its held columns
+	cfg    Config
+	y      []float64
+	meanY  float64 // 0 without an intercept
+	colSum []float64
+	curv   []float64 // a_j = ‖x̃_j‖²/n; 0 for a column with nothing to fit
 
-	lambda float64
-	q      []float64 // y − Xβ over all rows, as the updates so far make it
-	beta   []float64 // β over the worker's columns
+	q    []float64 // y − Xβ over all rows, as the updates so far make it
+	beta []float64 // β over the worker's columns
 
 	scratch []float64 // q during a Push
 	trial   []float64 // β over the worker's columns during a Push
-	active  []int32
-	relTol  float64 // the inner tolerance, relative to ‖r‖²/n (0: not set yet)
-	screen  *columnar.Screen
-	block   []int32 // a round's working set: the screen's, and in a joint round the other workers' active columns
-	joint   bool    // the next round is joint (ColUpdate.Joint)
-
-	// With several workers: the other workers' columns that joined the
-	// active set, copied as they arrived, with local indices after the
-	// worker's own (colSum, curv, beta and trial extend over them), and
-	// how often each of its own came out of a round non-zero, up to
-	// shared, when the worker shares it.
-	held  columnar.Held
-	seen  []uint8
-	shift float64 // c of r = q + c for the screen's dot products
-	work  int64   // the non-zeros that the screen's dot products visited
+	shift   float64   // c of r = q + c for the screen's dot products
+	work    int64     // the non-zeros that the screen's dot products visited
 }
 
 // NewColWorker reads the columns of cfg.Data that worker shard of shards
 // owns in the column layout, with all their rows.
 func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
-	x, y, first, total, fp, err := libsvm.ReadOwnedColumns(cfg.Data, shard, shards)
+	sh, y, err := colshard.Read(cfg.Data, shard, shards)
 	if err != nil {
 		return nil, err
 	}
-	if total < shards {
-		return nil, fmt.Errorf("%s: %d features are too few for %d workers in the column layout", cfg.Data, total, shards)
-	}
+	x := sh.X
 	w := &ColWorker{
-		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(len(y)), y: y, data: fp,
+		sh: sh, cfg: cfg, y: y,
 		colSum: make([]float64, x.Cols), curv: make([]float64, x.Cols),
 		q: append([]float64(nil), y...), beta: make([]float64, x.Cols),
 		scratch: make([]float64, len(y)), trial: make([]float64, x.Cols),
-		held: columnar.NewHeld(first, x.Cols, total),
-	}
-	if shards > 1 {
-		w.seen = make([]uint8, x.Cols)
 	}
 	if cfg.Intercept {
 		for _, v := range y {
 			w.meanY += v
 		}
-		w.meanY /= w.n
+		w.meanY /= w.sh.N
 	}
 	norm := make([]float64, x.Cols)
 	for l := range x.Cols {
 		_, vals := x.Col(l)
 		w.colSum[l], w.curv[l] = w.colStats(vals)
-		norm[l] = math.Sqrt(w.curv[l] * w.n)
+		norm[l] = math.Sqrt(w.curv[l] * w.sh.N)
 	}
-	w.screen = columnar.NewScreen(first, norm, cfg.Schedule.Policy, cfg.Schedule.Seed)
+	w.sh.Screen = columnar.NewScreen(sh.First, norm, cfg.Schedule.Policy, cfg.Schedule.Seed)
 	return w, nil
 }
 
@@ -94,39 +69,31 @@ func (w *ColWorker) colStats(vals []float64) (sum, curv float64) {
 		sum += v
 		sq += v * v
 	}
-	a := sq / w.n
+	a := sq / w.sh.N
 	if w.cfg.Intercept {
-		m := sum / w.n
+		m := sum / w.sh.N
 		a -= m * m
 	}
-	if a >= 1e-14*sq/w.n && a > 0 {
+	if a >= 1e-14*sq/w.sh.N && a > 0 {
 		curv = a
 	}
 	return sum, curv
 }
 
-// col returns the row indices and values of the column of local index l.
-func (w *ColWorker) col(l int) ([]int32, []float64) {
-	if l < w.x.Cols {
-		return w.x.Col(l)
-	}
-	return w.held.Col(l - w.x.Cols)
-}
-
 // Describe implements schmp.Worker.
 func (w *ColWorker) Describe() (ColSummary, error) {
 	s := ColSummary{
-		Rows: len(w.y), Features: w.total, First: w.first, Cols: w.x.Cols, Data: w.data, ColSum: w.colSum,
+		Rows: len(w.y), Features: w.sh.Total, First: w.sh.First, Cols: w.sh.X.Cols, Data: w.sh.Data, ColSum: w.colSum,
 	}
-	if w.shard == 0 {
+	if w.sh.Index == 0 {
 		s.Y = w.y
 	}
-	for l := range w.x.Cols {
+	for l := range w.sh.X.Cols {
 		if w.curv[l] == 0 {
 			continue
 		}
-		dot := w.x.ColDot(l, w.y)
-		s.LambdaMax = max(s.LambdaMax, math.Abs(dot-w.meanY*w.colSum[l])/w.n)
+		dot := w.sh.X.ColDot(l, w.y)
+		s.LambdaMax = max(s.LambdaMax, math.Abs(dot-w.meanY*w.colSum[l])/w.sh.N)
 	}
 	return s, nil
 }
@@ -136,13 +103,8 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 // λ, if it carries a new one, and keeps the columns the other workers
 // shared.
 func (w *ColWorker) Apply(u ColUpdate) error {
-	w.joint = u.Joint
-	if u.Lambda != 0 && u.Lambda != w.lambda {
-		// A new λ (the first, or the next of a path): the inner tolerance
-		// starts afresh, since its tightening was the previous λ's.
-		w.lambda = u.Lambda
-		w.relTol = 0
-	}
+	w.sh.Joint = u.Joint
+	w.sh.NewLambda(u.Lambda) // the first, or the next of a path
 	if len(u.Vars) != len(u.Value) || len(u.ColValue) != u.Cols.Len() {
 		return fmt.Errorf("update with %d variables and %d values, %d columns shared and %d values", len(u.Vars), len(u.Value), u.Cols.Len(), len(u.ColValue))
 	}
@@ -155,28 +117,19 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 			return fmt.Errorf("update with a direction over %d rows, want %d", len(u.Dir), len(w.q))
 		}
 		applyDir(w.q, u.Dir)
-		w.screen.Moved(centeredNorm(u.Dir, w.cfg.Intercept))
+		w.sh.Screen.Moved(centeredNorm(u.Dir, w.cfg.Intercept))
 	}
-	if u.Cols.Len() > 0 && w.seen != nil {
-		from := len(w.beta)
-		err := w.held.Take(&u.Cols, len(w.q), true, func(vals []float64) {
-			sum, a := w.colStats(vals)
-			w.colSum = append(w.colSum, sum)
-			w.curv = append(w.curv, a)
-			w.beta = append(w.beta, 0)
-			w.trial = append(w.trial, 0)
-		})
-		if err != nil {
-			return err
-		}
-		for k, j := range u.Cols.IDs {
-			if l := w.held.Local(j); l >= from {
-				w.beta[l] = u.ColValue[k]
-			}
-		}
+	err := w.sh.Take(&u.Cols, u.ColValue, false, &w.beta, func(vals []float64) {
+		sum, a := w.colStats(vals)
+		w.colSum = append(w.colSum, sum)
+		w.curv = append(w.curv, a)
+		w.trial = append(w.trial, 0)
+	})
+	if err != nil {
+		return err
 	}
 	for k, j := range u.Vars {
-		if l := w.held.Local(j); l >= 0 {
+		if l := w.sh.Held.Local(j); l >= 0 {
 			w.beta[l] = u.Value[k]
 		}
 	}
@@ -225,14 +178,14 @@ func (w *ColWorker) residualShift(sumQ float64) float64 {
 	if !w.cfg.Intercept {
 		return 0
 	}
-	return -sumQ / w.n
+	return -sumQ / w.sh.N
 }
 
 // corr returns |x̃_lᵀr| of own column l for the residual r = q + w.shift,
 // counting its work.
 func (w *ColWorker) corr(l int) float64 {
-	w.work += int64(w.x.NNZ(l)) + 1
-	return math.Abs(w.x.ColDot(l, w.q) + w.shift*w.colSum[l])
+	w.work += int64(w.sh.X.NNZ(l)) + 1
+	return math.Abs(w.sh.X.ColDot(l, w.q) + w.shift*w.colSum[l])
 }
 
 // setShift sets w.shift for the residual q holds now.
@@ -258,9 +211,9 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	}
 	w.work = 0
 	w.setShift()
-	added := w.screen.Update(w.n*w.lambda, w.beta[:w.x.Cols], w.corr)
-	w.block = w.held.Block(w.block, w.screen.Set(), w.beta, w.joint)
-	block := w.block
+	added := w.sh.Screen.Update(w.sh.N*w.sh.Lambda, w.beta[:w.sh.X.Cols], w.corr)
+	w.sh.Block = w.sh.Held.Block(w.sh.Block, w.sh.Screen.Set(), w.beta, w.sh.Joint)
+	block := w.sh.Block
 	copy(w.scratch, w.q)
 	copy(w.trial, w.beta)
 	var sumQ, rr float64
@@ -274,19 +227,19 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	// A sweep has settled when no coordinate's step would lower the
 	// objective by more than about tol·‖r‖²/2n (a step δ_j lowers it by
 	// about a_j·δ_j²/2).
-	if w.relTol == 0 {
-		w.relTol = w.cfg.innerTol()
+	if w.sh.RelTol == 0 {
+		w.sh.RelTol = w.cfg.innerTol()
 	}
-	tol := w.relTol * rr / w.n
+	tol := w.sh.RelTol * rr / w.sh.N
 	budget := w.cfg.roundWork() * innerWorkFactor
 	var work, steps int64
 	sweep := func(cols []int32) float64 {
 		var most float64
 		for _, j := range cols {
-			l := w.held.Local(j)
-			rows, vals := w.col(l)
+			l := w.sh.Held.Local(j)
+			rows, vals := w.sh.Col(l)
 			work += int64(len(rows)) + 1
-			if l < w.x.Cols {
+			if l < w.sh.X.Cols {
 				steps++
 			}
 			a := w.curv[l]
@@ -298,8 +251,8 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 				dot += vals[t] * w.scratch[i]
 			}
 			old := w.trial[l]
-			z := (dot+c*w.colSum[l])/w.n + a*old
-			nw := softThreshold(z, w.lambda) / a
+			z := (dot+c*w.colSum[l])/w.sh.N + a*old
+			nw := softThreshold(z, w.sh.Lambda) / a
 			d := nw - old
 			if d == 0 {
 				continue
@@ -310,7 +263,7 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 			w.trial[l] = nw
 			if w.cfg.Intercept {
 				sumQ -= w.colSum[l] * d
-				c = -sumQ / w.n
+				c = -sumQ / w.sh.N
 			}
 			most = max(most, a*d*d)
 		}
@@ -321,64 +274,32 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 			return ColPartial{}, err
 		}
 		if sweep(block) <= tol {
-			if work > int64(len(block))+w.blockNNZ(block) || w.relTol <= minInnerTol {
+			if work > int64(len(block))+w.blockNNZ(block) || w.sh.RelTol <= minInnerTol {
 				break
 			}
 			// The first sweep found the working set settled: the rounds
 			// have reached the tolerance, so tighten it for this round and
 			// the next ones.
-			w.relTol *= 1e-2
+			w.sh.RelTol *= 1e-2
 			tol *= 1e-2
 			continue
 		}
 		for work < budget {
-			w.active = w.active[:0]
+			w.sh.Active = w.sh.Active[:0]
 			for _, j := range block {
-				if w.trial[w.held.Local(j)] != 0 {
-					w.active = append(w.active, j)
+				if w.trial[w.sh.Held.Local(j)] != 0 {
+					w.sh.Active = append(w.sh.Active, j)
 				}
 			}
-			if len(w.active) == len(block) || sweep(w.active) <= tol {
+			if len(w.sh.Active) == len(block) || sweep(w.sh.Active) <= tol {
 				break
 			}
 		}
 	}
-	// The worker reports the changes of its own coefficients only: those
-	// of the other workers' columns made its own fit the whole active set,
-	// and their owners report theirs. It shares its columns that come
-	// into the active set a second time: the first rounds make and drop
-	// many non-zeros, each a column's data to copy.
 	part := ColPartial{Work: work + w.work, Updates: steps, Added: added}
-	for _, j := range block {
-		l := w.held.Local(j)
-		if l >= w.x.Cols {
-			continue
-		}
-		if w.trial[l] != w.beta[l] {
-			part.Vars = append(part.Vars, j)
-			part.Value = append(part.Value, w.trial[l])
-		}
-		if w.seen != nil && w.trial[l] != 0 && w.seen[l] < shared {
-			if w.seen[l]++; w.seen[l] == shared {
-				rows, vals := w.x.Col(l)
-				part.Cols.Add(j, rows, vals)
-			}
-		}
-	}
+	part.Vars, part.Value, part.Cols = w.sh.Changes(w.trial, w.beta)
 	if len(part.Vars) > 0 {
-		// The change of Xβ is computed afresh from the changes of β, not as
-		// the difference of q and its scratch copy, whose rounding (of q's
-		// size) would swamp the small changes near the optimum, and with
-		// them the coordinator's line search.
-		part.Dir = make([]float64, len(w.q))
-		for k, j := range part.Vars {
-			l := int(j) - w.first
-			d := part.Value[k] - w.beta[l]
-			rows, vals := w.x.Col(l)
-			for t, i := range rows {
-				part.Dir[i] += vals[t] * d
-			}
-		}
+		part.Dir = w.sh.Dir(part.Vars, part.Value, w.beta, 0)
 	}
 	return part, nil
 }
@@ -401,19 +322,10 @@ func (w *ColWorker) Report() (ColSummary, error) {
 		s.YtR += (w.y[i] - w.meanY) * r
 	}
 	w.shift = c
-	s.MaxXtR = w.screen.MaxCorr(w.n*w.lambda, w.corr)
-	for _, b := range w.beta[:w.x.Cols] {
-		if b != 0 {
-			s.L1 += math.Abs(b)
-			s.NNZ++
-		}
-	}
+	s.MaxXtR = w.sh.Screen.MaxCorr(w.sh.N*w.sh.Lambda, w.corr)
+	s.L1, s.NNZ = w.sh.L1(w.beta)
 	return s, nil
 }
-
-// shared is the count of rounds out of which a column came non-zero at
-// which its worker shares it (ColWorker.seen).
-const shared = 2
 
 // minInnerTol is the tightest relative inner tolerance: about rounding.
 const minInnerTol = 1e-15
@@ -422,7 +334,7 @@ const minInnerTol = 1e-15
 func (w *ColWorker) blockNNZ(block []int32) int64 {
 	var n int64
 	for _, j := range block {
-		rows, _ := w.col(w.held.Local(j))
+		rows, _ := w.sh.Col(w.sh.Held.Local(j))
 		n += int64(len(rows))
 	}
 	return n

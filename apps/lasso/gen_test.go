@@ -5,12 +5,11 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/libsvm"
 )
 
@@ -30,16 +29,12 @@ var genTestConfig = GenConfig{
 // the true coefficients.
 func genWriteTemp(t *testing.T, c GenConfig) (string, []float64) {
 	t.Helper()
-	var buf bytes.Buffer
+	var buf strings.Builder
 	beta, err := Generate(&buf, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "gen.svm")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, beta
+	return testhelper.WriteFile(t, "gen.svm", buf.String()), beta
 }
 
 // genDense reads the file at path into a dense column-major matrix with

@@ -1,12 +1,9 @@
 package lasso
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +11,7 @@ import (
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
@@ -61,10 +58,7 @@ func newProblem(t testing.TB, n, p int, seed uint64) *problem {
 		}
 		sb.WriteByte('\n')
 	}
-	pr.path = filepath.Join(t.TempDir(), "data.svm")
-	if err := os.WriteFile(pr.path, []byte(sb.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pr.path = testhelper.WriteFile(t, "data.svm", sb.String())
 	return pr
 }
 
@@ -206,11 +200,7 @@ func readModel(t *testing.T, path string, p int) (beta []float64, intercept floa
 	if m.App != linear.Lasso || m.Features != p {
 		t.Fatalf("%s: a model of app %q with %d features, want lasso with %d", path, m.App, m.Features, p)
 	}
-	beta = make([]float64, p)
-	for k, j := range m.Index {
-		beta[j] = m.Value[k]
-	}
-	return beta, m.Intercept
+	return m.Dense(), m.Intercept
 }
 
 func schedule(policy scheduler.Policy, workers int) scheduler.Config {
@@ -231,18 +221,38 @@ func runJob(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*
 func runProgram(t *testing.T, prog schmp.Program[Plan, Partial, Update, Summary], workers int, copts coordinator.Options) (*coordinator.Result, string) {
 	t.Helper()
 	copts.Workers = workers
-	copts.Out = filepath.Join(t.TempDir(), "model.csv")
 	if copts.ReportEvery == 0 {
 		copts.ReportEvery = 10
 	}
-	copts.JoinTimeout, copts.Timeout = 20*time.Second, 20*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := job.Run(ctx, prog, job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
+	res, out, err := testhelper.RunJob(t, prog, copts, 2*time.Minute)
 	if err != nil {
 		t.Fatalf("job: %v", err)
 	}
-	return res, copts.Out
+	return res, out
+}
+
+// checkSolution checks the model file out of a job that ended with res,
+// at λ lambda: the optimality conditions, the objective against want, the
+// sequential solver's, and the non-zeros against the final report's. It
+// returns the model's objective.
+func (pr *problem) checkSolution(t *testing.T, res *coordinator.Result, out string, lambda float64, intercept bool, want float64) float64 {
+	t.Helper()
+	beta, _ := readModel(t, out, pr.p())
+	pr.checkKKT(t, beta, lambda, intercept, 1e-6)
+	got := pr.objective(beta, lambda, intercept)
+	if rel := math.Abs(got-want) / want; rel > 1e-9 {
+		t.Errorf("objective %.15g, sequential CD %.15g: relative difference %.3g > 1e-9", got, want, rel)
+	}
+	nnz := 0
+	for _, b := range beta {
+		if b != 0 {
+			nnz++
+		}
+	}
+	if nnz != res.Final.NNZ {
+		t.Errorf("the model file has %d non-zeros, the final report %d", nnz, res.Final.NNZ)
+	}
+	return got
 }
 
 // TestKKT solves generated problems with p > n and n > p on 1, 2 and 4
@@ -268,23 +278,9 @@ func TestKKT(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/workers=%d", tc.name, workers), func(t *testing.T) {
 				cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: tc.intercept, Schedule: schedule(tc.policy, workers)}
 				res, out := runJob(t, cfg, workers, coordinator.Options{Tol: 1e-12, MaxRounds: 100000})
-				beta, _ := readModel(t, out, pr.p())
-				pr.checkKKT(t, beta, lambda, tc.intercept, 1e-6)
-				got := pr.objective(beta, lambda, tc.intercept)
-				if rel := math.Abs(got-want) / want; rel > 1e-9 {
-					t.Errorf("objective %.15g, sequential CD %.15g: relative difference %.3g > 1e-9", got, want, rel)
-				}
-				nnz := 0
-				for _, b := range beta {
-					if b != 0 {
-						nnz++
-					}
-				}
 				// The workers' copies of β are the coordinator's values, not
 				// running sums of deltas: a coordinate set back to 0 is 0.
-				if nnz != res.Final.NNZ {
-					t.Errorf("the model file has %d non-zeros, the final report %d", nnz, res.Final.NNZ)
-				}
+				got := pr.checkSolution(t, res, out, lambda, tc.intercept, want)
 				t.Logf("%d rounds, %d updates, reason %s, objective %.12g", res.Rounds, res.Updates, res.Reason, got)
 			})
 		}

@@ -25,27 +25,20 @@ func runColumnsCoord(t *testing.T, cfg Config, workers int, copts coordinator.Op
 	return runColumnsCoordProg(t, ColumnProgram(cfg, workers), cfg, workers, copts)
 }
 
+// runColumnsCoordProg is runColumnsCoord for a program whose parts a test
+// replaced.
 func runColumnsCoordProg(t *testing.T, prog schmp.Program[ColPlan, ColPartial, ColUpdate, ColSummary], cfg Config, workers int, copts coordinator.Options) (*coordinator.Result, *ColCoordinator, string) {
 	t.Helper()
-	copts.Workers = workers
-	copts.Out = filepath.Join(t.TempDir(), "model.csv")
-	if copts.ReportEvery == 0 {
-		copts.ReportEvery = 1
-	}
-	copts.RiseTol = 1e-9
-	copts.JoinTimeout, copts.Timeout = 20*time.Second, 20*time.Second
 	var coord *ColCoordinator
 	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[ColPlan, ColPartial, ColUpdate, ColSummary], error) {
 		coord = NewColCoordinator(cfg)
 		return coord, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := job.Run(ctx, prog, job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
+	res, out, err := runColumnsProg(t, prog, workers, copts)
 	if err != nil {
 		t.Fatalf("job: %v", err)
 	}
-	return res, coord, copts.Out
+	return res, coord, out
 }
 
 // readCSV reads a CSV without quotes into its header and rows.

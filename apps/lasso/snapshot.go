@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/apps/internal/colshard"
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
@@ -118,12 +119,9 @@ func (c *Coordinator) Restore(b []byte) error {
 	return nil
 }
 
-// colWorkerState is a ColWorker's snapshot: the replica of q, β, the λ,
-// the inner tolerance, the working set, and with several workers the
-// columns held and how often each of its own came out non-zero; its data and columns, to check that it is
-// restored into the same shard. The screen's correlations are
-// not saved: a restored worker computes them afresh, and what it decides
-// from them is the same (columnar.Screen).
+// colWorkerState is a ColWorker's snapshot: the replica of q and β, and
+// what it saves of its shard (colshard.Saved, whose fields it holds around
+// its own).
 type colWorkerState struct {
 	Data   libsvm.Fingerprint   `msgpack:"data"`
 	Shard  int                  `msgpack:"shard"`
@@ -140,14 +138,13 @@ type colWorkerState struct {
 
 // Snapshot implements schmp.Snapshotter.
 func (w *ColWorker) Snapshot() ([]byte, error) {
-	sc, err := w.screen.State()
+	v, err := w.sh.Save()
 	if err != nil {
 		return nil, err
 	}
 	return seal(kindColWorker, colWorkerState{
-		Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols,
-		Lambda: w.lambda, RelTol: w.relTol, Q: w.q, Beta: w.beta, Screen: sc,
-		Held: w.held.Columns, Seen: w.seen,
+		Data: v.Data, Shard: v.Shard, First: v.First, Cols: v.Cols, Lambda: v.Lambda, RelTol: v.RelTol,
+		Q: w.q, Beta: w.beta, Screen: v.Screen, Held: v.Held, Seen: v.Seen,
 	})
 }
 
@@ -159,25 +156,15 @@ func (w *ColWorker) Restore(b []byte) error {
 	if err := unseal(b, kindColWorker, &st); err != nil {
 		return err
 	}
-	switch {
-	case st.Data != w.data || st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Q) != len(w.q):
-		return restoreErr(fmt.Errorf("snapshot of worker shard %d, of columns [%d, %d) and %d rows of %v; this one is shard %d, of [%d, %d) and %d rows of %v",
-			st.Shard, st.First, st.First+st.Cols, len(st.Q), st.Data, w.shard, w.first, w.first+w.x.Cols, len(w.q), w.data))
-	case len(st.Seen) != len(w.seen) || st.Held.Len() > 0 && w.seen == nil:
-		return restoreErr(fmt.Errorf("snapshot with %d columns counted non-zero and %d held, for a worker of %d", len(st.Seen), st.Held.Len(), len(w.seen)))
-	case len(st.Beta) != w.x.Cols+st.Held.Len():
-		return restoreErr(fmt.Errorf("snapshot of %d coefficients for %d columns", len(st.Beta), w.x.Cols+st.Held.Len()))
-	case !(st.Lambda >= 0) || math.IsInf(st.Lambda, 0) || !(st.RelTol >= 0 && st.RelTol <= 1) || !allFinite(st.Q) || !allFinite(st.Beta):
-		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
+	v := colshard.Saved{
+		Data: st.Data, Shard: st.Shard, First: st.First, Cols: st.Cols, Lambda: st.Lambda, RelTol: st.RelTol,
+		Screen: st.Screen, Held: st.Held, Seen: st.Seen,
 	}
-	if err := w.screen.Restore(st.Screen); err != nil {
+	if err := w.sh.Check(v, len(st.Q), len(st.Beta), "coefficients", allFinite(st.Q) && allFinite(st.Beta)); err != nil {
 		return restoreErr(err)
 	}
-	// A worker restored in place (a rollback, DESIGN "Spares and replacement") drops the
-	// columns it held, and what extends over them, first.
-	nc := w.x.Cols
-	w.colSum, w.curv, w.trial = w.colSum[:nc:nc], w.curv[:nc:nc], w.trial[:nc:nc]
-	err := w.held.Restore(st.Held, len(w.q), func(vals []float64) {
+	drop := func(nc int) { w.colSum, w.curv, w.trial = w.colSum[:nc:nc], w.curv[:nc:nc], w.trial[:nc:nc] }
+	err := w.sh.Restore(v, drop, func(vals []float64) {
 		sum, a := w.colStats(vals)
 		w.colSum = append(w.colSum, sum)
 		w.curv = append(w.curv, a)
@@ -186,10 +173,8 @@ func (w *ColWorker) Restore(b []byte) error {
 	if err != nil {
 		return restoreErr(err)
 	}
-	w.lambda, w.relTol = st.Lambda, st.RelTol
 	copy(w.q, st.Q)
 	w.beta = st.Beta
-	copy(w.seen, st.Seen)
 	return nil
 }
 
@@ -208,12 +193,9 @@ type colCoordinatorState struct {
 // Snapshot implements schmp.Snapshotter.
 func (c *ColCoordinator) Snapshot() ([]byte, error) {
 	st := colCoordinatorState{Q: c.q, Beta: c.beta, Shared: c.shared, Shortened: c.Shortened, MinAlpha: c.MinAlpha}
-	if c.regPath != nil {
-		b, err := c.regPath.Snapshot()
-		if err != nil {
-			return nil, err
-		}
-		st.Path = b
+	var err error
+	if st.Path, err = c.SnapshotPath(); err != nil {
+		return nil, err
 	}
 	return seal(kindColCoordinator, st)
 }
@@ -224,20 +206,18 @@ func (c *ColCoordinator) Restore(b []byte) error {
 	if err := unseal(b, kindColCoordinator, &st); err != nil {
 		return err
 	}
-	switch {
-	case len(st.Q) != len(c.q) || len(st.Beta) != len(c.beta) || len(st.Shared) != len(c.shared):
+	if len(st.Q) != len(c.q) || len(st.Beta) != len(c.beta) || len(st.Shared) != len(c.shared) {
 		return restoreErr(fmt.Errorf("snapshot of %d rows and %d coefficients (%d marked shared), want %d and %d",
 			len(st.Q), len(st.Beta), len(st.Shared), len(c.q), len(c.beta)))
-	case (st.Path != nil) != (c.regPath != nil):
-		return restoreErr(fmt.Errorf("snapshot with a path: %t, this job's: %t", st.Path != nil, c.regPath != nil))
-	case !allFinite(st.Q) || !allFinite(st.Beta) || !(st.MinAlpha >= 0 && st.MinAlpha <= 1) || st.Shortened < 0:
+	}
+	if err := c.CheckPath(st.Path); err != nil {
+		return restoreErr(err)
+	}
+	if !allFinite(st.Q) || !allFinite(st.Beta) || !(st.MinAlpha >= 0 && st.MinAlpha <= 1) || st.Shortened < 0 {
 		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
 	}
-	if c.regPath != nil {
-		if err := c.regPath.Restore(st.Path); err != nil {
-			return restoreErr(err)
-		}
-		c.lambda = c.regPath.Lambda()
+	if err := c.RestorePath(st.Path); err != nil {
+		return restoreErr(err)
 	}
 	copy(c.q, st.Q)
 	copy(c.beta, st.Beta)

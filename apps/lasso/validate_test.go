@@ -3,12 +3,11 @@ package lasso
 import (
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/strads-go/strads/codec"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // allocated returns the bytes that f allocates.
@@ -25,10 +24,7 @@ func allocated(f func()) uint64 {
 // allocation, updates, plans, partials and summaries that no job of theirs
 // sends: they come over the network (DESIGN "Hostile traffic").
 func TestRowLayoutValidates(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "data.svm")
-	if err := os.WriteFile(path, []byte("1 1:1 3:2\n-1 2:1\n0.5 1:0.5 2:1 3:1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testhelper.WriteFile(t, "data.svm", "1 1:1 3:2\n-1 2:1\n0.5 1:0.5 2:1 3:1\n")
 	cfg := Config{Data: path, Lambda: 0.01}
 	start := func(t *testing.T) (*Worker, *Coordinator, Summary) {
 		w, err := NewWorker(cfg, 0, 1)

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // FuzzReadText checks the text reader on any bytes: no panic, a document
@@ -24,10 +24,7 @@ func FuzzReadText(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "t.txt")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := testhelper.WriteFile(t, "t.txt", string(data))
 		docs, err := ReadText(path, vocab)
 		if err != nil {
 			return
@@ -62,10 +59,7 @@ func FuzzReadDocword(f *testing.F) {
 		f.Add([]byte(seed), 4)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, words int) {
-		path := filepath.Join(t.TempDir(), "docword.txt")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := testhelper.WriteFile(t, "docword.txt", string(data))
 		c, err := openDocword(path)
 		if err != nil {
 			return
@@ -127,10 +121,7 @@ func FuzzLoadModel(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "model.json")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := testhelper.WriteFile(t, "model.json", string(data))
 		m, err := LoadModel(path)
 		if err != nil {
 			if !strings.Contains(err.Error(), path) {

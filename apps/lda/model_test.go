@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestInferTraining trains a model (2 workers, learned priors), saves it,
@@ -107,10 +108,7 @@ func slicesMax(x []float64) float64 {
 // TestReadText checks that text is split as Config.Text is and mapped on a
 // model's vocabulary, unknown words dropped, a line a document.
 func TestReadText(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "new.txt")
-	if err := os.WriteFile(path, []byte("The cat SAT; the dog.\n\nunknown words only\ncat cat\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testhelper.WriteFile(t, "new.txt", "The cat SAT; the dog.\n\nunknown words only\ncat cat\n")
 	docs, err := ReadText(path, []string{"cat", "dog", "sat"})
 	if err != nil {
 		t.Fatal(err)

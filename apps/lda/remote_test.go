@@ -3,68 +3,14 @@ package lda
 import (
 	"bytes"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/strads-go/strads/inputfile"
+	"github.com/strads-go/strads/internal/testhelper"
 )
-
-// fakeRemote is an inputfile.Remote of a file's content in memory, in
-// blocks of every lines whose heads are cut to head bytes, that counts
-// the bytes its readers are given.
-type fakeRemote struct {
-	path    string
-	data    []byte
-	every   int
-	head    int
-	fetched int
-	whole   bool
-}
-
-func (r *fakeRemote) starts() []int {
-	s := []int{0}
-	for i, c := range r.data {
-		if c == '\n' && i+1 < len(r.data) {
-			s = append(s, i+1)
-		}
-	}
-	return append(s, len(r.data))
-}
-
-func (r *fakeRemote) Summary() inputfile.Summary {
-	return inputfile.Summary{Name: "nats:x", Size: int64(len(r.data)), Lines: len(r.starts()) - 1, Fingerprint: "fp"}
-}
-
-func (r *fakeRemote) Fetch() error {
-	r.whole = true
-	return os.WriteFile(r.path, r.data, 0o600)
-}
-
-func (r *fakeRemote) Blocks() []inputfile.Block {
-	s := r.starts()
-	var bs []inputfile.Block
-	for l := 0; l < len(s)-1; l += r.every {
-		line := r.data[s[l]:s[l+1]]
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		bs = append(bs, inputfile.Block{Line: l, Head: string(line[:min(len(line), r.head)])})
-	}
-	return bs
-}
-
-func (r *fakeRemote) Lines(first, end int) (io.ReadCloser, int, error) {
-	s := r.starts()
-	n := len(s) - 1
-	if first >= n {
-		return io.NopCloser(bytes.NewReader(nil)), n, nil
-	}
-	b0 := first / r.every * r.every
-	b1 := min((max(end, first+1)+r.every-1)/r.every*r.every, n)
-	r.fetched += s[b1] - s[b0]
-	return io.NopCloser(bytes.NewReader(r.data[s[b0]:s[b1]])), b0, nil
-}
 
 // TestRemoteShards checks that a worker of a docword file read in parts
 // (an inputfile.Remote) loads the same shard as from the local file,
@@ -89,7 +35,7 @@ func TestRemoteShards(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "docword.txt")
-			r := &fakeRemote{path: path, data: data, every: tc.every, head: tc.head}
+			r := &testhelper.Remote{Path: path, Data: data, Every: tc.every, Head: tc.head}
 			defer inputfile.Register(path, r)()
 			for _, shards := range []int{1, 3, 7} {
 				for k := range shards {
@@ -99,7 +45,7 @@ func TestRemoteShards(t *testing.T) {
 						t.Fatal(err)
 					}
 					cfg.Docword = path
-					r.fetched = 0
+					r.Fetched = 0
 					got, err := NewWorker(cfg, k, shards)
 					if err != nil {
 						t.Fatal(err)
@@ -107,12 +53,12 @@ func TestRemoteShards(t *testing.T) {
 					if !reflect.DeepEqual(got.sh, want.sh) {
 						t.Errorf("shard %d of %d: not the local file's", k, shards)
 					}
-					if tc.less && shards == 7 && r.fetched >= len(data) {
-						t.Errorf("shard %d of %d fetched %d of %d bytes", k, shards, r.fetched, len(data))
+					if tc.less && shards == 7 && r.Fetched >= len(data) {
+						t.Errorf("shard %d of %d fetched %d of %d bytes", k, shards, r.Fetched, len(data))
 					}
 				}
 			}
-			if r.whole {
+			if r.Whole {
 				t.Error("a worker fetched the whole")
 			}
 		})
@@ -123,7 +69,7 @@ func TestRemoteShards(t *testing.T) {
 	lines[n] = append(bytes.TrimSuffix(lines[n], []byte("\n"))[:bytes.LastIndexByte(lines[n], ' ')], " 0\n"...)
 	bad := bytes.Join(lines, nil)
 	path := filepath.Join(t.TempDir(), "docword.txt")
-	defer inputfile.Register(path, &fakeRemote{path: path, data: bad, every: 5, head: 64})()
+	defer inputfile.Register(path, &testhelper.Remote{Path: path, Data: bad, Every: 5, Head: 64})()
 	cfg := f.config(3, 1)
 	cfg.Docword = path
 	var pe *ParseError

@@ -3,19 +3,18 @@ package lda
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
@@ -25,23 +24,6 @@ import (
 // timed are the metrics that measure time, which differ between any two
 // runs.
 var timed = []string{"tokens_per_s", "sample_tokens_per_s_core"}
-
-// traceOf renders a job's reports bit for bit, but for the metrics that
-// measure time.
-func traceOf(trace []schmp.Sample) []string {
-	var out []string
-	for _, s := range trace {
-		line := fmt.Sprintf("round %d updates %d objective %x nnz %d gap %x/%v stop %q", s.Round, s.Updates,
-			math.Float64bits(s.Objective), s.NNZ, math.Float64bits(s.Gap), s.HasGap, s.Stop)
-		for _, m := range s.Metrics {
-			if !slices.Contains(timed, m.Name) {
-				line += fmt.Sprintf(" %s=%x", m.Name, math.Float64bits(m.Value))
-			}
-		}
-		out = append(out, line)
-	}
-	return out
-}
 
 // statusOf renders what a job's status says of its rounds and its stop.
 func statusOf(st pipeline.Status) string {
@@ -74,7 +56,7 @@ func runLocal[U any](t *testing.T, cfg Config, prog func(Config) schmp.Program[s
 	if err != nil {
 		t.Fatalf("restore every %d (in place %t): %v", every, inPlace, err)
 	}
-	r := ldaRun{trace: traceOf(st.Trace), status: statusOf(st), restores: j.Restores, rounds: st.Rounds}
+	r := ldaRun{trace: testhelper.TraceLines(st.Trace, timed...), status: statusOf(st), restores: j.Restores, rounds: st.Rounds}
 	for _, p := range []string{out, cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut} {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -343,58 +325,6 @@ func TestPack(t *testing.T) {
 	}
 }
 
-// interrupter is a coordinator's progress writer that cancels the job at
-// its at-th line (with a tiny ProgressEvery, a line comes after every
-// message).
-type interrupter struct {
-	mu     sync.Mutex
-	lines  int
-	at     int
-	cancel context.CancelCauseFunc
-}
-
-func (r *interrupter) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lines++; r.lines == r.at {
-		r.cancel(errors.New("test interrupt"))
-	}
-	return len(p), nil
-}
-
-// checkpointed runs cfg's job on the runtime (an embedded NATS server with
-// JetStream in store), taking a checkpoint every `every` rounds, resuming
-// from the last one if resume, and interrupted at progress line
-// interruptAt if > 0. It returns the model files and the result.
-func checkpointed(t *testing.T, cfg Config, store string, every uint64, resume bool, interruptAt int) ([]byte, *coordinator.Result, error) {
-	t.Helper()
-	dir := t.TempDir()
-	cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut = filepath.Join(dir, "wt.csv"), filepath.Join(dir, "dt.csv"), filepath.Join(dir, "model.json")
-	out := filepath.Join(dir, "topics.txt")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	ctx, stop := context.WithTimeout(ctx, 2*time.Minute)
-	defer stop()
-	co := coordinator.Options{Workers: cfg.Workers, Out: out, Timeout: 20 * time.Second, CheckpointEvery: every, Resume: resume}
-	co.MaxRounds, co.ReportEvery = cfg.Rounds()
-	if interruptAt > 0 {
-		co.Progress, co.ProgressEvery = &interrupter{at: interruptAt, cancel: cancel}, time.Nanosecond
-	}
-	res, err := job.Run(ctx, Program(cfg), job.Options{Job: "ldaresume", Store: store, Timeout: 20 * time.Second, Coordinator: co})
-	if err != nil {
-		return nil, res, err
-	}
-	var files []byte
-	for _, p := range []string{out, cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, res, err
-		}
-		files = append(append(files, filepath.Base(p)+"\n"...), b...)
-	}
-	return files, res, nil
-}
-
 // TestResumeRuntime interrupts a ring job on the runtime that takes
 // checkpoints, resumes it from its store, and checks that it ends with the
 // model files of the job never interrupted, bit for bit.
@@ -402,27 +332,17 @@ func TestResumeRuntime(t *testing.T) {
 	f := genCorpus(t, GenConfig{Docs: 120, Vocab: 90, Topics: 4, DocLen: 30, TestDocs: 20, Alpha: 0.1, Beta: 0.01, Seed: 13})
 	cfg := f.config(3, 6)
 	cfg.TestDocword, cfg.OptimizeEvery, cfg.OptimizeBurnIn = f.test, 2, 2
-	want, _, err := checkpointed(t, cfg, "", 0, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, at := range []int{25, 60} {
-		t.Run(fmt.Sprint("line ", at), func(t *testing.T) {
-			store := t.TempDir()
-			if _, _, err := checkpointed(t, cfg, store, 2, false, at); err == nil || !strings.HasPrefix(err.Error(), "test interrupt") {
-				t.Fatalf("interrupted job: %v, want the interrupt", err)
-			}
-			got, res, err := checkpointed(t, cfg, store, 2, true, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("resumed from round %d of %d", res.Resumed, res.Rounds)
-			if res.Resumed == 0 {
-				t.Errorf("resumed from round 0")
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("resumed from round %d: the model files differ from the uninterrupted job's", res.Resumed)
-			}
-		})
-	}
+	co := coordinator.Options{Workers: cfg.Workers, Timeout: 20 * time.Second}
+	co.MaxRounds, co.ReportEvery = cfg.Rounds()
+	testhelper.CheckResume(t, co, func(ctx context.Context, opts job.Options, dir string) (string, *coordinator.Result, error) {
+		cfg := cfg
+		cfg.WordTopicOut, cfg.DocTopicOut, cfg.ModelOut = filepath.Join(dir, "wt.csv"), filepath.Join(dir, "dt.csv"), filepath.Join(dir, "model.json")
+		opts.Coordinator.Out = filepath.Join(dir, "topics.txt")
+		res, err := job.Run(ctx, Program(cfg), opts)
+		if err != nil {
+			return "", res, err
+		}
+		files, err := testhelper.DirFiles(dir)
+		return files, res, err
+	}, 2, 25, 60)
 }

@@ -95,6 +95,15 @@ func New(app string, lambda float64, intercept bool, b0 float64, beta []float64)
 	return m
 }
 
+// Dense returns the coefficients as a vector of Features entries.
+func (m *Model) Dense() []float64 {
+	dense := make([]float64, m.Features)
+	for k, j := range m.Index {
+		dense[j] = m.Value[k]
+	}
+	return dense
+}
+
 // NNZ returns the number of non-zero coefficients.
 func (m *Model) NNZ() int { return len(m.Index) }
 
@@ -365,10 +374,7 @@ func (m *Model) WritePredictions(w io.Writer, path string) error {
 	} else {
 		bw.WriteString("prediction\n")
 	}
-	dense := make([]float64, m.Features)
-	for k, j := range m.Index {
-		dense[j] = m.Value[k]
-	}
+	dense := m.Dense()
 	var buf []byte
 	err := libsvm.Read(path, func(line int, row libsvm.Row) error {
 		p, err := m.predict(dense, row.Index, row.Value)

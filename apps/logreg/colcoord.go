@@ -1,10 +1,10 @@
 package logreg
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
+	"github.com/strads-go/strads/apps/internal/colshard"
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
@@ -23,18 +23,18 @@ const (
 // ColCoordinator is the coordinator side of logistic regression in the
 // column layout: it holds w, b and its own replica of the margins, merges
 // the workers' changes so that no round raises the objective (Pull), and
-// forwards the columns they share. With
-// Config.Path it solves a regularization path in the runtime's stages (it
-// implements schmp.Staged), as the Lasso's does: every update it
-// sends carries the λ being solved.
+// forwards the columns they share. With Config.Path it solves a
+// regularization path in the runtime's stages (lasso.PathStages), as the
+// Lasso's does.
 type ColCoordinator struct {
+	lasso.PathStages
 	model
 	workers int
 	y       []float64 // ±1
 	z       []float64 // the margins Xw + b
 	r       []float64 // −y_i·σ(−y_i·z_i)
-	pos     []int32   // column → its index in a round's feedback, or -1
-	shared  []bool    // column → shared with every worker (several workers)
+	pos     colshard.Positions
+	shared  []bool // column → shared with every worker (several workers)
 
 	// lastMoved is the last round whose update changed the model: a
 	// partial computed before it is stale. taken[k] is the last round whose
@@ -44,7 +44,6 @@ type ColCoordinator struct {
 	lastMoved uint64
 	taken     []uint64
 	stats     ColStats
-	regPath   *lasso.Path // nil unless the job is a regularization path
 }
 
 // ColStats tells what the merges of the column layout did.
@@ -90,23 +89,13 @@ var errData = libsvm.ErrDifferentData
 // same data and hold together every column once, takes the labels from
 // shard 0, sets λ and returns the initial intercept.
 func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
-	if len(shards) == 0 {
-		return ColUpdate{}, errors.New("no workers")
-	}
-	s0 := shards[0]
-	if s0.Rows == 0 {
-		return ColUpdate{}, fmt.Errorf("%s: no samples", c.cfg.Data)
-	}
-	if len(s0.Y) != s0.Rows {
-		return ColUpdate{}, fmt.Errorf("worker shard 0 sent %d labels for %d rows", len(s0.Y), s0.Rows)
-	}
-	owned := make([]columnar.OwnedShard, len(shards))
-	for k, s := range shards {
-		owned[k] = columnar.OwnedShard{Rows: s.Rows, Features: s.Features, First: s.First, Cols: s.Cols, Data: s.Data}
-	}
-	if err := columnar.CheckOwnedShards(owned); err != nil {
+	err := colshard.CheckShards(c.cfg.Data, shards, func(s ColSummary) (columnar.OwnedShard, int) {
+		return columnar.OwnedShard{Rows: s.Rows, Features: s.Features, First: s.First, Cols: s.Cols, Data: s.Data}, len(s.Y)
+	})
+	if err != nil {
 		return ColUpdate{}, err
 	}
+	s0 := shards[0]
 	lambdaMax := 0.0
 	for k, s := range shards {
 		if s.Pos != s0.Pos || s.Neg != s0.Neg || s.Zero != s0.Zero {
@@ -143,10 +132,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	c.y = s0.Y
 	c.w = make([]float64, s0.Features)
 	c.shared = make([]bool, s0.Features)
-	c.pos = make([]int32, s0.Features)
-	for j := range c.pos {
-		c.pos[j] = -1
-	}
+	c.pos = colshard.NewPositions(s0.Features)
 	if c.cfg.Intercept {
 		mean := float64(pos) / c.n
 		c.b = math.Log(mean / (1 - mean))
@@ -160,46 +146,14 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if !(c.lambda > 0) {
 		return ColUpdate{}, fmt.Errorf("the penalty λ is %v: the column layout needs λ > 0 (λ_max is %v)", c.lambda, lambdaMax)
 	}
-	if c.cfg.Path > 0 {
-		cols := []string{"train_accuracy"}
-		if c.test != nil {
-			cols = append(cols, "test_accuracy")
-		}
-		var err error
-		if c.regPath, err = lasso.NewPath(c.cfg.Path, lambdaMax, c.lambda, cols); err != nil {
-			return ColUpdate{}, err
-		}
-		c.lambda = c.regPath.Lambda()
+	cols := []string{"train_accuracy"}
+	if c.test != nil {
+		cols = append(cols, "test_accuracy")
+	}
+	if err := c.StartPath(c.cfg.Path, lambdaMax, &c.lambda, cols, c.Model); err != nil {
+		return ColUpdate{}, err
 	}
 	return ColUpdate{Init: true, Lambda: c.lambda, Bias: c.b}, nil
-}
-
-// Path returns the regularization path, nil unless Config.Path is set
-// (known after Start).
-func (c *ColCoordinator) Path() *lasso.Path { return c.regPath }
-
-// Stage implements schmp.Staged: the λ of the path being solved, ""
-// for a job of one λ.
-func (c *ColCoordinator) Stage() string {
-	if c.regPath == nil {
-		return ""
-	}
-	return c.regPath.Stage()
-}
-
-// FinalStage implements schmp.Staged.
-func (c *ColCoordinator) FinalStage() bool { return c.regPath == nil || c.regPath.Final() }
-
-// EndStage implements schmp.Staged: it records the model and the
-// report s at the λ being solved, and moves to the next λ of the path,
-// which the next update carries to the workers.
-func (c *ColCoordinator) EndStage(s schmp.Sample, stop string) error {
-	if c.regPath == nil {
-		return nil
-	}
-	c.regPath.End(s, stop, c.Model())
-	c.lambda = c.regPath.Lambda()
-	return nil
 }
 
 // setRow sets the margin of row i to z.
@@ -270,7 +224,7 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 		cols += part.Cols.Len()
 		nnz += len(part.Cols.Rows)
 	}
-	growColumns(&u.Cols, cols, nnz)
+	u.Cols.Grow(cols, nnz)
 	var moved []int // workers with a change
 	fresh := true
 	for k, part := range partials {
@@ -317,12 +271,7 @@ func (c *ColCoordinator) Pull(round uint64, p ColPlan, partials []ColPartial) (C
 			c.take(round, ch, &u, &fb)
 		}
 	}
-	if u.Cols.Len() > 0 {
-		u.ColValue = make([]float64, u.Cols.Len())
-		for k, j := range u.Cols.IDs {
-			u.ColValue[k] = c.w[j]
-		}
-	}
+	u.ColValue = u.Cols.Values(c.w)
 	return u, fb, nil
 }
 
@@ -336,19 +285,7 @@ func (c *ColCoordinator) take(round uint64, ch change, u *ColUpdate, fb *schmp.F
 		}
 	}
 	c.b = moveBias(c.b, u.Bias, u.Alpha)
-	for k, j := range fb.Vars {
-		c.pos[j] = int32(k)
-	}
-	for i, j := range u.Vars {
-		old := c.w[j]
-		c.w[j] = moveTo(old, u.Value[i], u.Alpha)
-		if k := c.pos[j]; k >= 0 {
-			fb.Delta[k] = c.w[j] - old
-		}
-	}
-	for _, j := range fb.Vars {
-		c.pos[j] = -1
-	}
+	c.pos.Set(fb, c.w, u.Vars, u.Value, func(old, v float64) float64 { return moveTo(old, v, u.Alpha) })
 	c.lastMoved = round
 	for _, k := range ch.from {
 		c.taken[k] = round
@@ -537,8 +474,6 @@ func (c *ColCoordinator) Objective(reports []ColSummary) (schmp.Progress, error)
 	}
 	d := t * (sPos*r0.HPos + sNeg*r0.HNeg) / c.n
 	metrics := c.record(float64(r0.Correct) / c.n)
-	if c.regPath != nil {
-		metrics = append(metrics, schmp.Metric{Name: "lambda", Value: c.lambda})
-	}
+	metrics = c.PathMetrics(metrics)
 	return schmp.Progress{Objective: f, NNZ: nnz, Gap: max(f-d, 0), HasGap: true, Metrics: metrics}, nil
 }

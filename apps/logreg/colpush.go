@@ -46,10 +46,10 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 		return ColPartial{}, err
 	}
 	w.scanWork, w.steps = 0, 0
-	added := w.screen.Update(w.n*w.lambda, w.w[:w.x.Cols], w.corr)
-	w.block = w.held.Block(w.block, w.screen.Set(), w.w, w.joint)
-	block := w.block
-	w.bias = w.cfg.Intercept && (w.shard == 0 || w.joint)
+	added := w.sh.Screen.Update(w.sh.N*w.sh.Lambda, w.w[:w.sh.X.Cols], w.corr)
+	w.sh.Block = w.sh.Held.Block(w.sh.Block, w.sh.Screen.Set(), w.w, w.sh.Joint)
+	block := w.sh.Block
+	w.bias = w.cfg.Intercept && (w.sh.Index == 0 || w.sh.Joint)
 	w.nt.grow(len(w.rows), len(w.w))
 	copy(w.scratch, w.rows)
 	copy(w.trial, w.w)
@@ -62,14 +62,14 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 	for _, l := range w.loss {
 		f += l
 	}
-	f /= w.n
+	f /= w.sh.N
 	for _, v := range w.w {
-		f += w.lambda * math.Abs(v)
+		f += w.sh.Lambda * math.Abs(v)
 	}
-	if w.relTol == 0 {
-		w.relTol = w.cfg.innerTol()
+	if w.sh.RelTol == 0 {
+		w.sh.RelTol = w.cfg.innerTol()
 	}
-	tol := w.relTol * f
+	tol := w.sh.RelTol * f
 	budget := w.cfg.roundWork() * innerWorkFactor
 	var work int64 // the non-zeros visited so far
 	for first := true; work < budget; first = false {
@@ -78,13 +78,13 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 		}
 		moved, ok := w.proxNewton(block, &b, tol, budget, &work)
 		if moved <= tol {
-			if !first || w.relTol <= minInnerTol {
+			if !first || w.sh.RelTol <= minInnerTol {
 				break
 			}
 			// The first step found the working set settled: the rounds
 			// have reached the tolerance, so tighten it for this round and
 			// the next ones (as the Lasso's workers do).
-			w.relTol *= 1e-2
+			w.sh.RelTol *= 1e-2
 			tol *= 1e-2
 			continue
 		}
@@ -92,54 +92,15 @@ func (w *ColWorker) Push(ctx context.Context, _ uint64, _ ColPlan) (ColPartial, 
 			break // no step along the direction lowers F: rounding
 		}
 	}
-	// The worker reports the changes of its own coefficients only, and of
-	// the intercept only on shard 0: those of the other workers' columns
-	// made its own fit the whole active set, and their owners report
-	// theirs. It shares its columns that come into the active set a second
-	// time: the first rounds make and drop many non-zeros, each a column's
-	// data to copy.
+	// The worker reports the changes of its own coefficients only
+	// (colshard.Shard.Changes), and of the intercept only on shard 0.
 	part := ColPartial{Bias: w.b, AsOf: w.asOf, Work: work + w.scanWork, Updates: w.steps, Added: added}
-	if w.shard == 0 {
+	if w.sh.Index == 0 {
 		part.Bias = b
 	}
-	share, nnz := w.share[:0], 0
-	for _, j := range block {
-		l := w.held.Local(j)
-		if l >= w.x.Cols {
-			continue
-		}
-		if w.trial[l] != w.w[l] {
-			part.Vars = append(part.Vars, j)
-			part.Value = append(part.Value, w.trial[l])
-		}
-		if w.seen != nil && w.trial[l] != 0 && w.seen[l] < shared {
-			if w.seen[l]++; w.seen[l] == shared {
-				share = append(share, j)
-				nnz += w.x.NNZ(l)
-			}
-		}
-	}
-	w.share = share
-	growColumns(&part.Cols, len(share), nnz)
-	part.Cols.AddOwned(w.x, w.first, share)
+	part.Vars, part.Value, part.Cols = w.sh.Changes(w.trial, w.w)
 	if len(part.Vars) > 0 || part.Bias != w.b {
-		// The change of z is computed afresh from the changes of w and b,
-		// not as the scratch margins' difference, whose rounding (of the
-		// margins' size) would swamp the small changes near the optimum.
-		part.Dir = make([]float64, len(w.rows))
-		if db := part.Bias - w.b; db != 0 {
-			for i := range part.Dir {
-				part.Dir[i] = db
-			}
-		}
-		for k, j := range part.Vars {
-			l := int(j) - w.first
-			d := part.Value[k] - w.w[l]
-			rows, vals := w.x.Col(l)
-			for t, i := range rows {
-				part.Dir[i] += vals[t] * d
-			}
-		}
+		part.Dir = w.sh.Dir(part.Vars, part.Value, w.w, part.Bias-w.b)
 	}
 	return part, nil
 }
@@ -166,7 +127,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		nt.s[i] = st.r
 	}
 	for _, j := range block {
-		l := w.held.Local(j)
+		l := w.sh.Held.Local(j)
 		nt.next[l] = w.trial[l]
 	}
 	nb := *b
@@ -176,9 +137,9 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 	sweep := func(cols []int32, fresh bool) float64 {
 		var most float64
 		for _, j := range cols {
-			l := w.held.Local(j)
-			rows, vals := w.col(l)
-			if l < w.x.Cols {
+			l := w.sh.Held.Local(j)
+			rows, vals := w.sh.Col(l)
+			if l < w.sh.X.Cols {
 				w.steps++
 			}
 			var g, h float64
@@ -188,7 +149,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 					g += v * nt.s[i]
 					h += v * v * w.scratch[i].d
 				}
-				h /= w.n
+				h /= w.sh.N
 				nt.hess[l] = h
 			} else {
 				for t, i := range rows {
@@ -201,7 +162,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 				continue // an empty column, or every row of it saturated
 			}
 			cur := nt.next[l]
-			d := proxStep(cur, g/w.n, h, w.lambda)
+			d := proxStep(cur, g/w.sh.N, h, w.sh.Lambda)
 			if d == 0 {
 				continue
 			}
@@ -232,7 +193,7 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 			g += nt.s[i]
 		}
 		*work += int64(len(w.scratch))
-		if hb < minHessDiag*w.n {
+		if hb < minHessDiag*w.sh.N {
 			return 0
 		}
 		d := -g / hb
@@ -240,18 +201,18 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		for i, st := range w.scratch {
 			nt.s[i] += st.d * d
 		}
-		return hb / w.n * d * d
+		return hb / w.sh.N * d * d
 	}
 	moved = max(sweep(block, true), biasStep())
 	itol := max(tol, innerRatio*moved)
 	for moved > tol && *work < budget {
-		w.active = w.active[:0]
+		w.sh.Active = w.sh.Active[:0]
 		for _, j := range block {
-			if nt.next[w.held.Local(j)] != 0 {
-				w.active = append(w.active, j)
+			if nt.next[w.sh.Held.Local(j)] != 0 {
+				w.sh.Active = append(w.sh.Active, j)
 			}
 		}
-		if max(sweep(w.active, false), biasStep()) <= itol {
+		if max(sweep(w.sh.Active, false), biasStep()) <= itol {
 			break
 		}
 	}
@@ -263,26 +224,26 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		nt.u[i] = db
 	}
 	var slope float64
-	w.active = w.active[:0]
+	w.sh.Active = w.sh.Active[:0]
 	for _, j := range block {
-		l := w.held.Local(j)
+		l := w.sh.Held.Local(j)
 		d := nt.next[l] - w.trial[l]
 		if d == 0 {
 			continue
 		}
-		w.active = append(w.active, j)
-		rows, vals := w.col(l)
+		w.sh.Active = append(w.sh.Active, j)
+		rows, vals := w.sh.Col(l)
 		for t, i := range rows {
 			nt.u[i] += vals[t] * d
 		}
 		*work += int64(len(rows))
-		slope += w.lambda * (math.Abs(nt.next[l]) - math.Abs(w.trial[l]))
+		slope += w.sh.Lambda * (math.Abs(nt.next[l]) - math.Abs(w.trial[l]))
 	}
 	var ls float64
 	for i, st := range w.scratch {
 		ls += st.r * nt.u[i]
 	}
-	slope += ls / w.n
+	slope += ls / w.sh.N
 	if !(slope < 0) {
 		return moved, false
 	}
@@ -299,10 +260,10 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 				dl += lossChange(w.y[i], st.z, st.r, alpha*u)
 			}
 		}
-		df := dl / w.n
-		for _, j := range w.active {
-			l := w.held.Local(j)
-			df += w.lambda * (math.Abs(moveTo(w.trial[l], nt.next[l], alpha)) - math.Abs(w.trial[l]))
+		df := dl / w.sh.N
+		for _, j := range w.sh.Active {
+			l := w.sh.Held.Local(j)
+			df += w.sh.Lambda * (math.Abs(moveTo(w.trial[l], nt.next[l], alpha)) - math.Abs(w.trial[l]))
 		}
 		*work += int64(len(w.scratch))
 		if df <= armijo*alpha*slope {
@@ -310,8 +271,8 @@ func (w *ColWorker) proxNewton(block []int32, b *float64, tol float64, budget in
 		}
 		alpha /= 2
 	}
-	for _, j := range w.active {
-		l := w.held.Local(j)
+	for _, j := range w.sh.Active {
+		l := w.sh.Held.Local(j)
 		w.trial[l] = moveTo(w.trial[l], nt.next[l], alpha)
 	}
 	*b = moveBias(*b, nb, alpha)

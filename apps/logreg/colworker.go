@@ -3,62 +3,40 @@ package logreg
 import (
 	"fmt"
 	"math"
-	"slices"
 
+	"github.com/strads-go/strads/apps/internal/colshard"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
-	"github.com/strads-go/strads/sparse"
 )
 
 // ColWorker is the worker side of logistic regression in the column layout:
 // its own columns with all their rows, the labels, and a replica of the
 // margins z = Xw + b over all rows. Each round it takes proximal Newton
 // steps over its working set (columnar.Screen), which its scan keeps, and
-// returns its change of z (Push; DESIGN "The column layout"). A worker's local index l of a
-// column is l < x.Cols for its own column first+l, and x.Cols+f for the
-// f-th column it holds of the others' (columnar.Held).
+// returns its change of z (Push; DESIGN "The column layout").
 type ColWorker struct {
-	cfg          Config
-	shard        int
-	x            *sparse.CSC // the worker's columns; column l is column first+l
-	first, total int
-	n            float64
-	y            []float64 // ±1
-	pos, neg     int       // labels as written: +1 or 1, −1
-	zero         int       // labels 0
-	data         libsvm.Fingerprint
+	sh       colshard.Shard // w and trial extend over its held columns
+	cfg      Config
+	y        []float64 // ±1
+	pos, neg int       // labels as written: +1 or 1, −1
+	zero     int       // labels 0
 
-	lambda float64
-	rows   []colRow  // at the margins as the updates so far make them
-	loss   []float64 // log(1 + exp(−y_i·z_i)) at rows[i].z
-	w      []float64 // w over the worker's columns, then those it holds
-	b      float64
-	asOf   uint64
+	rows []colRow  // at the margins as the updates so far make them
+	loss []float64 // log(1 + exp(−y_i·z_i)) at rows[i].z
+	w    []float64 // w over the worker's columns, then those it holds
+	b    float64
+	asOf uint64
 
-	scratch []colRow  // the rows during a Push
-	trial   []float64 // w over the worker's columns during a Push
-	active  []int32
-	relTol  float64       // the inner tolerance, relative to F (0: not set yet)
+	scratch []colRow      // the rows during a Push
+	trial   []float64     // w over the worker's columns during a Push
 	rp      []float64     // scratch for Report
 	nt      newtonScratch // scratch for Push's Newton steps
-	screen  *columnar.Screen
-	block   []int32 // a round's working set: the screen's, and in a joint round the other workers' active columns
-	joint   bool    // the next round is joint (ColUpdate.Joint)
 	// bias is whether a Push's Newton steps move the intercept: always on
 	// worker shard 0 with Config.Intercept (which reports it), and on
 	// every worker in a joint round.
-	bias bool
-
-	// With several workers: the other workers' columns that joined the
-	// active set, copied as they arrived, with local indices after the
-	// worker's own (w and trial extend over them), and how often each of
-	// its own came out of a round non-zero, up to shared, when the worker
-	// shares it.
-	held     columnar.Held
-	seen     []uint8
-	share    []int32 // the columns a Push shares
-	scanWork int64   // the non-zeros that the screen's dot products visited
-	steps    int64   // the coordinate steps of this round on the worker's own columns
+	bias     bool
+	scanWork int64 // the non-zeros that the screen's dot products visited
+	steps    int64 // the coordinate steps of this round on the worker's own columns
 }
 
 // colRow is what a worker keeps of a row in the column layout: the margin
@@ -78,17 +56,13 @@ func at(y, z float64) colRow {
 // owns in the column layout, with all their rows and the labels. A label
 // that is not a class is an error naming its line.
 func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
-	x, labels, first, total, fp, err := libsvm.ReadOwnedColumns(cfg.Data, shard, shards)
+	sh, labels, err := colshard.Read(cfg.Data, shard, shards)
 	if err != nil {
 		return nil, err
 	}
-	if total < shards {
-		return nil, fmt.Errorf("%s: %d features are too few for %d workers in the column layout", cfg.Data, total, shards)
-	}
-	n := len(labels)
+	x, n := sh.X, len(labels)
 	w := &ColWorker{
-		cfg: cfg, shard: shard, x: x, first: first, total: total, n: float64(n), y: make([]float64, n), data: fp,
-		held: columnar.NewHeld(first, x.Cols, total),
+		sh: sh, cfg: cfg, y: make([]float64, n),
 		rows: make([]colRow, n), loss: make([]float64, n), w: make([]float64, x.Cols),
 		scratch: make([]colRow, n), trial: make([]float64, x.Cols),
 	}
@@ -107,9 +81,6 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 			w.zero++
 		}
 	}
-	if shards > 1 {
-		w.seen = make([]uint8, x.Cols)
-	}
 	norm := make([]float64, x.Cols)
 	for l := range x.Cols {
 		_, vals := x.Col(l)
@@ -119,23 +90,15 @@ func NewColWorker(cfg Config, shard, shards int) (*ColWorker, error) {
 		}
 		norm[l] = math.Sqrt(sq)
 	}
-	w.screen = columnar.NewScreen(first, norm, cfg.Schedule.Policy, cfg.Schedule.Seed)
+	w.sh.Screen = columnar.NewScreen(sh.First, norm, cfg.Schedule.Policy, cfg.Schedule.Seed)
 	w.setMargins(0)
 	return w, nil
-}
-
-// col returns the row indices and values of the column of local index l.
-func (w *ColWorker) col(l int) ([]int32, []float64) {
-	if l < w.x.Cols {
-		return w.x.Col(l)
-	}
-	return w.held.Col(l - w.x.Cols)
 }
 
 // corr returns |Σ_i x_ij·r_i| of own column l at the current margins, the
 // screen's correlation (its threshold is nλ), counting its work.
 func (w *ColWorker) corr(l int) float64 {
-	rows, vals := w.x.Col(l)
+	rows, vals := w.sh.X.Col(l)
 	w.scanWork += int64(len(rows)) + 1
 	var dot float64
 	for t, i := range rows {
@@ -162,18 +125,18 @@ func lossAt(y, z float64) float64 {
 // Describe implements schmp.Worker.
 func (w *ColWorker) Describe() (ColSummary, error) {
 	s := ColSummary{
-		Rows: len(w.y), Features: w.total, First: w.first, Cols: w.x.Cols, Data: w.data,
+		Rows: len(w.y), Features: w.sh.Total, First: w.sh.First, Cols: w.sh.X.Cols, Data: w.sh.Data,
 		Pos: w.pos, Neg: w.neg, Zero: w.zero,
 	}
-	if w.shard == 0 {
+	if w.sh.Index == 0 {
 		s.Y = w.y
 	}
 	center := 0.5
 	if w.cfg.Intercept {
-		center = float64(w.pos) / w.n
+		center = float64(w.pos) / w.sh.N
 	}
-	for l := range w.x.Cols {
-		rows, vals := w.x.Col(l)
+	for l := range w.sh.X.Cols {
+		rows, vals := w.sh.X.Col(l)
 		var sum, pos float64
 		for t, i := range rows {
 			sum += vals[t]
@@ -181,7 +144,7 @@ func (w *ColWorker) Describe() (ColSummary, error) {
 				pos += vals[t]
 			}
 		}
-		s.LambdaMax = max(s.LambdaMax, math.Abs(pos-center*sum)/w.n)
+		s.LambdaMax = max(s.LambdaMax, math.Abs(pos-center*sum)/w.sh.N)
 	}
 	return s, nil
 }
@@ -195,10 +158,10 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 		if math.IsNaN(u.Bias) || math.IsInf(u.Bias, 0) {
 			return fmt.Errorf("initial intercept %v", u.Bias)
 		}
-		w.lambda = u.Lambda
+		w.sh.Lambda = u.Lambda
 		w.setMargins(u.Bias)
-		w.screen.Forget()
-		w.asOf, w.joint = u.Round, false
+		w.sh.Screen.Forget()
+		w.asOf, w.sh.Joint = u.Round, false
 		return nil
 	}
 	if len(u.Vars) != len(u.Value) || len(u.ColValue) != u.Cols.Len() {
@@ -212,13 +175,8 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 	if u.Dir != nil && len(u.Dir) != len(w.rows) {
 		return fmt.Errorf("update with a direction over %d rows, want %d", len(u.Dir), len(w.rows))
 	}
-	if u.Lambda != 0 && u.Lambda != w.lambda {
-		// The next λ of a path: the inner tolerance starts afresh, since
-		// its tightening was the previous λ's.
-		w.lambda = u.Lambda
-		w.relTol = 0
-	}
-	var moved float64 // ‖Δz‖²
+	w.sh.NewLambda(u.Lambda) // the next of a path
+	var moved float64        // ‖Δz‖²
 	for i, d := range u.Dir {
 		if d == 0 {
 			continue
@@ -231,32 +189,19 @@ func (w *ColWorker) Apply(u ColUpdate) error {
 	}
 	// The derivative of a row's loss is ¼-Lipschitz in its margin:
 	// ‖Δr‖ ≤ ‖Δz‖/4.
-	w.screen.Moved(math.Sqrt(moved) / 4)
+	w.sh.Screen.Moved(math.Sqrt(moved) / 4)
 	for k, j := range u.Vars {
-		if l := w.held.Local(j); l >= 0 {
+		if l := w.sh.Held.Local(j); l >= 0 {
 			w.w[l] = moveTo(w.w[l], u.Value[k], u.Alpha)
 		}
 	}
 	// The columns shared in the round, taken after the values are moved:
 	// a new one starts at its value after the update.
-	if u.Cols.Len() > 0 && w.seen != nil {
-		from := len(w.w)
-		growColumns(&w.held.Columns, u.Cols.Len(), len(u.Cols.Rows))
-		err := w.held.Take(&u.Cols, len(w.rows), true, func([]float64) {
-			w.w = append(w.w, 0)
-			w.trial = append(w.trial, 0)
-		})
-		if err != nil {
-			return err
-		}
-		for k, j := range u.Cols.IDs {
-			if l := w.held.Local(j); l >= from {
-				w.w[l] = u.ColValue[k]
-			}
-		}
+	if err := w.sh.Take(&u.Cols, u.ColValue, true, &w.w, func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
+		return err
 	}
 	w.b = moveBias(w.b, u.Bias, u.Alpha)
-	w.asOf, w.joint = u.Round, u.Joint
+	w.asOf, w.sh.Joint = u.Round, u.Joint
 	return nil
 }
 
@@ -296,8 +241,8 @@ func (w *ColWorker) Report() (ColSummary, error) {
 			}
 			w.rp = append(w.rp, -sc*st.r)
 		}
-		for l := range w.x.Cols {
-			rows, vals := w.x.Col(l)
+		for l := range w.sh.X.Cols {
+			rows, vals := w.sh.X.Col(l)
 			var dot float64
 			for t, i := range rows {
 				dot += vals[t] * w.rp[i]
@@ -305,28 +250,10 @@ func (w *ColWorker) Report() (ColSummary, error) {
 			s.Dual = max(s.Dual, math.Abs(dot))
 		}
 	} else {
-		s.Dual = w.screen.MaxCorr(w.n*w.lambda, w.corr)
+		s.Dual = w.sh.Screen.MaxCorr(w.sh.N*w.sh.Lambda, w.corr)
 	}
-	for _, v := range w.w[:w.x.Cols] {
-		if v != 0 {
-			s.L1 += math.Abs(v)
-			s.NNZ++
-		}
-	}
+	s.L1, s.NNZ = w.sh.L1(w.w)
 	return s, nil
-}
-
-// growColumns makes room in c for cols more columns of nnz entries in
-// all, so that adding them copies none of those before: the columns shared
-// in the first rounds are many, and long where n is large.
-func growColumns(c *columnar.Columns, cols, nnz int) {
-	if cols == 0 {
-		return
-	}
-	c.IDs = slices.Grow(c.IDs, cols)
-	c.Ptr = slices.Grow(c.Ptr, cols+1)
-	c.Rows = slices.Grow(c.Rows, nnz)
-	c.Vals = slices.Grow(c.Vals, nnz)
 }
 
 // classScales returns the scales s₊ and s₋ of the positive and negative
@@ -344,7 +271,3 @@ func classScales(intercept bool, qPos, qNeg float64) (sPos, sNeg float64) {
 	}
 	return sPos, sNeg
 }
-
-// shared is the count of rounds out of which a column came non-zero at
-// which its worker shares it (ColWorker.seen).
-const shared = 2

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,20 +13,11 @@ import (
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 )
-
-// writeFile writes data to a new file in a temporary directory.
-func writeFile(t *testing.T, data string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "data.svm")
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func TestCheckData(t *testing.T) {
 	cases := []struct {
@@ -49,7 +38,7 @@ func TestCheckData(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeFile(t, tc.data)
+			path := testhelper.WriteFile(t, "data.svm", tc.data)
 			err := CheckData(path)
 			if tc.line < 0 {
 				if err != nil {
@@ -71,7 +60,7 @@ func TestCheckData(t *testing.T) {
 // TestWorkerBadLabel checks that a worker names the line of a bad label in
 // its own shard.
 func TestWorkerBadLabel(t *testing.T) {
-	path := writeFile(t, "1 1:1\n0 1:2\n1 2:1\n3 1:1\n")
+	path := testhelper.WriteFile(t, "data.svm", "1 1:1\n0 1:2\n1 2:1\n3 1:1\n")
 	if _, err := NewWorker(Config{Data: path}, 0, 2); err != nil {
 		t.Errorf("shard 0 (lines 1-2): %v", err)
 	}
@@ -85,7 +74,7 @@ func TestWorkerBadLabel(t *testing.T) {
 // TestSingleClassJob checks that the runtime refuses a single-class file
 // (whose shards each look fine) with a clear error.
 func TestSingleClassJob(t *testing.T) {
-	path := writeFile(t, "1 1:1\n1 2:1\n1 1:3 2:1\n1 2:2\n")
+	path := testhelper.WriteFile(t, "data.svm", "1 1:1\n1 2:1\n1 1:3 2:1\n1 2:2\n")
 	cfg := Config{Data: path, Lambda: 0.01, Schedule: schedule(scheduler.Priority, 2)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -128,7 +117,7 @@ func TestConfigValidate(t *testing.T) {
 
 // TestPenalty checks the three ways of giving λ against their definitions.
 func TestPenalty(t *testing.T) {
-	path := writeFile(t, "1 1:1 2:-2\n0 1:0.5\n0 2:1\n1 1:2 2:1\n1 2:-1\n")
+	path := testhelper.WriteFile(t, "data.svm", "1 1:1 2:-2\n0 1:0.5\n0 2:1\n1 1:2 2:1\n1 2:-1\n")
 	n := 5.0
 	// Without an intercept λ_max = ‖Xᵀ(y01 − ½)‖∞/n: column 1 gives
 	// (0.5·1 − 0.5·0.5 + 0.5·2)/5 = 0.25, column 2 (−1 − 0.5 + 0.5 − 0.5)/5 = −0.3.
@@ -285,7 +274,7 @@ func TestGenerate(t *testing.T) {
 	}
 	// Labels are ±1, and follow the true model: the sign of x·w* predicts
 	// them far better than chance.
-	path := writeFile(t, out)
+	path := testhelper.WriteFile(t, "data.svm", out)
 	agree, rows := 0, 0
 	err := libsvm.Read(path, func(_ int, row libsvm.Row) error {
 		if row.Label != 1 && row.Label != -1 {

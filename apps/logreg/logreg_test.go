@@ -1,20 +1,18 @@
 package logreg
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -30,14 +28,11 @@ type problem struct {
 // newProblem generates c into a file and reads it back densely.
 func newProblem(t testing.TB, c GenConfig) *problem {
 	t.Helper()
-	var buf bytes.Buffer
+	var buf strings.Builder
 	if _, err := Generate(&buf, c); err != nil {
 		t.Fatal(err)
 	}
-	pr := &problem{path: filepath.Join(t.TempDir(), "data.svm"), cols: make([][]float64, c.Features)}
-	if err := os.WriteFile(pr.path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pr := &problem{path: testhelper.WriteFile(t, "data.svm", buf.String()), cols: make([][]float64, c.Features)}
 	for j := range pr.cols {
 		pr.cols[j] = make([]float64, c.Samples)
 	}
@@ -217,6 +212,33 @@ func (pr *problem) checkKKT(t *testing.T, w []float64, b, lambda float64, interc
 	}
 }
 
+// checkSolution checks the model file out of a job that ended with res,
+// at λ lambda: the optimality conditions, the objective against want, the
+// sequential solver's, and the reported one against the model's, the
+// stop, and that every report's gap brackets want. It returns the model's
+// weights and objective.
+func (pr *problem) checkSolution(t *testing.T, res *coordinator.Result, out string, lambda float64, intercept bool, want float64) (w []float64, got float64) {
+	t.Helper()
+	w, b := readModel(t, out, len(pr.cols))
+	pr.checkKKT(t, w, b, lambda, intercept, 1e-6)
+	got = pr.objective(w, b, lambda)
+	if rel := math.Abs(got-want) / want; rel > 1e-9 {
+		t.Errorf("objective %.15g, sequential solver %.15g: relative difference %.3g > 1e-9", got, want, rel)
+	}
+	if rel := math.Abs(res.Final.Objective-got) / got; rel > 1e-12 {
+		t.Errorf("reported objective %.15g, recomputed %.15g", res.Final.Objective, got)
+	}
+	if res.Reason != "converged" {
+		t.Errorf("stopped by %s, want converged (gap %.3g)", res.Reason, res.Final.Gap)
+	}
+	for _, s := range res.Trace {
+		if s.Objective < want*(1-1e-12) || s.Objective-s.Gap > want*(1+1e-12) {
+			t.Errorf("round %d: objective %.15g, gap %.3g: does not bracket F* = %.15g", s.Round, s.Objective, s.Gap, want)
+		}
+	}
+	return w, got
+}
+
 // readModel reads a model file written by WriteModel, of p features.
 func readModel(t *testing.T, path string, p int) (w []float64, b float64) {
 	t.Helper()
@@ -227,11 +249,7 @@ func readModel(t *testing.T, path string, p int) (w []float64, b float64) {
 	if m.App != linear.Logreg || m.Features != p {
 		t.Fatalf("%s: a model of app %q with %d features, want logreg with %d", path, m.App, m.Features, p)
 	}
-	w = make([]float64, p)
-	for k, j := range m.Index {
-		w[j] = m.Value[k]
-	}
-	return w, m.Intercept
+	return m.Dense(), m.Intercept
 }
 
 func schedule(policy scheduler.Policy, workers int) scheduler.Config {
@@ -246,11 +264,9 @@ func schedule(policy scheduler.Policy, workers int) scheduler.Config {
 func runJob(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*coordinator.Result, *Coordinator, string) {
 	t.Helper()
 	copts.Workers = workers
-	copts.Out = filepath.Join(t.TempDir(), "model.csv")
 	if copts.ReportEvery == 0 {
 		copts.ReportEvery = 10
 	}
-	copts.JoinTimeout, copts.Timeout = 20*time.Second, 20*time.Second
 	prog := Program(cfg)
 	var coord *Coordinator
 	prog.NewCoordinator = func(context.Context) (schmp.Coordinator[Plan, Partial, Update, Summary], error) {
@@ -258,13 +274,11 @@ func runJob(t *testing.T, cfg Config, workers int, copts coordinator.Options) (*
 		coord = c
 		return c, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := job.Run(ctx, prog, job.Options{Job: "test", Coordinator: copts, Timeout: 20 * time.Second})
+	res, out, err := testhelper.RunJob(t, prog, copts, time.Minute)
 	if err != nil {
 		t.Fatalf("job: %v", err)
 	}
-	return res, coord, copts.Out
+	return res, coord, out
 }
 
 // genConfig is a problem with p > n and groups of correlated columns.
@@ -309,23 +323,7 @@ func TestKKT(t *testing.T) {
 				if rel := math.Abs(coord.Lambda()-lambda) / lambda; rel > 1e-12 {
 					t.Errorf("λ = %.15g, want 0.1·λ_max = %.15g", coord.Lambda(), lambda)
 				}
-				w, b := readModel(t, out, len(pr.cols))
-				pr.checkKKT(t, w, b, lambda, tc.intercept, 1e-6)
-				got := pr.objective(w, b, lambda)
-				if rel := math.Abs(got-want) / want; rel > 1e-9 {
-					t.Errorf("objective %.15g, sequential solver %.15g: relative difference %.3g > 1e-9", got, want, rel)
-				}
-				if rel := math.Abs(res.Final.Objective-got) / got; rel > 1e-12 {
-					t.Errorf("reported objective %.15g, recomputed %.15g", res.Final.Objective, got)
-				}
-				if res.Reason != "converged" {
-					t.Errorf("stopped by %s, want converged (gap %.3g)", res.Reason, res.Final.Gap)
-				}
-				for _, s := range res.Trace {
-					if s.Objective < want*(1-1e-12) || s.Objective-s.Gap > want*(1+1e-12) {
-						t.Errorf("round %d: objective %.15g, gap %.3g: does not bracket F* = %.15g", s.Round, s.Objective, s.Gap, want)
-					}
-				}
+				_, got := pr.checkSolution(t, res, out, lambda, tc.intercept, want)
 				g := coord.Safeguard()
 				t.Logf("%d rounds, %d updates, objective %.12g, nnz %d, %d/%d rounds raised F, θ ≥ %.3g",
 					res.Rounds, res.Updates, got, res.Final.NNZ, g.Rose, g.Rounds, g.MinTheta)

@@ -71,9 +71,9 @@ func (j *mergeJob) apply(t *testing.T, u ColUpdate) {
 			}
 		}
 		for l, v := range w.w {
-			id := w.first + l
-			if l >= w.x.Cols {
-				id = int(w.held.IDs[l-w.x.Cols])
+			id := w.sh.First + l
+			if l >= w.sh.X.Cols {
+				id = int(w.sh.Held.IDs[l-w.sh.X.Cols])
 			}
 			if math.Float64bits(v) != math.Float64bits(j.c.w[id]) {
 				t.Fatalf("worker %d: w_%d is %v, the coordinator's %v", k, id, v, j.c.w[id])
@@ -374,19 +374,19 @@ func TestColumnsSharedValue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	j.pull(t, []ColPartial{j.partial(0, nil, 0), j.partial(1, j.newtonChange(rng, 1, 1, 1), 0)})
 	id := -1
-	for l := range j.ws[1].x.Cols {
-		if j.c.w[j.ws[1].first+l] != 0 {
-			id = j.ws[1].first + l
+	for l := range j.ws[1].sh.X.Cols {
+		if j.c.w[j.ws[1].sh.First+l] != 0 {
+			id = j.ws[1].sh.First + l
 		}
 	}
 	if id < 0 {
 		t.Fatalf("worker 1's change was not taken: %+v", j.c.Stats())
 	}
 	parts := []ColPartial{j.partial(0, nil, 0), j.partial(1, nil, 0)}
-	rows, vals := j.ws[1].x.Col(id - j.ws[1].first)
+	rows, vals := j.ws[1].sh.X.Col(id - j.ws[1].sh.First)
 	parts[1].Cols.Add(int32(id), rows, vals)
 	u := j.pull(t, parts) // which checks the value held
-	if l := j.ws[0].held.Local(int32(id)); l < 0 || len(u.ColValue) != 1 {
+	if l := j.ws[0].sh.Held.Local(int32(id)); l < 0 || len(u.ColValue) != 1 {
 		t.Fatalf("worker 0 holds column %d at local index %d; the update carries %v", id, l, u.ColValue)
 	}
 	for k, w := range j.ws {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/strads-go/strads/apps/internal/colshard"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/scheduler/columnar"
@@ -168,13 +169,9 @@ func (c *Coordinator) Restore(b []byte) error {
 
 // colWorkerState is a ColWorker's snapshot: the margins (the rows' other
 // values and losses are functions of them), w (of its own columns, then
-// those it holds) and b, the λ and the inner tolerance, the round of the
-// last update and whether the next round is joint, the working set and
-// where its growth rule stands, and with several workers the columns held
-// and how often each of its own came out non-zero; its data and columns,
-// to check that it is restored into the same shard. The screen's
-// correlations are not saved: a restored worker computes them afresh, and
-// what it decides from them is the same (columnar.Screen).
+// those it holds) and b, the round of the last update and whether the next
+// round is joint, and what it saves of its shard (colshard.Saved, whose
+// fields it holds around its own).
 type colWorkerState struct {
 	Data   libsvm.Fingerprint   `msgpack:"data"`
 	Shard  int                  `msgpack:"shard"`
@@ -194,13 +191,14 @@ type colWorkerState struct {
 
 // Snapshot implements schmp.Snapshotter.
 func (w *ColWorker) Snapshot() ([]byte, error) {
-	sc, err := w.screen.State()
+	v, err := w.sh.Save()
 	if err != nil {
 		return nil, err
 	}
 	st := colWorkerState{
-		Data: w.data, Shard: w.shard, First: w.first, Cols: w.x.Cols, Lambda: w.lambda, RelTol: w.relTol,
-		Z: make(codec.Float64s, len(w.rows)), W: w.w, B: w.b, AsOf: w.asOf, Joint: w.joint, Screen: sc, Held: w.held.Columns, Seen: w.seen,
+		Data: v.Data, Shard: v.Shard, First: v.First, Cols: v.Cols, Lambda: v.Lambda, RelTol: v.RelTol,
+		Z: make(codec.Float64s, len(w.rows)), W: w.w, B: w.b, AsOf: w.asOf, Joint: w.sh.Joint,
+		Screen: v.Screen, Held: v.Held, Seen: v.Seen,
 	}
 	for i, r := range w.rows {
 		st.Z[i] = r.z
@@ -217,25 +215,15 @@ func (w *ColWorker) Restore(b []byte) error {
 	if err := unseal(b, kindColWorker, &st); err != nil {
 		return err
 	}
-	switch {
-	case st.Data != w.data || st.Shard != w.shard || st.First != w.first || st.Cols != w.x.Cols || len(st.Z) != len(w.rows):
-		return restoreErr(fmt.Errorf("snapshot of worker shard %d, of columns [%d, %d) and %d rows of %v; this one is shard %d, of [%d, %d) and %d rows of %v",
-			st.Shard, st.First, st.First+st.Cols, len(st.Z), st.Data, w.shard, w.first, w.first+w.x.Cols, len(w.rows), w.data))
-	case len(st.Seen) != len(w.seen) || st.Held.Len() > 0 && w.seen == nil:
-		return restoreErr(fmt.Errorf("snapshot with %d columns counted non-zero and %d held, for a worker of %d", len(st.Seen), st.Held.Len(), len(w.seen)))
-	case len(st.W) != w.x.Cols+st.Held.Len():
-		return restoreErr(fmt.Errorf("snapshot of %d weights for %d columns", len(st.W), w.x.Cols+st.Held.Len()))
-	case !(st.Lambda >= 0) || math.IsInf(st.Lambda, 0) || !(st.RelTol >= 0 && st.RelTol <= 1) || !finite(st.B) || !allFinite(st.Z) || !allFinite(st.W):
-		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
+	v := colshard.Saved{
+		Data: st.Data, Shard: st.Shard, First: st.First, Cols: st.Cols, Lambda: st.Lambda, RelTol: st.RelTol,
+		Screen: st.Screen, Held: st.Held, Seen: st.Seen,
 	}
-	if err := w.screen.Restore(st.Screen); err != nil {
+	if err := w.sh.Check(v, len(st.Z), len(st.W), "weights", finite(st.B) && allFinite(st.Z) && allFinite(st.W)); err != nil {
 		return restoreErr(err)
 	}
-	// A worker restored in place (a rollback, DESIGN "Spares and replacement") drops the
-	// columns it held, and what extends over them, first.
-	nc := w.x.Cols
-	w.trial = w.trial[:nc:nc]
-	if err := w.held.Restore(st.Held, len(w.rows), func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
+	drop := func(nc int) { w.trial = w.trial[:nc:nc] }
+	if err := w.sh.Restore(v, drop, func([]float64) { w.trial = append(w.trial, 0) }); err != nil {
 		return restoreErr(err)
 	}
 	for i, z := range st.Z {
@@ -243,8 +231,7 @@ func (w *ColWorker) Restore(b []byte) error {
 		w.rows[i] = at(y, z)
 		w.loss[i] = lossAt(y, z)
 	}
-	w.lambda, w.relTol, w.w, w.b, w.asOf, w.joint = st.Lambda, st.RelTol, st.W, st.B, st.AsOf, st.Joint
-	copy(w.seen, st.Seen)
+	w.w, w.b, w.asOf, w.sh.Joint = st.W, st.B, st.AsOf, st.Joint
 	return nil
 }
 
@@ -270,12 +257,9 @@ func (c *ColCoordinator) Snapshot() ([]byte, error) {
 		Z: c.z, W: c.w, B: c.b, Shared: c.shared, LastMoved: c.lastMoved, Taken: c.taken,
 		Stats: c.stats, Records: c.records,
 	}
-	if c.regPath != nil {
-		b, err := c.regPath.Snapshot()
-		if err != nil {
-			return nil, err
-		}
-		st.Path = b
+	var err error
+	if st.Path, err = c.SnapshotPath(); err != nil {
+		return nil, err
 	}
 	return seal(kindColCoordinator, st)
 }
@@ -286,20 +270,18 @@ func (c *ColCoordinator) Restore(b []byte) error {
 	if err := unseal(b, kindColCoordinator, &st); err != nil {
 		return err
 	}
-	switch {
-	case len(st.Z) != len(c.z) || len(st.W) != len(c.w) || len(st.Shared) != len(c.shared) || len(st.Taken) != len(c.taken):
+	if len(st.Z) != len(c.z) || len(st.W) != len(c.w) || len(st.Shared) != len(c.shared) || len(st.Taken) != len(c.taken) {
 		return restoreErr(fmt.Errorf("snapshot of %d rows, %d weights (%d marked shared) and %d workers, want %d, %d and %d",
 			len(st.Z), len(st.W), len(st.Shared), len(st.Taken), len(c.z), len(c.w), len(c.taken)))
-	case (st.Path != nil) != (c.regPath != nil):
-		return restoreErr(fmt.Errorf("snapshot with a path: %t, this job's: %t", st.Path != nil, c.regPath != nil))
-	case !allFinite(st.Z) || !allFinite(st.W) || !finite(st.B) || !(st.Stats.MinAlpha >= 0 && st.Stats.MinAlpha <= 1):
+	}
+	if err := c.CheckPath(st.Path); err != nil {
+		return restoreErr(err)
+	}
+	if !allFinite(st.Z) || !allFinite(st.W) || !finite(st.B) || !(st.Stats.MinAlpha >= 0 && st.Stats.MinAlpha <= 1) {
 		return restoreErr(errors.New("snapshot with numbers that are not finite, or out of range"))
 	}
-	if c.regPath != nil {
-		if err := c.regPath.Restore(st.Path); err != nil {
-			return restoreErr(err)
-		}
-		c.lambda = c.regPath.Lambda()
+	if err := c.RestorePath(st.Path); err != nil {
+		return restoreErr(err)
 	}
 	for i, z := range st.Z {
 		c.setRow(i, z)

@@ -11,27 +11,11 @@ import (
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/internal/sealtest"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
-
-// statusLines describes a job's status and trace as text, every number
-// bit for bit (%.17g), without the times.
-func statusLines(st pipeline.Status) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "rounds %d updates %d candidates %d reason %q (%q) decided %d last %d refuted %d done %t in flight %d/%d\n",
-		st.Rounds, st.Updates, st.Candidates, st.Reason, st.AppReason, st.Decided, st.Last, st.Refuted, st.Done, st.MaxInFlight, st.MaxVarsInFlight)
-	fmt.Fprintf(&b, "final %.17g gap %.17g nnz %d\n", st.Final.Objective, st.Final.Gap, st.Final.NNZ)
-	for _, s := range st.Trace {
-		fmt.Fprintf(&b, "%d: %.17g gap %.17g nnz %d updates %d", s.Round, s.Objective, s.Gap, s.NNZ, s.Updates)
-		for _, m := range s.Metrics {
-			fmt.Fprintf(&b, " %s %.17g", m.Name, m.Value)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
 
 // pathLines describes a path's points as text, bit for bit, without the
 // times, with their models.
@@ -50,50 +34,6 @@ func pathLines(t *testing.T, p *lasso.Path) string {
 		}
 	}
 	return b.String()
-}
-
-// checkRestores runs prog's job with pc, then again moving every role to
-// a new one restored from its snapshot every k rounds for each k of
-// every, and checks that every run ends as the first: the same model (and
-// what extra describes of the coordinator), bit for bit, the same reports
-// and the same stop, having restored at least once; and the same with the
-// roles restored in place, as a rollback to a checkpoint does
-// (local.Options.RestoreInPlace).
-func checkRestores[P, R, U, S any](t *testing.T, prog schmp.Program[P, R, U, S], pc pipeline.Config, extra func(schmp.Coordinator[P, R, U, S]) string, every ...uint64) {
-	t.Helper()
-	var rounds uint64 // the job's, which a rollback needs enough of
-	run := func(k uint64, inPlace bool) (model, status string, restores int) {
-		j, st, err := local.Run(context.Background(), prog, local.Options{Config: pc, RestoreEvery: k, RestoreInPlace: inPlace})
-		if err != nil {
-			t.Fatalf("restore every %d (in place %t): %v", k, inPlace, err)
-		}
-		var buf bytes.Buffer
-		if err := j.Coordinator.WriteModel(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if extra != nil {
-			buf.WriteString(extra(j.Coordinator))
-		}
-		rounds = st.Rounds
-		return buf.String(), statusLines(st), j.Restores
-	}
-	model, status, _ := run(0, false)
-	base := rounds
-	t.Logf("%s", strings.SplitN(status, "\n", 2)[0])
-	for _, inPlace := range []bool{false, true} {
-		for _, k := range every {
-			m, s, restores := run(k, inPlace)
-			if restores == 0 && (!inPlace || base >= k+k/2+2) {
-				t.Errorf("restore every %d (in place %t): no restore", k, inPlace)
-			}
-			if m != model {
-				t.Errorf("restore every %d (in place %t): the model differs:\n%s\nwant\n%s", k, inPlace, m, model)
-			}
-			if s != status {
-				t.Errorf("restore every %d (in place %t): the status differs:\n%s\nwant\n%s", k, inPlace, s, status)
-			}
-		}
-	}
 }
 
 // TestRestoreRows checks RestoreEvery in the row layout, with every
@@ -142,7 +82,7 @@ func TestRestoreRows(t *testing.T) {
 				cc := c.(*Coordinator)
 				return fmt.Sprintf("%+v %v\n", cc.Safeguard(), cc.Records())
 			}
-			checkRestores(t, Program(cfg), pc, extra, 1, 3, 7)
+			testhelper.CheckRestores(t, Program(cfg), pc, extra, 1, 3, 7)
 		})
 	}
 }
@@ -182,40 +122,9 @@ func TestRestoreColumns(t *testing.T) {
 				cc := c.(*ColCoordinator)
 				return fmt.Sprintf("%+v %v\n%s", cc.Stats(), cc.Records(), pathLines(t, cc.Path()))
 			}
-			checkRestores(t, ColumnProgram(cfg, tc.workers), pc, extra, 1, 3, 7)
+			testhelper.CheckRestores(t, ColumnProgram(cfg, tc.workers), pc, extra, 1, 3, 7)
 		})
 	}
-}
-
-// snapshotter is a role whose state a checkpoint saves.
-type snapshotter interface {
-	Snapshot() ([]byte, error)
-	Restore([]byte) error
-}
-
-// checkBad checks that restoring into role the bytes that do not fit it,
-// truncations of its own snapshot and garbage is an error.
-func checkBad(t *testing.T, name string, role snapshotter, bad ...[]byte) {
-	t.Helper()
-	good := snap(t, role)
-	bad = append(bad, nil, good[:len(good)/2], good[:len(good)-1], []byte("\x85garbage"), []byte{0xdd, 0xff, 0xff, 0xff, 0xff})
-	for k, b := range bad {
-		if err := role.Restore(b); err == nil {
-			t.Errorf("%s: bad snapshot %d: no error", name, k)
-		} else {
-			t.Logf("%s: bad snapshot %d: %v", name, k, err)
-		}
-	}
-}
-
-// snap returns role's snapshot.
-func snap(t *testing.T, role snapshotter) []byte {
-	t.Helper()
-	b, err := role.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestRestoreBad checks that every role refuses a snapshot of another
@@ -242,8 +151,8 @@ func TestRestoreBad(t *testing.T) {
 	must(err)
 	_, err = c.Start(sums)
 	must(err)
-	checkBad(t, "worker", ws[0], snap(t, ws[1]), snap(t, c))
-	checkBad(t, "coordinator", c, snap(t, ws[0]))
+	sealtest.Refuses(t, "worker", ws[0], sealtest.Snap(t, ws[1]), sealtest.Snap(t, c))
+	sealtest.Refuses(t, "coordinator", c, sealtest.Snap(t, ws[0]))
 
 	cfg.Path, cfg.Schedule = 3, colSchedule(scheduler.Priority)
 	var cws []*ColWorker
@@ -264,9 +173,9 @@ func TestRestoreBad(t *testing.T) {
 	must(err)
 	_, err = one.Start(csums)
 	must(err)
-	checkBad(t, "column worker", cws[0], snap(t, cws[1]), snap(t, cc))
-	checkBad(t, "column coordinator", cc, snap(t, one), snap(t, cws[0]))
-	checkBad(t, "column coordinator without a path", one, snap(t, cc))
+	sealtest.Refuses(t, "column worker", cws[0], sealtest.Snap(t, cws[1]), sealtest.Snap(t, cc))
+	sealtest.Refuses(t, "column coordinator", cc, sealtest.Snap(t, one), sealtest.Snap(t, cws[0]))
+	sealtest.Refuses(t, "column coordinator without a path", one, sealtest.Snap(t, cc))
 }
 
 // TestRestoreSealed checks that every role's snapshot is sealed
@@ -299,7 +208,7 @@ func TestRestoreSealed(t *testing.T) {
 	} {
 		sealed := sealtest.Sealed{Kind: tc.kind, Version: snapshotVersion, Others: []string{strings.Replace(tc.kind, "logreg/", "lasso/", 1)},
 			Unsealed: map[string]any{"version": 2}}
-		sealed.Check(t, tc.role.(snapshotter))
+		sealed.Check(t, tc.role.(sealtest.Role))
 	}
 }
 
@@ -313,7 +222,7 @@ func FuzzRestore(f *testing.F) {
 	cols := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: colSchedule(scheduler.Priority), Path: 3}
 	seed := func(roles ...any) {
 		for _, r := range roles {
-			b, err := r.(snapshotter).Snapshot()
+			b, err := r.(sealtest.Role).Snapshot()
 			if err != nil {
 				f.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/strads-go/strads/codec"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestRowLayoutValidates checks that the row layout's worker and
@@ -14,7 +15,7 @@ import (
 // allocation, updates, plans, partials and summaries that no job of theirs
 // sends: they come over the network (DESIGN "Hostile traffic").
 func TestRowLayoutValidates(t *testing.T) {
-	cfg := Config{Data: writeFile(t, "+1 1:1 3:2\n-1 2:1\n+1 1:0.5 2:1 3:1\n-1 3:1\n"), Lambda: 0.01}
+	cfg := Config{Data: testhelper.WriteFile(t, "data.svm", "+1 1:1 3:2\n-1 2:1\n+1 1:0.5 2:1 3:1\n-1 3:1\n"), Lambda: 0.01}
 	start := func(t *testing.T) (*Worker, *Coordinator, Summary) {
 		w, err := NewWorker(cfg, 0, 1)
 		if err != nil {

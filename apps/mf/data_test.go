@@ -10,16 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-func writeFile(t *testing.T, text string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "ratings.txt")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+	"github.com/strads-go/strads/internal/testhelper"
+)
 
 func TestReadRatings(t *testing.T) {
 	cases := []struct {
@@ -40,7 +33,7 @@ func TestReadRatings(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []Rating
-			err := ReadRatings(writeFile(t, tc.text), func(_ int, r Rating) error {
+			err := ReadRatings(testhelper.WriteFile(t, "ratings.txt", tc.text), func(_ int, r Rating) error {
 				got = append(got, r)
 				return nil
 			})
@@ -80,7 +73,7 @@ func TestReadRatingsErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeFile(t, tc.text)
+			path := testhelper.WriteFile(t, "ratings.txt", tc.text)
 			err := ReadRatings(path, func(int, Rating) error { return nil })
 			var pe *ParseError
 			if !errors.As(err, &pe) {
@@ -95,14 +88,14 @@ func TestReadRatingsErrors(t *testing.T) {
 		t.Errorf("missing file: error %v", err)
 	}
 	stop := errors.New("stop")
-	if err := ReadRatings(writeFile(t, "1 2 3\n"), func(int, Rating) error { return stop }); err != stop {
+	if err := ReadRatings(testhelper.WriteFile(t, "ratings.txt", "1 2 3\n"), func(int, Rating) error { return stop }); err != stop {
 		t.Errorf("callback error: got %v, want it as is", err)
 	}
 }
 
 func TestReadPairs(t *testing.T) {
 	var got []string
-	err := ReadPairs(writeFile(t, "1 2\n3,4,5\n6::7::8::9\n"), func(line int, u, i int64) error {
+	err := ReadPairs(testhelper.WriteFile(t, "ratings.txt", "1 2\n3,4,5\n6::7::8::9\n"), func(line int, u, i int64) error {
 		got = append(got, fmt.Sprintf("%d:%d,%d", line, u, i))
 		return nil
 	})
@@ -110,7 +103,7 @@ func TestReadPairs(t *testing.T) {
 		t.Errorf("got %v, %v", got, err)
 	}
 	var pe *ParseError
-	if err := ReadPairs(writeFile(t, "1 2\n3\n"), func(int, int64, int64) error { return nil }); !errors.As(err, &pe) || pe.Line != 2 {
+	if err := ReadPairs(testhelper.WriteFile(t, "ratings.txt", "1 2\n3\n"), func(int, int64, int64) error { return nil }); !errors.As(err, &pe) || pe.Line != 2 {
 		t.Errorf("one field: error %v", err)
 	}
 }
@@ -151,7 +144,7 @@ func TestDuplicates(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeFile(t, tc.text)
+			path := testhelper.WriteFile(t, "ratings.txt", tc.text)
 			check := func(what string, err error) {
 				t.Helper()
 				if tc.line == 0 {

@@ -3,9 +3,9 @@ package mf
 import (
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // FuzzReadRatings checks the ratings reader on any bytes: no panic; the
@@ -28,10 +28,7 @@ func FuzzReadRatings(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "r.txt")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := testhelper.WriteFile(t, "r.txt", string(data))
 		var ratings []Rating
 		last := 0
 		err := ReadRatings(path, func(line int, r Rating) error {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"testing"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 func TestGenerate(t *testing.T) {
@@ -26,7 +28,7 @@ func TestGenerate(t *testing.T) {
 	pairs := map[[2]int64]bool{}
 	items := map[int64]int{}
 	for _, buf := range []*bytes.Buffer{&tr, &te} {
-		path := writeFile(t, buf.String())
+		path := testhelper.WriteFile(t, "ratings.txt", buf.String())
 		if err := ReadRatings(path, func(line int, r Rating) error {
 			k := [2]int64{r.User, r.Item}
 			if pairs[k] {

@@ -3,6 +3,8 @@ package mf
 import (
 	"fmt"
 	"testing"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 func TestBalance(t *testing.T) {
@@ -48,7 +50,7 @@ func TestBalance(t *testing.T) {
 }
 
 func TestBuildIndex(t *testing.T) {
-	path := writeFile(t, "5 -1 1\n5 7 2\n-9 7 3\n12 100 4\n12 7 5\n12 -1 1\n")
+	path := testhelper.WriteFile(t, "ratings.txt", "5 -1 1\n5 7 2\n-9 7 3\n12 100 4\n12 7 5\n12 -1 1\n")
 	ix, err := BuildIndex(path, 2, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func TestBuildIndex(t *testing.T) {
 	if ix.Ratings != 6 || ix.Mean != 16.0/6 {
 		t.Errorf("%d ratings, mean %v", ix.Ratings, ix.Mean)
 	}
-	other, err := BuildIndex(writeFile(t, "5 -1 1\n5 7 2\n-9 7 3\n12 100 4\n12 7 5\n12 -1 2\n"), 2, 2)
+	other, err := BuildIndex(testhelper.WriteFile(t, "ratings.txt", "5 -1 1\n5 7 2\n-9 7 3\n12 100 4\n12 7 5\n12 -1 2\n"), 2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

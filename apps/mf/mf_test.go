@@ -17,6 +17,7 @@ import (
 
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
 )
@@ -560,7 +561,7 @@ func correlation(x, y []float64) float64 {
 //
 // With λ = 0.1 and λ_b = 2.
 func TestObjective(t *testing.T) {
-	train := writeFile(t, "1 10 4\n1 20 2\n2 10 3\n")
+	train := testhelper.WriteFile(t, "ratings.txt", "1 10 4\n1 20 2\n2 10 3\n")
 	cases := []struct {
 		name               string
 		noBias, unweighted bool

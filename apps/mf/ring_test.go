@@ -14,6 +14,7 @@ import (
 
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/scheduler"
@@ -111,11 +112,7 @@ func TestRingHostile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	for _, tc := range []struct {
 		name    string
 		change  func(m map[string]any)

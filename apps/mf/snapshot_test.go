@@ -3,20 +3,19 @@ package mf
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/scheduler"
@@ -26,22 +25,6 @@ import (
 // timed are the metrics that measure time, which differ between any two
 // runs.
 var timed = []string{"ratings_per_s", "ratings_per_core_s"}
-
-// traceOf renders a job's reports bit for bit, but for the metrics that
-// measure time.
-func traceOf(trace []schmp.Sample) []string {
-	var out []string
-	for _, s := range trace {
-		line := fmt.Sprintf("round %d updates %d objective %x nnz %d stop %q", s.Round, s.Updates, math.Float64bits(s.Objective), s.NNZ, s.Stop)
-		for _, m := range s.Metrics {
-			if !slices.Contains(timed, m.Name) {
-				line += fmt.Sprintf(" %s=%x", m.Name, math.Float64bits(m.Value))
-			}
-		}
-		out = append(out, line)
-	}
-	return out
-}
 
 // evalsOf renders the model's evaluations bit for bit, but for the times,
 // and the validation's state.
@@ -80,7 +63,7 @@ func runRestoring[P, R, U any](t *testing.T, prog schmp.Program[P, R, U, Summary
 		t.Fatalf("restore every %d (in place %t): %v", every, inPlace, err)
 	}
 	r := mfRun{
-		trace: traceOf(st.Trace), evals: evalsOf(ModelOf(j.Coordinator)), restores: j.Restores, rounds: st.Rounds,
+		trace: testhelper.TraceLines(st.Trace, timed...), evals: evalsOf(ModelOf(j.Coordinator)), restores: j.Restores, rounds: st.Rounds,
 		status: fmt.Sprintf("rounds %d updates %d reason %q app %q decided %d last %d refuted %d done %v final %x",
 			st.Rounds, st.Updates, st.Reason, st.AppReason, st.Decided, st.Last, st.Refuted, st.Done, math.Float64bits(st.Final.Objective)),
 	}
@@ -456,59 +439,6 @@ func TestRestoreRefuses(t *testing.T) {
 	}
 }
 
-// interrupter is a coordinator's progress writer that cancels the job at
-// its at-th line (with a tiny ProgressEvery, a line comes after every
-// message).
-type interrupter struct {
-	mu     sync.Mutex
-	lines  int
-	at     int
-	cancel context.CancelCauseFunc
-}
-
-func (r *interrupter) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lines++; r.lines == r.at {
-		r.cancel(errors.New("test interrupt"))
-	}
-	return len(p), nil
-}
-
-// checkpointed runs cfg's job on the runtime (an embedded NATS server with
-// JetStream in store), taking a checkpoint every `every` rounds, resuming
-// from the last one if resume, and interrupted at progress line
-// interruptAt if > 0. It returns the model files and the result.
-func checkpointed(t *testing.T, cfg Config, store string, every uint64, resume bool, interruptAt int) ([]byte, *coordinator.Result, error) {
-	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	ctx, stop := context.WithTimeout(ctx, 2*time.Minute)
-	defer stop()
-	co := coordinator.Options{Out: filepath.Join(dir, "m"), Timeout: 20 * time.Second, CheckpointEvery: every, Resume: resume}
-	if interruptAt > 0 {
-		co.Progress, co.ProgressEvery = &interrupter{at: interruptAt, cancel: cancel}, time.Nanosecond
-	}
-	res, err := runJob(ctx, cfg, job.Options{Job: "mfresume", Store: store, Timeout: 20 * time.Second, Coordinator: co})
-	if err != nil {
-		return nil, res, err
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, res, err
-	}
-	var files []byte
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, res, err
-		}
-		files = append(append(files, e.Name()+"\n"...), b...)
-	}
-	return files, res, nil
-}
-
 // TestResumeRuntime interrupts jobs on the runtime that take checkpoints
 // (the rotation on the ring with a validation stop, CCD++), resumes each
 // from its store, and checks that it ends with the model files of the job
@@ -522,28 +452,16 @@ func TestResumeRuntime(t *testing.T) {
 			if algo == "ccd" {
 				cfg.Rank, cfg.Iters = 3, 4
 			}
-			want, res, err := checkpointed(t, cfg, "", 0, false, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%d rounds: %s", res.Rounds, res.Why())
-			for _, at := range []int{20, 50} {
-				store := t.TempDir()
-				if _, _, err := checkpointed(t, cfg, store, 2, false, at); err == nil || !strings.HasPrefix(err.Error(), "test interrupt") {
-					t.Fatalf("interrupted job: %v, want the interrupt", err)
-				}
-				got, res, err := checkpointed(t, cfg, store, 2, true, 0)
+			run := func(ctx context.Context, opts job.Options, dir string) (string, *coordinator.Result, error) {
+				opts.Coordinator.Out = filepath.Join(dir, "m")
+				res, err := runJob(ctx, cfg, opts)
 				if err != nil {
-					t.Fatal(err)
+					return "", res, err
 				}
-				t.Logf("line %d: resumed from round %d of %d", at, res.Resumed, res.Rounds)
-				if res.Resumed == 0 {
-					t.Errorf("line %d: resumed from round 0", at)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("line %d: resumed from round %d: the model files differ from the uninterrupted job's", at, res.Resumed)
-				}
+				files, err := testhelper.DirFiles(dir)
+				return files, res, err
 			}
+			testhelper.CheckResume(t, coordinator.Options{Timeout: 20 * time.Second}, run, 2, 20, 50)
 		})
 	}
 }

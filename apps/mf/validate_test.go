@@ -16,6 +16,7 @@ import (
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/local"
 	"github.com/strads-go/strads/schmp"
@@ -319,10 +320,7 @@ func TestSavedRoundTrip(t *testing.T) {
 			if !noBias {
 				fmt.Fprintf(&pairs, "%d %d\n-5 %d\n-5 -6\n", u, int64(-6), m.ItemIDs[0])
 			}
-			path := filepath.Join(t.TempDir(), "pairs.txt")
-			if err := os.WriteFile(path, []byte(pairs.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			path := testhelper.WriteFile(t, "pairs.txt", pairs.String())
 			var want, got bytes.Buffer
 			u1, err1 := m.Predict(path, &want)
 			u2, err2 := s.Predict(path, &got)

@@ -2,10 +2,8 @@ package nnls
 
 import (
 	"bufio"
-	"context"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +11,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 var testConfig = Config{Rows: 300, Cols: 20, Seed: 7, Block: 1}
@@ -22,18 +20,12 @@ var testConfig = Config{Rows: 300, Cols: 20, Seed: 7, Block: 1}
 // and β read back from the model file.
 func runJob(t *testing.T, cfg Config, workers int) (*coordinator.Result, []float64) {
 	t.Helper()
-	copts := coordinator.Options{
-		Workers: workers, Tol: 1e-14, MaxRounds: 20000, ReportEvery: cfg.Cols,
-		JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second,
-		Out: filepath.Join(t.TempDir(), "model.csv"),
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := job.Run(ctx, Program(cfg), job.Options{Job: "nnls-test", Coordinator: copts, Timeout: 20 * time.Second})
+	copts := coordinator.Options{Workers: workers, Tol: 1e-14, MaxRounds: 20000, ReportEvery: cfg.Cols}
+	res, out, err := testhelper.RunJob(t, Program(cfg), copts, time.Minute)
 	if err != nil {
 		t.Fatalf("job: %v", err)
 	}
-	return res, readModel(t, copts.Out, cfg.Cols)
+	return res, readModel(t, out, cfg.Cols)
 }
 
 // readModel reads a model CSV into a dense β.

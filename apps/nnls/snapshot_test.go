@@ -1,8 +1,6 @@
 package nnls
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,21 +8,8 @@ import (
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/internal/sealtest"
-	"github.com/strads-go/strads/local"
+	"github.com/strads-go/strads/internal/testhelper"
 )
-
-// statusLines describes a job's status and trace as text, every number
-// bit for bit (%.17g), without the times.
-func statusLines(st pipeline.Status) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "rounds %d updates %d candidates %d reason %q (%q) decided %d last %d refuted %d done %t in flight %d/%d\n",
-		st.Rounds, st.Updates, st.Candidates, st.Reason, st.AppReason, st.Decided, st.Last, st.Refuted, st.Done, st.MaxInFlight, st.MaxVarsInFlight)
-	fmt.Fprintf(&b, "final %.17g nnz %d\n", st.Final.Objective, st.Final.NNZ)
-	for _, s := range st.Trace {
-		fmt.Fprintf(&b, "%d: %.17g gap %.17g nnz %d updates %d\n", s.Round, s.Objective, s.Gap, s.NNZ, s.Updates)
-	}
-	return b.String()
-}
 
 // TestRestore runs NNLS jobs with and without moving every role to a new
 // one restored from its snapshot every k rounds (local.Options.RestoreEvery)
@@ -41,32 +26,7 @@ func TestRestore(t *testing.T) {
 		t.Run(fmt.Sprintf("workers=%d/parts=%d/block=%d", tc.workers, tc.parts, tc.block), func(t *testing.T) {
 			cfg := Config{Rows: 120, Cols: 12, Seed: 3, Block: tc.block}
 			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: 1, ReportEvery: 4, Tol: tc.tol, MaxRounds: 300}
-			run := func(every uint64, inPlace bool) (string, string, int) {
-				j, st, err := local.Run(context.Background(), Program(cfg), local.Options{Config: pc, RestoreEvery: every, RestoreInPlace: inPlace})
-				if err != nil {
-					t.Fatalf("restore every %d (in place %t): %v", every, inPlace, err)
-				}
-				var buf bytes.Buffer
-				if err := j.Coordinator.WriteModel(&buf); err != nil {
-					t.Fatal(err)
-				}
-				return buf.String(), statusLines(st), j.Restores
-			}
-			model, status, _ := run(0, false)
-			for _, inPlace := range []bool{false, true} {
-				for _, every := range []uint64{1, 3, 7} {
-					m, s, restores := run(every, inPlace)
-					if restores == 0 {
-						t.Errorf("restore every %d (in place %t): no restore", every, inPlace)
-					}
-					if m != model {
-						t.Errorf("restore every %d (in place %t): the model differs:\n%s\nwant\n%s", every, inPlace, m, model)
-					}
-					if s != status {
-						t.Errorf("restore every %d (in place %t): the status differs:\n%s\nwant\n%s", every, inPlace, s, status)
-					}
-				}
-			}
+			testhelper.CheckRestores(t, Program(cfg), pc, nil, 1, 3, 7)
 		})
 	}
 }
@@ -81,14 +41,7 @@ func TestRestoreBad(t *testing.T) {
 	s1, _ := NewScheduler(cfg, 1, 2)
 	c, _ := NewCoordinator(cfg)
 	c2, _ := NewCoordinator(Config{Rows: 40, Cols: 7, Seed: 3})
-	snap := func(s interface{ Snapshot() ([]byte, error) }) []byte {
-		b, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	wb, sb, cb := snap(w0), snap(s0), snap(c)
+	wb, sb, cb := sealtest.Snap(t, w0), sealtest.Snap(t, s0), sealtest.Snap(t, c)
 	for _, tc := range []struct {
 		name string
 		into interface{ Restore([]byte) error }
@@ -129,12 +82,6 @@ func unsealedV1(t *testing.T, b []byte) []byte {
 	return b
 }
 
-// snapshotter is a role's schmp.Snapshotter.
-type snapshotter interface {
-	Snapshot() ([]byte, error)
-	Restore([]byte) error
-}
-
 // TestRestoreSealed checks that every role's snapshot is sealed: that its
 // own body sealed again restores, and that a snapshot of another kind or
 // version, an unsealed one of version 1, a truncated one or one with a
@@ -155,7 +102,7 @@ func TestRestoreSealed(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		kind, other string
-		role        snapshotter
+		role        sealtest.Role
 	}{
 		{kindWorker, kindScheduler, w},
 		{kindScheduler, kindCoordinator, s},

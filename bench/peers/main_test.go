@@ -2,32 +2,22 @@ package main
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strads-go/strads/bench/proc"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // The tests cover the pure parts: the objectives, λ_max, the readers and
 // the medians. They run no peer and no strads.
 
-func writeFile(t *testing.T, name, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // tiny is X = [[1, 0], [0, 2], [3, 1]] with labels 1, 2, 3 (for the Lasso)
 // or 1, 0, 1 (for logistic regression).
 func tiny(t *testing.T, labels [3]string) *dataset {
 	t.Helper()
-	path := writeFile(t, "tiny.svm", labels[0]+" 1:1\n"+labels[1]+" 2:2\n"+labels[2]+" 1:3 2:1\n")
+	path := testhelper.WriteFile(t, "tiny.svm", labels[0]+" 1:1\n"+labels[1]+" 2:2\n"+labels[2]+" 1:3 2:1\n")
 	d, err := loadDataset(path)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +103,7 @@ func TestKahan(t *testing.T) {
 }
 
 func TestReadModelCSV(t *testing.T) {
-	m, err := readModelCSV(writeFile(t, "m.csv", "index,value\n0,0.5\n3,-2.25\n1,1e-3\n"), 3)
+	m, err := readModelCSV(testhelper.WriteFile(t, "m.csv", "index,value\n0,0.5\n3,-2.25\n1,1e-3\n"), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +111,12 @@ func TestReadModelCSV(t *testing.T) {
 		t.Errorf("got %+v", m)
 	}
 	// Without a header, and no intercept.
-	m, err = readModelCSV(writeFile(t, "m.csv", "2,7\n"), 2)
+	m, err = readModelCSV(testhelper.WriteFile(t, "m.csv", "2,7\n"), 2)
 	if err != nil || m.b != 0 || m.w[1] != 7 {
 		t.Errorf("got %+v, %v", m, err)
 	}
 	for _, bad := range []string{"index,value\n4,1\n", "index,value\n1,1\n1,2\n", "index,value\n-1,1\n", "index,value\n1,x\n", "index,value\n1;2\n", "", "index,value\n1,NaN\n"} {
-		if _, err := readModelCSV(writeFile(t, "bad.csv", bad), 3); err == nil {
+		if _, err := readModelCSV(testhelper.WriteFile(t, "bad.csv", bad), 3); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -134,7 +124,7 @@ func TestReadModelCSV(t *testing.T) {
 
 func TestReadLiblinearModel(t *testing.T) {
 	head := "solver_type L1R_LR\nnr_class 2\n"
-	m, err := readLiblinearModel(writeFile(t, "m", head+"label 1 -1\nnr_feature 2\nbias -1\nw\n0.5 \n-0 \n"), 3)
+	m, err := readLiblinearModel(testhelper.WriteFile(t, "m", head+"label 1 -1\nnr_feature 2\nbias -1\nw\n0.5 \n-0 \n"), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +132,11 @@ func TestReadLiblinearModel(t *testing.T) {
 		t.Errorf("got %+v", m)
 	}
 	// The negative class first: liblinear's w is for it, so it is negated.
-	m, err = readLiblinearModel(writeFile(t, "m", head+"label -1 1\nnr_feature 2\nbias -1\nw\n0.5 \n-2 \n"), 2)
+	m, err = readLiblinearModel(testhelper.WriteFile(t, "m", head+"label -1 1\nnr_feature 2\nbias -1\nw\n0.5 \n-2 \n"), 2)
 	if err != nil || m.w[0] != -0.5 || m.w[1] != 2 {
 		t.Errorf("got %+v, %v", m, err)
 	}
-	m, err = readLiblinearModel(writeFile(t, "m", head+"label 0 1\nnr_feature 1\nbias -1\nw\n0.5\n"), 1)
+	m, err = readLiblinearModel(testhelper.WriteFile(t, "m", head+"label 0 1\nnr_feature 1\nbias -1\nw\n0.5\n"), 1)
 	if err != nil || m.w[0] != -0.5 {
 		t.Errorf("labels 0 1: got %+v, %v", m, err)
 	}
@@ -157,7 +147,7 @@ func TestReadLiblinearModel(t *testing.T) {
 		head + "nr_feature 1\nbias -1\nw\n1\n",
 		head + "label 1 -1\nnr_feature 1\nbias -1\nw\nx\n",
 	} {
-		if _, err := readLiblinearModel(writeFile(t, "bad", bad), 3); err == nil {
+		if _, err := readLiblinearModel(testhelper.WriteFile(t, "bad", bad), 3); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -201,11 +191,11 @@ func TestKeyValuesAndResultLine(t *testing.T) {
 }
 
 func TestReadTrace(t *testing.T) {
-	tr, err := readTrace(writeFile(t, "m.csv", "time_s,round,objective,nnz\n0.01,10,5,3\n0.02,20,4.5,3\n"))
+	tr, err := readTrace(testhelper.WriteFile(t, "m.csv", "time_s,round,objective,nnz\n0.01,10,5,3\n0.02,20,4.5,3\n"))
 	if err != nil || len(tr) != 2 || tr[1] != [2]float64{0.02, 4.5} {
 		t.Errorf("got %v, %v", tr, err)
 	}
-	if _, err := readTrace(writeFile(t, "m.csv", "round,nnz\n1,2\n")); err == nil {
+	if _, err := readTrace(testhelper.WriteFile(t, "m.csv", "round,nnz\n1,2\n")); err == nil {
 		t.Error("no error without the columns")
 	}
 }

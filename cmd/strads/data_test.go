@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strads-go/strads/dataset"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -28,8 +29,9 @@ func putData(t *testing.T, file, name string, server ...string) {
 	}
 }
 
-// sameFiles fails t unless the files at got and want hold the same bytes.
-func sameFiles(t *testing.T, got, want string) {
+// sameFiles fails t unless the files at got and want hold the same bytes,
+// not none, and returns those of want.
+func sameFiles(t *testing.T, got, want string) []byte {
 	t.Helper()
 	g, err := os.ReadFile(got)
 	if err != nil {
@@ -42,6 +44,7 @@ func sameFiles(t *testing.T, got, want string) {
 	if !bytes.Equal(g, w) || len(w) == 0 {
 		t.Errorf("%s (%d bytes) differs from %s (%d bytes)", got, len(g), want, len(w))
 	}
+	return w
 }
 
 // TestDataAllInOne stores a LIBSVM file, an mf ratings set and an LDA
@@ -140,12 +143,7 @@ func TestDataAllInOne(t *testing.T) {
 // stored whole, without an index, as strads stored them before, each
 // fetches the whole.
 func TestDataSeparateProcesses(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	url := srv.ClientURL()
+	url := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()}).ClientURL()
 	data := genData(t)
 	content, err := os.ReadFile(data)
 	if err != nil {
@@ -216,11 +214,7 @@ func TestDataSeparateProcesses(t *testing.T) {
 				startProcess(t, "coordinator", append(append([]string{"coordinator"}, outs("nats")...), roles...)...),
 				startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
 			)
-			for _, p := range procs {
-				if code := p.wait(t, time.Minute); code != 0 {
-					t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-				}
-			}
+			waitAll(t, procs...)
 			l, r := outs("local"), outs("nats")
 			for i := 1; i < len(l); i += 2 {
 				sameFiles(t, r[i], l[i])
@@ -286,12 +280,9 @@ func putWhole(t *testing.T, url, name string, content []byte) {
 // so, with exit status 2, at once.
 func TestDataErrors(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
-	bad := filepath.Join(t.TempDir(), "bad.svm")
-	if err := os.WriteFile(bad, []byte("1 1:1\n1 2:x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bad := testhelper.WriteFile(t, "bad.svm", "1 1:1\n1 2:x\n")
 	putData(t, bad, "bad.svm", "--store", store)
-	plain := startServer(t) // no JetStream
+	plain := testhelper.ServerURL(t) // no JetStream
 	missingStore := filepath.Join(t.TempDir(), "none")
 	lasso := []string{"lasso", "--workers", "2", "--lambda-ratio", "0.1", "--progress", "0"}
 	for _, tc := range []struct {
@@ -336,12 +327,7 @@ func TestDataErrors(t *testing.T) {
 
 // TestDataCommands checks put, ls, get and rm against a server of --nats.
 func TestDataCommands(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	url := srv.ClientURL()
+	url := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()}).ClientURL()
 	data := genData(t)
 	putData(t, data, "d1", "--nats", url)
 	// The default name is the file's.
@@ -377,11 +363,7 @@ func TestDataCredentials(t *testing.T) {
 	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsserver.Start(natsserver.Options{ConfigFile: config, ConfigAddr: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testhelper.StartServer(t, natsserver.Options{ConfigFile: config, ConfigAddr: true})
 	url := "nats://127.0.0.1:" + port(t, srv.ClientURL())
 	good := strings.Replace(url, "nats://", "nats://strads:s3cret@", 1)
 	bad := strings.Replace(url, "nats://", "nats://strads:wrong@", 1)

@@ -7,7 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestDepthStopDeterministic checks that a --tol stop at depth 4 is
@@ -70,7 +71,7 @@ func TestDepthStopDeterministic(t *testing.T) {
 		}
 	}
 
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "distributed.csv")
 	roles := append([]string{"--nats", url}, common...)
@@ -80,11 +81,7 @@ func TestDepthStopDeterministic(t *testing.T) {
 		startProcess(t, "coordinator", append([]string{"coordinator", "--out", out}, roles...)...),
 		startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
+	waitAll(t, procs...)
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

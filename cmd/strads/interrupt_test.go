@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestSIGTERMOnWorker sends SIGTERM to a worker process in the middle of
@@ -20,7 +22,7 @@ func TestSIGTERMOnWorker(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	data := genData(t)
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	job := "sigterm"
 	// Watch the job's partials: the first one says that the job runs.
 	nc, err := nats.Connect(url)

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestKeyedProcesses runs a job whose roles, separate OS processes, share
@@ -28,7 +29,7 @@ func TestKeyedProcesses(t *testing.T) {
 	if code, _, stderr := runCLI(t, append([]string{"lasso", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	roles := append([]string{"--nats", url, "--key", key}, common...)
 	out := filepath.Join(dir, "keyed.csv")
 	procs := []*process{
@@ -51,22 +52,8 @@ func TestKeyedProcesses(t *testing.T) {
 			t.Errorf("%s: exit %d, want 1 and %q: %s", o.p.name, code, o.want, o.p.stderr.String())
 		}
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the keyed job found another model than the all-in-one")
-	}
+	waitAll(t, procs...)
+	sameFiles(t, out, allInOne)
 	k, err := os.ReadFile(key)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +69,7 @@ func TestKeyedProcesses(t *testing.T) {
 // uses a random key of its own: a worker started beside it cannot join.
 func TestWholeJobOwnKey(t *testing.T) {
 	data := genData(t)
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	common := []string{"--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--tol", "0", "--progress", "0", "--job", "own", "--nats", url}
 	whole := startProcess(t, "whole job", append([]string{"lasso", "--max-rounds", "1000000"}, common...)...)
 	outsider := startProcess(t, "worker", append([]string{"worker", "--join-timeout", "20s"}, common...)...)

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // genLDAData writes a small generated corpus and returns its prefix.
@@ -194,7 +194,7 @@ func TestLDASeparateProcesses(t *testing.T) {
 	if code, _, stderr := runCLI(t, append([]string{"lda", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	distributed := filepath.Join(dir, "distributed.txt")
 	roles := append([]string{"--app", "lda", "--nats", url}, common...)
 	procs := []*process{
@@ -203,20 +203,6 @@ func TestLDASeparateProcesses(t *testing.T) {
 		startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed}, roles...)...),
 		startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(distributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("separate processes found\n%s\nall-in-one found\n%s", got, want)
-	}
+	waitAll(t, procs...)
+	sameFiles(t, distributed, allInOne)
 }

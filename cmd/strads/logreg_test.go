@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/strads-go/strads/apps/linear"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // genLogregData writes a small generated classification data set and
@@ -225,7 +224,7 @@ func testLogregSeparateProcesses(t *testing.T, data string, extra ...string) {
 	if code, _, stderr := runCLI(t, append([]string{"logreg", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	distributed := filepath.Join(dir, "distributed.csv")
 	metrics := filepath.Join(dir, "metrics.csv")
 	roles := append([]string{"--app", "logreg", "--nats", url}, common...)
@@ -233,22 +232,8 @@ func testLogregSeparateProcesses(t *testing.T, data string, extra ...string) {
 	w2 := startProcess(t, "worker 2", append([]string{"worker"}, roles...)...)
 	coord := startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed, "--metrics", metrics}, roles...)...)
 	sched := startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...)
-	for _, p := range []*process{coord, sched, w1, w2} {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(distributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("separate processes found\n%s\nall-in-one found\n%s", got, want)
-	}
+	waitAll(t, coord, sched, w1, w2)
+	want := sameFiles(t, distributed, allInOne)
 	if strings.Count(string(want), "\n") < 3 {
 		t.Errorf("model has no weights: %q", want)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/cli"
-	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/schmp"
 )
 
@@ -216,17 +216,6 @@ func TestLassoCommand(t *testing.T) {
 	assertNoOutput(t, dir, "model.csv", "metrics.csv")
 }
 
-// startServer starts an embedded nats-server on a free loopback port.
-func startServer(t *testing.T) string {
-	t.Helper()
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv.ClientURL()
-}
-
 // process is a role running as its own OS process.
 type process struct {
 	name   string
@@ -261,6 +250,17 @@ func (p *process) wait(t *testing.T, timeout time.Duration) int {
 	}
 }
 
+// waitAll waits for each of procs to exit, a minute at most, and fails the
+// test for each that exits otherwise than with status 0.
+func waitAll(t *testing.T, procs ...*process) {
+	t.Helper()
+	for _, p := range procs {
+		if code := p.wait(t, time.Minute); code != 0 {
+			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
+		}
+	}
+}
+
 // TestSeparateProcesses runs the scheduler, the coordinator and two workers
 // as separate OS processes against one nats-server, and checks that they
 // find the same β as the all-in-one mode.
@@ -291,7 +291,7 @@ func TestSeparateProcesses(t *testing.T) {
 				t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 			}
 
-			url := startServer(t)
+			url := testhelper.ServerURL(t)
 			distributed := filepath.Join(dir, "distributed.csv")
 			roles := append([]string{"--nats", url}, common...)
 			// Start the workers first: they wait for the coordinator.
@@ -303,23 +303,9 @@ func TestSeparateProcesses(t *testing.T) {
 			for i := range tc.schedulers {
 				procs = append(procs, startProcess(t, fmt.Sprintf("scheduler %d", i), append([]string{"scheduler"}, roles...)...))
 			}
-			for _, p := range procs {
-				if code := p.wait(t, time.Minute); code != 0 {
-					t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-				}
-			}
-			want, err := os.ReadFile(allInOne)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := os.ReadFile(distributed)
-			if err != nil {
-				t.Fatal(err)
-			}
+			waitAll(t, procs...)
 			// Rounds in flight or not, the computation is deterministic.
-			if !bytes.Equal(got, want) {
-				t.Errorf("separate processes found\n%s\nall-in-one found\n%s", got, want)
-			}
+			want := sameFiles(t, distributed, allInOne)
 			if strings.Count(string(want), "\n") < 3 {
 				t.Errorf("model has no coefficients: %q", want)
 			}
@@ -332,7 +318,7 @@ func TestSeparateProcesses(t *testing.T) {
 func TestWorkerNeverJoins(t *testing.T) {
 	data := genData(t)
 	dir := t.TempDir()
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	args := []string{"--nats", url, "--data", data, "--workers", "2", "--lambda-ratio", "0.1",
 		"--join-timeout", "2s", "--timeout", "2s", "--progress", "0", "--job", "lonely"}
 	sched := startProcess(t, "scheduler", append([]string{"scheduler"}, args...)...)

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // genMFData writes a small generated ratings set and returns the paths of
@@ -218,7 +219,7 @@ func TestMFSeparateProcesses(t *testing.T) {
 	if code, _, stderr := runCLI(t, append([]string{"mf", "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	distributed := filepath.Join(dir, "dist")
 	roles := append([]string{"--app", "mf", "--nats", url}, common...)
 	procs := []*process{
@@ -227,23 +228,9 @@ func TestMFSeparateProcesses(t *testing.T) {
 		startProcess(t, "coordinator", append([]string{"coordinator", "--out", distributed}, roles...)...),
 		startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
+	waitAll(t, procs...)
 	for _, suffix := range []string{".W.txt", ".H.txt"} {
-		want, err := os.ReadFile(allInOne + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(distributed + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: separate processes and all-in-one differ", suffix)
-		}
+		sameFiles(t, distributed+suffix, allInOne+suffix)
 	}
 }
 

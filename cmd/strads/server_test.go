@@ -373,23 +373,9 @@ func TestSeveralMachines(t *testing.T) {
 		ms[0].start(t, "coordinator", append(append([]string{"coordinator", "--out", distributed}, job(ms[0])...), settings...)...),
 		ms[0].start(t, "scheduler", append([]string{"scheduler"}, job(ms[0])...)...),
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
+	waitAll(t, procs...)
 	if stderr := srv.stop(t); stderr != "" {
 		t.Errorf("server on all interfaces wrote %q", stderr)
 	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(distributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("roles on several machines found\n%s\nall-in-one found\n%s", got, want)
-	}
+	sameFiles(t, distributed, allInOne)
 }

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestRolesTakeSettings runs Lasso jobs as separate processes whose
@@ -24,7 +24,7 @@ func TestRolesTakeSettings(t *testing.T) {
 	if code, _, stderr := runCLI(t, append([]string{"lasso", "--data", data, "--out", allInOne}, common...)...); code != 0 {
 		t.Fatalf("all-in-one: exit %d: %s", code, stderr)
 	}
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	distributed := filepath.Join(dir, "distributed.csv")
 	role := []string{"--app", "lasso", "--nats", url, "--job", "settings", "--data", data}
 	procs := []*process{
@@ -34,22 +34,8 @@ func TestRolesTakeSettings(t *testing.T) {
 		startProcess(t, "scheduler 2", append([]string{"scheduler"}, role...)...),
 		startProcess(t, "coordinator", append(append([]string{"coordinator", "--out", distributed}, role...), common...)...),
 	}
-	for _, p := range procs {
-		if code := p.wait(t, time.Minute); code != 0 {
-			t.Errorf("%s: exit %d: %s", p.name, code, p.stderr.String())
-		}
-	}
-	want, err := os.ReadFile(allInOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(distributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("roles that took the job's settings found\n%s\nall-in-one found\n%s", got, want)
-	}
+	waitAll(t, procs...)
+	sameFiles(t, distributed, allInOne)
 }
 
 // TestRoleRefused checks that a worker given another value of a setting
@@ -58,7 +44,7 @@ func TestRolesTakeSettings(t *testing.T) {
 func TestRoleRefused(t *testing.T) {
 	data := genData(t)
 	dir := t.TempDir()
-	url := startServer(t)
+	url := testhelper.ServerURL(t)
 	role := []string{"--app", "lasso", "--nats", url, "--job", "refused", "--data", data, "--progress", "0"}
 	w := startProcess(t, "worker", append([]string{"worker", "--lambda-ratio", "0.2"}, role...)...)
 	coord := startProcess(t, "coordinator", append([]string{"coordinator", "--workers", "1", "--lambda-ratio", "0.1",

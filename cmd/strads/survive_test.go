@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -44,11 +45,7 @@ type survival struct {
 // and reference run take the flags extra beyond the defaults.
 func newSurvival(t *testing.T, job string, extra ...string) *survival {
 	t.Helper()
-	srv, err := natsserver.Start(natsserver.Options{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)

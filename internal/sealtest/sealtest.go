@@ -1,6 +1,7 @@
 // Package sealtest checks, for the tests of the packages whose snapshots
 // are sealed (schmp.Seal), that a role refuses every kind of bad snapshot
-// with an error that names it, and stays as it was.
+// with an error that names it, and stays as it was (Sealed.Check), or
+// refuses the snapshots of other roles (Refuses).
 package sealtest
 
 import (
@@ -41,7 +42,7 @@ type Sealed struct {
 // says why, and leaves the role as it was.
 func (s Sealed) Check(t *testing.T, role Role) {
 	t.Helper()
-	good := snap(t, role)
+	good := Snap(t, role)
 	var body map[string]any
 	if err := schmp.Unseal(good, s.Kind, s.Version, &body); err != nil {
 		t.Fatalf("%s: %v", s.Kind, err)
@@ -58,7 +59,7 @@ func (s Sealed) Check(t *testing.T, role Role) {
 	}
 	ref := good
 	if s.Reencodes {
-		ref = snap(t, role)
+		ref = Snap(t, role)
 	}
 	old := maps.Clone(body)
 	maps.Copy(old, s.Unsealed)
@@ -107,17 +108,37 @@ func (s Sealed) Check(t *testing.T, role Role) {
 			t.Logf("%s: %s: %v", s.Kind, tc.name, err)
 		}
 	}
-	if b := snap(t, role); !bytes.Equal(b, ref) {
+	if b := Snap(t, role); !bytes.Equal(b, ref) {
 		t.Errorf("%s: the bad snapshots changed the role", s.Kind)
 	}
 }
 
-// snap returns role's snapshot.
-func snap(t *testing.T, role Role) []byte {
+// Snap returns role's snapshot.
+func Snap(t *testing.T, role Role) []byte {
 	t.Helper()
 	b, err := role.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Refuses checks that restoring into role, named name in the errors,
+// each of the bytes bad that do not fit it (other roles' snapshots, or
+// others of its own), and then truncations of its own snapshot and
+// garbage, is an error.
+func Refuses(t *testing.T, name string, role Role, bad ...[]byte) {
+	t.Helper()
+	good, err := role.Snapshot()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	bad = append(bad, nil, good[:len(good)/2], good[:len(good)-1], []byte("\x85garbage"), []byte{0xdd, 0xff, 0xff, 0xff, 0xff})
+	for k, b := range bad {
+		if err := role.Restore(b); err == nil {
+			t.Errorf("%s: bad snapshot %d: no error", name, k)
+		} else {
+			t.Logf("%s: bad snapshot %d: %v", name, k, err)
+		}
+	}
 }

@@ -35,6 +35,32 @@ func (c *Columns) Add(j int32, rows []int32, vals []float64) {
 	c.Ptr = append(c.Ptr, int32(len(c.Rows)))
 }
 
+// Grow makes room in c for cols more columns of nnz entries in all, so
+// that adding them copies none of those before: the columns shared in the
+// first rounds are many, and long where the rows are many.
+func (c *Columns) Grow(cols, nnz int) {
+	if cols == 0 {
+		return
+	}
+	c.IDs = slices.Grow(c.IDs, cols)
+	c.Ptr = slices.Grow(c.Ptr, cols+1)
+	c.Rows = slices.Grow(c.Rows, nnz)
+	c.Vals = slices.Grow(c.Vals, nnz)
+}
+
+// Values returns the coefficients coef_j, by column, of each of c's
+// columns, in order: nil for no columns.
+func (c *Columns) Values(coef []float64) codec.Float64s {
+	if c.Len() == 0 {
+		return nil
+	}
+	v := make(codec.Float64s, c.Len())
+	for k, j := range c.IDs {
+		v[k] = coef[j]
+	}
+	return v
+}
+
 // AddAll appends every column of o.
 func (c *Columns) AddAll(o *Columns) {
 	for k := range o.Len() {

@@ -2,13 +2,12 @@ package columnar
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strads-go/strads/internal/sealtest"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
 )
@@ -33,10 +32,7 @@ type snapshotter interface {
 // snapshot plans as it does, and that a snapshot of another part, or of
 // an engine that is not the part's, is an error.
 func TestSchedulerSnapshot(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.svm")
-	if err := os.WriteFile(path, []byte("1 1:1 3:2 10:1\n2 2:1 4:1\n0 5:3 9:1 10:0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testhelper.WriteFile(t, "x.svm", "1 1:1 3:2 10:1\n2 2:1 4:1\n0 5:3 9:1 10:0\n")
 	c := scheduler.Config{Policy: scheduler.Priority, Gamma: 1, Eta: 0.01, Candidates: 3, Block: 2, Warmup: 1, Rho: 1, Workers: 1, Seed: 1}
 	newPart := func(part int) *Scheduler {
 		s, err := NewScheduler(path, false, c, part, 2)
@@ -91,10 +87,7 @@ func TestSchedulerSnapshot(t *testing.T) {
 // with a byte changed is an error that names the kind, and leaves the
 // scheduler as it was.
 func TestRestoreSealed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.svm")
-	if err := os.WriteFile(path, []byte("1 1:1 3:2 10:1\n2 2:1 4:1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testhelper.WriteFile(t, "x.svm", "1 1:1 3:2 10:1\n2 2:1 4:1\n")
 	c := scheduler.Config{Policy: scheduler.Cyclic, Candidates: 4, Block: 2, Warmup: -1, Rho: 1, Workers: 1, Seed: 1}
 	s, err := NewScheduler(path, false, c, 1, 2)
 	if err != nil {
