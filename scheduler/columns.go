@@ -8,7 +8,8 @@ import (
 
 // Dependencies is what the dependency check and the balancing need to know
 // about the variables: SparseColumns for variables that are the columns of
-// a sparse matrix (Lasso's coefficients).
+// a sparse matrix (Lasso's coefficients), RowDependencies for variables
+// that are its rows or are given their feature sets.
 type Dependencies interface {
 	// Dependence returns how much variables j and k depend on each other,
 	// in [0,1] (|correlation|, say); the engine never updates together two
