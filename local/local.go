@@ -88,10 +88,44 @@ type Options struct {
 	// Ignore): a difference fails the job, naming the role, the round and
 	// where they differ.
 	RestoreInPlace bool
-	// Ignore names the keys of the roles' messages, as msgpack encodes
-	// them (a field's tag, at any depth), that RestoreInPlace's check
-	// leaves out: those of times, which differ from run to run.
+	// Ignore names the keys of the roles' messages, and of the workers'
+	// snapshots, as msgpack encodes them (a field's tag, at any depth),
+	// that the checks of RestoreInPlace and CheckContract leave out: those
+	// of times, which differ from run to run.
 	Ignore []string
+	// CheckContract has the driver check, at every task of every worker,
+	// that the worker keeps the contract of schmp.Worker, with calls of
+	// its own that the runtime does not make:
+	//
+	//   - At a task that asks for a report, it takes the worker's Snapshot
+	//     (of a schmp.Snapshotter) and its Report before the core does: the
+	//     Report must leave the snapshot as it was, and the core's Report
+	//     must be the same.
+	//   - At depth > 1, at such a task that also pushes, it calls Report
+	//     again after the Push: the report must be the same.
+	//   - At every task that pushes (but round 1's, whose cut comes before
+	//     Start's update), it pushes the same plan twice from the same
+	//     state, soundly, whatever the Push may change: it takes the
+	//     worker's snapshot at the task's cut (worker.CoreConfig.Cut, where
+	//     the runtime takes a checkpoint's piece, so that a Restore of it on
+	//     the live worker resets it wholly, as a rollback's does), and once
+	//     the core has pushed it restores the worker in place from it,
+	//     applies copies of the task's updates and pushes a copy of the
+	//     plan: the partial (with a schmp.Passer's part) and the snapshot
+	//     after must be those of the first Push. This finds a Push or an
+	//     Apply that depends on more than the worker's state and its
+	//     arguments (a clock, a random source outside the state, the order
+	//     of a map), and state that Snapshot or Restore misses; it costs a
+	//     Snapshot, a Restore, the updates and a Push more per task, and is
+	//     skipped for a worker that is no Snapshotter, or a schmp.Rebuilder.
+	//
+	// A violation fails the job with an error that names the worker shard,
+	// the round and where the snapshot, report or partial differs. Reports
+	// are checked only at tasks that ask for one: ReportEvery 1 checks them
+	// every round. Ignore names the measures to leave out: times, and counts
+	// of work that a cache changes (the Restore empties caches, so that a
+	// job run with the check may measure more work than one without).
+	CheckContract bool
 }
 
 // Job is a job's roles, built on the caller's goroutine.
@@ -124,6 +158,9 @@ type Job[P, R, U, S any] struct {
 	// as their nodes do (worker.Core, node.Core).
 	cores  []*worker.Core[P, R, U, S]
 	scheds []*node.Core[P]
+	// cuts holds each worker's snapshot at the cut of its task under way
+	// (Options.CheckContract).
+	cuts []cutSnap
 }
 
 // pieces are the encoded snapshots of a checkpoint's cut, as the roles
@@ -212,7 +249,7 @@ func (j *Job[P, R, U, S]) build() error {
 		}
 		j.Workers = append(j.Workers, w)
 	}
-	j.cores = j.newCores(j.Workers, 0)
+	j.cores = j.newCores(j.Workers, 0, true)
 	c, err := prog.NewCoordinator(ctx)
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
@@ -426,7 +463,7 @@ func (j *Job[P, R, U, S]) restore(cfg pipeline.Config) (*pipeline.Core[P, R, U, 
 		return nil, fmt.Errorf("core snapshot: %w", err)
 	}
 	// The workers took every part passed to them before their pieces.
-	j.cores, j.scheds = j.newCores(j.Workers, cut.round), j.newScheds(j.Schedulers, cut.round)
+	j.cores, j.scheds = j.newCores(j.Workers, cut.round, true), j.newScheds(j.Schedulers, cut.round)
 	j.Restores++
 	return pipeline.Resume(cfg, j.Coordinator, j.Coordinator, back, j.opts.Now())
 }
@@ -468,7 +505,7 @@ func (j *Job[P, R, U, S]) rollback(cfg pipeline.Config) (*pipeline.Core[P, R, U,
 		}
 	}
 	// What was in flight between the workers is lost with the old run.
-	j.cores, j.scheds = j.newCores(j.Workers, sv.round), j.newScheds(j.Schedulers, sv.round)
+	j.cores, j.scheds = j.newCores(j.Workers, sv.round, true), j.newScheds(j.Schedulers, sv.round)
 	var err error
 	if j.twins, err = j.buildTwins(sv); err != nil {
 		return nil, err
@@ -567,11 +604,20 @@ func (j *Job[P, R, U, S]) newScheds(scheds []schmp.Scheduler[P], resume uint64) 
 	return cores
 }
 
-// newCores returns the cores of workers, which start after round resume.
-func (j *Job[P, R, U, S]) newCores(workers []schmp.Worker[P, R, U, S], resume uint64) []*worker.Core[P, R, U, S] {
+// newCores returns the cores of workers, which start after round resume;
+// with main, those of the job's workers, whose contract the job checks
+// (Options.CheckContract) from their cuts.
+func (j *Job[P, R, U, S]) newCores(workers []schmp.Worker[P, R, U, S], resume uint64, main bool) []*worker.Core[P, R, U, S] {
 	cores := make([]*worker.Core[P, R, U, S], len(workers))
+	if main && j.opts.CheckContract {
+		j.cuts = make([]cutSnap, len(workers))
+	}
 	for k, w := range workers {
-		cores[k] = worker.NewCore(w, worker.CoreConfig{Shard: k, Shards: len(workers), Resume: resume, Checkpoints: j.opts.RestoreEvery > 0})
+		cfg := worker.CoreConfig{Shard: k, Shards: len(workers), Resume: resume, Checkpoints: j.opts.RestoreEvery > 0}
+		if main && j.opts.CheckContract {
+			cfg.Cut = func(round uint64) { j.cuts[k] = takeCut(w, round) }
+		}
+		cores[k] = worker.NewCore(w, cfg)
 	}
 	return cores
 }
@@ -602,7 +648,7 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 	}
 	var es []pipeline.Event[P, R, S]
 	for k, core := range j.cores {
-		e, err := j.finish(ctx, k, core)
+		e, err := j.finish(ctx, k, core, &a.Task)
 		if err != nil {
 			return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
 		}
@@ -667,10 +713,17 @@ func stuck[P, R, U, S any](core *worker.Core[P, R, U, S]) error {
 	return errors.New("local: the worker cannot begin its task")
 }
 
-// finish has worker k's core finish its task, delivers the part it
+// finish has worker k's core finish its task t, delivers the part it
 // passes, and returns its answer (nil: none). The twin, if any, must give
-// the same.
-func (j *Job[P, R, U, S]) finish(ctx context.Context, k int, core *worker.Core[P, R, U, S]) (*pipeline.Event[P, R, S], error) {
+// the same, and the worker must keep its contract (Options.CheckContract).
+func (j *Job[P, R, U, S]) finish(ctx context.Context, k int, core *worker.Core[P, R, U, S], t *protocol.Task[P, U]) (*pipeline.Event[P, R, S], error) {
+	var pr probe
+	if j.opts.CheckContract {
+		var err error
+		if pr, err = j.before(core.Worker(), t); err != nil {
+			return nil, err
+		}
+	}
 	out, err := core.Finish(ctx)
 	if err != nil {
 		return nil, err
@@ -683,19 +736,25 @@ func (j *Job[P, R, U, S]) finish(ctx context.Context, k int, core *worker.Core[P
 	if err := deliver(j.cores, out.Pass); err != nil {
 		return nil, err
 	}
-	a := out.Answer
-	if a == nil {
-		return nil, nil
-	}
-	e := &pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Round: a.Round, From: k}
-	if a.HasReport {
-		e.HasReport, e.Final = true, a.Final
-		if e.Report, err = roundTrip(a.Report); err != nil {
-			return nil, err
+	var e *pipeline.Event[P, R, S]
+	if a := out.Answer; a != nil {
+		e = &pipeline.Event[P, R, S]{Kind: pipeline.PartialArrived, Round: a.Round, From: k}
+		if a.HasReport {
+			e.HasReport, e.Final = true, a.Final
+			if e.Report, err = roundTrip(a.Report); err != nil {
+				return nil, err
+			}
+		}
+		if !out.Stop && !a.Check {
+			if e.Partial, err = roundTrip(a.Partial); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if !out.Stop && !a.Check {
-		if e.Partial, err = roundTrip(a.Partial); err != nil {
+	// The check's own calls come once the answer and the part passed
+	// are copies.
+	if j.opts.CheckContract {
+		if err := j.after(ctx, k, core.Worker(), t, pr, out); err != nil {
 			return nil, err
 		}
 	}

@@ -57,7 +57,7 @@ func (j *Job[P, R, U, S]) buildTwins(ct *pieces) (*twins[P, R, U, S], error) {
 		}
 		workers = append(workers, w)
 	}
-	t.cores = j.newCores(workers, ct.round)
+	t.cores = j.newCores(workers, ct.round, false)
 	return t, nil
 }
 

@@ -6,10 +6,14 @@ import (
 	"github.com/strads-go/strads/sparse"
 )
 
-// Columns is what the dependency check and the balancing need to know about
-// the variables.
-type Columns interface {
-	// Dependence returns |correlation| of variables j and k in [0,1].
+// Dependencies is what the dependency check and the balancing need to know
+// about the variables: SparseColumns for variables that are the columns of
+// a sparse matrix (Lasso's coefficients), RowDependencies for variables
+// that are its rows or are given their feature sets.
+type Dependencies interface {
+	// Dependence returns how much variables j and k depend on each other,
+	// in [0,1] (|correlation|, say); the engine never updates together two
+	// whose Dependence is at least Config.Rho.
 	Dependence(j, k int) float64
 	// Cost returns the work of updating variable j (e.g. its column's
 	// non-zeros); used to balance blocks.
@@ -26,7 +30,7 @@ type Set interface {
 	Dependent(j int, rho float64) bool
 }
 
-// SetMaker is implemented by Columns that can index sets of variables for
+// SetMaker is implemented by Dependencies that can index sets of variables for
 // a faster dependency check; the engine uses it when there.
 type SetMaker interface {
 	NewSet() Set
@@ -38,7 +42,7 @@ type SetMaker interface {
 // the mean does not turn into a spurious correlation.
 const constantTol = 1e-14
 
-// SparseColumns implements Columns over the columns of a CSC matrix.
+// SparseColumns implements Dependencies over the columns of a CSC matrix.
 //
 // If centered, Dependence is the absolute Pearson correlation of the two
 // columns (means taken over all Rows, zeros included); otherwise it is the

@@ -7,6 +7,10 @@
 //
 // The dynamic engine ([Dynamic]) draws candidate variables by a [Policy],
 // keeps only those that are nearly independent of the ones already accepted
-// in the round (as judged by a [Columns], usually [SparseColumns]), and splits
-// the accepted variables into cost-balanced blocks, one per worker.
+// in the round (as judged by a [Dependencies]: [SparseColumns] for variables
+// that are a matrix's columns, [RowDependencies] for its rows or for
+// variables given their feature sets), and splits the accepted variables
+// into cost-balanced blocks, one per worker.
+// A [Config] of zero fields but Vars is a working engine: every zero means a
+// documented default.
 package scheduler

@@ -48,38 +48,83 @@ func ParsePolicy(s string) (Policy, error) {
 	return 0, fmt.Errorf("unknown schedule %q (want priority, random or cyclic)", s)
 }
 
-// Config configures the dynamic engine. It has no defaults: every field that
-// the policy uses must be set.
+// Config configures the dynamic engine. Vars must be set; the zero value
+// of every other field means a documented default, so that Config{Vars: m}
+// is an engine that works: priority sampling (γ = 2, no floor) after no
+// warm-up, one variable a round, no dependency check, one block, seed 0.
+// WithDefaults applies the defaults; Validate and NewDynamic apply them
+// before anything else, so a field set explicitly means what it says.
 type Config struct {
-	Vars   int // M: the variables are 0..M-1
+	Vars int // M: the variables are 0..M-1
+	// Policy is how candidates are drawn; the zero value is Priority.
 	Policy Policy
 	// Gamma is the priority exponent γ: variable j has weight
-	// |Δθ_j|^γ + Eta. Priority only; must be > 0.
+	// |Δθ_j|^γ + Eta. Priority only; > 0, and 0 means 2 (the squared
+	// change, as in STRADS' Lasso and cmd/strads' --gamma).
 	Gamma float64
 	// Eta >= 0 is added to every weight so that no variable starves.
-	// Priority only.
+	// Priority only. 0 means no floor: a variable whose last change was
+	// 0 is drawn only when every weight left in the round is 0.
 	Eta float64
-	// Candidates is U′, the most candidates examined per round (>= Block).
+	// Candidates is U′, the most candidates examined per round (>= Block);
+	// 0 means 2·Block (cmd/strads' defaults are 64 and 32), room for the
+	// dependency check to turn some down.
 	Candidates int
-	// Block is U, the most variables accepted per round (>= 1).
+	// Block is U, the most variables accepted per round (>= 1); 0 means 1,
+	// one variable a round, which no dependency can make unsafe.
 	Block int
 	// Warmup is the number of rounds, from the first, in which Priority
 	// walks a random permutation of the variables instead of sampling by
-	// weight (>= 0).
+	// weight (>= 0); 0 means none.
 	Warmup int
 	// Rho rejects a candidate whose Dependence with a variable already
-	// accepted in the round is >= Rho. It must be > 0; Rho >= 1 turns the
-	// dependency check off.
+	// accepted in the round is >= Rho. It is > 0; Rho >= 1 turns the
+	// dependency check off, and 0 means 1 (off: NewDynamic then needs no
+	// Dependencies; cmd/strads' --rho is 0.1).
 	Rho float64
 	// Workers is the number of blocks the accepted variables are split into
-	// (>= 1).
+	// (>= 1); 0 means 1.
 	Workers int
 	// Seed seeds all random draws.
 	Seed uint64
 }
 
-// Validate reports the first invalid field, as a *schmp.FieldError.
+// Defaults of Config's fields, which their zero values mean.
+const (
+	// DefaultGamma is Config.Gamma's default: the squared change.
+	DefaultGamma = 2
+	// DefaultCandidatesPerBlock is Config.Candidates' default, in Blocks.
+	DefaultCandidatesPerBlock = 2
+)
+
+// WithDefaults returns c with every zero tuning field set to its default
+// (see Config). It leaves Vars, Warmup, Eta and Seed, whose zero values
+// mean themselves, and every field that is not zero, bad values included:
+// Validate reports those.
+func (c Config) WithDefaults() Config {
+	if c.Gamma == 0 {
+		c.Gamma = DefaultGamma
+	}
+	if c.Block == 0 {
+		c.Block = 1
+	}
+	if c.Candidates == 0 && c.Block > 0 {
+		c.Candidates = DefaultCandidatesPerBlock * c.Block
+	}
+	if c.Rho == 0 {
+		c.Rho = 1
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c with its defaults
+// (WithDefaults), as a *schmp.FieldError: negative numbers, NaN and
+// infinities, where a field takes none.
 func (c Config) Validate() error {
+	c = c.WithDefaults()
 	switch {
 	case c.Vars < 1:
 		return schmp.Fieldf("Vars", "must be >= 1, got %d", c.Vars)
@@ -163,7 +208,7 @@ type Selection struct {
 // Dynamic is not safe for concurrent use.
 type Dynamic struct {
 	cfg   Config
-	cols  Columns
+	cols  Dependencies
 	check bool // the dependency check is on (Rho < 1)
 	cand  int  // effective Candidates
 	block int  // effective Block
@@ -174,7 +219,7 @@ type Dynamic struct {
 
 	inflight []int32 // the variables selected and not yet fed back
 
-	// With Columns that index sets (SetMaker), the dependency check asks
+	// With Dependencies that index sets (SetMaker), the dependency check asks
 	// these instead of checking pairs.
 	flightSet, roundSet Set
 
@@ -210,9 +255,11 @@ type Dynamic struct {
 // seedStream is the second PCG word; Config.Seed is the first.
 const seedStream = 0x5c4e_d41e_5eed_0001
 
-// NewDynamic returns an engine for c. cols may be nil only if the dependency
-// check is off (Rho >= 1); every variable then costs 1.
-func NewDynamic(c Config, cols Columns) (*Dynamic, error) {
+// NewDynamic returns an engine for c, whose zero fields take their
+// defaults (Config). cols may be nil only if the dependency check is off
+// (Rho >= 1, or 0); every variable then costs 1.
+func NewDynamic(c Config, cols Dependencies) (*Dynamic, error) {
+	c = c.WithDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/strads-go/strads/sparse"
 )
 
-// fakeColumns is a Columns given by functions; a nil function means
+// fakeColumns is a Dependencies given by functions; a nil function means
 // dependence 0 or cost 1.
 type fakeColumns struct {
 	dep  func(j, k int) float64
@@ -51,7 +51,7 @@ func validConfig() Config {
 	return Config{Vars: 100, Policy: Priority, Gamma: 2, Eta: 0.01, Candidates: 8, Block: 4, Warmup: 2, Rho: 0.5, Workers: 2, Seed: 1}
 }
 
-func mustDynamic(t testing.TB, c Config, cols Columns) *Dynamic {
+func mustDynamic(t testing.TB, c Config, cols Dependencies) *Dynamic {
 	t.Helper()
 	d, err := NewDynamic(c, cols)
 	if err != nil {
@@ -108,20 +108,26 @@ func TestConfigValidate(t *testing.T) {
 		{"more candidates than vars", func(c *Config) { c.Vars = 3 }, ""},
 		{"gamma unused by cyclic", func(c *Config) { c.Policy, c.Gamma = Cyclic, 0 }, ""},
 		{"gamma unused by random", func(c *Config) { c.Policy, c.Gamma = Random, 0 }, ""},
+		{"gamma 0 means 2", func(c *Config) { c.Gamma = 0 }, ""},
+		{"block 0 means 1", func(c *Config) { c.Block, c.Candidates = 0, 1 }, ""},
+		{"candidates 0 mean 2 blocks", func(c *Config) { c.Candidates = 0 }, ""},
+		{"rho 0 means 1", func(c *Config) { c.Rho = 0 }, ""},
+		{"workers 0 mean 1", func(c *Config) { c.Workers = 0 }, ""},
+		{"only vars", func(c *Config) { *c = Config{Vars: 3} }, ""},
 		{"no vars", func(c *Config) { c.Vars = 0 }, "Vars must be >= 1, got 0"},
 		{"bad policy", func(c *Config) { c.Policy = 3 }, "Policy must be priority, random or cyclic, got Policy(3)"},
-		{"gamma 0", func(c *Config) { c.Gamma = 0 }, "Gamma must be a finite number > 0, got 0"},
 		{"gamma negative", func(c *Config) { c.Gamma = -1 }, "Gamma must be a finite number > 0, got -1"},
 		{"gamma NaN", func(c *Config) { c.Gamma = math.NaN() }, "Gamma must be a finite number > 0, got NaN"},
 		{"gamma infinite", func(c *Config) { c.Gamma = math.Inf(1) }, "Gamma must be a finite number > 0, got +Inf"},
 		{"eta negative", func(c *Config) { c.Eta = -0.5 }, "Eta must be a finite number >= 0, got -0.5"},
 		{"eta NaN", func(c *Config) { c.Eta = math.NaN() }, "Eta must be a finite number >= 0, got NaN"},
-		{"block 0", func(c *Config) { c.Block = 0 }, "Block must be >= 1, got 0"},
+		{"block negative", func(c *Config) { c.Block = -1 }, "Block must be >= 1, got -1"},
+		{"candidates negative", func(c *Config) { c.Candidates = -2 }, "Candidates must be >= Block (4), got -2"},
 		{"candidates < block", func(c *Config) { c.Candidates = 3 }, "Candidates must be >= Block (4), got 3"},
 		{"warmup negative", func(c *Config) { c.Warmup = -1 }, "Warmup must be >= 0, got -1"},
-		{"rho 0", func(c *Config) { c.Rho = 0 }, "Rho must be > 0, got 0"},
+		{"rho negative", func(c *Config) { c.Rho = -0.1 }, "Rho must be > 0, got -0.1"},
 		{"rho NaN", func(c *Config) { c.Rho = math.NaN() }, "Rho must be > 0, got NaN"},
-		{"workers 0", func(c *Config) { c.Workers = 0 }, "Workers must be >= 1, got 0"},
+		{"workers negative", func(c *Config) { c.Workers = -1 }, "Workers must be >= 1, got -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,6 +139,46 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("unexpected error %v", err)
 			case tt.err != "" && (err == nil || err.Error() != tt.err):
 				t.Fatalf("error %v, want %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// TestConfigDefaults checks what the zero value of each field of Config
+// means (WithDefaults), and that an engine of zero fields plans exactly
+// as one with the defaults set explicitly, with every policy.
+func TestConfigDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		in, out Config
+	}{
+		{"only vars", Config{Vars: 5}, Config{Vars: 5, Policy: Priority, Gamma: 2, Candidates: 2, Block: 1, Rho: 1, Workers: 1}},
+		{"a block", Config{Vars: 5, Block: 8}, Config{Vars: 5, Gamma: 2, Candidates: 16, Block: 8, Rho: 1, Workers: 1}},
+		{"zero meaning zero", Config{Vars: 5, Policy: Cyclic, Eta: 0, Warmup: 0, Seed: 0}, Config{Vars: 5, Policy: Cyclic, Gamma: 2, Candidates: 2, Block: 1, Rho: 1, Workers: 1}},
+		{"all set", validConfig(), validConfig()},
+		{"bad values kept", Config{Gamma: -1, Block: -1, Rho: math.Inf(-1), Workers: -2}, Config{Gamma: -1, Block: -1, Rho: math.Inf(-1), Workers: -2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.in.WithDefaults(); got != tt.out {
+				t.Fatalf("WithDefaults() = %+v, want %+v", got, tt.out)
+			}
+		})
+	}
+	for _, p := range []Policy{Priority, Random, Cyclic} {
+		t.Run(p.String(), func(t *testing.T) {
+			zero := mustDynamic(t, Config{Vars: 30, Policy: p, Warmup: 3, Seed: 7}, nil)
+			set := mustDynamic(t, Config{Vars: 30, Policy: p, Gamma: 2, Candidates: 2, Block: 1, Warmup: 3, Rho: 1, Workers: 1, Seed: 7}, nil)
+			for round := range 60 {
+				a, b := zero.Next(), set.Next()
+				if !reflect.DeepEqual(a, b) {
+					t.Fatalf("round %d: %+v, want %+v", round, a, b)
+				}
+				if info := zero.Info(a); info.Capacity != 1 {
+					t.Fatalf("round %d: capacity %d, want 1", round, info.Capacity)
+				}
+				delta := []float64{float64(round%7) - 3}
+				zero.Feedback(a.Vars, delta)
+				set.Feedback(b.Vars, delta)
 			}
 		})
 	}
@@ -151,7 +197,7 @@ func TestNewDynamicErrors(t *testing.T) {
 	if _, err := NewDynamic(c, small); err == nil || !strings.Contains(err.Error(), "Vars") {
 		t.Errorf("more vars than columns: error %v", err)
 	}
-	c.Block = 0
+	c.Block = -1
 	if _, err := NewDynamic(c, nil); err == nil {
 		t.Error("invalid config accepted")
 	}
@@ -159,7 +205,7 @@ func TestNewDynamicErrors(t *testing.T) {
 
 // checkSelection fails unless s is consistent with the effective limits and
 // with the dependency check.
-func checkSelection(t *testing.T, s Selection, c Config, cols Columns) {
+func checkSelection(t *testing.T, s Selection, c Config, cols Dependencies) {
 	t.Helper()
 	cand, block := min(c.Candidates, c.Vars), min(c.Block, c.Vars)
 	if len(s.Vars) == 0 || len(s.Vars) > block {
@@ -195,7 +241,7 @@ func checkSelection(t *testing.T, s Selection, c Config, cols Columns) {
 
 // checkBlocks fails unless s.Blocks partitions s.Vars into the given number
 // of blocks whose costs differ by at most the largest single cost.
-func checkBlocks(t *testing.T, s Selection, workers int, cols Columns) {
+func checkBlocks(t *testing.T, s Selection, workers int, cols Dependencies) {
 	t.Helper()
 	if len(s.Blocks) != workers {
 		t.Fatalf("%d blocks, want %d", len(s.Blocks), workers)
@@ -251,7 +297,7 @@ func TestSelectionInvariants(t *testing.T) {
 	tests := []struct {
 		name string
 		c    Config
-		cols Columns
+		cols Dependencies
 	}{
 		{"priority pairs", Config{Vars: 40, Policy: Priority, Gamma: 2, Eta: 0.1, Candidates: 16, Block: 8, Warmup: 3, Rho: 0.5, Workers: 3, Seed: 1}, pairs},
 		{"random pairs", Config{Vars: 40, Policy: Random, Candidates: 16, Block: 8, Rho: 0.5, Workers: 3, Seed: 2}, pairs},

@@ -102,6 +102,40 @@ type Scheduler[P any] interface {
 
 // Worker computes partial updates from its own data shard. It runs on a
 // worker node; each worker holds its own.
+//
+// Its contract. A worker's state is what its later calls depend on beyond
+// what its constructor builds from the job's settings and its shard: what
+// a Snapshotter saves. At each task the runtime takes the parts passed to
+// the worker (Passer.Take), applies the task's updates (Apply), asks for a
+// Report if the task does, then pushes (DESIGN "Pipelining"). For the
+// model to depend on the job's settings and data alone, these calls keep
+// three rules:
+//
+//   - Each is a function of the state and its arguments: the same call
+//     from the same state gives the same result and leaves the same state,
+//     bit for bit; no clock, no random source outside the state, no map
+//     order. Measures of the worker's own work (times, counts that a cache
+//     changes), which the model never reads, are the exception.
+//   - Report changes nothing that a later call reads: a Report right after
+//     another gives the same summary, and a snapshot taken after it is the
+//     one taken before (a cache may fill, if the values it gives do not
+//     change).
+//   - Push computes the round's partial from the state, the round and the
+//     plan. With rounds in flight (depth > 1) it changes nothing that
+//     Report shows, which changes only through Apply and Take: every round
+//     in flight then starts from the state of the updates applied, as the
+//     scheduler's dependency checks assume, and a report of round t shows
+//     the state after round t−depth. It may still hand on, once, what Apply
+//     recorded for the next partial (logreg's loss changes of the updates)
+//     and fill caches. At depth 1 it may also update what the worker owns,
+//     which no other role holds or changes in that round: its own
+//     variables (LDA's topic assignments, mf's user factors), a block it
+//     holds and hands on (the rotation, DESIGN "Scheduling engines"), the
+//     state of its own search (the column layouts' working sets and
+//     tolerances, a random generator). The next round starts from it, and
+//     Snapshot saves it.
+//
+// An app's tests check these rules with local.Options.CheckContract.
 type Worker[P, R, U, S any] interface {
 	// Describe summarizes the shard when the worker joins; the
 	// coordinator's Start receives every worker's summary.
@@ -109,7 +143,10 @@ type Worker[P, R, U, S any] interface {
 	// Apply applies an update from the coordinator to the worker's local
 	// state. Updates arrive in round order, each exactly once.
 	Apply(u U) error
-	// Push computes this worker's partial update for the plan.
+	// Push computes this worker's partial update for the plan, from its
+	// state (see the contract above for what it may change). The partial
+	// may share memory with the state: the runtime encodes it before the
+	// worker's next call.
 	Push(ctx context.Context, round uint64, plan P) (R, error)
 	// Report summarizes the worker's state for the objective; the
 	// coordinator's Objective receives every worker's report. With depth
@@ -118,7 +155,8 @@ type Worker[P, R, U, S any] interface {
 	// variables may be up to depth−1 rounds newer: a report that the
 	// objective needs must describe that state by itself. The summary must
 	// share no memory with the worker's state: the runtime may encode it
-	// after the next Push has changed that state.
+	// after the next Push has changed that state. Report changes nothing
+	// that a later call reads (see the contract above).
 	Report() (S, error)
 }
 

@@ -60,6 +60,12 @@ type CoreConfig struct {
 	// Checkpoints is set when the job takes checkpoints: a task that asks
 	// for a piece in a job that takes none is dropped.
 	Checkpoints bool
+	// Cut, if set, is called with the task's round at the cut of every
+	// task that begins: once the parts passed to the worker are taken,
+	// before the task's updates are applied, where a checkpoint's piece
+	// is taken. Package local checks the worker's contract from there
+	// (local.Options.CheckContract).
+	Cut func(round uint64)
 }
 
 // awaited is what a Passer awaits of a round: Awaits is asked once.
@@ -293,6 +299,9 @@ func (c *Core[P, R, U, S]) Begin() (out Output[R, S], ran bool, err error) {
 	}
 	c.due = nil
 	out.Drops, c.dropped = c.dropped, nil
+	if c.cfg.Cut != nil {
+		c.cfg.Cut(t.Round)
+	}
 	if t.Checkpoint != 0 {
 		// The state after the checkpoint's round: its parts taken, this
 		// task's updates not applied.

@@ -308,3 +308,49 @@ func TestCoreAwaiting(t *testing.T) {
 		t.Fatalf("calls %v, want %v", r.log, want)
 	}
 }
+
+// TestCoreCut checks that CoreConfig.Cut is called once for each task
+// that begins, at its cut: after the parts passed to the worker are taken,
+// before the task's updates are applied; a task that waits for a part has
+// no cut yet.
+func TestCoreCut(t *testing.T) {
+	r := &ring{shard: 1, shards: 3}
+	c := NewCore[int, int, int, int](passer{r}, CoreConfig{Shard: 1, Shards: 3, Cut: func(round uint64) {
+		r.log = append(r.log, fmt.Sprintf("cut %d", round))
+	}})
+	steps := []struct {
+		task *protocol.Task[int, int]
+		pass *protocol.Pass[int]
+		ran  bool
+		log  []string // the calls it adds
+	}{
+		{task: &protocol.Task[int, int]{Round: 1, Plan: 2, Updates: []int{1}}, ran: true,
+			log: []string{"cut 1", "apply 1", "push 1 plan 2"}},
+		{task: &protocol.Task[int, int]{Round: 2, Report: true, Updates: []int{2}}},
+		{pass: &protocol.Pass[int]{Round: 1, From: 0, To: 1, Part: 7}, ran: true,
+			log: []string{"take 1 from 0: 7", "cut 2", "apply 2", "report", "push 2 plan 0"}},
+		{task: &protocol.Task[int, int]{Round: 3, Check: true, Report: true, Updates: []int{3}}},
+		{pass: &protocol.Pass[int]{Round: 2, From: 0, To: 1, Part: 5}, ran: true,
+			log: []string{"take 2 from 0: 5", "cut 3", "apply 3", "report"}},
+	}
+	for i, s := range steps {
+		var d *protocol.Drop
+		var err error
+		if s.task != nil {
+			d, err = c.Task(*s.task, hash(*s.task))
+		} else {
+			d, err = c.Pass(*s.pass, uint64(i+1))
+		}
+		if d != nil || err != nil {
+			t.Fatalf("step %d: %v, %v", i, d, err)
+		}
+		before := len(r.log)
+		_, ran, err := c.Step(context.Background())
+		if err != nil || ran != s.ran {
+			t.Fatalf("step %d: ran %v (%v), want %v", i, ran, err, s.ran)
+		}
+		if got := r.log[before:]; !slices.Equal(got, s.log) {
+			t.Fatalf("step %d: calls %v, want %v", i, got, s.log)
+		}
+	}
+}

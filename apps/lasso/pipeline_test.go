@@ -144,9 +144,10 @@ func TestDepthFourDeterministic(t *testing.T) {
 	pr := newProblem(t, 300, 200, 5)
 	cfg := Config{Data: pr.path, LambdaRatio: 0.05, Schedule: schedule(scheduler.Priority, 2)}
 	opts := coordinator.Options{Schedulers: 2, Depth: 4, Tol: 1e-6, MaxRounds: 200000, ReportEvery: 5}
+	// Locally, with the workers' contract (schmp.Worker) checked too.
 	j, st, err := local.Run(context.Background(), Program(cfg), local.Options{Config: pipeline.Config{
 		Workers: 2, Parts: opts.Schedulers, Depth: opts.Depth, Tol: opts.Tol, MaxRounds: opts.MaxRounds, ReportEvery: opts.ReportEvery,
-	}})
+	}, CheckContract: true})
 	if err != nil {
 		t.Fatal(err)
 	}

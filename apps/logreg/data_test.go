@@ -100,7 +100,7 @@ func TestConfigValidate(t *testing.T) {
 		{"two penalties", Config{Data: "d", Lambda: 0.1, C: 1, Schedule: sched}, "only one"},
 		{"negative C", Config{Data: "d", C: -1, Schedule: sched}, "C"},
 		{"NaN lambda", Config{Data: "d", Lambda: math.NaN(), Schedule: sched}, "Lambda"},
-		{"bad schedule", Config{Data: "d", Lambda: 0.1, Schedule: scheduler.Config{}}, "Schedule."},
+		{"bad schedule", Config{Data: "d", Lambda: 0.1, Schedule: scheduler.Config{Block: -1}}, "Schedule."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

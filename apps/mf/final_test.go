@@ -22,6 +22,9 @@ func runLocal[P, R, U any](t *testing.T, prog schmp.Program[P, R, U, Summary], c
 	j, st, err := local.Run(context.Background(), prog, local.Options{
 		Config: pipeline.Config{Workers: cfg.Workers, Tol: tol, MaxRounds: uint64(cfg.Iters) * rpi, ReportEvery: cfg.ReportEvery * int(rpi)},
 		Out:    out,
+		// The workers' contract (schmp.Worker) checked too; their
+		// partials' times are measures.
+		CheckContract: true, Ignore: []string{"ns"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -29,8 +29,10 @@ func addScheduleFlags(fs *flag.FlagSet) *scheduleFlags {
 	return f
 }
 
-// config returns the scheduler's config for workers workers; the app sets
-// its Vars and validates it.
+// config returns the scheduler's config for workers workers, a flag of 0
+// taking the scheduler's default (scheduler.Config.WithDefaults), so that
+// every role reads the values the engine uses; the app sets its Vars and
+// validates it.
 func (f *scheduleFlags) config(workers int) (scheduler.Config, error) {
 	c := f.cfg
 	p, err := scheduler.ParsePolicy(f.schedule)
@@ -40,7 +42,7 @@ func (f *scheduleFlags) config(workers int) (scheduler.Config, error) {
 	c.Policy = p
 	c.Seed = f.seed
 	c.Workers = max(workers, 1)
-	return c, nil
+	return c.WithDefaults(), nil
 }
 
 // lassoFlags are the flags of the Lasso app, shared by all its roles.

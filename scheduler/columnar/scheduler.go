@@ -28,12 +28,13 @@ type Scheduler struct {
 // NewScheduler reads part of parts of the columns of the LIBSVM file
 // at path and starts the engine over them, with Pearson correlations for
 // the dependency check if centered and cosines otherwise. c.Vars is set
-// from the data; a negative c.Warmup means one sweep of the part,
-// ⌈Vars/Block⌉ rounds. Parts other than the first seed their draws with
-// c.Seed+part. Without a dependency check (c.Rho ≥ 1) only the number of
-// columns is read.
+// from the data, its zero fields take their defaults (scheduler.Config);
+// a negative c.Warmup means one sweep of the part, ⌈Vars/Block⌉ rounds.
+// Parts other than the first seed their draws with c.Seed+part. Without a
+// dependency check (c.Rho ≥ 1, or 0) only the number of columns is read.
 func NewScheduler(path string, centered bool, c scheduler.Config, part, parts int) (*Scheduler, error) {
-	var cols scheduler.Columns
+	c = c.WithDefaults()
+	var cols scheduler.Dependencies
 	var first, vars, total int
 	if c.Rho >= 1 {
 		var line, entries int
