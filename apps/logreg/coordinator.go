@@ -259,7 +259,7 @@ func (c *Coordinator) realized(round uint64, dl float64) {
 		c.guard.Rose++
 		c.guard.MaxRise = max(c.guard.MaxRise, df/c.f0)
 		c.theta /= thetaDown
-		if floor := 1 / float64(c.cfg.Schedule.Block+1); c.theta < floor {
+		if floor := 1 / float64(c.cfg.Schedule.WithDefaults().Block+1); c.theta < floor {
 			c.theta = floor
 		}
 	case df <= thetaGood*p.predicted:

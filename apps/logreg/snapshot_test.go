@@ -308,3 +308,30 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// TestReportsChangeNothing checks that the row layout's model does not
+// depend on how often the job reports: its workers keep their contract
+// (schmp.Worker: Report changes nothing a later call reads), which the
+// local driver checks, and jobs that report every round, every 7th and
+// once write the same model, bit for bit.
+func TestReportsChangeNothing(t *testing.T) {
+	pr := newProblem(t, genConfig(40, 60, 12, 1))
+	rows := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: schedule(scheduler.Priority, 2)}
+	var want []byte
+	for _, every := range []int{1, 7, 1000} {
+		pc := pipeline.Config{Workers: 2, Depth: 1, ReportEvery: every, MaxRounds: 120}
+		j, _, err := local.Run(context.Background(), Program(rows), local.Options{Config: pc, CheckContract: every == 1})
+		if err != nil {
+			t.Fatalf("report every %d: %v", every, err)
+		}
+		var b bytes.Buffer
+		if err := j.Coordinator.WriteModel(&b); err != nil {
+			t.Fatal(err)
+		}
+		if want == nil {
+			want = b.Bytes()
+		} else if !bytes.Equal(b.Bytes(), want) {
+			t.Errorf("report every %d: the model differs from that of a job reporting every round", every)
+		}
+	}
+}

@@ -244,12 +244,12 @@ func (w *Worker) Push(_ context.Context, _ uint64, p Plan) (Partial, error) {
 // the shard.
 func (w *Worker) Report() (Summary, error) {
 	s := Summary{Rows: w.x.Rows}
-	w.sumR, w.sumD = 0, 0
+	// Σr and Σd are not summed afresh here: the next partial carries
+	// them, and the model must not depend on how often the job reports
+	// (schmp.Worker's contract).
 	for i, st := range w.rows {
 		y := w.y[i]
 		s.Loss += rowLoss(y, st.z, st.s)
-		w.sumR += st.r
-		w.sumD += st.d
 		if (st.z >= 0) == (y > 0) {
 			s.Correct++
 		}

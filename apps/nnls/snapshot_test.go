@@ -1,6 +1,7 @@
 package nnls
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/strads-go/strads/coordinator/pipeline"
 	"github.com/strads-go/strads/internal/sealtest"
 	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/local"
 )
 
 // TestRestore runs NNLS jobs with and without moving every role to a new
@@ -26,6 +28,10 @@ func TestRestore(t *testing.T) {
 		t.Run(fmt.Sprintf("workers=%d/parts=%d/block=%d", tc.workers, tc.parts, tc.block), func(t *testing.T) {
 			cfg := Config{Rows: 120, Cols: 12, Seed: 3, Block: tc.block}
 			pc := pipeline.Config{Workers: tc.workers, Parts: tc.parts, Depth: 1, ReportEvery: 4, Tol: tc.tol, MaxRounds: 300}
+			// The workers keep their contract (schmp.Worker).
+			if _, _, err := local.Run(context.Background(), Program(cfg), local.Options{Config: pc, CheckContract: true}); err != nil {
+				t.Fatal(err)
+			}
 			testhelper.CheckRestores(t, Program(cfg), pc, nil, 1, 3, 7)
 		})
 	}
