@@ -167,10 +167,8 @@ type node[P, R, U, S any] struct {
 	fail context.CancelCauseFunc
 
 	box *wire.Mailbox // plans and partials
-	// gate admits the plans and partials; checkRound is the round of the
-	// last check task.
-	gate       *Gate[P, R, U, S]
-	checkRound uint64
+	// gate admits the plans and partials, and knows the last check task.
+	gate *Gate[P, R, U, S]
 	// incomplete is the last chunked message dropped, which may explain a
 	// deadline missed.
 	incomplete error
@@ -986,7 +984,7 @@ func (n *node[P, R, U, S]) perform() error {
 			}
 		case pipeline.RecordReport:
 			if a.Final {
-				delete(n.tasks, taskKey{n.checkRound, checkTask})
+				delete(n.tasks, taskKey{n.gate.checkRound, checkTask})
 			}
 			if err := n.record(a.Sample); err != nil {
 				return err
@@ -1020,12 +1018,11 @@ func (n *node[P, R, U, S]) perform() error {
 func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
 	t0 := time.Now()
 	task.Header = protocol.Header{Type: protocol.TypeTask, Run: n.runID}
-	n.gate.Sent(task)
 	if task.Check {
 		// One check at a time is sent again after a reconnect.
-		delete(n.tasks, taskKey{n.checkRound, checkTask})
-		n.checkRound = task.Round
+		delete(n.tasks, taskKey{n.gate.checkRound, checkTask})
 	}
+	n.gate.Sent(task)
 	sent, err := n.publishTask(task)
 	if key := (taskKey{task.Round, kindOf(task.Check, task.Final)}); err == nil && (!task.Stop || task.Report) {
 		n.tasks[key] = sent

@@ -148,7 +148,7 @@ func (n *node[P, R, U, S]) forget() {
 	n.gate = NewGate[P, R, U, S](n.opts.Schedulers, n.opts.Workers)
 	n.asked, n.tasks = map[uint64]outbound{}, map[taskKey][]outbound{}
 	n.timing = map[uint64]*roundTimes{}
-	n.checkRound, n.incomplete, n.resending = 0, nil, false
+	n.incomplete, n.resending = nil, false
 	if n.ckpt != nil {
 		n.ckpt.reset(n.runID)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/scheduler/node"
@@ -27,11 +28,7 @@ import (
 func TestReplayedHeartbeats(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := testhelper.StartServer(t, natsserver.Options{})
 	const (
 		name      = "replaybeat"
 		timeout   = 20 * time.Second
@@ -53,11 +50,7 @@ func TestReplayedHeartbeats(t *testing.T) {
 	defer stop()
 	fctx, fstop := context.WithCancel(ctx)
 	defer fstop()
-	replayer, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer replayer.Close()
+	replayer := testhelper.Connect(t, srv)
 	go func() {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
@@ -75,12 +68,7 @@ func TestReplayedHeartbeats(t *testing.T) {
 	}()
 	prog := hostileProgram()
 	connect := func() *wire.Conn {
-		nc, err := nats.Connect(srv.ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		c, err := wire.NewConn(nc, name)
+		c, err := wire.NewConn(testhelper.Connect(t, srv), name)
 		if err == nil {
 			err = c.SetKey(key)
 		}
@@ -121,7 +109,7 @@ func TestReplayedHeartbeats(t *testing.T) {
 		lost.Store(time.Now().UnixNano())
 		victim.NATS().Close()
 	}()
-	_, err = coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
+	_, err := coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
 	took := time.Since(time.Unix(0, lost.Load()))
 	fstop()
 	wg.Wait()

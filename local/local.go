@@ -566,13 +566,9 @@ func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S]
 // request hands core a copy of req, as the coordinator node sends it, and
 // returns what it gives.
 func request[P any](core *node.Core[P], req protocol.PlanRequest) (node.Output[P], error) {
-	data, err := codec.Marshal(req)
-	if err == nil {
-		req = protocol.PlanRequest{}
-		err = codec.Unmarshal(data, &req)
-	}
+	req, data, err := message(req)
 	if err != nil {
-		return node.Output[P]{}, fmt.Errorf("local: msgpack: %w", err)
+		return node.Output[P]{}, err
 	}
 	out, drop, err := core.Request(req, core.Hash(data), true)
 	if err == nil && drop != nil {
@@ -663,13 +659,9 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 // the coordinator node sends it.
 func give[P, R, U, S any](core *worker.Core[P, R, U, S], k int, task protocol.Task[P, U]) error {
 	task.Updates = pipeline.ForShard(task.Updates, k)
-	data, err := codec.Marshal(task)
-	if err == nil {
-		task = protocol.Task[P, U]{}
-		err = codec.Unmarshal(data, &task)
-	}
+	task, data, err := message(task)
 	if err != nil {
-		return fmt.Errorf("local: msgpack: %w", err)
+		return err
 	}
 	drop, err := core.Task(task, core.Hash(data))
 	if err == nil && drop != nil {
@@ -767,14 +759,9 @@ func deliver[P, R, U, S any](cores []*worker.Core[P, R, U, S], h *worker.Handoff
 	if h == nil {
 		return nil
 	}
-	msg := protocol.Pass[R]{Round: h.Round, From: h.From, To: h.To, Part: h.Part}
-	data, err := codec.Marshal(msg)
-	if err == nil {
-		msg = protocol.Pass[R]{}
-		err = codec.Unmarshal(data, &msg)
-	}
+	msg, data, err := message(protocol.Pass[R]{Round: h.Round, From: h.From, To: h.To, Part: h.Part})
 	if err != nil {
-		return fmt.Errorf("local: msgpack: %w", err)
+		return err
 	}
 	core := cores[h.To] // Handoff.To is in range: the core checks it
 	drop, err := core.Pass(msg, core.Hash(data))
@@ -786,13 +773,20 @@ func deliver[P, R, U, S any](cores []*worker.Core[P, R, U, S], h *worker.Handoff
 
 // roundTrip returns a copy of v through msgpack, as a message carries it.
 func roundTrip[T any](v T) (T, error) {
+	out, _, err := message(v)
+	return out, err
+}
+
+// message returns a copy of v through msgpack, as a message carries it,
+// and its bytes, which a core hashes to tell a replay.
+func message[T any](v T) (T, []byte, error) {
 	var out T
 	b, err := codec.Marshal(v)
 	if err == nil {
 		err = codec.Unmarshal(b, &out)
 	}
 	if err != nil {
-		return out, fmt.Errorf("local: msgpack: %w", err)
+		return out, nil, fmt.Errorf("local: msgpack: %w", err)
 	}
-	return out, nil
+	return out, b, nil
 }

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,17 +107,7 @@ func (j *Job[P, R, U, S]) same(what string, a, b any) error {
 	if err != nil {
 		return err
 	}
-	if bytes.Equal(ba, bb) {
-		return nil
-	}
-	var ga, gb any
-	if err := codec.Unmarshal(ba, &ga); err != nil {
-		return err
-	}
-	if err := codec.Unmarshal(bb, &gb); err != nil {
-		return err
-	}
-	if path, ok := alike(ga, gb, j.opts.Ignore, ""); !ok {
+	if path, ok := j.sameMsg(ba, bb); !ok {
 		return fmt.Errorf("restored in place, %s differs at %s from that of the role restored anew from the same snapshot", what, path)
 	}
 	return nil
