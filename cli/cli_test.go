@@ -222,8 +222,15 @@ func TestSettings(t *testing.T) {
 	srv := testhelper.StartServer(t, natsserver.Options{})
 	dir := t.TempDir()
 	dataA, dataB := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
-	for path, text := range map[string]string{dataA: "a\n", dataB: "b\n"} {
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+	// Big files of one size that differ in one byte, in the middle: where
+	// the sampled fingerprint of protocol version 7 did not look, so that a
+	// role reading the other was admitted (issue 28).
+	bigA, bigB := filepath.Join(dir, "big-a.txt"), filepath.Join(dir, "big-b.txt")
+	big := bytes.Repeat([]byte("0123456789abcde\n"), 3<<16)
+	changed := bytes.Clone(big)
+	changed[len(big)/2+100] = 'x'
+	for path, text := range map[string][]byte{dataA: []byte("a\n"), dataB: []byte("b\n"), bigA: big, bigB: changed} {
+		if err := os.WriteFile(path, text, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -245,6 +252,7 @@ func TestSettings(t *testing.T) {
 		{"per-role flags", nil, [][]string{{"--timeout", "20s", "--http", "", "--verbose=false", "--data", dataA}}, []string{"--progress", "0"}, []int{0, 0, 0}, "coordinator 1 workers [1]\n", ""},
 		{"the same data", nil, [][]string{{"--data", dataA}, {"--data", dataA}}, nil, []int{0, 0, 0, 0}, "coordinator 1 workers [1 1]\n", ""},
 		{"other data", nil, [][]string{{"--data", dataA}, {"--data", dataB}}, nil, []int{2, -1, -1, -1}, "", "data"},
+		{"data changed in one byte", nil, [][]string{{"--data", bigA}, {"--data", bigB}}, nil, []int{2, -1, -1, -1}, "", "data fingerprint"},
 		{"another program", []string{"--kind", "int", "--scale", "3"}, [][]string{nil, nil}, nil, []int{0, 0, 0, 0}, "coordinator 3 workers [3 3]\n", ""},
 		{"a setting not taken", []string{"--need-data"}, [][]string{nil}, nil, []int{1, -1, 2}, "", "the job's settings --max-rounds=3 --need-data=true --workers=1: --need-data: a worker needs --data"},
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/strads-go/strads/inputfile"
 	"github.com/strads-go/strads/jsobject"
+	"github.com/strads-go/strads/protocol"
 )
 
 // The layout of a data set in the bucket (DESIGN "Data over NATS"):
@@ -61,7 +62,9 @@ type index struct {
 	Size   uint64 `json:"size"`
 	Digest string `json:"digest"` // as the object store's: "SHA-256=" and the base64url SHA-256 of the content
 	CRC32C uint32 `json:"crc32c"`
-	// Fingerprint is the content's protocol.Fingerprint.
+	// Fingerprint is the content's protocol.Fingerprint when it was
+	// stored. Readers derive it from Size and CRC32C, which an index
+	// stored by an older version, with a sampled fingerprint, holds too.
 	Fingerprint string `json:"fingerprint"`
 	// Lines is the number of lines: the '\n's, and one more if the last
 	// byte is not '\n'.
@@ -456,7 +459,7 @@ func (s *Store) OpenPart(ctx context.Context, name, path string) (*Part, error) 
 
 // Summary implements inputfile.Remote.
 func (p *Part) Summary() inputfile.Summary {
-	return inputfile.Summary{Name: Scheme + p.name, Size: int64(p.ix.Size), Lines: p.ix.Lines, CRC32C: p.ix.CRC32C, Fingerprint: p.ix.Fingerprint}
+	return inputfile.Summary{Name: Scheme + p.name, Size: int64(p.ix.Size), Lines: p.ix.Lines, CRC32C: p.ix.CRC32C, Fingerprint: protocol.FingerprintSum(int64(p.ix.Size), p.ix.CRC32C)}
 }
 
 // Info returns the Info of the data set.

@@ -162,10 +162,6 @@ func (s *Store) Put(ctx context.Context, name string, r io.ReaderAt, size uint64
 	if err := CheckName(name); err != nil {
 		return Info{}, err
 	}
-	fp, err := protocol.FingerprintOf(r, int64(size))
-	if err != nil {
-		return Info{}, fmt.Errorf("dataset: put %s%s: %w", Scheme, name, err)
-	}
 	ctx, cancel := s.deadline(ctx, size)
 	defer cancel()
 	ctx, stall := context.WithCancelCause(ctx)
@@ -178,7 +174,7 @@ func (s *Store) Put(ctx context.Context, name string, r io.ReaderAt, size uint64
 	ix, err := s.putBlocks(ctx, name, &counter{io.NewSectionReader(r, 0, int64(size)), &sent}, size)
 	stop()
 	if err == nil {
-		ix.Fingerprint = fp
+		ix.Fingerprint = protocol.FingerprintSum(int64(ix.Size), ix.CRC32C)
 		var oi *jetstream.ObjectInfo
 		if oi, err = s.putIndex(ctx, name, ix); err == nil {
 			s.removeBlocks(old)

@@ -20,6 +20,7 @@ import (
 	"github.com/strads-go/strads/inputfile"
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/protocol"
 )
 
 // lines returns n random lines of 1 to 60 bytes, the last without '\n' if
@@ -125,8 +126,17 @@ func TestParts(t *testing.T) {
 			}
 			starts := lineStarts(tc.data)
 			n := len(starts) - 1
-			if s := p.Summary(); s.Lines != n || s.Size != int64(len(tc.data)) || s.Name != "nats:"+name || s.Fingerprint == "" {
-				t.Errorf("Summary: %+v, want %d lines of %d bytes", s, n, len(tc.data))
+			local := filepath.Join(t.TempDir(), "local")
+			if err := os.WriteFile(local, tc.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fp, err := protocol.Fingerprint(local)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A role reading the data set and one reading a copy agree.
+			if s := p.Summary(); s.Lines != n || s.Size != int64(len(tc.data)) || s.Name != "nats:"+name || s.Fingerprint != fp {
+				t.Errorf("Summary: %+v, want %d lines of %d bytes, fingerprint %s", s, n, len(tc.data), fp)
 			}
 			for _, r := range [][2]int{{0, 1}, {n / 3, n / 2}, {max(n-1, 0), n}, {n, n}, {0, n}} {
 				before := p.Fetched()
