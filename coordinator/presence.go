@@ -32,8 +32,8 @@ type presence struct {
 	self protocol.Presence
 
 	mu      sync.Mutex
-	running bool               // the name is ours
-	lost    *protocol.Presence // a coordinator starting at once, with a smaller ticket
+	running bool    // the name is ours
+	lost    *answer // a coordinator starting at once, with a smaller ticket
 }
 
 // claim makes sure that no other coordinator runs a job of c's name
@@ -45,6 +45,14 @@ type presence struct {
 // smaller ticket goes on. The error of a refusal matches ErrNameTaken and
 // names the other coordinator.
 //
+// Presence crosses keys: probes and answers are taken whether their MAC
+// verifies or not, so that a job with another key (a whole job's random
+// one) or none is found too, rather than run beside this one and share its
+// checkpoints (issue 28). An answer that does not verify refuses this
+// coordinator all the same, with a message that says so: an outsider who
+// can publish on the job's subjects can keep a job from starting, but not
+// make it compute anything else.
+//
 // Core NATS has no atomic operation to take a name with: two coordinators
 // that start within the wait of each other, one of whose answers takes
 // longer than the wait, may both go on. (JetStream's key-value Create,
@@ -53,7 +61,7 @@ func (n *node[P, R, U, S]) claim(ctx context.Context) (*nats.Subscription, error
 	host, pid := member.Self()
 	p := &presence{self: protocol.Presence{Header: protocol.Header{Type: protocol.TypePresence},
 		Ticket: nuid.Next(), Host: host, PID: pid, Since: time.Now().UnixNano()}}
-	sub, err := n.c.SubscribeFunc(n.c.Subject(protocol.SubjectCoordinator), func(msg *nats.Msg) {
+	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectCoordinator), func(msg *nats.Msg) {
 		var probe protocol.Presence
 		if err := protocol.Open(msg.Data, &probe, protocol.TypePresence, ""); err != nil {
 			n.drop(msg, "", protocol.Reason(err), err)
@@ -64,7 +72,7 @@ func (n *node[P, R, U, S]) claim(ctx context.Context) (*nats.Subscription, error
 		}
 		p.mu.Lock()
 		if !p.running && p.lost == nil && probe.Ticket < p.self.Ticket {
-			p.lost = &probe
+			p.lost = &answer{probe, n.c.Verify(msg) == nil}
 		}
 		ans := p.self
 		ans.Running = p.running
@@ -86,15 +94,25 @@ func (n *node[P, R, U, S]) claim(ctx context.Context) (*nats.Subscription, error
 	}
 	since := time.Unix(0, other.Since).Format(time.DateTime)
 	who := protocol.Node{Role: "coordinator", Place: -1, Host: other.Host, PID: other.PID}.String()
+	if !other.verified {
+		who += " of a job with another key, or none,"
+	}
 	if other.Running {
 		return nil, fmt.Errorf("coordinator: job %q: %w: %s has run it since %s; a job needs a name of its own", n.c.Job(), ErrNameTaken, who, since)
 	}
 	return nil, fmt.Errorf("coordinator: job %q: %w: %s, which started at the same time (%s), goes on; a job needs a name of its own", n.c.Job(), ErrNameTaken, who, since)
 }
 
+// answer is another coordinator's Presence, and whether its MAC verified
+// under this job's key.
+type answer struct {
+	protocol.Presence
+	verified bool
+}
+
 // probe asks every coordinator of the job's name to answer, and returns
 // the one that refuses this coordinator, or nil once the name is ours.
-func (n *node[P, R, U, S]) probe(ctx context.Context, p *presence) (*protocol.Presence, error) {
+func (n *node[P, R, U, S]) probe(ctx context.Context, p *presence) (*answer, error) {
 	nc := n.c.NATS()
 	wait := minProbeWait
 	if rtt, err := nc.RTT(); err == nil {
@@ -102,7 +120,7 @@ func (n *node[P, R, U, S]) probe(ctx context.Context, p *presence) (*protocol.Pr
 	}
 	inbox := nc.NewInbox()
 	answers := make(chan *nats.Msg, 16)
-	sub, err := n.c.SubscribeFunc(inbox, func(msg *nats.Msg) {
+	sub, err := nc.Subscribe(inbox, func(msg *nats.Msg) {
 		select {
 		case answers <- msg:
 		default: // more than 16 coordinators answer: enough is known
@@ -139,12 +157,13 @@ func (n *node[P, R, U, S]) probe(ctx context.Context, p *presence) (*protocol.Pr
 			if ans.Ticket == p.self.Ticket {
 				continue
 			}
+			other := &answer{ans, n.c.Verify(msg) == nil}
 			if ans.Running {
-				return &ans, nil
+				return other, nil
 			}
 			p.mu.Lock()
 			if p.lost == nil && ans.Ticket < p.self.Ticket {
-				p.lost = &ans
+				p.lost = other
 			}
 			p.mu.Unlock()
 		case <-timer.C:
