@@ -257,6 +257,10 @@ func (f *runFlags) checkCheckpoints(role Role, w io.Writer) error {
 		return Usagef("--checkpoint-every and --resume: for the coordinator (or a whole job); the other roles learn of them when they join")
 	case f.ckptKeep < 1:
 		return Usagef("--checkpoint-keep %d: want at least 1", f.ckptKeep)
+	case role == All && f.nats != "" && f.jobKey.IsZero():
+		// Its checkpoints would carry MACs under a random key that
+		// dies with the process: no later run could resume them.
+		return Usagef("--checkpoint-every and --resume with --nats: a whole job needs --key FILE (make one with strads key new FILE, and give the same to every run of the job); without one its roles use a random key of their own, and no later run could verify its checkpoints")
 	}
 	if role == All && f.nats == "" && f.store == "" {
 		f.store = defaultStore

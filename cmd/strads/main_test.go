@@ -153,6 +153,9 @@ func TestBadFlags(t *testing.T) {
 		{"NaN target", []string{"--target", "NaN"}, "--target"},
 		{"infinite target", []string{"--target", "-Inf"}, "--target"},
 		{"non-numeric target", []string{"--target", "low"}, "-target"},
+		// A random key's checkpoints could never be resumed (issue 28).
+		{"keyless checkpoints over --nats", []string{"--nats", "nats://127.0.0.1:1", "--checkpoint-every", "10"}, "needs --key FILE"},
+		{"keyless resume over --nats", []string{"--nats", "nats://127.0.0.1:1", "--resume"}, "needs --key FILE"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
