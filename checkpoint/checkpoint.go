@@ -47,6 +47,12 @@ import (
 // when the job has no checkpoint.
 var ErrNone = errors.New("no checkpoint")
 
+// ErrLost is matched by the error of Commit, Latest and Manifest when the
+// server no longer has the job's bucket of manifests that the Store
+// opened: a server restarted without its store, say. Recreate makes it
+// again.
+var ErrLost = errors.New("the server lost the job's checkpoints")
+
 // ErrNoJetStream is matched by the error of Open when the server has no
 // JetStream.
 var ErrNoJetStream = errors.New("the NATS server has no JetStream")
@@ -134,12 +140,12 @@ type history struct {
 // 1 MiB, 2 kept, left 31 MB in one bucket).
 type Store struct {
 	js  jetstream.JetStream
-	obs jetstream.ObjectStore // the manifests
 	job string
 
 	key wire.Key // the job's key (OpenConn); zero: none
 
 	mu     sync.Mutex
+	obs    jetstream.ObjectStore            // the manifests
 	rounds map[uint64]jetstream.ObjectStore // the pieces' buckets opened
 }
 
@@ -179,6 +185,11 @@ func (s *Store) pieces(ctx context.Context, round uint64, create bool) (jetstrea
 	return obs, nil
 }
 
+// manifests is the configuration of job's bucket of manifests.
+func manifests(job string) jetstream.ObjectStoreConfig {
+	return jetstream.ObjectStoreConfig{Bucket: Bucket(job), Description: "strads checkpoints of job " + job, Storage: jetstream.FileStorage}
+}
+
 // Open returns the checkpoint store of job on nc's server, creating its
 // bucket if create is set; otherwise a missing bucket is ErrNone.
 func Open(ctx context.Context, nc *nats.Conn, job string, create bool) (*Store, error) {
@@ -188,9 +199,7 @@ func Open(ctx context.Context, nc *nats.Conn, job string, create bool) (*Store, 
 	}
 	var obs jetstream.ObjectStore
 	if create {
-		obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket: Bucket(job), Description: "strads checkpoints of job " + job, Storage: jetstream.FileStorage,
-		})
+		obs, err = js.CreateOrUpdateObjectStore(ctx, manifests(job))
 	} else {
 		obs, err = js.ObjectStore(ctx, Bucket(job))
 	}
@@ -289,17 +298,40 @@ func (s *Store) read(ctx context.Context, obs jetstream.ObjectStore, bucket, nam
 // history reads the manifests committed; an empty one if none was.
 func (s *Store) history(ctx context.Context) (history, error) {
 	var h history
-	b, err := s.read(ctx, s.obs, Bucket(s.job), manifestName)
+	s.mu.Lock()
+	obs := s.obs
+	s.mu.Unlock()
+	b, err := s.read(ctx, obs, Bucket(s.job), manifestName)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return h, nil
 	}
 	if err != nil {
+		// A read of a stream that is gone may fail as one with no
+		// responders (a direct get): ask the server.
+		if _, serr := s.js.ObjectStore(ctx, Bucket(s.job)); errors.Is(serr, jetstream.ErrBucketNotFound) || errors.Is(serr, jetstream.ErrStreamNotFound) {
+			return h, fmt.Errorf("checkpoint: job %s: %w (bucket %s not found)", s.job, ErrLost, Bucket(s.job))
+		}
 		return h, fmt.Errorf("checkpoint: manifest: %w", err)
 	}
 	if err := json.Unmarshal(b, &h); err != nil {
 		return h, fmt.Errorf("checkpoint: manifest of bucket %s: %w", Bucket(s.job), err)
 	}
 	return h, nil
+}
+
+// Recreate makes the job's bucket of manifests again, after a commit
+// failed with ErrLost; the checkpoints committed before are gone. The
+// next commit removes the pieces of those stored meanwhile.
+func (s *Store) Recreate(ctx context.Context) error {
+	obs, err := s.js.CreateOrUpdateObjectStore(ctx, manifests(s.job))
+	if err != nil {
+		return fmt.Errorf("checkpoint: make bucket %s again: %w", Bucket(s.job), err)
+	}
+	s.mu.Lock()
+	s.obs = obs
+	clear(s.rounds)
+	s.mu.Unlock()
+	return nil
 }
 
 // Latest returns the manifest of the last checkpoint committed, or an

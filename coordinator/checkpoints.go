@@ -48,6 +48,8 @@ type checkpointer struct {
 	committed int
 	last      uint64 // the round of the last checkpoint committed
 	abandoned uint64 // the round of the last checkpoint abandoned
+	failed    int    // checkpoints that failed, and why the last did
+	failure   string
 
 	// commitMu orders the commits: one at a time, never an older
 	// checkpoint after a newer one.
@@ -135,6 +137,15 @@ func (k *checkpointer) state() (collecting, last, abandoned uint64) {
 	return collecting, k.last, k.abandoned
 }
 
+// fail records that the checkpoint of round failed, for err.
+func (k *checkpointer) fail(round uint64, msg string, err error) {
+	k.log.Warn(msg, "round", round, "err", err)
+	k.mu.Lock()
+	k.failed, k.failure = k.failed+1, fmt.Sprintf("round %d: %v", round, err)
+	k.mu.Unlock()
+	k.abandon(round)
+}
+
 // abandon records that the checkpoint of round will not be committed.
 func (k *checkpointer) abandon(round uint64) {
 	k.mu.Lock()
@@ -171,6 +182,7 @@ func (k *checkpointer) begin(round uint64, data string) bool {
 		// timeout): a node's news was lost, say in an outage.
 		k.log.Warn("checkpoint abandoned: pieces missing", "round", k.cur.Round, "have", k.have, "want", k.want)
 		k.abandoned = max(k.abandoned, k.cur.Round)
+		k.failed, k.failure = k.failed+1, fmt.Sprintf("round %d: %d of %d pieces stored", k.cur.Round, k.have, k.want)
 	}
 	m := k.base
 	m.Round, m.Data, m.Pieces, m.Settings = round, data, map[string]string{}, maps.Clone(k.base.Settings)
@@ -241,6 +253,7 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 		k.log.Warn("checkpoint abandoned", "round", round, "piece", piece, "err", errText)
 		k.cur = nil
 		k.abandoned = max(k.abandoned, round)
+		k.failed, k.failure = k.failed+1, fmt.Sprintf("round %d: %s: %s", round, piece, errText)
 		if k.committedHook != nil {
 			go k.committedHook()
 		}
@@ -272,16 +285,23 @@ func (k *checkpointer) stored(piece string, round uint64, digest string, bytes i
 		var changed []string
 		err := checkpoint.Retry(ctx, k.c, func(ctx context.Context) (err error) { changed, err = k.store.Settle(ctx, m); return err })
 		if err != nil {
-			k.log.Warn("checkpoint not committed: a piece is not in the store", "round", m.Round, "err", err)
-			k.abandon(m.Round)
+			k.fail(m.Round, "checkpoint not committed: a piece is not in the store", err)
 			return
 		}
 		if len(changed) > 0 {
 			k.log.Warn("checkpoint pieces whose notice named another digest than the store's (forged?)", "round", m.Round, "pieces", changed)
 		}
-		if err := checkpoint.Retry(ctx, k.c, func(ctx context.Context) error { return k.store.Commit(ctx, *m, k.keep) }); err != nil {
-			k.log.Warn("checkpoint not committed", "round", m.Round, "err", err)
-			k.abandon(m.Round)
+		commit := func(ctx context.Context) error { return k.store.Commit(ctx, *m, k.keep) }
+		err = checkpoint.Retry(ctx, k.c, commit)
+		if errors.Is(err, checkpoint.ErrLost) {
+			// The pieces are in: the server lost only what came before.
+			k.log.Error("the NATS server lost the job's checkpoints (restarted without its store?): they start again from this one", "round", m.Round, "err", err)
+			if err = k.store.Recreate(ctx); err == nil {
+				err = checkpoint.Retry(ctx, k.c, commit)
+			}
+		}
+		if err != nil {
+			k.fail(m.Round, "checkpoint not committed", err)
 			return
 		}
 		k.mu.Lock()
@@ -315,7 +335,12 @@ func (k *checkpointer) close(wait time.Duration) (committed int, last uint64) {
 	<-done
 	k.mu.Lock()
 	committed, last = k.committed, k.last
+	failed, failure := k.failed, k.failure
 	k.mu.Unlock()
+	if failed > 0 {
+		// Each was a warning as it came: the end says what they add up to.
+		k.log.Error("checkpoints failed", "failed", failed, "committed", committed, "last_committed", last, "last_failure", failure)
+	}
 	if cutShort {
 		k.log.Info("the pieces of checkpoints not committed are left in the store: a store or commit was abandoned")
 	} else {

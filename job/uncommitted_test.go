@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -207,5 +208,96 @@ func TestUncommittedRemoved(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLostStore runs a job of 60 rounds that takes a checkpoint every 10
+// on a server that loses every bucket of the job after the checkpoint of
+// round 20 is committed, as a restart without the store does (issue 28:
+// every later checkpoint failed with a warning, and their pieces were
+// left behind): the job says so as an error, makes the manifests' bucket
+// again and commits the later checkpoints, which a resume can use; no
+// bucket is left but the manifests' and the 2 checkpoints kept.
+func TestLostStore(t *testing.T) {
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
+	nc := testhelper.Connect(t, srv)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := func(c uint64) func(ctx context.Context, s *checkpoint.Store) bool {
+		return func(ctx context.Context, s *checkpoint.Store) bool {
+			m, err := s.Latest(ctx)
+			return err == nil && m.Round >= c
+		}
+	}
+	var failed []string
+	wait := func(round uint64) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		switch {
+		case round == 23:
+			if !awaitStore(nc, "walk", committed(20)) {
+				failed = append(failed, "round 20 not committed")
+			}
+			for _, b := range buckets(t, nc, "walk") {
+				if err := js.DeleteObjectStore(ctx, b); err != nil {
+					failed = append(failed, err.Error())
+				}
+			}
+		case round == 60:
+			if !awaitStore(nc, "walk", committed(50)) {
+				failed = append(failed, "round 50 not committed")
+			}
+		case round > 23 && (round-3)%10 == 0:
+			if !awaitStore(nc, "walk", committed(round-3)) {
+				failed = append(failed, fmt.Sprintf("round %d not committed", round-3))
+			}
+		}
+	}
+	prog := walkProgram()
+	newWorker := prog.NewWorker
+	prog.NewWorker = func(ctx context.Context, shard, shards int) (schmp.Worker[walkPlan, walkPartial, walkUpdate, walkSummary], error) {
+		w, err := newWorker(ctx, shard, shards)
+		if err != nil {
+			return nil, err
+		}
+		s := &stepWorker{walkWorker: w.(*walkWorker)}
+		if shard == 0 {
+			s.wait = wait
+		}
+		return s, nil
+	}
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	co := coordinator.Options{Workers: 2, MaxRounds: 60, ReportEvery: 4, Out: filepath.Join(t.TempDir(), "model"),
+		Timeout: 10 * time.Second, CheckpointEvery: 10, CheckpointKeep: 2, Logger: log}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := job.Run(ctx, prog, job.Options{Job: "walk", NATS: srv.ClientURL(), Timeout: 10 * time.Second, Coordinator: co, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failed) > 0 {
+		t.Fatalf("the store was not as awaited: %v", failed)
+	}
+	if res.Checkpoints != 5 || res.LastCheckpoint != 50 {
+		t.Errorf("%d checkpoints committed, the last of round %d; want 5, 50", res.Checkpoints, res.LastCheckpoint)
+	}
+	if !strings.Contains(logs.String(), "level=ERROR msg=\"the NATS server lost the job's checkpoints") {
+		t.Errorf("no error says the store was lost; the logs:\n%s", logs.String())
+	}
+	want := []string{checkpoint.Bucket("walk"), checkpoint.Bucket("walk") + "-r40", checkpoint.Bucket("walk") + "-r50"}
+	if got := buckets(t, nc, "walk"); !slices.Equal(got, want) {
+		t.Errorf("buckets after the job: %v, want %v", got, want)
+	}
+	s, err := checkpoint.Open(ctx, nc, "walk", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Latest(ctx); err != nil || m.Round != 50 {
+		t.Errorf("latest: round %d, %v; want 50", m.Round, err)
+	} else if err := s.Verify(ctx, m); err != nil {
+		t.Errorf("the last checkpoint: %v", err)
 	}
 }
