@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,16 +56,16 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 
 // checkAlive fails the job if a worker or a scheduler part has sent no
 // heartbeat for LostAfter while the rounds run: its process is gone (killed,
-// out of memory, its machine lost). The error names it and matches
-// ErrTimeout. Nothing is lost while the coordinator's own connection is
-// down or was just back, or while it hears no node at all: the silence
-// would be the coordinator's.
-func (n *node[P, R, U, S]) checkAlive() (protocol.Node, error) {
+// out of memory, its machine lost). It returns every node lost, and an
+// error that names them and matches ErrTimeout. Nothing is lost while the
+// coordinator's own connection is down or was just back, or while it hears
+// no node at all: the silence would be the coordinator's.
+func (n *node[P, R, U, S]) checkAlive() ([]protocol.Node, error) {
 	now := time.Now()
 	// It runs after every message; a look at every node a quarter of a
 	// heartbeat apart is enough.
 	if n.opts.Heartbeat <= 0 || now.Sub(n.aliveAt) < n.opts.Heartbeat/4 {
-		return protocol.Node{}, nil
+		return nil, nil
 	}
 	n.aliveAt = now
 	if !n.c.NATS().IsConnected() || n.resending {
@@ -75,32 +76,54 @@ func (n *node[P, R, U, S]) checkAlive() (protocol.Node, error) {
 			}
 		}
 		n.mu.Unlock()
-		return protocol.Node{}, nil
+		return nil, nil
 	}
+	lost, freshest := n.silent(now)
+	if len(lost) == 0 || freshest >= n.opts.LostAfter/2 {
+		// None lost, or none heard at all: the coordinator's own process
+		// or connection stalled, not every node at once.
+		return nil, nil
+	}
+	return lost, n.lostError(lost, now)
+}
+
+// silent returns the nodes silent for LostAfter at now, and the least
+// silence of a node. A node not heard from yet counts from now: the
+// rounds start.
+func (n *node[P, R, U, S]) silent(now time.Time) (lost []protocol.Node, freshest time.Duration) {
 	n.mu.Lock()
-	var lost protocol.Node
-	var silent time.Duration
-	freshest := n.opts.LostAfter // the least silence of a node
+	defer n.mu.Unlock()
+	freshest = n.opts.LostAfter
 	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
 		for k, t := range n.seen[role] {
 			if t.IsZero() {
-				n.seen[role][k] = now // the rounds start: count from now
+				n.seen[role][k] = now
 				freshest = 0
 				continue
 			}
 			d := now.Sub(t)
 			freshest = min(freshest, d)
-			if d >= n.opts.LostAfter && lost.Role == "" {
-				lost, silent = protocol.Node{Role: role, Place: k}, d
+			if d >= n.opts.LostAfter {
+				lost = append(lost, protocol.Node{Role: role, Place: k})
 			}
 		}
 	}
-	n.mu.Unlock()
-	if lost.Role == "" || freshest >= n.opts.LostAfter/2 {
-		// None lost, or none heard at all: the coordinator's own process
-		// or connection stalled, not every node at once.
-		return protocol.Node{}, nil
+	return lost, freshest
+}
+
+// lostError is the error of the nodes lost: it names each, with its
+// silence at now, and matches ErrTimeout.
+func (n *node[P, R, U, S]) lostError(lost []protocol.Node, now time.Time) error {
+	var msgs []string
+	for _, l := range lost {
+		n.mu.Lock()
+		silent := now.Sub(n.seen[l.Role][l.Place])
+		n.mu.Unlock()
+		msgs = append(msgs, fmt.Sprintf("%s: no heartbeat for %s", n.who(l.Role, l.Place), silent.Round(time.Millisecond)))
 	}
-	who := n.who(lost.Role, lost.Place)
-	return lost, protocol.Timeout(fmt.Errorf("coordinator: %s: no heartbeat for %s: the node is lost", who, silent.Round(time.Millisecond)))
+	what := "the node is lost"
+	if len(lost) > 1 {
+		what = "the nodes are lost"
+	}
+	return protocol.Timeout(fmt.Errorf("coordinator: %s: %s", strings.Join(msgs, "; "), what))
 }

@@ -542,7 +542,9 @@ func (n *node[P, R, U, S]) checkpointTaken(round uint64, snap *pipeline.Snapshot
 		n.metricMarks[round] = mark
 		if rounds := slices.Sorted(maps.Keys(n.metricMarks)); len(rounds) > n.opts.CheckpointKeep+2 {
 			for _, r := range rounds[:len(rounds)-n.opts.CheckpointKeep-2] {
-				delete(n.metricMarks, r)
+				if r > 0 { // the start's, which a rollback goes back to while no checkpoint is committed
+					delete(n.metricMarks, r)
+				}
 			}
 		}
 	}

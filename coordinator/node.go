@@ -736,6 +736,15 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	lastProgress := n.start
 	if n.resume == nil {
 		n.core.Start(n.start, u)
+		if n.metrics != nil {
+			// A spare that takes a place before the first checkpoint
+			// starts the job again: the metrics go back to their header.
+			mark, err := n.metrics.Mark()
+			if err != nil {
+				return fmt.Errorf("coordinator: %w", err)
+			}
+			n.metricMarks[0] = mark
+		}
 	} else {
 		// The reports before the checkpoint, as the job it resumes wrote
 		// them.

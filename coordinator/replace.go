@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -24,76 +25,66 @@ type spareNode struct {
 	node protocol.Node
 }
 
-// replace gives the place of lost, a worker or scheduler part taken for
-// lost, to a spare of its role, and takes the whole job back to its last
-// checkpoint (DESIGN "Spares and replacement"): every node restores its app from its piece (the
-// others in place, the spare having loaded the lost node's shard), and the
-// coordinator rebuilds its own, under a new run id,
-// so that no message of the rounds after the checkpoint counts; the
+// replace gives the places of the nodes lost, workers or scheduler parts
+// taken for lost, to spares of their roles, and takes the whole job back
+// to its last checkpoint (DESIGN "Spares and replacement"), or to its
+// start when none is committed: every node restores its app from its
+// piece (the others in place, a spare having loaded the lost node's shard)
+// or builds it anew, and the coordinator rebuilds its own, under a new run
+// id, so that no message of the rounds after the checkpoint counts; the
 // rounds after it run again, and the job ends with the model it would
 // have ended with had no node been lost. It returns lostErr, the job's
-// failure, when there is no spare or no checkpoint.
-func (n *node[P, R, U, S]) replace(ctx context.Context, lost protocol.Node, lostErr error) error {
+// failure, when there are not spares enough.
+func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lostErr error) error {
+	if n.opts.Spares == 0 {
+		return lostErr
+	}
+	lost, lostErr = n.settle(ctx, lost, lostErr)
 	round := n.res.Resumed
 	if n.ckpt != nil {
 		if _, last, _ := n.ckpt.state(); last > 0 {
 			round = last
 		}
 	}
-	var spares []spareNode
-	if round > 0 {
-		spares = n.awaitSpare(ctx, lost)
-	}
-	switch {
-	case len(spares) == 0:
+	spares, ok := n.awaitSpares(ctx, lost)
+	if !ok {
 		return lostErr
-	case round == 0:
-		return fmt.Errorf("%w (a spare waits, but there is no checkpoint to go back to: --checkpoint-every)", lostErr)
 	}
-	n.log.Warn("replacing a lost node", "node", n.who(lost.Role, lost.Place), "round", round, "err", lostErr)
-	sctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-	defer cancel()
-	// Each read is a request whose answer an outage may lose, as in
-	// checkpoint.Restore, which the other roles' rollbacks run: Retry
-	// sends it again after the reconnect.
-	var m checkpoint.Manifest
-	err := checkpoint.Retry(sctx, n.c, func(ctx context.Context) (err error) {
-		m, err = n.store.Manifest(ctx, round)
-		return err
-	})
-	if err == nil && m.Round != round {
-		err = fmt.Errorf("the manifest is of round %d", m.Round)
-	}
-	var b []byte
-	if err == nil {
-		err = checkpoint.Retry(sctx, n.c, func(ctx context.Context) (err error) {
-			b, err = n.store.Get(ctx, round, checkpoint.CoordinatorPiece, m.Pieces[checkpoint.CoordinatorPiece])
-			return err
-		})
-	}
-	var piece coordPiece
-	if err == nil {
-		err = codec.Unmarshal(b, &piece)
-	}
-	if err != nil {
-		return fmt.Errorf("%w (no spare could take over: the checkpoint of round %d: %v)", lostErr, round, err)
+	n.log.Warn("replacing lost nodes", "nodes", len(lost), "round", round, "err", lostErr)
+	var piece *coordPiece
+	if round > 0 {
+		var err error
+		if piece, err = n.coordPiece(ctx, round); err != nil {
+			return fmt.Errorf("%w (no spare could take over: the checkpoint of round %d: %v)", lostErr, round, err)
+		}
 	}
 
 	// The new run: every message of the old one is dropped from now on.
 	old, run := n.runID, nuid.Next()
-	spare := spares[0]
-	n.mu.Lock()
-	n.spares[lost.Role] = spares[1:]
-	n.runID = run
-	spare.node.Place = lost.Place
-	n.ids[lost.Role][lost.Place] = spare.id
-	n.nodes[lost.Role][lost.Place] = spare.node
-	n.mu.Unlock()
 	rb := &protocol.Rollback{Round: round, Run: run}
-	limit := map[string]int{protocol.RoleWorker: n.opts.Workers, protocol.RoleScheduler: n.opts.Schedulers}[lost.Role]
-	assign := protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: spare.run}, Shard: lost.Place, Shards: limit, Rollback: rb}
-	if err := wire.Publish(n.c, protocol.SubjectSpare(spare.id), assign); err != nil {
-		return fmt.Errorf("%w (the spare: %v)", lostErr, err)
+	n.mu.Lock()
+	n.runID = run
+	var assigns []protocol.Assign
+	var to []string
+	for _, l := range lost {
+		spare := spares[l.Role][0]
+		spares[l.Role] = spares[l.Role][1:]
+		n.spares[l.Role] = slices.DeleteFunc(n.spares[l.Role], func(s spareNode) bool { return s.id == spare.id })
+		spare.node.Place = l.Place
+		n.ids[l.Role][l.Place] = spare.id
+		n.nodes[l.Role][l.Place] = spare.node
+		limit := map[string]int{protocol.RoleWorker: n.opts.Workers, protocol.RoleScheduler: n.opts.Schedulers}[l.Role]
+		assigns = append(assigns, protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: spare.run}, Shard: l.Place, Shards: limit, Rollback: rb})
+		to = append(to, spare.id)
+	}
+	n.mu.Unlock()
+	for _, l := range lost {
+		n.log.Warn("a spare takes a lost node's place", "node", n.who(l.Role, l.Place), "round", round)
+	}
+	for i, a := range assigns {
+		if err := wire.Publish(n.c, protocol.SubjectSpare(to[i]), a); err != nil {
+			return fmt.Errorf("%w (the spare: %v)", lostErr, err)
+		}
 	}
 	task := protocol.Task[P, U]{Header: protocol.Header{Type: protocol.TypeTask, Run: old}, Rollback: rb}
 	if err := wire.Publish(n.c, protocol.SubjectTask, task); err != nil {
@@ -109,36 +100,94 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost protocol.Node, lost
 	n.restartBeat()
 	summaries, err := n.awaitReady(ctx, n.readies)
 	if err != nil {
-		return fmt.Errorf("%w; then, rolling back to the checkpoint of round %d: %w", lostErr, round, err)
+		return fmt.Errorf("%w; then, rolling back to round %d: %w", lostErr, round, err)
 	}
 	if err := n.rebuild(ctx, summaries, piece, round); err != nil {
-		return fmt.Errorf("%w; then, rolling back to the checkpoint of round %d: %w", lostErr, round, err)
+		return fmt.Errorf("%w; then, rolling back to round %d: %w", lostErr, round, err)
 	}
-	n.res.Replaced++
-	n.log.Info("rolled back; going on", "round", round, "node", n.who(lost.Role, lost.Place))
+	n.res.Replaced += len(lost)
+	n.log.Info("rolled back; going on", "round", round, "replaced", len(lost))
 	return n.perform()
 }
 
-// awaitSpare returns the spares of lost's role. When none waits but the
-// job admits spares (Options.Spares), it waits up to JoinTimeout for one to
-// join: a worker (or scheduler) started after the loss takes the place.
-func (n *node[P, R, U, S]) awaitSpare(ctx context.Context, lost protocol.Node) []spareNode {
+// settle waits two heartbeats more, and returns the nodes lost by then with
+// their error: nodes lost at the same moment (a machine that held two)
+// fall silent within a heartbeat of each other, and are replaced together.
+func (n *node[P, R, U, S]) settle(ctx context.Context, lost []protocol.Node, lostErr error) ([]protocol.Node, error) {
+	select {
+	case <-ctx.Done():
+		return lost, lostErr
+	case <-time.After(2 * n.opts.Heartbeat):
+	}
+	now := time.Now()
+	more, _ := n.silent(now)
+	if len(more) <= len(lost) {
+		return lost, lostErr
+	}
+	return more, n.lostError(more, now)
+}
+
+// awaitSpares returns, by role, a spare for each node lost. When too few
+// wait, it waits up to JoinTimeout for more to join: a worker (or
+// scheduler) started after the loss takes the place. ok is false if too
+// few came.
+func (n *node[P, R, U, S]) awaitSpares(ctx context.Context, lost []protocol.Node) (spares map[string][]spareNode, ok bool) {
+	need := map[string]int{}
+	for _, l := range lost {
+		need[l.Role]++
+	}
 	deadline := time.Now().Add(n.opts.JoinTimeout)
 	for said := false; ; said = true {
 		n.mu.Lock()
-		spares := n.spares[lost.Role]
+		spares, ok = map[string][]spareNode{}, true
+		for role, k := range need {
+			spares[role] = slices.Clone(n.spares[role])
+			ok = ok && len(spares[role]) >= k
+		}
 		n.mu.Unlock()
-		if len(spares) > 0 || n.opts.Spares == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return spares
+		if ok || time.Now().After(deadline) || ctx.Err() != nil {
+			return spares, ok
 		}
 		if !said {
-			n.log.Warn("waiting for a spare to take the place of a lost node: start one", "node", n.who(lost.Role, lost.Place), "within", n.opts.JoinTimeout)
+			n.log.Warn("waiting for spares to take the places of lost nodes: start them", "nodes", len(lost), "within", n.opts.JoinTimeout)
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// coordPiece reads the coordinator's piece of the checkpoint of round.
+// Each read is a request whose answer an outage may lose, as in
+// checkpoint.Restore, which the other roles' rollbacks run: Retry sends it
+// again after the reconnect.
+func (n *node[P, R, U, S]) coordPiece(ctx context.Context, round uint64) (*coordPiece, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
+	defer cancel()
+	var m checkpoint.Manifest
+	err := checkpoint.Retry(ctx, n.c, func(ctx context.Context) (err error) {
+		m, err = n.store.Manifest(ctx, round)
+		return err
+	})
+	if err == nil && m.Round != round {
+		err = fmt.Errorf("the manifest is of round %d", m.Round)
+	}
+	var b []byte
+	if err == nil {
+		err = checkpoint.Retry(ctx, n.c, func(ctx context.Context) (err error) {
+			b, err = n.store.Get(ctx, round, checkpoint.CoordinatorPiece, m.Pieces[checkpoint.CoordinatorPiece])
+			return err
+		})
+	}
+	var piece coordPiece
+	if err == nil {
+		err = codec.Unmarshal(b, &piece)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &piece, nil
 }
 
 // forget forgets everything of the rounds in flight and the messages of the
@@ -161,14 +210,15 @@ func (n *node[P, R, U, S]) forget() {
 
 // rebuild builds the app's coordinator anew, starts it with the workers'
 // summaries, restores it and the pipeline from the coordinator's piece of
-// the checkpoint of round, and rewinds the metrics to that round.
-func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece coordPiece, round uint64) error {
+// the checkpoint of round (with no piece, round 0: starts the pipeline
+// anew, as at the job's start), and rewinds the metrics to that round.
+func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece *coordPiece, round uint64) error {
 	var app schmp.Coordinator[P, R, U, S]
 	if err := protocol.Guard("NewCoordinator", func() (err error) { app, err = n.newApp(ctx); return err }); err != nil {
 		return err
 	}
 	snap, ok := app.(schmp.Snapshotter)
-	if !ok {
+	if !ok && (piece != nil || n.ckpt != nil) {
 		return fmt.Errorf("app %s takes no checkpoints", n.opts.Manifest.App)
 	}
 	var outputs []schmp.Output
@@ -179,19 +229,28 @@ func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece coo
 	if err != nil {
 		return fmt.Errorf("outputs: %w", err)
 	}
-	if err := protocol.Guard("Start", func() (err error) { _, err = app.Start(summaries); return err }); err != nil {
+	var u U
+	if err := protocol.Guard("Start", func() (err error) { u, err = app.Start(summaries); return err }); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	if err := protocol.Guard("Restore", func() error { return snap.Restore(piece.App) }); err != nil {
-		return err
-	}
-	var s pipeline.Snapshot[U]
-	if err := codec.Unmarshal(piece.Core, &s); err != nil {
-		return fmt.Errorf("the pipeline's state: %w", err)
-	}
-	core, err := pipeline.Resume(n.cfg, schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{app, n}), guardedHooks(app), s, time.Now())
-	if err != nil {
-		return err
+	timed := schmp.Coordinator[P, R, U, S](timedApp[P, R, U, S]{app, n})
+	var core *pipeline.Core[P, R, U, S]
+	if piece == nil {
+		if core, err = pipeline.New(n.cfg, timed, guardedHooks(app)); err != nil {
+			return err
+		}
+		core.Start(time.Now(), u)
+	} else {
+		if err := protocol.Guard("Restore", func() error { return snap.Restore(piece.App) }); err != nil {
+			return err
+		}
+		var s pipeline.Snapshot[U]
+		if err := codec.Unmarshal(piece.Core, &s); err != nil {
+			return fmt.Errorf("the pipeline's state: %w", err)
+		}
+		if core, err = pipeline.Resume(n.cfg, timed, guardedHooks(app), s, time.Now()); err != nil {
+			return err
+		}
 	}
 	if n.metrics != nil {
 		mark, ok := n.metricMarks[round]

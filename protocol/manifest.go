@@ -18,7 +18,7 @@ import (
 // parts that workers pass each other (Pass, on pass.<k>), 6 checkpoints
 // (Task.Checkpoint, PlanRequest.Checkpoint, Stored, the join reply's
 // Resume), 7 the heartbeat's sender and sequence, 8 a Manifest.Data over
-// the whole content.
+// the whole content and rollbacks to round 0.
 const Version = 8
 
 // Manifest is what a role believes about the job it joins (DESIGN "Roles, subjects and messages"). The

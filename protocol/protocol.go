@@ -170,7 +170,8 @@ func SubjectSpare(id string) string { return "spare." + id }
 // (DESIGN "Spares and replacement"): the node restores its app in place (or, a
 // schmp.Rebuilder, builds it anew) from its piece of that checkpoint (named
 // in the checkpoint's manifest), reports ready again under the run id Run,
-// and takes the rounds after Round again.
+// and takes the rounds after Round again. Round 0 is the job's start: the
+// node builds its app anew, as when it joined.
 type Rollback struct {
 	Round uint64 `msgpack:"round"`
 	Run   string `msgpack:"run"`

@@ -236,9 +236,9 @@ func (t *Task[P, U]) Validate() error {
 	return nil
 }
 
-// validate checks a rollback: a checkpoint's round and a run id.
+// validate checks a rollback: a run id (any round: 0 is the job's start).
 func (r *Rollback) validate() error {
-	if r.Round == 0 || r.Run == "" {
+	if r.Run == "" {
 		return invalid("a rollback to round %d under run %q", r.Round, r.Run)
 	}
 	return nil

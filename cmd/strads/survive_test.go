@@ -186,7 +186,7 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s killed at partial %d: the model differs from the job's that lost nothing", victim.name, at)
 	}
-	if msg := coord.stderr.String(); !strings.Contains(msg, "replacing a lost node") {
+	if msg := coord.stderr.String(); !strings.Contains(msg, "replacing lost nodes") {
 		t.Errorf("the coordinator did not say it replaced the worker: %s", msg)
 	}
 	// The metrics, rewound to the checkpoint and written on, have the rows
@@ -384,7 +384,7 @@ func TestKillThenStartSpare(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(coord.stderr.String(), "waiting for a spare") {
+	for !strings.Contains(coord.stderr.String(), "waiting for spares") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the coordinator did not wait for a spare: %s", coord.stderr.String())
 		}

@@ -1,0 +1,134 @@
+package job_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/scheduler/node"
+	"github.com/strads-go/strads/wire"
+	"github.com/strads-go/strads/worker"
+)
+
+// TestSpareAnyMoment loses nodes of a job with spares at a moment the
+// issue 28 probe found them unused: before any checkpoint (a job that
+// takes none goes back to its start, round 0), and a worker and the
+// scheduler at once (both are replaced, not only the first found). Each
+// job ends with the model of the job that lost nothing, bit for bit.
+func TestSpareAnyMoment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const rounds = 400
+	base := coordinator.Options{Workers: 2, Schedulers: 1, MaxRounds: rounds, ReportEvery: 5,
+		Timeout: 20 * time.Second, JoinTimeout: 20 * time.Second}
+	ref := base
+	ref.Out = filepath.Join(t.TempDir(), "ref.csv")
+	if _, err := job.Run(ctx, hostileProgram(), job.Options{Job: "ref", Timeout: 20 * time.Second, Coordinator: ref}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(ref.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		every     uint64 // CheckpointEvery
+		scheduler bool   // the scheduler is lost with worker 1
+	}{
+		{"a worker, no checkpoints", 0, false},
+		{"a worker and the scheduler, no checkpoints", 0, true},
+		{"a worker and the scheduler, checkpoints", 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
+			name := fmt.Sprintf("spare%d", tc.every)
+			connect := func() *wire.Conn {
+				c, err := wire.NewConn(testhelper.Connect(t, srv), name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			partials, err := testhelper.Connect(t, srv).SubscribeSync("strads." + name + ".partial")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fctx, fstop := context.WithCancel(ctx)
+			defer fstop()
+			var wg sync.WaitGroup
+			prog := hostileProgram()
+			sched := func(c *wire.Conn) {
+				wg.Go(func() {
+					node.Run(fctx, c, prog.NewScheduler, node.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second})
+				})
+			}
+			work := func(c *wire.Conn) {
+				wg.Go(func() {
+					worker.Run(fctx, c, prog.NewWorker, worker.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second})
+				})
+			}
+			s0, w1 := connect(), connect()
+			sched(s0)
+			work(connect())
+			work(w1)
+			co := base
+			co.Out, co.CheckpointEvery, co.Spares = filepath.Join(t.TempDir(), "model.csv"), tc.every, 1
+			co.Heartbeat, co.LostAfter = 100*time.Millisecond, time.Second
+			var res *coordinator.Result
+			var jobErr error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				res, jobErr = coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
+			}()
+			// The places are taken once partials come: the nodes that join
+			// now are spares. The losses come at round 100 or so.
+			for range 20 {
+				if _, err := partials.NextMsg(20 * time.Second); err != nil {
+					t.Fatalf("no partials: %v", err)
+				}
+			}
+			sched(connect())
+			work(connect())
+			for range 180 {
+				if _, err := partials.NextMsg(20 * time.Second); err != nil {
+					t.Fatalf("no partials: %v", err)
+				}
+			}
+			w1.NATS().Close()
+			lost := 1
+			if tc.scheduler {
+				// Processes killed at once fall silent up to a heartbeat
+				// apart: their last beats had their own phases.
+				time.Sleep(co.Heartbeat)
+				s0.NATS().Close()
+				lost = 2
+			}
+			<-done
+			fstop()
+			wg.Wait()
+			if jobErr != nil {
+				t.Fatal(jobErr)
+			}
+			if res.Replaced != lost {
+				t.Errorf("%d nodes replaced, want %d", res.Replaced, lost)
+			}
+			got, err := os.ReadFile(co.Out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Error("the model differs from the job's that lost nothing")
+			}
+		})
+	}
+}
