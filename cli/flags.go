@@ -83,7 +83,7 @@ func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
 	fs.StringVar(&f.http, "http", "", "serve the live page (/), Prometheus metrics (/metrics) and, with --pprof, profiles on `addr`: :9090 is 127.0.0.1:9090, this machine only; other machines need a host, e.g. 0.0.0.0:9090")
 	fs.Var(&f.ckptEvery, "checkpoint-every", "take a checkpoint every `n` rounds (50), or this often (10m), in the NATS server's JetStream (a whole job's embedded server: in --store, by default ./strads-store); the rounds do not wait for it and the model is the same (0: none)")
 	fs.IntVar(&f.ckptKeep, "checkpoint-keep", coordinator.DefaultCheckpointKeep, "keep the last `k` checkpoints")
-	fs.IntVar(&f.spares, "spares", 0, "coordinator: admit up to `n` spare workers and n spare schedulers (roles started when every place is taken); when a node is lost (no heartbeat for 5s) a spare takes its place and the job goes back to its last checkpoint (--checkpoint-every) and on, to the same model")
+	fs.IntVar(&f.spares, "spares", 0, "coordinator: admit up to `n` spare workers and n spare schedulers (roles started when every place is taken); when a node is lost (no heartbeat for 5s) a spare takes its place and the job goes back to its last checkpoint (--checkpoint-every), or to its start if it has none, and on, to the same model")
 	fs.BoolVar(&f.resume, "resume", false, "resume the job from its last checkpoint (the same --job, settings and data), and end with the model it would have ended with")
 	f.addSecurityFlags(fs)
 	return f

@@ -58,8 +58,10 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 // heartbeat for LostAfter while the rounds run: its process is gone (killed,
 // out of memory, its machine lost). It returns every node lost, and an
 // error that names them and matches ErrTimeout. Nothing is lost while the
-// coordinator's own connection is down or was just back, or while it hears
-// no node at all: the silence would be the coordinator's.
+// coordinator's own connection is down, or while it hears no node at all:
+// the silence would be the coordinator's; after a reconnect silences count
+// from it (heard), and the nodes, which reconnect within a second or two,
+// beat again.
 func (n *node[P, R, U, S]) checkAlive() ([]protocol.Node, error) {
 	now := time.Now()
 	// It runs after every message; a look at every node a quarter of a
@@ -68,14 +70,8 @@ func (n *node[P, R, U, S]) checkAlive() ([]protocol.Node, error) {
 		return nil, nil
 	}
 	n.aliveAt = now
-	if !n.c.NATS().IsConnected() || n.resending {
-		n.mu.Lock()
-		for _, seen := range n.seen {
-			for k := range seen {
-				seen[k] = now
-			}
-		}
-		n.mu.Unlock()
+	if !n.c.NATS().IsConnected() {
+		n.heard(now)
 		return nil, nil
 	}
 	lost, freshest := n.silent(now)
@@ -85,6 +81,17 @@ func (n *node[P, R, U, S]) checkAlive() ([]protocol.Node, error) {
 		return nil, nil
 	}
 	return lost, n.lostError(lost, now)
+}
+
+// heard counts every node as heard from at now.
+func (n *node[P, R, U, S]) heard(now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, seen := range n.seen {
+		for k := range seen {
+			seen[k] = now
+		}
+	}
 }
 
 // silent returns the nodes silent for LostAfter at now, and the least

@@ -1125,6 +1125,7 @@ func (n *node[P, R, U, S]) resend() error {
 	if n.reconnected.Swap(false) {
 		n.resending, n.resendAt, n.resendEvery = true, now, resendFirst
 		n.resendUntil = now.Add(n.opts.Timeout)
+		n.heard(now) // the outage's silence is not the nodes'
 	}
 	if !n.resending || now.Before(n.resendAt) {
 		return nil

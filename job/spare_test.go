@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/internal/testhelper"
@@ -43,22 +46,34 @@ func TestSpareAnyMoment(t *testing.T) {
 		name      string
 		every     uint64 // CheckpointEvery
 		scheduler bool   // the scheduler is lost with worker 1
+		restart   bool   // the NATS server restarts just before
 	}{
-		{"a worker, no checkpoints", 0, false},
-		{"a worker and the scheduler, no checkpoints", 0, true},
-		{"a worker and the scheduler, checkpoints", 10, true},
+		{"a worker, no checkpoints", 0, false, false},
+		{"a worker and the scheduler, no checkpoints", 0, true, false},
+		{"a worker and the scheduler, checkpoints", 10, true, false},
+		{"a worker after a reconnect", 10, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
+			store := t.TempDir()
+			srv := testhelper.StartServer(t, natsserver.Options{StoreDir: store})
 			name := fmt.Sprintf("spare%d", tc.every)
+			// Over TCP, as roles connect, so that they reconnect.
+			dial := func() *nats.Conn {
+				nc, err := wire.Connect(srv.ClientURL(), "test", 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(nc.Close)
+				return nc
+			}
 			connect := func() *wire.Conn {
-				c, err := wire.NewConn(testhelper.Connect(t, srv), name)
+				c, err := wire.NewConn(dial(), name)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return c
 			}
-			partials, err := testhelper.Connect(t, srv).SubscribeSync("strads." + name + ".partial")
+			partials, err := dial().SubscribeSync("strads." + name + ".partial")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,6 +117,19 @@ func TestSpareAnyMoment(t *testing.T) {
 			for range 180 {
 				if _, err := partials.NextMsg(20 * time.Second); err != nil {
 					t.Fatalf("no partials: %v", err)
+				}
+			}
+			if tc.restart {
+				port := srv.Addr().(*net.TCPAddr).Port
+				srv.Stop()
+				if srv, err = natsserver.Start(natsserver.Options{Port: port, StoreDir: store}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(srv.Stop)
+				// Right after the roles are back: a second of their own
+				// reconnects at most.
+				if _, err := partials.NextMsg(20 * time.Second); err != nil {
+					t.Fatalf("no partials after the restart: %v", err)
 				}
 			}
 			w1.NATS().Close()
