@@ -391,6 +391,7 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 		n.ckpt.committedHook = func() { n.box.Wake() }
 	}
 	if !n.opts.Resume {
+		n.earlier(ctx)
 		return nil
 	}
 	// The reads go through Retry, as a rollback's do (replace): an outage
@@ -422,6 +423,21 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 	n.res.Resumed = m.Round
 	n.log.Info("resuming", "round", m.Round, "run", m.Run, "taken", m.Time)
 	return nil
+}
+
+// earlier warns when the store holds the checkpoints of an earlier job of
+// the job's name, which this one's replace: a user who meant to go on from
+// them learns it while the job starts, not after it.
+func (n *node[P, R, U, S]) earlier(ctx context.Context) {
+	m, err := n.store.Latest(ctx)
+	switch {
+	case errors.Is(err, checkpoint.ErrNone):
+	case err != nil:
+		n.log.Warn("the store holds checkpoints of an earlier job of this name that cannot be read (another key?); this job's replace them", "job", n.c.Job(), "err", err)
+	default:
+		n.log.Warn("the store holds the checkpoints of an earlier job of this name; this job's replace them (--resume goes on from them instead)",
+			"job", n.c.Job(), "round", m.Round, "taken", m.Time.Format(time.RFC3339))
+	}
 }
 
 // sameJob returns why the job cannot resume from the checkpoint m

@@ -300,3 +300,25 @@ func TestLostStore(t *testing.T) {
 		t.Errorf("the last checkpoint: %v", err)
 	}
 }
+
+// TestEarlierCheckpointsSaid runs a job that takes checkpoints twice under
+// one name, the second time without --resume: it says, as it starts, that
+// it replaces the checkpoints of the earlier one (issue 28: a user who
+// forgot --resume learnt nothing).
+func TestEarlierCheckpointsSaid(t *testing.T) {
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i, want := range []string{"", "the store holds the checkpoints of an earlier job of this name"} {
+		var logs syncBuffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		co := coordinator.Options{Workers: 2, MaxRounds: 30, ReportEvery: 4, Out: filepath.Join(t.TempDir(), "model"),
+			Timeout: 10 * time.Second, CheckpointEvery: 10, Logger: log}
+		if _, err := job.Run(ctx, walkProgram(), job.Options{Job: "walk", NATS: srv.ClientURL(), Timeout: 10 * time.Second, Coordinator: co, Logger: log}); err != nil {
+			t.Fatal(err)
+		}
+		if said := strings.Contains(logs.String(), "earlier job"); said != (want != "") || !strings.Contains(logs.String(), want) {
+			t.Errorf("run %d: logs %q, want %q", i, logs.String(), want)
+		}
+	}
+}
