@@ -135,14 +135,16 @@ func splitChunks(r io.Reader, size int, stop <-chan struct{}, free <-chan *chunk
 			return
 		}
 		// A line longer than size doubles the block, so that its bytes
-		// are copied a bounded number of times.
+		// are copied a bounded number of times, up to one byte past
+		// maxLine: a long line costs twice maxLine at most, carry and
+		// block.
 		c := &chunk{}
 		select {
 		case old := <-free:
 			c = old.reuse()
 		default:
 		}
-		want := len(carry) + max(size, len(carry))
+		want := min(len(carry)+max(size, len(carry)), maxLine+1)
 		buf := c.data[:0]
 		if cap(buf) < want {
 			buf = make([]byte, 0, want)
@@ -155,6 +157,10 @@ func splitChunks(r io.Reader, size int, stop <-chan struct{}, free <-chan *chunk
 		cut := len(buf)
 		if !end {
 			cut = bytes.LastIndexByte(buf, '\n') + 1 // 0: no line ends in buf yet
+		}
+		if cut == 0 && !end && !failed {
+			carry = buf // all of it: taken, not copied
+			continue
 		}
 		carry = append(carry[:0], buf[cut:]...)
 		if cut > 0 {

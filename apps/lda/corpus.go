@@ -522,6 +522,11 @@ func readStopWords(path string) (map[string]bool, error) {
 	return stop, nil
 }
 
+// maxTextLine is the longest line, a document, that eachLine takes, in
+// bytes: a longer one is refused as it is read, before it takes more
+// memory. A variable, which tests lower.
+var maxTextLine = 256 << 20
+
 // eachLine calls fn with every line of the file at path (without '\n'; a
 // carriage return is a separator like any non-letter).
 func eachLine(path string, fn func(line int, b []byte) error) error {
@@ -531,11 +536,17 @@ func eachLine(path string, fn func(line int, b []byte) error) error {
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
+	tooLong := func(line int) error {
+		return parseErrorf(path, line, "a line longer than %d MiB: a text corpus holds one document a line", maxTextLine>>20)
+	}
 	var long []byte
 	line := 0
 	for {
 		b, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(b) > maxTextLine {
+				return tooLong(line + 1)
+			}
 			long = append(long, b...)
 			continue
 		}
@@ -548,6 +559,9 @@ func eachLine(path string, fn func(line int, b []byte) error) error {
 		}
 		if len(b) == 0 && err == io.EOF {
 			return nil
+		}
+		if len(bytes.TrimSuffix(b, []byte{'\n'})) > maxTextLine {
+			return tooLong(line + 1)
 		}
 		line++
 		if ferr := fn(line, bytes.TrimSuffix(b, []byte{'\n'})); ferr != nil {

@@ -141,3 +141,24 @@ func TestShardReadsItsDocuments(t *testing.T) {
 		t.Errorf("shards hold %d tokens, the corpus %d", total, f.model.Tokens)
 	}
 }
+
+// TestTextLongLine checks that a document line longer than maxTextLine is
+// refused as it is read, naming the file and line (issue 28: a 1 GiB line
+// took 3.8 GB before the process died), and that one of the limit is
+// taken.
+func TestTextLongLine(t *testing.T) {
+	defer func(old int) { maxTextLine = old }(maxTextLine)
+	maxTextLine = 3 << 20 // three of the reader's 1 MiB buffers
+	dir := t.TempDir()
+	doc := strings.Repeat("word ", maxTextLine/5)
+	ok := writeFile(t, dir, "ok.txt", "first doc\n"+doc+"\nlast doc\n")
+	long := writeFile(t, dir, "long.txt", "first doc\n"+doc+"more words\nlast doc\n")
+	if _, err := openCorpus(&Config{Text: ok}); err != nil {
+		t.Errorf("a line of the limit: %v", err)
+	}
+	_, err := openCorpus(&Config{Text: long})
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.File != long || pe.Line != 2 || !strings.Contains(pe.Msg, "longer than 3 MiB") {
+		t.Errorf("a line past the limit: %v, want a ParseError of %s:2", err, long)
+	}
+}
