@@ -2,9 +2,11 @@ package libsvm
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,6 +48,35 @@ func TestLineLimit(t *testing.T) {
 				t.Errorf("got %v, want a *ParseError at line 3 about the line's length", err)
 			}
 		})
+	}
+}
+
+// TestLongLineRead checks that lines much longer than a block, within
+// maxLine, are read whole by every reader, the rows around them too: a
+// block with no line end is carried into the next, twice as large.
+func TestLongLineRead(t *testing.T) {
+	const feats = (2 << 20) / 8 // a line of 2 MiB
+	var b strings.Builder
+	b.WriteString("1 1:1\n2 ")
+	for j := 1; j <= feats; j++ {
+		fmt.Fprintf(&b, "%d:1 ", j)
+	}
+	b.WriteString("\n3 1:3\n")
+	path := testhelper.WriteFile(t, "data.svm", b.String())
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []int
+	if err := readParallel(path, f, 2, 1<<10, allCols, func(line int, r Row) error {
+		got = append(got, len(r.Index))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, feats, 1}; !slices.Equal(got, want) {
+		t.Errorf("features per row %v, want %v", got, want)
 	}
 }
 
