@@ -8,7 +8,7 @@
 # and every node says how it restored (--verbose: "restored … in_place=…
 # took=…"): a survivor restores its app in place, the spare builds its own
 # (reads its shard) as every node did before. The coordinator's log gives
-# the rollback's wall time, from "replacing a lost node" to "rolled back;
+# the rollback's wall time, from "replacing lost nodes" to "rolled back;
 # going on".
 #
 # Usage (from the repository root):
@@ -94,5 +94,5 @@ for f in scheduler worker0 spare; do
 	printf '%-9s back to ready %.3f s; %s\n' "$f:" "$(echo "$(ts "$ready") - $(ts "$from")" | bc)" \
 		"$(grep -o 'msg=restored.*' "$RUN/$f.log" || echo "(no restore line: an older binary)")"
 done
-grep -E 'replacing a lost node|rolled back; going on' "$RUN/coordinator.log" | cut -c1-160
+grep -E 'replacing lost nodes|rolled back; going on' "$RUN/coordinator.log" | cut -c1-160
 echo "logs in $RUN"
