@@ -64,8 +64,7 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 	rb := &protocol.Rollback{Round: round, Run: run}
 	n.mu.Lock()
 	n.runID = run
-	var assigns []protocol.Assign
-	var to []string
+	assigns := map[string]protocol.Assign{} // by the spare's ID
 	for _, l := range lost {
 		spare := spares[l.Role][0]
 		spares[l.Role] = spares[l.Role][1:]
@@ -74,15 +73,14 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 		n.ids[l.Role][l.Place] = spare.id
 		n.nodes[l.Role][l.Place] = spare.node
 		limit := map[string]int{protocol.RoleWorker: n.opts.Workers, protocol.RoleScheduler: n.opts.Schedulers}[l.Role]
-		assigns = append(assigns, protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: spare.run}, Shard: l.Place, Shards: limit, Rollback: rb})
-		to = append(to, spare.id)
+		assigns[spare.id] = protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: spare.run}, Shard: l.Place, Shards: limit, Rollback: rb}
 	}
 	n.mu.Unlock()
 	for _, l := range lost {
 		n.log.Warn("a spare takes a lost node's place", "node", n.who(l.Role, l.Place), "round", round)
 	}
-	for i, a := range assigns {
-		if err := wire.Publish(n.c, protocol.SubjectSpare(to[i]), a); err != nil {
+	for id, a := range assigns {
+		if err := wire.Publish(n.c, protocol.SubjectSpare(id), a); err != nil {
 			return fmt.Errorf("%w (the spare: %v)", lostErr, err)
 		}
 	}
@@ -259,6 +257,9 @@ func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece *co
 		}
 		if err := n.metrics.Rewind(mark); err != nil {
 			return err
+		}
+		if piece == nil {
+			n.metricNames = nil // rewound to before the header: the first report writes it again
 		}
 	}
 	n.app, n.snap, n.outputs, n.core = app, snap, outputs, core

@@ -11,7 +11,8 @@
 #	bench/faults/run.sh [TRIALS [DIR]]    # TRIALS 5, DIR /tmp/faults
 #
 # Each in-process test runs TRIALS times (go test -count); the OS-process
-# kill tests take TRIALS trials (-survive.trials, -survive.resume). The
+# kill tests take TRIALS trials of each kind (-survive.trials 3·TRIALS,
+# -survive.resume TRIALS). The
 # go test -json output is kept in DIR; the table goes to stdout.
 set -euo pipefail
 
@@ -28,7 +29,7 @@ run() { # package, pattern, extra flags...
 run ./job '^(TestSpareAnyMoment|TestLostStore|TestReplayedHeartbeats|TestSecondJobRefused|TestNATSOutageCheckpoints)$'
 run ./cli '^TestSettings$/^data_changed_in_one_byte$'
 go test -json -count 1 -timeout 60m -run '^(TestKillWithSpare|TestKillAndResume)$' ./cmd/strads \
-	-survive.trials "$TRIALS" -survive.resume "$TRIALS" >>"$DIR/tests.json" || true
+	-survive.trials $((3 * TRIALS)) -survive.resume "$TRIALS" >>"$DIR/tests.json" || true
 
 python3 - "$DIR/tests.json" <<'PY'
 import json, re, statistics, sys
@@ -39,7 +40,9 @@ kinds = [
     ("TestSpareAnyMoment/a_worker_and_the_scheduler,_no_checkpoints", "a worker and the scheduler lost together, no checkpoint", "model"),
     ("TestSpareAnyMoment/a_worker_and_the_scheduler,_checkpoints", "a worker and the scheduler lost together, checkpoints", "model"),
     ("TestSpareAnyMoment/a_worker_after_a_reconnect", "a worker lost right after a NATS restart", "model"),
-    ("TestKillWithSpare", "kill -9 of a worker or the scheduler (OS processes), a spare waiting", "model"),
+    ("TestKillWithSpare/0", "kill -9 of a worker at a random round (OS processes), spares waiting", "model"),
+    ("TestKillWithSpare/1", "kill -9 of a worker before the first checkpoint (OS processes)", "model"),
+    ("TestKillWithSpare/2", "kill -9 of a worker and the scheduler at once (OS processes)", "model"),
     ("TestKillAndResume/worker_1", "kill -9 of a worker, no spare: the others end, --resume", "both"),
     ("TestKillAndResume/scheduler", "kill -9 of the scheduler, no spare: the others end, --resume", "both"),
     ("TestKillAndResume/coordinator", "kill -9 of the coordinator: the others end, --resume", "both"),
@@ -56,16 +59,15 @@ for line in open(sys.argv[1]):
     except ValueError:
         continue
     if e.get("Action") in ("pass", "fail") and e.get("Test"):
-        # Repeated subtests are named name#01, name#02, …
-        runs[re.sub(r"#\d+", "", e["Test"])].append((e["Action"] == "pass", e.get("Elapsed", 0)))
+        # Repeated subtests are named name#01, name#02, …; the trials of
+        # TestKillWithSpare go in turn through its three kinds.
+        name = re.sub(r"#\d+", "", e["Test"])
+        if m := re.fullmatch(r"TestKillWithSpare/trial_(\d+)", name):
+            name = f"TestKillWithSpare/{int(m[1]) % 3}"
+        runs[name].append((e["Action"] == "pass", e.get("Elapsed", 0)))
 
 def trials(test):
-    # A parent test's own result counts only where it has no subtests.
-    got = runs.get(test, [])
-    subs = [t for t in runs if t.startswith(test + "/")]
-    if subs and test in ("TestKillWithSpare",):
-        got = [r for t in subs for r in runs[t]]
-    return got
+    return runs.get(test, [])
 
 print("| fault | trials | as the job that lost nothing | failed cleanly | other | median s a trial |")
 print("|---|---:|---:|---:|---:|---:|")

@@ -107,23 +107,39 @@ func (s *survival) reference() []byte {
 	return b
 }
 
-// TestKillWithSpare kills a worker process (the scheduler in one
-// trial) with SIGKILL at a random point of a job with a spare and
-// checkpoints: the spare takes its place (the survivors restore their apps
-// in place, the spare builds its own),
-// the job rolls back to its last checkpoint and ends with the model of the
-// job that lost nothing, bit for bit.
+// TestKillWithSpare kills processes of a job with spares and checkpoints
+// with SIGKILL: in turn, a worker at a random point, a worker before the
+// first checkpoint is committed, and a worker and the scheduler at once.
+// Spares take their places (the survivors restore their apps in place,
+// the spares build their own), the job rolls back to its last checkpoint
+// (or its start) and ends with the model of the job that lost nothing, bit
+// for bit.
 func TestKillWithSpare(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
 	for trial := range *trials {
 		t.Run(fmt.Sprint("trial ", trial), func(t *testing.T) {
-			// Two trials in three lose a worker, the third the scheduler.
-			killWithSpare(t, fmt.Sprint("spare", trial), trial%3 == 2)
+			switch trial % 3 {
+			case 0:
+				killWithSpare(t, fmt.Sprint("spare", trial), lossWorker)
+			case 1:
+				killWithSpare(t, fmt.Sprint("spare", trial), lossEarly)
+			default:
+				killWithSpare(t, fmt.Sprint("spare", trial), lossBoth)
+			}
 		})
 	}
 }
+
+// loss is what killWithSpare kills.
+type loss int
+
+const (
+	lossWorker loss = iota // a worker at a random point
+	lossEarly              // a worker before the first checkpoint is committed
+	lossBoth               // a worker and the first scheduler, at once
+)
 
 // TestKillWithSpareDepth is TestKillWithSpare with rounds in flight
 // (--depth 3) and two scheduler parts, in one trial that loses a worker:
@@ -133,15 +149,15 @@ func TestKillWithSpareDepth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	killWithSpare(t, "sparedepth", false, "--depth", "3", "--schedulers", "2")
+	killWithSpare(t, "sparedepth", lossWorker, "--depth", "3", "--schedulers", "2")
 }
 
 // killWithSpare runs a job of separate processes (a coordinator with
-// checkpoints and a spare, schedulers, two workers) with the flags extra,
-// kills a worker (the first scheduler if sched) with SIGKILL at a random
-// point, and checks that the job, rolled back, ends with the model of the
-// job that lost nothing, bit for bit.
-func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
+// checkpoints and a spare of each role, schedulers, two workers) with the
+// flags extra, kills what what says with SIGKILL, and checks that the job,
+// rolled back, ends with the model of the job that lost nothing, bit for
+// bit.
+func killWithSpare(t *testing.T, job string, what loss, extra ...string) {
 	s := newSurvival(t, job, extra...)
 	want := s.reference()
 	sub := s.partials()
@@ -155,24 +171,33 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 	w0 := s.start("worker 0", "worker", "--verbose")
 	w1 := s.start("worker 1", "worker", "--verbose")
 	s.await(sub, 2) // both workers hold their places
-	victim, spareRole := w1, "worker"
-	switch {
-	case sched:
-		victim, spareRole = scheds[0], "scheduler"
-	case rand.IntN(2) == 0:
-		victim = w0
+	victims := []*process{w1}
+	if rand.IntN(2) == 0 {
+		victims[0] = w0
 	}
-	spare := s.start("spare", spareRole, "--verbose")
+	spares := []*process{s.start("spare", "worker", "--verbose")}
+	// A checkpoint every 10 rounds, 2 partials a round: the first is
+	// committed after partial 22 or so.
 	at := 40 + rand.IntN(300)
+	switch what {
+	case lossEarly:
+		at = 3 + rand.IntN(12)
+	case lossBoth:
+		victims = append(victims, scheds[0])
+		spares = append(spares, s.start("spare scheduler", "scheduler", "--verbose"))
+	}
 	s.await(sub, at)
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	for _, v := range victims {
+		if err := v.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if code := coord.wait(t, time.Minute); code != 0 {
-		t.Fatalf("coordinator: exit %d after %s was killed at partial %d: %s\nspare: %s", code, victim.name, at, coord.stderr.String(), spare.stderr.String())
+		t.Fatalf("coordinator: exit %d after %d processes were killed at partial %d: %s", code, len(victims), at, coord.stderr.String())
 	}
-	for _, p := range append(scheds, w0, w1, spare) {
-		if p == victim {
+	all := append(append(scheds, w0, w1), spares...)
+	for _, p := range all {
+		if slices.Contains(victims, p) {
 			continue
 		}
 		if code := p.wait(t, 30*time.Second); code != 0 {
@@ -184,7 +209,7 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s killed at partial %d: the model differs from the job's that lost nothing", victim.name, at)
+		t.Fatalf("%s killed at partial %d: the model differs from the job's that lost nothing", victims[0].name, at)
 	}
 	if msg := coord.stderr.String(); !strings.Contains(msg, "replacing lost nodes") {
 		t.Errorf("the coordinator did not say it replaced the worker: %s", msg)
@@ -192,16 +217,22 @@ func killWithSpare(t *testing.T, job string, sched bool, extra ...string) {
 	// The metrics, rewound to the checkpoint and written on, have the rows
 	// of the job that lost nothing.
 	if g, w := reportRows(t, metrics), reportRows(t, s.refMetrics); g != w {
-		t.Errorf("%s killed at partial %d: the metrics' reports differ:\n%s\nwant\n%s", victim.name, at, g, w)
+		t.Errorf("%s killed at partial %d: the metrics' reports differ:\n%s\nwant\n%s", victims[0].name, at, g, w)
+	}
+	if what == lossEarly && !strings.Contains(coord.stderr.String(), "round=0") {
+		t.Errorf("the rollback was not to the job's start: %s", coord.stderr.String())
 	}
 	// The survivors restored their apps in place, their data loaded; the
-	// spare built its own (DESIGN "Spares and replacement").
-	for _, p := range append(scheds, w0, w1, spare) {
+	// spares built their own (DESIGN "Spares and replacement"). At the
+	// job's start there is nothing to restore.
+	for _, p := range all {
 		want := "in_place=true"
 		switch {
-		case p == victim:
+		case slices.Contains(victims, p):
 			continue
-		case p == spare:
+		case what == lossEarly:
+			continue
+		case slices.Contains(spares, p):
 			want = "in_place=false"
 		}
 		if msg := p.stderr.String(); !strings.Contains(msg, "msg=restored") || !strings.Contains(msg, want) {
