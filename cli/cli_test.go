@@ -306,6 +306,10 @@ func TestSettings(t *testing.T) {
 				if r.code == 2 && !strings.Contains(r.stderr, tc.stderr) {
 					t.Errorf("%q: error %q: want %q in it", args[k+1][0:1], r.stderr, tc.stderr)
 				}
+				// A role refused for its data names its file.
+				if r.code == 2 && strings.Contains(r.stderr, "data fingerprint") && !strings.Contains(r.stderr, "(this role read ") {
+					t.Errorf("%q: error %q does not name the role's data", args[k+1][0:1], r.stderr)
+				}
 			}
 		})
 	}

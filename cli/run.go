@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -182,6 +183,10 @@ func (s *session) join(ctx context.Context, j *Job, n *node) (*Job, error) {
 	defer cancel()
 	req := protocol.JoinRequest{ID: n.id, Role: role, Manifest: n.opts.Manifest, Host: host, PID: pid}
 	rep, err := member.Join(jctx, n.c, req, s.rf.timeout)
+	if err != nil && j.Data != "" && errors.Is(err, protocol.ErrManifest) && strings.Contains(err.Error(), "data fingerprint") {
+		// The coordinator knows the fingerprints, the role its file.
+		err = fmt.Errorf("%w (this role read %s)", err, j.Data)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -380,7 +380,7 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 	defer cancel()
 	store, err := checkpoint.OpenConn(ctx, n.c, n.opts.Checkpointing())
 	if err != nil {
-		return fmt.Errorf("coordinator: %w", err)
+		return fmt.Errorf("coordinator: %w", n.nothingToResume(err))
 	}
 	n.store = store
 	if n.opts.Checkpointing() {
@@ -402,7 +402,7 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("coordinator: resume: %w", err)
+		return fmt.Errorf("coordinator: resume: %w", n.nothingToResume(err))
 	}
 	if err := n.sameJob(m); err != nil {
 		return fmt.Errorf("coordinator: resume from the checkpoint of round %d (run %s, %s): %w", m.Round, m.Run, m.Time.Format(time.RFC3339), err)
@@ -423,6 +423,15 @@ func (n *node[P, R, U, S]) openCheckpoints(ctx context.Context) error {
 	n.res.Resumed = m.Round
 	n.log.Info("resuming", "round", m.Round, "run", m.Run, "taken", m.Time)
 	return nil
+}
+
+// nothingToResume says what a resume that finds no checkpoint (err
+// matches checkpoint.ErrNone) needs; other errors are returned as they are.
+func (n *node[P, R, U, S]) nothingToResume(err error) error {
+	if !n.opts.Resume || !errors.Is(err, checkpoint.ErrNone) {
+		return err
+	}
+	return fmt.Errorf("--resume: job %q has no checkpoint on this server: the interrupted run's --job, and its server (a whole job's --store), are needed, and its --checkpoint-every: %w", n.c.Job(), err)
 }
 
 // earlier warns when the store holds the checkpoints of an earlier job of
