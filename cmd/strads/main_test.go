@@ -461,3 +461,14 @@ func TestCorrelatedNoCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeNothing checks that --resume of a job with no checkpoint says
+// what it needs, not which bucket it did not find (issue 27).
+func TestResumeNothing(t *testing.T) {
+	data := genData(t)
+	code, _, stderr := runCLI(t, "lasso", "--data", data, "--lambda-ratio", "0.1", "--progress", "0", "--resume",
+		"--store", t.TempDir(), "--out", filepath.Join(t.TempDir(), "m.csv"))
+	if code == 0 || !strings.Contains(stderr, `--resume: job "lasso" has no checkpoint on this server`) || !strings.Contains(stderr, "--store") {
+		t.Errorf("exit %d, %q; want a failure saying what a resume needs", code, stderr)
+	}
+}
