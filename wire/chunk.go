@@ -3,10 +3,12 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,6 +32,68 @@ const (
 // 1 GiB. It is also what the chunks of partial messages held by one
 // receiver may add up to.
 const MaxMessageSize = 1 << 30
+
+// MaxHeld is what the receivers of one Conn (a role's process) may hold at
+// once of what came over the network and was not taken yet: the partial
+// messages put together, as allocated, and the whole messages waiting in
+// Mailboxes. A message that would go past it is dropped, with an error
+// wrapping ErrIncomplete where its receiver looks: a flood costs this
+// much memory at most, and fails the job rather than the process
+// (DESIGN "Hostile traffic"). What nats.go queues before a subscription's
+// handler runs is bounded per subscription apart (PendingBytes).
+const MaxHeld = MaxMessageSize
+
+// held is a byte budget shared by the receivers of a Conn. Its methods take
+// and give bytes atomically; a nil *held takes everything.
+type held struct {
+	max       int64
+	n         atomic.Int64
+	collected atomic.Int64 // when collect last ran, in Unix nanoseconds
+}
+
+// take takes k bytes, if they fit.
+func (h *held) take(k int64) bool {
+	if h == nil || k <= 0 {
+		return true
+	}
+	for {
+		n := h.n.Load()
+		if n+k > h.max {
+			h.collect()
+			return false
+		}
+		if h.n.CompareAndSwap(n, n+k) {
+			return true
+		}
+	}
+}
+
+// collect runs the garbage collector, at most once a second, when a take
+// fails: a flood's messages, dropped, are garbage that Go's pacing would
+// otherwise let grow to as much again as what is held.
+func (h *held) collect() {
+	now := time.Now().UnixNano()
+	last := h.collected.Load()
+	if now-last < int64(time.Second) || !h.collected.CompareAndSwap(last, now) {
+		return
+	}
+	go runtime.GC()
+}
+
+// give gives k bytes back.
+func (h *held) give(k int64) {
+	if h != nil && k > 0 {
+		h.n.Add(-k)
+	}
+}
+
+// String says what h holds, for errors.
+func (h *held) String() string {
+	if h == nil {
+		return "no bound"
+	}
+	return fmt.Sprintf("this connection's receivers hold %d bytes (at most %d)", h.n.Load(), h.max)
+}
 
 // ErrIncomplete is returned (wrapped) by Next and Request when a message that
 // was split into chunks cannot be put together again: a chunk went missing
@@ -154,6 +218,9 @@ type assembler struct {
 	caughtUp func(sub *nats.Subscription) bool
 	// admit, if set, checks a message's MAC before it is taken (Conn.admit).
 	admit func(msg *nats.Msg) error
+	// held, if set, is the Conn's budget, from which the partial
+	// messages' arrays are taken.
+	held *held
 
 	mu       sync.Mutex
 	parts    map[string]*partial
@@ -288,10 +355,25 @@ func (a *assembler) addChunk(msg *nats.Msg, id string, now time.Time) *nats.Msg 
 			index, count, len(a.parts)+1, a.bytes, a.limits.maxMessage))
 		return nil
 	}
+	if p.data == nil && int64(cap(msg.Data)) <= p.size && a.held.take(int64(cap(msg.Data))) {
+		// The first chunk's array, nats.go's copy of the payload,
+		// becomes the message's: nothing is copied or left as garbage.
+		p.data = msg.Data
+		a.bytes += int64(len(msg.Data))
+		p.next++
+		p.last = now
+		return a.complete(id, p, msg)
+	}
 	if need := len(p.data) + len(msg.Data); need > cap(p.data) {
 		// Grow by doubling, up to the size announced: at most twice what
 		// arrived is allocated, and each byte is copied about twice.
-		grown := make([]byte, len(p.data), min(p.size, max(2*int64(cap(p.data)), int64(need))))
+		size := min(p.size, max(2*int64(cap(p.data)), int64(need)))
+		if !a.held.take(size - int64(cap(p.data))) {
+			a.drop(id, p)
+			a.fail(p.subject, id, fmt.Sprintf("chunk %d/%d does not fit: %s", index, count, a.held))
+			return nil
+		}
+		grown := make([]byte, len(p.data), size)
 		copy(grown, p.data)
 		p.data = grown
 	}
@@ -299,6 +381,12 @@ func (a *assembler) addChunk(msg *nats.Msg, id string, now time.Time) *nats.Msg 
 	a.bytes += int64(len(msg.Data))
 	p.next++
 	p.last = now
+	return a.complete(id, p, msg)
+}
+
+// complete returns the message whose chunk msg just came, if it was the
+// last, and forgets the partial message p of id.
+func (a *assembler) complete(id string, p *partial, msg *nats.Msg) *nats.Msg {
 	if p.next < p.count {
 		return nil
 	}
@@ -333,9 +421,20 @@ func (a *assembler) dropStale() {
 	}
 }
 
+// clear drops every partial message, giving their bytes back: its
+// subscription is gone.
+func (a *assembler) clear() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, p := range a.parts {
+		a.drop(id, p)
+	}
+}
+
 func (a *assembler) drop(id string, p *partial) {
 	delete(a.parts, id)
 	a.bytes -= int64(len(p.data))
+	a.held.give(int64(cap(p.data)))
 }
 
 func (a *assembler) fail(subject, id, why string) {

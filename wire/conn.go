@@ -28,6 +28,7 @@ type Conn struct {
 	events *watchers
 	key    Key                    // the job's key; zero: none (SetKey)
 	dropFn func(*nats.Msg, error) // OnDrop's
+	held   *held                  // what its receivers hold (MaxHeld)
 }
 
 var jobName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -48,7 +49,7 @@ func NewConn(nc *nats.Conn, job string) (*Conn, error) {
 	}
 	limits := defaultChunkLimits
 	limits.maxPayload = nc.MaxPayload()
-	return &Conn{nc: nc, job: job, prefix: "strads." + job + ".", limits: limits, events: watch(nc)}, nil
+	return &Conn{nc: nc, job: job, prefix: "strads." + job + ".", limits: limits, events: watch(nc), held: &held{max: MaxHeld}}, nil
 }
 
 // EventKind tells a disconnect from a reconnect.
@@ -270,6 +271,7 @@ func request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req, t
 	// subscription: a synchronous one allocates a channel of 64k messages.)
 	inbox := c.nc.NewInbox()
 	asm := newAssembler(c.limits, pendingOnlyThis)
+	asm.held = c.held
 	got := make(chan mail, 1)
 	var rejected atomic.Pointer[error] // the last reply dropped for its MAC
 	give := func(x mail) {
@@ -308,7 +310,7 @@ func request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req, t
 		give(mail{msg: msg})
 	})
 	if err == nil {
-		err = sub.SetPendingLimits(1<<20, 1<<30)
+		err = sub.SetPendingLimits(1<<20, PendingBytes)
 	}
 	if err != nil {
 		if sub != nil {
@@ -316,6 +318,7 @@ func request[Req, Rep any](ctx context.Context, c *Conn, name string, req Req, t
 		}
 		return rep, fmt.Errorf("wire: request %s: %w", subject, err)
 	}
+	defer asm.clear()
 	defer sub.Unsubscribe()
 	if err := c.send(subject, inbox, data); err != nil {
 		return rep, err
@@ -353,13 +356,21 @@ func isNoResponders(msg *nats.Msg) bool {
 	return len(msg.Data) == 0 && msg.Header != nil && msg.Header.Get("Status") == "503"
 }
 
-// subscribeSync subscribes to the full subject with a queue of up to 1 GiB.
+// PendingBytes is what nats.go may queue for one subscription of a Conn
+// before its handler (or a synchronous Next) takes it: 256 MiB. A
+// Mailbox's and a request's handlers never block, so their queues hold
+// only what comes while the handler runs; past it nats.go drops messages
+// (a slow consumer), which their receivers see as messages missing.
+const PendingBytes = 256 << 20
+
+// subscribeSync subscribes to the full subject with a queue of up to
+// PendingBytes.
 func (c *Conn) subscribeSync(subject string) (*nats.Subscription, error) {
 	sub, err := c.nc.SubscribeSync(subject)
 	if err != nil {
 		return nil, err
 	}
-	if err := sub.SetPendingLimits(1<<20, 1<<30); err != nil {
+	if err := sub.SetPendingLimits(1<<20, PendingBytes); err != nil {
 		sub.Unsubscribe()
 		return nil, err
 	}
@@ -402,7 +413,7 @@ type Inbox[T any] struct {
 }
 
 // Subscribe subscribes to the job subject name. Messages queue in the
-// client (up to 1 GiB) until Next takes them.
+// client (up to PendingBytes) until Next takes them.
 func Subscribe[T any](c *Conn, name string) (*Inbox[T], error) {
 	subject := c.Subject(name)
 	sub, err := c.subscribeSync(subject)
@@ -410,7 +421,7 @@ func Subscribe[T any](c *Conn, name string) (*Inbox[T], error) {
 		return nil, fmt.Errorf("wire: subscribe %s: %w", subject, err)
 	}
 	asm := newAssembler(c.limits, pendingEmpty)
-	asm.admit = c.admit
+	asm.admit, asm.held = c.admit, c.held
 	return &Inbox[T]{sub: sub, asm: asm, turn: make(chan struct{}, 1)}, nil
 }
 
@@ -441,31 +452,42 @@ func (in *Inbox[T]) Next(ctx context.Context) (T, *nats.Msg, error) {
 }
 
 // Close unsubscribes.
-func (in *Inbox[T]) Close() error { return in.sub.Unsubscribe() }
+func (in *Inbox[T]) Close() error {
+	err := in.sub.Unsubscribe()
+	in.asm.clear()
+	return err
+}
 
 // Mailbox is one queue fed by several subjects, for a node that waits on
 // more than one kind of message at a time. Messages of one subject from one
 // sender keep their order.
 type Mailbox struct {
-	ch   chan mail
-	done chan struct{}
-	subs []*nats.Subscription
-	asms []*assembler
+	held   *held
+	signal chan struct{} // a token while the queue may have mail
+	done   chan struct{}
+	subs   []*nats.Subscription
+	asms   []*assembler
+
+	mu     sync.Mutex
+	q      []mail
+	closed bool
 }
 
-// mail is a whole message, or a chunked message dropped.
+// mail is a whole message, or a chunked message dropped; neither is a wake.
 type mail struct {
 	msg *nats.Msg
 	err error
 }
 
 // NewMailbox subscribes to the job subjects names. Messages queue in the
-// client (up to 1 GiB per subject) until Next takes them.
+// mailbox until Next takes them, within the Conn's MaxHeld: the handlers
+// never block, so nats.go's own queue stays short.
 func NewMailbox(c *Conn, names ...string) (*Mailbox, error) {
-	m := &Mailbox{ch: make(chan mail), done: make(chan struct{})}
+	m := &Mailbox{held: c.held, signal: make(chan struct{}, 1), done: make(chan struct{})}
 	for _, name := range names {
 		subject := c.Subject(name)
 		asm := newAssembler(c.limits, pendingOnlyThis)
+		asm.held = c.held
 		sub, err := c.nc.Subscribe(subject, func(msg *nats.Msg) {
 			if c.admit(msg) != nil {
 				return
@@ -483,7 +505,7 @@ func NewMailbox(c *Conn, names ...string) (*Mailbox, error) {
 			}
 		})
 		if err == nil {
-			err = sub.SetPendingLimits(1<<20, 1<<30)
+			err = sub.SetPendingLimits(1<<20, PendingBytes)
 		}
 		if err != nil {
 			m.Close()
@@ -495,34 +517,83 @@ func NewMailbox(c *Conn, names ...string) (*Mailbox, error) {
 	return m, nil
 }
 
-// put hands mail to Next, unless the mailbox is closed.
+// put queues x for Next, unless the mailbox is closed. A message that does
+// not fit the Conn's MaxHeld is dropped for an error that says so; errors
+// count as their text's bytes.
 func (m *Mailbox) put(x mail) {
-	select {
-	case m.ch <- x:
-	case <-m.done:
+	if !m.held.take(x.size()) {
+		what := "a message"
+		if x.msg != nil {
+			what = fmt.Sprintf("a message of %d bytes on %s", len(x.msg.Data), x.msg.Subject)
+		}
+		x = mail{err: fmt.Errorf("wire: %w: %s dropped: %s", ErrIncomplete, what, m.held)}
+		if !m.held.take(x.size()) {
+			return // errors enough are queued to say so
+		}
 	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		m.held.give(x.size())
+		return
+	}
+	m.q = append(m.q, x)
+	m.mu.Unlock()
+	select {
+	case m.signal <- struct{}{}:
+	default:
+	}
+}
+
+// size is what x holds of the Conn's MaxHeld.
+func (x mail) size() int64 {
+	switch {
+	case x.msg != nil:
+		return int64(len(x.msg.Data))
+	case x.err != nil:
+		return int64(len(x.err.Error()))
+	}
+	return 0
 }
 
 // Next waits for the next message on any of the mailbox's subjects; decode
 // it with codec.Unmarshal. A message that came in chunks is returned whole,
 // with the sender's subject and reply subject. It gives up when ctx is done. An
-// error wrapping ErrIncomplete reports a chunked message that was dropped;
+// error wrapping ErrIncomplete reports a chunked message that was dropped,
+// or a message the Conn had no room to hold (MaxHeld);
 // the next call goes on with the following messages.
 func (m *Mailbox) Next(ctx context.Context) (*nats.Msg, error) {
-	select {
-	case x := <-m.ch:
-		return x.msg, x.err
-	case <-ctx.Done():
-		var held []string
-		for _, asm := range m.asms {
-			if d := asm.describe(); d != "" {
-				held = append(held, d)
+	for {
+		m.mu.Lock()
+		if len(m.q) > 0 {
+			x := m.q[0]
+			m.q[0] = mail{}
+			m.q = m.q[1:]
+			if len(m.q) > 0 {
+				select {
+				case m.signal <- struct{}{}:
+				default:
+				}
 			}
+			m.mu.Unlock()
+			m.held.give(x.size())
+			return x.msg, x.err
 		}
-		if len(held) > 0 {
-			return nil, fmt.Errorf("wire: waiting for messages: %w (%s)", ctx.Err(), strings.Join(held, "; "))
+		m.mu.Unlock()
+		select {
+		case <-m.signal:
+		case <-ctx.Done():
+			var held []string
+			for _, asm := range m.asms {
+				if d := asm.describe(); d != "" {
+					held = append(held, d)
+				}
+			}
+			if len(held) > 0 {
+				return nil, fmt.Errorf("wire: waiting for messages: %w (%s)", ctx.Err(), strings.Join(held, "; "))
+			}
+			return nil, fmt.Errorf("wire: waiting for messages: %w", ctx.Err())
 		}
-		return nil, fmt.Errorf("wire: waiting for messages: %w", ctx.Err())
 	}
 }
 
@@ -530,7 +601,7 @@ func (m *Mailbox) Next(ctx context.Context) (*nats.Msg, error) {
 // next Next, if none waits), so that its caller looks at what changed
 // meanwhile (a reconnect, say).
 func (m *Mailbox) Wake() {
-	go m.put(mail{})
+	m.put(mail{})
 }
 
 // Close unsubscribes from every subject.
@@ -545,6 +616,19 @@ func (m *Mailbox) Close() error {
 	for _, sub := range m.subs {
 		errs = append(errs, sub.Unsubscribe())
 	}
+	for _, asm := range m.asms {
+		asm.clear()
+	}
+	// What was queued is given back, and what comes after is not taken.
+	m.mu.Lock()
+	m.closed = true
+	var queued int64
+	for _, x := range m.q {
+		queued += x.size()
+	}
+	m.q = nil
+	m.mu.Unlock()
+	m.held.give(queued)
 	return errors.Join(errs...)
 }
 
