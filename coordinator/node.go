@@ -137,11 +137,10 @@ type node[P, R, U, S any] struct {
 	// (Options.Spares).
 	spares     map[string][]spareNode
 	spareCount map[string]int // the spares ever admitted, by role
-	// What a rollback to a checkpoint needs (replace): the readies'
-	// mailbox, the app's constructor, the pipeline's configuration, the
-	// stop of the coordinator's heartbeats, and by checkpoint round the
-	// size of the metrics CSV written at its pull.
-	readies     *wire.Mailbox
+	// What a rollback to a checkpoint needs (replace): the app's
+	// constructor, the pipeline's configuration, the stop of the
+	// coordinator's heartbeats, and by checkpoint round the size of the
+	// metrics CSV written at its pull.
 	newApp      func(ctx context.Context) (schmp.Coordinator[P, R, U, S], error)
 	cfg         pipeline.Config
 	stopBeat    func()
@@ -310,7 +309,7 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 		return nil, err
 	}
 	defer readies.Close()
-	n.readies, n.newApp = readies, newCoordinator
+	n.newApp = newCoordinator
 	if n.box, err = wire.NewMailbox(n.c, protocol.SubjectPlanned, protocol.SubjectPartial, protocol.SubjectStored); err != nil {
 		return nil, err
 	}
@@ -381,6 +380,10 @@ func (n *node[P, R, U, S]) run(ctx context.Context, newCoordinator func(ctx cont
 	if err != nil {
 		return nil, err
 	}
+	// Nothing reads it while the rounds run, where a replayed ready would
+	// hold bytes of the connection's budget (wire.MaxHeld): a rollback
+	// opens its own.
+	readies.Close()
 	var u U
 	if err := protocol.Guard("Start", func() (err error) { u, err = n.app.Start(summaries); return err }); err != nil {
 		return nil, fmt.Errorf("coordinator: start: %w", err)

@@ -59,6 +59,13 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 		}
 	}
 
+	// The readies of the new run, subscribed to before anyone learns of it.
+	readies, err := wire.NewMailbox(n.c, protocol.SubjectReady)
+	if err != nil {
+		return fmt.Errorf("%w (the rollback: %v)", lostErr, err)
+	}
+	defer readies.Close()
+
 	// The new run: every message of the old one is dropped from now on.
 	old, run := n.runID, nuid.Next()
 	rb := &protocol.Rollback{Round: round, Run: run}
@@ -96,7 +103,7 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 	}
 	n.forget()
 	n.restartBeat()
-	summaries, err := n.awaitReady(ctx, n.readies)
+	summaries, err := n.awaitReady(ctx, readies)
 	if err != nil {
 		return fmt.Errorf("%w; then, rolling back to round %d: %w", lostErr, round, err)
 	}
