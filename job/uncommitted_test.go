@@ -71,6 +71,37 @@ func awaitStore(nc *nats.Conn, job string, ok func(ctx context.Context, s *check
 	return false
 }
 
+// committed is awaitStore's condition that the checkpoint of round c, or
+// a later one, is committed.
+func committed(c uint64) func(ctx context.Context, s *checkpoint.Store) bool {
+	return func(ctx context.Context, s *checkpoint.Store) bool {
+		m, err := s.Latest(ctx)
+		return err == nil && m.Round >= c
+	}
+}
+
+// stepProgram is the walk program whose worker 0 calls wait before each
+// push, and whose other workers' snapshots fail from round failFrom on (0:
+// never).
+func stepProgram(wait func(round uint64), failFrom uint64) schmp.Program[walkPlan, walkPartial, walkUpdate, walkSummary] {
+	prog := walkProgram()
+	newWorker := prog.NewWorker
+	prog.NewWorker = func(ctx context.Context, shard, shards int) (schmp.Worker[walkPlan, walkPartial, walkUpdate, walkSummary], error) {
+		w, err := newWorker(ctx, shard, shards)
+		if err != nil {
+			return nil, err
+		}
+		s := &stepWorker{walkWorker: w.(*walkWorker)}
+		if shard == 0 {
+			s.wait = wait
+		} else {
+			s.failFrom = failFrom
+		}
+		return s, nil
+	}
+	return prog
+}
+
 // buckets returns the names of the object store buckets of job on nc's
 // server, sorted.
 func buckets(t *testing.T, nc *nats.Conn, job string) []string {
@@ -123,12 +154,6 @@ func TestUncommittedRemoved(t *testing.T) {
 			var held []string
 			wait := func(round uint64) {
 				var ok func(ctx context.Context, s *checkpoint.Store) bool
-				committed := func(c uint64) func(ctx context.Context, s *checkpoint.Store) bool {
-					return func(ctx context.Context, s *checkpoint.Store) bool {
-						m, err := s.Latest(ctx)
-						return err == nil && m.Round >= c
-					}
-				}
 				// The pieces of the checkpoint of round C are saved up to
 				// the plan of C+2 (2 scheduler parts): worker 0 holds
 				// round C+3 until C is committed.
@@ -155,21 +180,7 @@ func TestUncommittedRemoved(t *testing.T) {
 					held = append(held, fmt.Sprint(round))
 				}
 			}
-			prog := walkProgram()
-			newWorker := prog.NewWorker
-			prog.NewWorker = func(ctx context.Context, shard, shards int) (schmp.Worker[walkPlan, walkPartial, walkUpdate, walkSummary], error) {
-				w, err := newWorker(ctx, shard, shards)
-				if err != nil {
-					return nil, err
-				}
-				s := &stepWorker{walkWorker: w.(*walkWorker)}
-				if shard == 0 {
-					s.wait = wait
-				} else {
-					s.failFrom = tc.failFrom
-				}
-				return s, nil
-			}
+			prog := stepProgram(wait, tc.failFrom)
 			out := filepath.Join(t.TempDir(), "model")
 			co := coordinator.Options{Workers: 2, Schedulers: 2, MaxRounds: 60, ReportEvery: 4, Out: out,
 				Timeout: 10 * time.Second, CheckpointEvery: 10, CheckpointKeep: 2}
@@ -225,12 +236,6 @@ func TestLostStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed := func(c uint64) func(ctx context.Context, s *checkpoint.Store) bool {
-		return func(ctx context.Context, s *checkpoint.Store) bool {
-			m, err := s.Latest(ctx)
-			return err == nil && m.Round >= c
-		}
-	}
 	var failed []string
 	wait := func(round uint64) {
 		// Worker 0 holds round C+3 until the checkpoint of round C is
@@ -254,19 +259,7 @@ func TestLostStore(t *testing.T) {
 			}
 		}
 	}
-	prog := walkProgram()
-	newWorker := prog.NewWorker
-	prog.NewWorker = func(ctx context.Context, shard, shards int) (schmp.Worker[walkPlan, walkPartial, walkUpdate, walkSummary], error) {
-		w, err := newWorker(ctx, shard, shards)
-		if err != nil {
-			return nil, err
-		}
-		s := &stepWorker{walkWorker: w.(*walkWorker)}
-		if shard == 0 {
-			s.wait = wait
-		}
-		return s, nil
-	}
+	prog := stepProgram(wait, 0)
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	co := coordinator.Options{Workers: 2, MaxRounds: 60, ReportEvery: 4, Out: filepath.Join(t.TempDir(), "model"),
@@ -314,7 +307,14 @@ func TestEarlierCheckpointsSaid(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		co := coordinator.Options{Workers: 2, MaxRounds: 30, ReportEvery: 4, Out: filepath.Join(t.TempDir(), "model"),
 			Timeout: 10 * time.Second, CheckpointEvery: 10, Logger: log}
-		if _, err := job.Run(ctx, walkProgram(), job.Options{Job: "walk", NATS: srv.ClientURL(), Timeout: 10 * time.Second, Coordinator: co, Logger: log}); err != nil {
+		// Worker 0 holds round 13 until the checkpoint of round 10 is
+		// committed: the first job leaves one.
+		prog := stepProgram(func(round uint64) {
+			if round == 13 && !awaitStore(testhelper.Connect(t, srv), "walk", committed(10)) {
+				t.Error("the checkpoint of round 10 was not committed")
+			}
+		}, 0)
+		if _, err := job.Run(ctx, prog, job.Options{Job: "walk", NATS: srv.ClientURL(), Timeout: 10 * time.Second, Coordinator: co, Logger: log}); err != nil {
 			t.Fatal(err)
 		}
 		if said := strings.Contains(logs.String(), "earlier job"); said != (want != "") || !strings.Contains(logs.String(), want) {
