@@ -15,9 +15,7 @@ import (
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/protocol"
-	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/wire"
-	"github.com/strads-go/strads/worker"
 )
 
 // TestReplayedHeartbeats loses a worker of a job with a key while an
@@ -80,20 +78,8 @@ func TestReplayedHeartbeats(t *testing.T) {
 	co := coordinator.Options{Workers: 2, Schedulers: 1, MaxRounds: 1 << 20, ReportEvery: 5,
 		Timeout: timeout, JoinTimeout: 20 * time.Second, Heartbeat: 100 * time.Millisecond, LostAfter: lostAfter}
 	var wg sync.WaitGroup
-	sc := connect()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		node.Run(fctx, sc, prog.NewScheduler, node.Options{JoinTimeout: 20 * time.Second, Timeout: timeout})
-	}()
 	victim := connect()
-	for _, c := range []*wire.Conn{connect(), victim} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			worker.Run(fctx, c, prog.NewWorker, worker.Options{JoinTimeout: 20 * time.Second, Timeout: timeout})
-		}()
-	}
+	goRoles(fctx, &wg, timeout, []*wire.Conn{connect()}, []*wire.Conn{connect(), victim})
 	go func() {
 		// Lose the victim once the job has run long enough for its beats
 		// to be recorded.

@@ -62,6 +62,23 @@ func hostileProgram() schmp.Program[nnls.Plan, nnls.Partial, nnls.Update, nnls.S
 	return nnls.Program(nnls.Config{Rows: 300, Cols: 40, Seed: 9, Block: 2})
 }
 
+// goRoles runs scheduler nodes of hostileProgram on the connections scheds
+// and worker nodes on workers, each in a goroutine of wg, until ctx ends;
+// timeout is their round deadline, and they wait 20 s to join.
+func goRoles(ctx context.Context, wg *sync.WaitGroup, timeout time.Duration, scheds, workers []*wire.Conn) {
+	prog := hostileProgram()
+	for _, c := range scheds {
+		wg.Go(func() {
+			node.Run(ctx, c, prog.NewScheduler, node.Options{JoinTimeout: 20 * time.Second, Timeout: timeout})
+		})
+	}
+	for _, c := range workers {
+		wg.Go(func() {
+			worker.Run(ctx, c, prog.NewWorker, worker.Options{JoinTimeout: 20 * time.Second, Timeout: timeout})
+		})
+	}
+}
+
 // ckptSubjects are the subjects that checkpoints, heartbeats and spares
 // added, and those whose messages carry a rollback or a checkpoint.
 var ckptSubjects = []string{
@@ -557,22 +574,8 @@ func TestForgedHeartbeats(t *testing.T) {
 				Timeout: timeout, JoinTimeout: 20 * time.Second, CheckpointEvery: 10,
 				Heartbeat: 200 * time.Millisecond, LostAfter: time.Second}
 			var wg sync.WaitGroup
-			for range 2 {
-				c := connect()
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					node.Run(fctx, c, prog.NewScheduler, node.Options{JoinTimeout: 20 * time.Second, Timeout: timeout})
-				}()
-			}
 			victim := connect()
-			for _, c := range []*wire.Conn{connect(), victim} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					worker.Run(fctx, c, prog.NewWorker, worker.Options{JoinTimeout: 20 * time.Second, Timeout: timeout})
-				}()
-			}
+			goRoles(fctx, &wg, timeout, []*wire.Conn{connect(), connect()}, []*wire.Conn{connect(), victim})
 			var lost atomic.Int64
 			go func() {
 				// Lose the victim once the job runs and forged beats flow.

@@ -17,9 +17,7 @@ import (
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/natsserver"
-	"github.com/strads-go/strads/scheduler/node"
 	"github.com/strads-go/strads/wire"
-	"github.com/strads-go/strads/worker"
 )
 
 // TestSpareAnyMoment loses nodes of a job with spares at a moment the
@@ -80,21 +78,8 @@ func TestSpareAnyMoment(t *testing.T) {
 			fctx, fstop := context.WithCancel(ctx)
 			defer fstop()
 			var wg sync.WaitGroup
-			prog := hostileProgram()
-			sched := func(c *wire.Conn) {
-				wg.Go(func() {
-					node.Run(fctx, c, prog.NewScheduler, node.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second})
-				})
-			}
-			work := func(c *wire.Conn) {
-				wg.Go(func() {
-					worker.Run(fctx, c, prog.NewWorker, worker.Options{JoinTimeout: 20 * time.Second, Timeout: 20 * time.Second})
-				})
-			}
 			s0, w1 := connect(), connect()
-			sched(s0)
-			work(connect())
-			work(w1)
+			goRoles(fctx, &wg, 20*time.Second, []*wire.Conn{s0}, []*wire.Conn{connect(), w1})
 			co := base
 			co.Out, co.CheckpointEvery, co.Spares = filepath.Join(t.TempDir(), "model.csv"), tc.every, 1
 			co.Heartbeat, co.LostAfter = 100*time.Millisecond, time.Second
@@ -103,7 +88,7 @@ func TestSpareAnyMoment(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				res, jobErr = coordinator.Run(fctx, connect(), prog.NewCoordinator, co)
+				res, jobErr = coordinator.Run(fctx, connect(), hostileProgram().NewCoordinator, co)
 			}()
 			// The places are taken once partials come: the nodes that join
 			// now are spares. The losses come at round 100 or so.
@@ -112,8 +97,7 @@ func TestSpareAnyMoment(t *testing.T) {
 					t.Fatalf("no partials: %v", err)
 				}
 			}
-			sched(connect())
-			work(connect())
+			goRoles(fctx, &wg, 20*time.Second, []*wire.Conn{connect()}, []*wire.Conn{connect()})
 			for range 180 {
 				if _, err := partials.NextMsg(20 * time.Second); err != nil {
 					t.Fatalf("no partials: %v", err)

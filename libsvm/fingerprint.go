@@ -25,26 +25,15 @@ func (f Fingerprint) String() string {
 // ErrDifferentData reports roles of one job that read different data.
 var ErrDifferentData = errors.New("the workers read different data: every role of a job must read the same data file")
 
-// FingerprintFile returns the fingerprint of the file at path. It reads the
-// whole file, at several GB/s. A data set over NATS that the role has not
-// fetched whole (an inputfile.Remote) has the fingerprint of its whole
-// content, from its index.
+// FingerprintFile returns the fingerprint of the file at path
+// (inputfile.Sum: the whole file, read once a process; a data set over
+// NATS not fetched whole gives its index's).
 func FingerprintFile(path string) (Fingerprint, error) {
-	if r, ok := inputfile.RemoteOf(path); ok {
-		s := r.Summary()
-		return Fingerprint{Size: s.Size, CRC: s.CRC32C}, nil
-	}
-	f, err := open(path)
+	size, crc, err := inputfile.Sum(path)
 	if err != nil {
-		return Fingerprint{}, err
+		return Fingerprint{}, inputError(path, err)
 	}
-	defer f.Close()
-	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return Fingerprint{}, fmt.Errorf("libsvm: read %s: %w", path, err)
-	}
-	return Fingerprint{Size: n, CRC: h.Sum32()}, nil
+	return Fingerprint{Size: size, CRC: crc}, nil
 }
 
 // castagnoli is the CRC-32C table of fingerprints.

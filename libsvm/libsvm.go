@@ -41,13 +41,19 @@ func readError(name string, line int, err error) error {
 // is not a regular file is a *ParseError naming it, before it is opened.
 func open(path string) (*os.File, error) {
 	f, err := inputfile.Open(path)
-	if errors.Is(err, inputfile.ErrNotRegular) {
-		return nil, &ParseError{File: path, Msg: strings.TrimPrefix(err.Error(), path+": ")}
-	}
 	if err != nil {
-		return nil, fmt.Errorf("libsvm: %w", err)
+		return nil, inputError(path, err)
 	}
 	return f, nil
+}
+
+// inputError is the error of inputfile's err for path: a *ParseError for
+// what is not a regular file.
+func inputError(path string, err error) error {
+	if errors.Is(err, inputfile.ErrNotRegular) {
+		return &ParseError{File: path, Msg: strings.TrimPrefix(err.Error(), path+": ")}
+	}
+	return fmt.Errorf("libsvm: %w", err)
 }
 
 // quote returns b quoted as %q does, cut to its first 40 bytes (and "…")

@@ -2,8 +2,6 @@ package protocol
 
 import (
 	"fmt"
-	"hash/crc32"
-	"io"
 	"maps"
 	"slices"
 
@@ -79,37 +77,17 @@ func (m Manifest) Check(role Manifest) error {
 // Fingerprint returns the fingerprint of the content of the file at path,
 // for Manifest.Data: "<size>-<crc>", where size is the file's size in
 // bytes, in decimal, and crc is the CRC-32C (Castagnoli) of the whole
-// content in 8 hexadecimal digits, as FingerprintSum writes them. It reads
-// the whole file (the CRC is computed by the processor's own instruction,
-// at several GB/s: a fraction of what parsing the file costs), so that two
-// roles that read files differing in any byte are told apart (but for a
-// CRC collision). What is not a regular file (a FIFO, a device, a
-// directory) is an error, before it is opened. A data set over NATS that
-// the role has not fetched whole (an inputfile.Remote) has the fingerprint
-// of its index's size and CRC-32C, with no read.
+// content in 8 hexadecimal digits, as FingerprintSum writes them
+// (inputfile.Sum: a data set over NATS not fetched whole gives its
+// index's). Two roles that read files differing in any byte are told
+// apart (but for a CRC collision). What is not a regular file (a FIFO, a
+// device, a directory) is an error, before it is opened.
 func Fingerprint(path string) (string, error) {
-	if r, ok := inputfile.RemoteOf(path); ok {
-		s := r.Summary()
-		return FingerprintSum(s.Size, s.CRC32C), nil
-	}
-	f, err := inputfile.Open(path)
+	size, crc, err := inputfile.Sum(path)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("fingerprint: %w", err)
-	}
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", fmt.Errorf("fingerprint %s: %w", path, err)
-	}
-	if n != fi.Size() {
-		return "", fmt.Errorf("fingerprint %s: read %d bytes of %d: did the file change while it was read?", path, n, fi.Size())
-	}
-	return FingerprintSum(n, h.Sum32()), nil
+	return FingerprintSum(size, crc), nil
 }
 
 // FingerprintSum returns the Fingerprint of content of size bytes whose

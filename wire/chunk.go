@@ -355,16 +355,12 @@ func (a *assembler) addChunk(msg *nats.Msg, id string, now time.Time) *nats.Msg 
 			index, count, len(a.parts)+1, a.bytes, a.limits.maxMessage))
 		return nil
 	}
-	if p.data == nil && int64(cap(msg.Data)) <= p.size && a.held.take(int64(cap(msg.Data))) {
+	switch need := len(p.data) + len(msg.Data); {
+	case p.data == nil && int64(cap(msg.Data)) <= p.size && a.held.take(int64(cap(msg.Data))):
 		// The first chunk's array, nats.go's copy of the payload,
 		// becomes the message's: nothing is copied or left as garbage.
 		p.data = msg.Data
-		a.bytes += int64(len(msg.Data))
-		p.next++
-		p.last = now
-		return a.complete(id, p, msg)
-	}
-	if need := len(p.data) + len(msg.Data); need > cap(p.data) {
+	case need > cap(p.data):
 		// Grow by doubling, up to the size announced: at most twice what
 		// arrived is allocated, and each byte is copied about twice.
 		size := min(p.size, max(2*int64(cap(p.data)), int64(need)))
@@ -375,18 +371,13 @@ func (a *assembler) addChunk(msg *nats.Msg, id string, now time.Time) *nats.Msg 
 		}
 		grown := make([]byte, len(p.data), size)
 		copy(grown, p.data)
-		p.data = grown
+		p.data = append(grown, msg.Data...)
+	default:
+		p.data = append(p.data, msg.Data...)
 	}
-	p.data = append(p.data, msg.Data...)
 	a.bytes += int64(len(msg.Data))
 	p.next++
 	p.last = now
-	return a.complete(id, p, msg)
-}
-
-// complete returns the message whose chunk msg just came, if it was the
-// last, and forgets the partial message p of id.
-func (a *assembler) complete(id string, p *partial, msg *nats.Msg) *nats.Msg {
 	if p.next < p.count {
 		return nil
 	}
