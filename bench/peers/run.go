@@ -205,9 +205,7 @@ func (e *env) stradsArgs(c *theCase, w int, sched, out, metrics string) []string
 	if sched != defaultSchedule {
 		args = append(args, "--schedule", sched)
 	}
-	if c.fit.intercept {
-		args = append(args, "--intercept")
-	}
+	args = append(args, "--intercept="+strconv.FormatBool(c.fit.intercept))
 	if e.hasTarget {
 		args = append(args, "--target", fmtFloat(c.target), "--tol", "0")
 	} else {

@@ -150,7 +150,7 @@ func TestStradsArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		args := e.stradsArgs(c, tt.v, 3, "0.5", "M")
-		if args[0] != "lasso" || !slices.Contains(args, "--intercept") {
+		if args[0] != "lasso" || !slices.Contains(args, "--intercept=true") {
 			t.Errorf("%s: %q", tt.v.name(), args)
 		}
 		tt.want["--seed"], tt.want["--target"], tt.want["--metrics"], tt.want["--tol"] = "3", "0.5", "M", "0"

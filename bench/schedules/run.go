@@ -198,9 +198,7 @@ func (e *env) sklearnFstar(ctx context.Context, c *shapeCase) error {
 // at target and writing its metrics to metrics.
 func (e *env) stradsArgs(c *shapeCase, v variant, r int, target, metrics string) []string {
 	args := []string{"lasso", "--data", c.data, "--lambda-ratio", fmtFloat(c.shape.ratio)}
-	if c.shape.intercept {
-		args = append(args, "--intercept")
-	}
+	args = append(args, "--intercept="+strconv.FormatBool(c.shape.intercept))
 	args = append(args, "--layout", v.layout)
 	switch v.layout {
 	case "rows":
@@ -401,9 +399,7 @@ func (e *env) prepare(ctx context.Context, s shape) (*shapeCase, error) {
 		args := []string{"lasso", "--data", c.data, "--lambda-ratio", fmtFloat(s.ratio)}
 		args = append(args, strings.Fields(referenceFlags)...)
 		args = append(args, "--time-limit", (10 * e.o.timeLimit).String(), "--progress", "0", "--metrics", metrics)
-		if s.intercept {
-			args = append(args, "--intercept")
-		}
+		args = append(args, "--intercept="+strconv.FormatBool(s.intercept))
 		p, err := proc.Run(ctx, 10*e.o.timeLimit+2*time.Minute, nil, e.strads, args...)
 		if err == nil && p.TimedOut {
 			err = fmt.Errorf("the reference run did not stop")

@@ -60,8 +60,8 @@ func addLassoFlags(fs *flag.FlagSet) *lassoFlags {
 	f := &lassoFlags{fs: fs}
 	fs.StringVar(&f.cfg.Data, "data", "", "LIBSVM `file` of samples (label idx:val ...); every role reads its own copy")
 	fs.Float64Var(&f.cfg.Lambda, "lambda", 0, "L1 penalty λ of (1/2n)‖y − Xβ‖² + λ‖β‖₁")
-	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖X̃ᵀỹ‖∞/n, the smallest λ with β = 0 (X and y centered with --intercept; overrides --lambda when > 0)")
-	fs.BoolVar(&f.cfg.Intercept, "intercept", false, "fit an unpenalized intercept (centers X and y)")
+	fs.Float64Var(&f.cfg.LambdaRatio, "lambda-ratio", 0, "set λ = `r`·λ_max, λ_max = ‖X̃ᵀỹ‖∞/n, the smallest λ with β = 0 (X and y centered with the intercept; overrides --lambda when > 0)")
+	fs.BoolVar(&f.cfg.Intercept, "intercept", true, "fit an unpenalized intercept, centering X and y, as scikit-learn and glmnet do (--intercept=false fits through the origin)")
 	fs.StringVar(&f.cfg.Test, "test", "", "LIBSVM `file` of held-out samples: the coordinator reports its model's mean squared error on them (metric test_mse)")
 	fs.IntVar(&f.cfg.Path, "lambda-path", 0, pathUsage)
 	f.sched = addScheduleFlags(fs)

@@ -54,17 +54,17 @@ timed() {
 # shape NAME sets FILE, the gen flags GEN and the fit flags FIT.
 shape() {
 	case $1 in
-	a) GEN="120 12000 1 200 0.9 20"; FIT="--lambda-ratio 0.1 --intercept" ;;
-	b) GEN="5000 50000 0.018 0 0 500"; FIT="--lambda-ratio 0.01" ;;
-	c) GEN="100000 1000 0.02 0 0 100"; FIT="--lambda-ratio 0.01 --intercept" ;;
-	d) GEN="20000 500000 0.0025 5000 0.8 1000"; FIT="--lambda-ratio 0.01" ;;
-	e) GEN="1000000 20000 0.0025 0 0 200"; FIT="--lambda-ratio 0.01 --intercept" ;;
-	f) GEN="20000 2000000 0.0025 20000 0.8 4000"; FIT="--lambda-ratio 0.01" ;;
-	h) GEN="2000000 20000 0.0025 0 0 200"; FIT="--lambda-ratio 0.01 --intercept" ;;
+	a) GEN="120 12000 1 200 0.9 20"; FIT="--lambda-ratio 0.1 --intercept=true" ;;
+	b) GEN="5000 50000 0.018 0 0 500"; FIT="--lambda-ratio 0.01 --intercept=false" ;;
+	c) GEN="100000 1000 0.02 0 0 100"; FIT="--lambda-ratio 0.01 --intercept=true" ;;
+	d) GEN="20000 500000 0.0025 5000 0.8 1000"; FIT="--lambda-ratio 0.01 --intercept=false" ;;
+	e) GEN="1000000 20000 0.0025 0 0 200"; FIT="--lambda-ratio 0.01 --intercept=true" ;;
+	f) GEN="20000 2000000 0.0025 20000 0.8 4000"; FIT="--lambda-ratio 0.01 --intercept=false" ;;
+	h) GEN="2000000 20000 0.0025 0 0 200"; FIT="--lambda-ratio 0.01 --intercept=true" ;;
 	*) echo "unknown shape $1 (a, b, c, d, e, f or h)" >&2; exit 2 ;;
 	esac
 	if [ "$PROBLEM" = logreg ]; then
-		FIT=$(echo "$FIT" | sed 's/ --intercept//')
+		FIT=$(echo "$FIT" | sed 's/--intercept=true/--intercept=false/')
 	fi
 	set -- $GEN
 	FILE="$DATA/$PROBLEM-$1x$2-d$3-g$4-c$5-k$6-s1.svm"
