@@ -243,3 +243,30 @@ func (a *File) Rewind(mark int64) error {
 	}
 	return nil
 }
+
+// Offset returns how much has been written, buffered bytes included: the
+// offset in the file of the next byte written.
+func (a *File) Offset() (int64, error) {
+	off, err := a.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", a.path, err)
+	}
+	return off + int64(a.Buffered()), nil
+}
+
+// Patch overwrites bytes already written, at offset off (an Offset of the
+// file), with b; what follows them stays as it is.
+func (a *File) Patch(off int64, b []byte) error {
+	if end, err := a.Offset(); err != nil {
+		return err
+	} else if off < 0 || off+int64(len(b)) > end {
+		return fmt.Errorf("write %s: patch [%d, %d) past the %d bytes written", a.path, off, off+int64(len(b)), end)
+	}
+	if err := a.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	if _, err := a.f.WriteAt(b, off); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	return nil
+}

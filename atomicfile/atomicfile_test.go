@@ -54,3 +54,45 @@ func TestMode(t *testing.T) {
 		t.Errorf("mode %v: others cannot read the file although the umask %v lets them", st.Mode().Perm(), umask)
 	}
 }
+
+// TestMarkRewindPatch drives the edits a metrics CSV takes: a rewind to a
+// mark, and a byte overwritten in place, buffered or flushed.
+func TestMarkRewindPatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.csv")
+	a, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Abort()
+	a.WriteString("h\n")
+	mark, err := a.Mark()
+	if err != nil || mark != 2 {
+		t.Fatalf("mark %d, %v; want 2", mark, err)
+	}
+	a.WriteString("r1,0\nr2,0\n")
+	if err := a.Rewind(mark); err != nil {
+		t.Fatal(err)
+	}
+	a.WriteString("r3,0\n")
+	off, err := a.Offset()
+	if err != nil || off != 7 {
+		t.Fatalf("offset %d, %v; want 7", off, err)
+	}
+	a.WriteString("r4,0\n") // buffered
+	if err := a.Patch(off-2, []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Patch(off+3, []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Patch(off+4, []byte("12")); err == nil {
+		t.Error("a patch past the end was taken")
+	}
+	a.WriteString("r5\n")
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "h\nr3,1\nr4,1\nr5\n" {
+		t.Errorf("got %q, %v", got, err)
+	}
+}

@@ -193,6 +193,8 @@ type node[P, R, U, S any] struct {
 	// metricNames are the app's metrics, fixed by the first report; nil
 	// before it.
 	metricNames []string
+	// metricRows are the rows of the metrics CSV so far.
+	metricRows []metricRow
 	start       time.Time
 	res         Result
 
@@ -1205,7 +1207,46 @@ func (n *node[P, R, U, S]) record(s schmp.Sample) error {
 	n.stats.nats = n.natsDelta()
 	writeSample(n.metrics.Writer, s, n.stats.since(&n.lastRow, n.npulled-n.lastRound))
 	n.lastRow, n.lastRound = n.stats.copy(), n.npulled
+	end, err := n.metrics.Offset()
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	n.metricRows = append(n.metricRows, metricRow{round: s.Round, written: end - 2})
 	return nil
+}
+
+// metricRow is a row of the metrics CSV: the round of its report, and the
+// offset of its written column's digit.
+type metricRow struct {
+	round   uint64
+	written int64
+}
+
+// markWritten sets the written column of the metrics CSV's row of the
+// model written: the last report's, or the kept one's (schmp.Kept).
+func (n *node[P, R, U, S]) markWritten() error {
+	if n.metrics == nil || len(n.metricRows) == 0 {
+		return nil
+	}
+	row := n.metricRows[len(n.metricRows)-1]
+	if k, ok := n.app.(schmp.Kept); ok {
+		var round uint64
+		var kept bool
+		if err := protocol.Guard("KeptRound", func() error { round, kept = k.KeptRound(); return nil }); err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		found := !kept
+		for _, r := range slices.Backward(n.metricRows) {
+			if r.round == round {
+				row, found = r, true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("coordinator: the model kept is the report of round %d, which the metrics do not hold", round)
+		}
+	}
+	return n.metrics.Patch(row.written, []byte("1"))
 }
 
 // checkMetrics writes the metrics CSV header with the app's columns at the
@@ -1221,7 +1262,7 @@ func (n *node[P, R, U, S]) checkMetrics(ms []schmp.Metric) error {
 			n.metricNames[i] = m.Name
 			n.metrics.WriteString("," + m.Name)
 		}
-		n.metrics.WriteString("\n")
+		n.metrics.WriteString(",written\n")
 		return nil
 	}
 	if len(ms) != len(n.metricNames) {
@@ -1372,6 +1413,9 @@ func (n *node[P, R, U, S]) commit() error {
 		if err := protocol.Guard("WriteModel", func() error { return o.Write(f) }); err != nil {
 			return fmt.Errorf("coordinator: write %s: %w", o.Path, err)
 		}
+	}
+	if err := n.markWritten(); err != nil {
+		return err
 	}
 	if err := n.files.Commit(); err != nil {
 		return fmt.Errorf("coordinator: %w", err)

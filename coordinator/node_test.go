@@ -422,8 +422,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestAppMetrics checks that an app's metrics become the last columns of the
-// metrics CSV, a NaN an empty cell.
+// TestAppMetrics checks that an app's metrics follow the runtime's columns
+// of the metrics CSV, a NaN an empty cell, and that the written column
+// marks the last row, whose state the model is.
 func TestAppMetrics(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.csv")
 	if _, err := run(t, halving{metrics: true}, coordinator.Options{Workers: 2, MaxRounds: 4, ReportEvery: 1, Metrics: path}); err != nil {
@@ -434,15 +435,19 @@ func TestAppMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if !strings.HasPrefix(rows[0], "time_s,round,objective,") || !strings.HasSuffix(rows[0], ",bytes,selected,rejected,deferred,x,none") || len(rows) != 6 {
+	if !strings.HasPrefix(rows[0], "time_s,round,objective,") || !strings.HasSuffix(rows[0], ",bytes,selected,rejected,deferred,x,none,written") || len(rows) != 6 {
 		t.Fatalf("metrics:\n%s", data)
 	}
 	// The report after round r shows x = 2^-r (the halving), with an
 	// empty cell for "none".
 	for r, row := range rows[1:] {
 		cells := strings.Split(row, ",")
-		if want := strconv.FormatFloat(math.Pow(2, -float64(r)), 'g', -1, 64); len(cells) != 19 || cells[17] != want || cells[18] != "" {
-			t.Errorf("row %d: %q, want x = %s and an empty last cell", r+1, row, want)
+		written := "0"
+		if r == len(rows)-2 {
+			written = "1"
+		}
+		if want := strconv.FormatFloat(math.Pow(2, -float64(r)), 'g', -1, 64); len(cells) != 20 || cells[17] != want || cells[18] != "" || cells[19] != written {
+			t.Errorf("row %d: %q, want x = %s, an empty cell and written %s", r+1, row, want, written)
 		}
 	}
 }

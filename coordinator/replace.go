@@ -265,6 +265,7 @@ func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece *co
 		if err := n.metrics.Rewind(mark); err != nil {
 			return err
 		}
+		n.metricRows = slices.DeleteFunc(n.metricRows, func(r metricRow) bool { return r.written >= mark })
 		if piece == nil {
 			n.metricNames = nil // rewound to before the header: the first report writes it again
 		}

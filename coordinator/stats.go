@@ -181,5 +181,5 @@ func writeSample(w *bufio.Writer, s schmp.Sample, r rowStats) {
 			f(m.Value, -1)
 		}
 	}
-	w.WriteByte('\n')
+	w.WriteString(",0\n") // written: markWritten sets the written row's to 1
 }

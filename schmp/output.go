@@ -50,6 +50,16 @@ type Finisher[S any] interface {
 	Finish(reports []S) error
 }
 
+// Kept is implemented by a Coordinator whose written model may be the
+// state of an earlier report than the job's last: matrix factorization
+// keeps its best validation evaluation. KeptRound returns that report's
+// round, and the runtime marks that row of the metrics CSV as the one
+// written; with ok false, or for a Coordinator that is not Kept, it marks
+// the last row. It is called once the job has stopped, after Finish.
+type Kept interface {
+	KeptRound() (round uint64, ok bool)
+}
+
 // ModelOutputs returns the files of c's model given out, the runtime's
 // output path: c's Outputs if c is an Outputter, otherwise the file out
 // that WriteModel writes, or none if out is "".

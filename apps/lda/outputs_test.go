@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 )
 
@@ -302,6 +303,9 @@ func TestRuntimeMetrics(t *testing.T) {
 	t.Logf("held-out perplexity at iterations 0, 2, …: %.1f; final %.1f; %s", perps, final, res.Reason)
 	if last := perps[len(perps)-1]; last != final {
 		t.Errorf("the last report's held-out perplexity %v is not the final one %v", last, final)
+	}
+	if w := testhelper.WrittenRow(t, metrics); w["iter"] != 8 || w["test_perplexity"] != final {
+		t.Errorf("the metrics' written row is iteration %v, perplexity %v; the model written: 8, %v", w["iter"], w["test_perplexity"], final)
 	}
 	if !(final < 0.7*perps[0]) {
 		t.Errorf("held-out perplexity %.1f at the start, %.1f at the end: no fall", perps[0], final)

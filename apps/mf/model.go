@@ -628,6 +628,16 @@ func ModelOf(coord any) *Model {
 	return nil
 }
 
+// KeptRound returns the round of the evaluation whose factors the model
+// keeps, with validation (schmp.Kept); without, the model is the last
+// report's state.
+func (b *base) KeptRound() (uint64, bool) {
+	if b.m.Val == 0 || b.m.BestAt < 0 || b.m.BestAt >= len(b.m.Trace) {
+		return 0, false
+	}
+	return b.m.Trace[b.m.BestAt].Round, true
+}
+
 // model returns the coordinator's model (ModelOf).
 func (b *base) model() *Model { return b.m }
 

@@ -483,8 +483,9 @@ func TestWrittenIsReported(t *testing.T) {
 			tc.set(&cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			metrics := filepath.Join(t.TempDir(), "metrics.csv")
 			res, err := runJob(ctx, cfg, job.Options{Job: "mfwritten", Timeout: 20 * time.Second,
-				Coordinator: coordinator.Options{Depth: 1, Timeout: 20 * time.Second, Out: filepath.Join(t.TempDir(), "model")}})
+				Coordinator: coordinator.Options{Depth: 1, Timeout: 20 * time.Second, Out: filepath.Join(t.TempDir(), "model"), Metrics: metrics}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -495,6 +496,10 @@ func TestWrittenIsReported(t *testing.T) {
 			}
 			if got := savedRMSE(t, m, tests); math.Abs(got-best.TestRMSE) > 1e-9*got {
 				t.Errorf("the files give test RMSE %.9f, the kept evaluation (iteration %g) says %.9f", got, best.Iter, best.TestRMSE)
+			}
+			if row := testhelper.WrittenRow(t, metrics); row["iter"] != best.Iter || row["test_rmse"] != best.TestRMSE {
+				t.Errorf("the metrics' written row is iteration %g, test RMSE %.9f; the kept evaluation iteration %g, %.9f",
+					row["iter"], row["test_rmse"], best.Iter, best.TestRMSE)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestPredictLogreg checks that strads predict, given the model file of a
@@ -18,8 +20,9 @@ func TestPredictLogreg(t *testing.T) {
 	test := genLogregData(t, 100, "--labels", "01", "--bias", "0.5", "--seed", "4")
 	dir := t.TempDir()
 	model, inJob, pred := filepath.Join(dir, "w.csv"), filepath.Join(dir, "job.csv"), filepath.Join(dir, "pred.csv")
-	if code, _, stderr := runCLI(t, "logreg", "--data", data, "--test", test, "--lambda-ratio", "0.1", "--intercept",
-		"--progress", "0", "--out", model, "--predict", inJob); code != 0 {
+	metrics := filepath.Join(dir, "m.csv")
+	if code, _, stderr := runCLI(t, "logreg", "--data", data, "--test", test, "--lambda-ratio", "0.1",
+		"--progress", "0", "--out", model, "--predict", inJob, "--metrics", metrics); code != 0 {
 		t.Fatalf("logreg: exit %d: %s", code, stderr)
 	}
 	if code, stdout, stderr := runCLI(t, "predict", "--model", model, "--data", test, "--out", pred); code != 0 || !strings.Contains(stdout, "logreg model") {
@@ -29,8 +32,13 @@ func TestPredictLogreg(t *testing.T) {
 	if got[0] != "label,probability" || len(got) != len(want) || len(got) != 101 {
 		t.Fatalf("predictions: header %q, %d lines; the job's: %d", got[0], len(got), len(want))
 	}
+	labels := readLines(t, test)
+	right := 0
 	for i := 1; i < len(got); i++ {
 		lab, p, _ := strings.Cut(got[i], ",")
+		if lab == strings.Fields(labels[i-1])[0] {
+			right++
+		}
 		_, q, _ := strings.Cut(want[i], ",")
 		pv, err1 := strconv.ParseFloat(p, 64)
 		qv, err2 := strconv.ParseFloat(q, 64)
@@ -41,6 +49,9 @@ func TestPredictLogreg(t *testing.T) {
 		if err1 != nil || err2 != nil || math.Abs(pv-qv) > 1e-12 || lab != wantLab {
 			t.Fatalf("sample %d: predicted %q, the job wrote probability %s (want label %s)", i, got[i], q, wantLab)
 		}
+	}
+	if acc, reported := float64(right)/float64(len(labels)), testhelper.WrittenRow(t, metrics)["test_accuracy"]; acc != reported {
+		t.Errorf("accuracy of the predictions %v, the job reported test_accuracy %v in the metrics' written row", acc, reported)
 	}
 }
 
@@ -73,20 +84,9 @@ func TestPredictLasso(t *testing.T) {
 		}
 		sse += (p - y) * (p - y)
 	}
-	rows := readLines(t, metrics)
-	header, last := strings.Split(rows[0], ","), strings.Split(rows[len(rows)-1], ",")
-	col := -1
-	for k, h := range header {
-		if h == "test_mse" {
-			col = k
-		}
-	}
-	if col < 0 {
-		t.Fatalf("no test_mse in %q", rows[0])
-	}
-	reported, err := strconv.ParseFloat(last[col], 64)
-	if mse := sse / float64(len(labels)); err != nil || math.Abs(mse-reported) > 1e-9*reported {
-		t.Errorf("MSE of the predictions %v, the job reported test_mse %v", mse, reported)
+	reported := testhelper.WrittenRow(t, metrics)["test_mse"]
+	if mse := sse / float64(len(labels)); !(math.Abs(mse-reported) <= 1e-9*reported) {
+		t.Errorf("MSE of the predictions %v, the job reported test_mse %v in the metrics' written row", mse, reported)
 	}
 }
 
