@@ -172,9 +172,9 @@ type Model struct {
 	// (Config.Holdout).
 	Val, ValUnseen int
 	// Trace holds every evaluation, in order; with Config.Holdout, up to
-	// the one that decided the validation stop (Stopped): the reports
-	// after it, of states the model does not keep, go to the runtime's
-	// metrics only.
+	// the one that decided the validation stop (Stopped), and after it
+	// only new lowest ones, which the model keeps: the other reports after
+	// it go to the runtime's metrics only.
 	Trace []Eval
 	// BestAt, with Config.Holdout, is the index in Trace of the evaluation
 	// with the lowest validation RMSE (the first of equals), whose factors
@@ -501,8 +501,9 @@ func (b *base) account(s Stats) {
 // evaluate (not Exact) repeats the last evaluation. With validation, once
 // Config.Patience evaluations in a row brought no new lowest, the
 // evaluation asks the runtime to stop (schmp.Progress.Stop), and so does
-// every one after it: those are not recorded (the model keeps the best
-// evaluation's factors), but the runtime's metrics show them.
+// every one after it: those are recorded only if they are a new lowest
+// (the model keeps the best evaluation's factors, computed before or
+// after the stop), but the runtime's metrics show them all.
 func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Progress, error) {
 	var e Eval
 	var wn, hn, bn, testSSE, valSSE float64
@@ -562,10 +563,11 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 	if b.nanos > 0 {
 		e.RatingsPerCoreSec = b.work / (float64(b.nanos) / 1e9)
 	}
-	// After the validation stop, the model has chosen: the evaluations
-	// that follow are of states it does not keep.
+	// After the validation stop, the evaluations that follow (of rounds
+	// already under way) are recorded and kept only if they are a new
+	// lowest: computed, and better, they are not thrown away.
 	stopped := m.Stopped
-	improved := !stopped && (m.Val == 0 || m.BestAt < 0 || e.ValRMSE < m.Trace[m.BestAt].ValRMSE)
+	improved := m.Val == 0 || m.BestAt < 0 || e.ValRMSE < m.Trace[m.BestAt].ValRMSE
 	if b.reportFactors() && improved {
 		m.W = make([][]float64, len(reports))
 		for p, r := range reports {
@@ -596,17 +598,18 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 			m.C = slices.Clone(b.foldC)
 		}
 	}
-	if !stopped {
+	record := !stopped || improved
+	if record {
 		m.Trace = append(m.Trace, e)
 	}
-	if m.Val > 0 && !stopped {
+	if m.Val > 0 && record {
 		if improved {
 			m.BestAt = len(m.Trace) - 1
 		} else if len(m.Trace)-1-m.BestAt >= b.cfg.Patience {
 			m.Stopped = true
 		}
 	}
-	if w := b.cfg.Progress; w != nil && !stopped {
+	if w := b.cfg.Progress; w != nil && record {
 		fmt.Fprintf(w, "iter %-6.4g round %-6d elapsed %-9s train RMSE %.6f  test RMSE %.6f  objective %.9g  ratings/s %.3g (per core %.3g)\n",
 			e.Iter, e.Round, e.Time.Round(time.Millisecond), e.TrainRMSE, e.TestRMSE, e.Objective, e.RatingsPerSec, e.RatingsPerCoreSec)
 	}

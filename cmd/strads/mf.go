@@ -218,7 +218,7 @@ func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
 	if j.cfg.Holdout > 0 {
 		e = m.Best()
 		why := fmt.Sprintf("the lowest of %d evaluations; ", len(m.Trace))
-		if m.Stopped {
+		if m.Stopped && m.BestAt < len(m.Trace)-1 {
 			why = fmt.Sprintf("stopped: no lower one in the %d evaluations after it; ", j.cfg.Patience)
 		}
 		fmt.Fprintf(w, "validation RMSE %.6f at iteration %g (%sthe figures below and the outputs are of that evaluation)\n", e.ValRMSE, e.Iter, why)
@@ -229,6 +229,9 @@ func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
 		fmt.Fprintln(w, "the job kept iteration 0, the bias-only model μ + b_u + c_i (two sweeps of its fit, to all the training ratings): the factors did not lower the validation RMSE")
 	}
 	compareBiasOnly(j.cfg, e, w, j.cfg.Warn)
+	if j.cfg.Holdout > 0 && m.BestAt == len(m.Trace)-1 && len(m.Trace) > 1 {
+		fmt.Fprintf(w, "the validation RMSE was still falling at the last evaluation: more --iters (now %d) may lower it\n", j.cfg.Iters)
+	}
 	if j.cfg.Holdout > 0 {
 		res.WriteSummary(w)
 		return

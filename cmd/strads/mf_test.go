@@ -258,3 +258,16 @@ func TestMFStops(t *testing.T) {
 		})
 	}
 }
+
+// TestMFStillFalling checks that a job whose validation RMSE was still
+// falling at its last evaluation says so, and names --iters.
+func TestMFStillFalling(t *testing.T) {
+	train, test := genMFData(t)
+	code, stdout, stderr := runCLI(t, "mf", "--train", train, "--test", test, "--rank", "3", "--iters", "3", "--workers", "1", "--progress", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "validation RMSE was still falling at the last evaluation: more --iters (now 3)") {
+		t.Errorf("no word that the validation RMSE still falls:\n%s", stdout)
+	}
+}
