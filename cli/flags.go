@@ -81,7 +81,7 @@ func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
 	fs.StringVar(&f.job, "job", job, "job `name`: every subject of the job is under strads.<name>.")
 	fs.BoolVar(&f.verbose, "verbose", false, "log what every role does")
 	fs.StringVar(&f.http, "http", "", "serve the live page (/), Prometheus metrics (/metrics) and, with --pprof, profiles on `addr`: :9090 is 127.0.0.1:9090, this machine only; other machines need a host, e.g. 0.0.0.0:9090")
-	fs.Var(&f.ckptEvery, "checkpoint-every", "take a checkpoint every `n` rounds (50), or this often (10m), in the NATS server's JetStream (a whole job's embedded server: in --store, by default ./strads-store); the rounds do not wait for it and the model is the same (0: none)")
+	fs.Var(&f.ckptEvery, "checkpoint-every", "take a checkpoint every `n` rounds (50), or this often (10m), in the NATS server's JetStream (a whole job's embedded server: in --store, by default $XDG_STATE_HOME/strads/store or ~/.local/state/strads/store); the rounds do not wait for it and the model is the same (0: none)")
 	fs.IntVar(&f.ckptKeep, "checkpoint-keep", coordinator.DefaultCheckpointKeep, "keep the last `k` checkpoints")
 	fs.IntVar(&f.spares, "spares", 0, "coordinator: admit up to `n` spare workers and n spare schedulers (roles started when every place is taken); when a node is lost (no heartbeat for 5s) a spare takes its place and the job goes back to its last checkpoint (--checkpoint-every), or to its start if it has none, and on, to the same model")
 	fs.BoolVar(&f.resume, "resume", false, "resume the job from its last checkpoint (the same --job, settings and data), and end with the model it would have ended with")
@@ -241,9 +241,20 @@ func SetDefault(fs *flag.FlagSet, name, value, usage string) {
 	}
 }
 
-// defaultStore is the embedded server's JetStream store of a whole job
-// that takes checkpoints or resumes without --store.
-const defaultStore = "strads-store"
+// defaultStore returns the embedded server's JetStream store of a whole
+// job that takes checkpoints or resumes without --store: the user's state
+// directory of the XDG base directories ($XDG_STATE_HOME, by default
+// ~/.local/state), not the working directory, which may be a checkout.
+func defaultStore() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) { // a relative one is to be ignored
+		return filepath.Join(d, "strads", "store"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", Usagef("--checkpoint-every and --resume: no --store, and no home directory for the default (%v)", err)
+	}
+	return filepath.Join(home, ".local", "state", "strads", "store"), nil
+}
 
 // checkCheckpoints checks the checkpoint flags against the role and the
 // others, and gives a whole job that needs JetStream in its embedded
@@ -263,8 +274,12 @@ func (f *runFlags) checkCheckpoints(role Role, w io.Writer) error {
 		return Usagef("--checkpoint-every and --resume with --nats: a whole job needs --key FILE (make one with strads key new FILE, and give the same to every run of the job); without one its roles use a random key of their own, and no later run could verify its checkpoints")
 	}
 	if role == All && f.nats == "" && f.store == "" {
-		f.store = defaultStore
-		fmt.Fprintf(w, "checkpoints in ./%s (the embedded NATS server's JetStream store; --store DIR to choose)\n", defaultStore)
+		store, err := defaultStore()
+		if err != nil {
+			return err
+		}
+		f.store = store
+		fmt.Fprintf(w, "checkpoints in %s (the embedded NATS server's JetStream store; --store DIR to choose)\n", store)
 	}
 	return nil
 }

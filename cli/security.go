@@ -34,7 +34,7 @@ type secFlags struct {
 func (f *secFlags) addSecurityFlags(fs *flag.FlagSet) {
 	f.addCredentialFlags(fs)
 	fs.StringVar(&f.natsListen, "nats-listen", "", "whole job without --nats: let the embedded NATS server also take TCP connections on `HOST:PORT` (no host: 127.0.0.1), say for a tool that watches the job's subjects; by default it takes none, its nodes connect in-process")
-	fs.StringVar(&f.store, "store", "", "whole job without --nats: enable JetStream in the embedded NATS server, with its store in `directory` DIR (created if missing), where checkpoints and data sets live and outlast the job; an external server (--nats) needs JetStream on instead (strads server --store DIR)")
+	fs.StringVar(&f.store, "store", "", "whole job without --nats: enable JetStream in the embedded NATS server, with its store in `directory` DIR (created if missing), where checkpoints and data sets live and outlast the job (checkpoints without --store: $XDG_STATE_HOME/strads/store, by default ~/.local/state/strads/store); an external server (--nats) needs JetStream on instead (strads server --store DIR)")
 	fs.BoolVar(&f.pprof, "pprof", false, "with --http, also serve pprof profiles on /debug/pprof/")
 	fs.StringVar(&f.key, "key", "", "the job's key: a `file` (mode 0600) of at least 32 random bytes or their hex or base64 text, as strads key new writes it; every message of the job then carries a MAC under it, and a role without it cannot join or send the job anything; every role needs the same one. A whole job with --nats and no --key uses a random key of its own")
 }
