@@ -266,6 +266,8 @@ func (s *chartSpec) draw(runs []*metricsFile) (*plot.Plot, string, error) {
 	p.Y.Label.Text = yLabel
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
+	p.X.Tick.Marker = distinctTicks{}
+	p.Y.Tick.Marker = distinctTicks{}
 	if s.log {
 		p.Y.Tick.Marker = plot.TickerFunc(logaxis.Ticks)
 	}
@@ -382,4 +384,44 @@ func legendNames(runs []*metricsFile) []string {
 		}
 	}
 	return names
+}
+
+// distinctTicks is gonum's default ticker, whose labels repeat on a narrow
+// range (an objective that moves in its sixth digit, times past 1,000 s
+// apart by milliseconds), with its labels then given the fewest
+// significant digits that tell them apart.
+type distinctTicks struct{ plot.DefaultTicks }
+
+// Ticks implements plot.Ticker.
+func (d distinctTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := d.DefaultTicks.Ticks(min, max)
+	distinct := func(label func(plot.Tick) string) bool {
+		seen := map[string]bool{}
+		for _, t := range ticks {
+			if t.Label == "" {
+				continue
+			}
+			l := label(t)
+			if seen[l] {
+				return false
+			}
+			seen[l] = true
+		}
+		return true
+	}
+	if distinct(func(t plot.Tick) string { return t.Label }) {
+		return ticks
+	}
+	for prec := 2; prec <= 17; prec++ {
+		label := func(t plot.Tick) string { return strconv.FormatFloat(t.Value, 'g', prec, 64) }
+		if distinct(label) {
+			for i, t := range ticks {
+				if t.Label != "" {
+					ticks[i].Label = label(t)
+				}
+			}
+			break
+		}
+	}
+	return ticks
 }

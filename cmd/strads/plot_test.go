@@ -142,7 +142,7 @@ func TestPlotBadInput(t *testing.T) {
 		want string // in the one line on stderr
 	}{
 		{"not a metrics CSV", []string{"--metrics", real + "," + model}, "model.csv:1: not a metrics CSV"},
-		{"a short row", []string{"--metrics", short}, "short.csv:3: 16 cells, the header names 17 columns"},
+		{"a short row", []string{"--metrics", short}, "short.csv:3: 17 cells, the header names 18 columns"},
 		{"not a number", []string{"--metrics", nan}, `nan.csv:2: column objective: "x111`},
 		{"empty", []string{"--metrics", file("empty.csv", "")}, "empty.csv: empty, not a metrics CSV"},
 		{"no rows", []string{"--metrics", file("header.csv", header+"\n")}, "header.csv: a header and no rows"},
@@ -199,6 +199,31 @@ func TestPlotOptimum(t *testing.T) {
 		s := &chartSpec{y: "subopt", target: tc.target}
 		if fstar, sg, _ := s.optimum(tc.objs); fstar != tc.fstar || sg != tc.sg {
 			t.Errorf("%s: F* = %g, sign %g; want %g, %g", tc.name, fstar, sg, tc.fstar, tc.sg)
+		}
+	}
+}
+
+// TestDistinctTicks checks that the linear axes never repeat a tick label,
+// where gonum's default ticker does (a narrow range far from zero).
+func TestDistinctTicks(t *testing.T) {
+	tests := []struct{ min, max float64 }{
+		{1.2188 + 1e-12, 1.2188 + 3e-11}, // an objective moving in its 11th digit
+		{1000, 1000.03},                  // times past 1,000 s, apart by ms
+		{0, 0.02},                        // a range the default labels well
+	}
+	for _, tt := range tests {
+		labels := map[string]bool{}
+		for _, tk := range (distinctTicks{}).Ticks(tt.min, tt.max) {
+			if tk.Label == "" {
+				continue
+			}
+			if labels[tk.Label] {
+				t.Errorf("[%v, %v]: label %q twice", tt.min, tt.max, tk.Label)
+			}
+			labels[tk.Label] = true
+		}
+		if len(labels) < 2 {
+			t.Errorf("[%v, %v]: %d labels", tt.min, tt.max, len(labels))
 		}
 	}
 }
