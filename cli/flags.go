@@ -72,7 +72,7 @@ func addRunFlags(fs *flag.FlagSet, job string) *runFlags {
 	fs.Var(&f.target, "target", "stop once the objective is at most `F` (for benchmarks against a peer's objective); unset: off")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this much time (0: no limit)")
 	fs.IntVar(&f.reportEvery, "report-every", 10, "compute the objective every `n` rounds")
-	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV to `file`: time_s,round,objective,nnz,updates,gap, then per-round means since the previous row: plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes,selected,rejected,deferred (the plans: variables updated, candidates the dependency check rejected, candidates put off as in flight), the app's metrics, and written (1 on the row of the model written)")
+	fs.StringVar(&f.metrics, "metrics", "", "write a metrics CSV to `file`: time_s,round,objective,nnz,updates,gap, then per-round means since the previous row: plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes,selected,rejected,deferred (the plans: variables updated, candidates the dependency check rejected, candidates put off as in flight), written (1 on the row of the model written, else 0), then the app's metrics")
 	fs.StringVar(&f.out, "out", "", "write the model to `file`")
 	fs.DurationVar(&f.progress, "progress", 2*time.Second, "print a progress line this often (0: never)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "longest wait for any other role once the job runs")

@@ -195,8 +195,8 @@ type node[P, R, U, S any] struct {
 	metricNames []string
 	// metricRows are the rows of the metrics CSV so far.
 	metricRows []metricRow
-	start       time.Time
-	res         Result
+	start      time.Time
+	res        Result
 
 	// Accounting.
 	stats     stats
@@ -204,13 +204,19 @@ type node[P, R, U, S any] struct {
 	lastRound uint64
 	// The plans counted and the rounds pulled at the previous progress
 	// line, and whether the warning of empty plans was given.
-	progPlans   planCounts
-	progRound   uint64
-	warnedEmpty bool
-	npulled     uint64                 // the rounds pulled, as the actions told
-	timing      map[uint64]*roundTimes // rounds sent, not yet pulled
-	waited      time.Duration          // time spent waiting for messages
-	nats0       nats.Statistics
+	progPlans planCounts
+	progRound uint64
+	// progAt and progUpdates are the time and update count of the last
+	// progress line, startUpdates the count at this run's start.
+	progAt       time.Time
+	progUpdates  int64
+	startUpdates int64
+	sawNNZ       bool // a report had a non-zero NNZ
+	warnedEmpty  bool
+	npulled      uint64                 // the rounds pulled, as the actions told
+	timing       map[uint64]*roundTimes // rounds sent, not yet pulled
+	waited       time.Duration          // time spent waiting for messages
+	nats0        nats.Statistics
 }
 
 // taskKey names a task: its round, and its kind.
@@ -766,6 +772,7 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 			n.metricMarks[n.res.Resumed] = mark
 		}
 	}
+	n.startUpdates = n.core.Status().Updates
 	if err := n.perform(); err != nil {
 		return err
 	}
@@ -1207,11 +1214,13 @@ func (n *node[P, R, U, S]) record(s schmp.Sample) error {
 	n.stats.nats = n.natsDelta()
 	writeSample(n.metrics.Writer, s, n.stats.since(&n.lastRow, n.npulled-n.lastRound))
 	n.lastRow, n.lastRound = n.stats.copy(), n.npulled
-	end, err := n.metrics.Offset()
+	off, err := n.metrics.Offset()
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
-	n.metricRows = append(n.metricRows, metricRow{round: s.Round, written: end - 2})
+	n.metricRows = append(n.metricRows, metricRow{round: s.Round, written: off + 1})
+	n.metrics.WriteString(",0") // markWritten sets the written row's to 1
+	writeAppMetrics(n.metrics.Writer, s)
 	return nil
 }
 
@@ -1262,7 +1271,7 @@ func (n *node[P, R, U, S]) checkMetrics(ms []schmp.Metric) error {
 			n.metricNames[i] = m.Name
 			n.metrics.WriteString("," + m.Name)
 		}
-		n.metrics.WriteString(",written\n")
+		n.metrics.WriteString("\n")
 		return nil
 	}
 	if len(ms) != len(n.metricNames) {
@@ -1293,15 +1302,21 @@ func (n *node[P, R, U, S]) progressLine() {
 	if st.Final.HasGap {
 		gap = fmt.Sprintf("  gap %.2g", st.Final.Gap)
 	}
-	var extra strings.Builder
-	for _, m := range st.Final.Metrics {
-		fmt.Fprintf(&extra, "  %s %.6g", m.Name, m.Value)
-	}
 	pos := position{Rounds: st.Rounds, MaxRounds: n.opts.MaxRounds, Elapsed: el, TimeLimit: n.opts.TimeLimit}
 	if _, ok := n.app.(schmp.Iterated); ok {
 		pos.Period = n.core.Config().Period
 	}
 	pos.Ended = st.Done
+	var extra strings.Builder
+	for _, m := range st.Final.Metrics {
+		// A metric not computed at this report (a held-out perplexity
+		// between evaluations) is left out, and so is the app's own
+		// iteration count where the position gives the runtime's.
+		if math.IsNaN(m.Value) || (m.Name == "iter" && pos.Period > 0) {
+			continue
+		}
+		fmt.Fprintf(&extra, "  %s %.6g", m.Name, m.Value)
+	}
 	if r := n.c.NATS().Stats().Reconnects - n.nats0.Reconnects; r > 0 {
 		fmt.Fprintf(&extra, "  reconnects %d", r)
 	}
@@ -1316,9 +1331,28 @@ func (n *node[P, R, U, S]) progressLine() {
 		}
 	}
 	n.progPlans, n.progRound = n.stats.plans, n.npulled
-	fmt.Fprintf(n.opts.Progress, "%s  objective %.9g%s  nnz %d  updates/s %.0f%s%s\n",
-		pos, st.Final.Objective, gap, st.Final.NNZ,
-		float64(st.Updates)/el.Seconds(), extra.String(), n.stage())
+	// Updates per second since the line before (since this run's start
+	// for the first: a resumed job's count includes the run before), for
+	// an app that counts its updates; nnz once a report had any (mf's
+	// and LDA's models have none to count).
+	rate := ""
+	if st.Updates > 0 {
+		now := time.Now()
+		since, from := n.progAt, n.progUpdates
+		if since.IsZero() {
+			since, from = n.start, n.startUpdates
+		}
+		if dt := now.Sub(since).Seconds(); dt > 0 && st.Updates >= from { // not after a rollback
+			rate = fmt.Sprintf("  updates/s %.3g", float64(st.Updates-from)/dt)
+		}
+		n.progAt, n.progUpdates = now, st.Updates
+	}
+	nnz := ""
+	if n.sawNNZ = n.sawNNZ || st.Final.NNZ > 0; n.sawNNZ {
+		nnz = fmt.Sprintf("  nnz %d", st.Final.NNZ)
+	}
+	fmt.Fprintf(n.opts.Progress, "%s  objective %.9g%s%s%s%s%s\n",
+		pos, st.Final.Objective, gap, nnz, rate, extra.String(), n.stage())
 }
 
 // emptyWindow is the fewest rounds over which plans that ran mostly empty

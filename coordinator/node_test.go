@@ -424,18 +424,25 @@ func TestValidate(t *testing.T) {
 
 // TestAppMetrics checks that an app's metrics follow the runtime's columns
 // of the metrics CSV, a NaN an empty cell, and that the written column
-// marks the last row, whose state the model is.
+// marks the last row, whose state the model is; the progress line leaves
+// a NaN out.
 func TestAppMetrics(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.csv")
-	if _, err := run(t, halving{metrics: true}, coordinator.Options{Workers: 2, MaxRounds: 4, ReportEvery: 1, Metrics: path}); err != nil {
+	var progress strings.Builder
+	if _, err := run(t, halving{metrics: true}, coordinator.Options{Workers: 2, MaxRounds: 4, ReportEvery: 1, Metrics: path,
+		Progress: &progress, ProgressEvery: time.Nanosecond}); err != nil {
 		t.Fatal(err)
+	}
+	// The progress lines give x, not "none", which is never computed.
+	if p := progress.String(); !strings.Contains(p, "  x ") || strings.Contains(p, "none") || strings.Contains(p, "NaN") {
+		t.Errorf("progress lines:\n%s", p)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if !strings.HasPrefix(rows[0], "time_s,round,objective,") || !strings.HasSuffix(rows[0], ",bytes,selected,rejected,deferred,x,none,written") || len(rows) != 6 {
+	if !strings.HasPrefix(rows[0], "time_s,round,objective,") || !strings.HasSuffix(rows[0], ",bytes,selected,rejected,deferred,written,x,none") || len(rows) != 6 {
 		t.Fatalf("metrics:\n%s", data)
 	}
 	// The report after round r shows x = 2^-r (the halving), with an
@@ -446,7 +453,7 @@ func TestAppMetrics(t *testing.T) {
 		if r == len(rows)-2 {
 			written = "1"
 		}
-		if want := strconv.FormatFloat(math.Pow(2, -float64(r)), 'g', -1, 64); len(cells) != 20 || cells[17] != want || cells[18] != "" || cells[19] != written {
+		if want := strconv.FormatFloat(math.Pow(2, -float64(r)), 'g', -1, 64); len(cells) != 20 || cells[17] != written || cells[18] != want || cells[19] != "" {
 			t.Errorf("row %d: %q, want x = %s, an empty cell and written %s", r+1, row, want, written)
 		}
 	}

@@ -139,10 +139,11 @@ func (s *stats) timing(elapsed, waited time.Duration, traffic nats.Statistics) T
 	}
 }
 
-const metricsHeader = "time_s,round,objective,nnz,updates,gap,plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes,selected,rejected,deferred\n"
+const metricsHeader = "time_s,round,objective,nnz,updates,gap,plan_ms,dispatch_ms,push_ms,wait_ms,pull_ms,latency_ms,msgs,bytes,selected,rejected,deferred,written\n"
 
-// writeSample writes s as a metrics row, with r, the per-round means of the
-// rounds pulled since the previous row.
+// writeSample writes the runtime's columns of s's metrics row up to
+// deferred, with r, the per-round means of the rounds pulled since the
+// previous row; written and the app's metrics follow.
 func writeSample(w *bufio.Writer, s schmp.Sample, r rowStats) {
 	f := func(v float64, prec int) {
 		w.WriteString(strconv.FormatFloat(v, 'g', prec, 64))
@@ -175,11 +176,15 @@ func writeSample(w *bufio.Writer, s schmp.Sample, r rowStats) {
 		w.WriteByte(',')
 		f(v, 4)
 	}
+}
+
+// writeAppMetrics ends a metrics row with the app's metrics of s.
+func writeAppMetrics(w *bufio.Writer, s schmp.Sample) {
 	for _, m := range s.Metrics {
 		w.WriteByte(',')
 		if !math.IsNaN(m.Value) {
-			f(m.Value, -1)
+			w.WriteString(strconv.FormatFloat(m.Value, 'g', -1, 64))
 		}
 	}
-	w.WriteString(",0\n") // written: markWritten sets the written row's to 1
+	w.WriteByte('\n')
 }

@@ -41,7 +41,7 @@ func TestMFCommand(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			if !strings.Contains(stdout, "test RMSE") || !strings.Contains(stderr, "iter 8  train_rmse") {
+			if !strings.Contains(stdout, "test RMSE") || !strings.Contains(stderr, "iter 8/8  elapsed") || !strings.Contains(stderr, "  train_rmse ") {
 				t.Errorf("no result line or progress: stdout %q, stderr %q", stdout, stderr)
 			}
 			// The runtime's metrics CSV, mf's figures as its app metrics.
