@@ -211,7 +211,8 @@ type node[P, R, U, S any] struct {
 	progAt       time.Time
 	progUpdates  int64
 	startUpdates int64
-	sawNNZ       bool // a report had a non-zero NNZ
+	sawNNZ       bool  // a report had a non-zero NNZ
+	monUpdates   int64 // the updates the monitor counted
 	warnedEmpty  bool
 	npulled      uint64                 // the rounds pulled, as the actions told
 	timing       map[uint64]*roundTimes // rounds sent, not yet pulled
@@ -773,6 +774,7 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 		}
 	}
 	n.startUpdates = n.core.Status().Updates
+	n.monUpdates = n.startUpdates // a resumed job's are not this process's
 	if err := n.perform(); err != nil {
 		return err
 	}
@@ -1186,7 +1188,12 @@ func (n *node[P, R, U, S]) pulled(round uint64, info schmp.PlanInfo) {
 	n.stats.round(push, wait, rt.pull, latency)
 	if m := n.opts.Monitor; m != nil {
 		m.Rounds.Inc()
-		m.Updates.Add(float64(info.Selected))
+		// The core's count: the plans' variables, or the updates the
+		// app's Feedback counts (the column layouts').
+		if u := n.core.Status().Updates; u > n.monUpdates {
+			m.Updates.Add(float64(u - n.monUpdates))
+			n.monUpdates = u
+		}
 		m.PlanCapacity.Add(float64(info.Capacity))
 		m.PlanDeferred.Add(float64(info.Deferred))
 		m.PlanRejected.Add(float64(info.Rejected))
@@ -1202,8 +1209,17 @@ func (n *node[P, R, U, S]) pulled(round uint64, info schmp.PlanInfo) {
 func (n *node[P, R, U, S]) record(s schmp.Sample) error {
 	if m := n.opts.Monitor; m != nil {
 		m.Objective.Set(s.Objective)
-		m.Gap.Set(s.Gap)
+		gap := math.NaN()
+		if s.HasGap {
+			gap = s.Gap
+		}
+		m.Gap.Set(gap)
 		m.NNZ.Set(float64(s.NNZ))
+		for _, a := range s.Metrics {
+			if !math.IsNaN(a.Value) { // not computed at this report: the last value stands
+				m.App.WithLabelValues(a.Name).Set(a.Value)
+			}
+		}
 	}
 	if n.metrics == nil {
 		return nil

@@ -47,6 +47,9 @@ type Metrics struct {
 	Objective    prometheus.Gauge
 	Gap          prometheus.Gauge
 	NNZ          prometheus.Gauge
+	// App holds the app's own measures (schmp.Metric: a test RMSE, a
+	// perplexity, an accuracy), by name: the last value a report computed.
+	App *prometheus.GaugeVec
 
 	// Workers, by shard: tasks run and compute time.
 	WorkerTasks   *prometheus.CounterVec
@@ -101,10 +104,13 @@ func New() *Metrics {
 			Help:    "Round latency: from sending a round to the workers to the end of its Pull.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 18),
 		}),
-		PhaseSeconds:  v("coordinator_phase_seconds_total", "Time per phase of the rounds: plan (scheduler compute), dispatch, push (slowest worker's compute), wait (first to last partial), pull, objective.", "phase"),
-		InFlight:      g("coordinator_rounds_in_flight", "Rounds in flight."),
-		Objective:     g("coordinator_objective", "Objective at the last report."),
-		Gap:           g("coordinator_gap", "Certified gap at the last report (0 if the app has none)."),
+		PhaseSeconds: v("coordinator_phase_seconds_total", "Time per phase of the rounds: plan (scheduler compute), dispatch, push (slowest worker's compute), wait (first to last partial), pull, objective.", "phase"),
+		InFlight:     g("coordinator_rounds_in_flight", "Rounds in flight."),
+		Objective:    g("coordinator_objective", "Objective at the last report."),
+		Gap:          g("coordinator_gap", "Certified gap at the last report (NaN if the app has none)."),
+		App: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "strads", Name: "coordinator_app_metric",
+			Help: "The app's own measures (test RMSE, perplexity, accuracy …), by name: the last value a report computed."},
+			[]string{"name"}),
 		NNZ:           g("coordinator_nnz", "Non-zero model variables at the last report."),
 		WorkerTasks:   v("worker_tasks_total", "Tasks run.", "shard"),
 		WorkerSeconds: v("worker_compute_seconds_total", "Time spent applying updates, reporting and pushing.", "shard"),
@@ -121,7 +127,7 @@ func New() *Metrics {
 		info:  map[string]string{},
 	}
 	m.Objective = reportGauge{m.Objective, &m.reported}
-	reg.MustRegister(m.Dropped)
+	reg.MustRegister(m.Dropped, m.App)
 	reg.MustRegister(m.RoundSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

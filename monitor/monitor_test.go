@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/apps/nnls"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
@@ -156,5 +158,56 @@ func TestPprofSwitch(t *testing.T) {
 func TestServeBadAddress(t *testing.T) {
 	if _, err := monitor.Serve("256.0.0.1:x", monitor.New(), nil); err == nil || !strings.Contains(err.Error(), "256.0.0.1:x") {
 		t.Errorf("error %v, want one naming the address", err)
+	}
+}
+
+// TestServeAppMetrics runs a Lasso job on the column layout, whose updates
+// the app's feedback counts and whose reports carry a test MSE, and
+// checks that /series ends with both, and the gap, as the job's result
+// has them.
+func TestServeAppMetrics(t *testing.T) {
+	dir := t.TempDir()
+	gen := func(name string, seed uint64) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := lasso.Generate(f, lasso.GenConfig{Samples: 200, Features: 400, Density: 0.05, TrueNNZ: 10, Noise: 0.1, Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg := lasso.Config{Data: gen("train.svm", 1), Test: gen("test.svm", 2), LambdaRatio: 0.1, Intercept: true, Layout: lasso.LayoutColumns}
+	m := monitor.New()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := job.Run(ctx, lasso.ColumnProgram(cfg, 2), job.Options{
+		Job:         "monitorapp",
+		Coordinator: coordinator.Options{Workers: 2, Tol: 1e-6, ReportEvery: 1},
+		Timeout:     10 * time.Second,
+		Monitor:     m,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Sample(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body := fetch(t, m.Handler(), "/series")
+	var s monitor.Series
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	last := s.Samples[len(s.Samples)-1]
+	var mse float64
+	for _, a := range res.Final.Metrics {
+		if a.Name == "test_mse" {
+			mse = a.Value
+		}
+	}
+	if res.Updates == 0 || last.Updates != float64(res.Updates) || mse == 0 || float64(last.App["test_mse"]) != mse || float64(last.Gap) != res.Final.Gap {
+		t.Errorf("/series ends with updates %v, test_mse %v, gap %v; the result: %d, %v, %v", last.Updates, last.App["test_mse"], last.Gap, res.Updates, mse, res.Final.Gap)
 	}
 }

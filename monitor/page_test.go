@@ -37,7 +37,7 @@ func TestPage(t *testing.T) {
 	}
 	for _, want := range []string{"<!DOCTYPE html>", "<script>", "<style>", `fetch("series?since="`, "<svg",
 		"Objective against time", "Objective against rounds", "Gap against time", "Gap against rounds",
-		"Updates per second", "through NATS", "Busy time per worker"} {
+		"Updates per second", "through NATS", "Busy time per worker", "appCharts(reported)", "the roles are joining and reading their data"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page has no %q", want)
 		}
@@ -81,6 +81,8 @@ func TestSeries(t *testing.T) {
 	m.Objective.Set(2.5)
 	m.Gap.Set(0.01)
 	m.NNZ.Set(17)
+	m.App.WithLabelValues("test_rmse").Set(0.9)
+	m.App.WithLabelValues("test_perplexity").Set(math.NaN())
 	m.PhaseSeconds.WithLabelValues("push").Add(0.25)
 	m.WorkerSeconds.WithLabelValues(monitor.Label(0)).Add(1.5)
 	m.WorkerSeconds.WithLabelValues(monitor.Label(1)).Add(0.5)
@@ -137,6 +139,9 @@ func TestSeries(t *testing.T) {
 		if math.Abs(c.got-c.want) > 1e-9*math.Max(1, math.Abs(c.want)) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
+	}
+	if first.App != nil || float64(set.App["test_rmse"]) != 0.9 || !math.IsNaN(float64(set.App["test_perplexity"])) || len(set.App) != 2 {
+		t.Errorf("app metrics: before any report %v, after %v; want none, then test_rmse 0.9 and test_perplexity null", first.App, set.App)
 	}
 	if !math.IsNaN(float64(inf.Objective)) || float64(inf.Gap) != 0.01 {
 		t.Errorf("an infinite objective: %v (want null), gap %v", inf.Objective, inf.Gap)

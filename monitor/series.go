@@ -70,6 +70,9 @@ type Sample struct {
 	Objective Number `json:"objective"`
 	Gap       Number `json:"gap"`
 	NNZ       Number `json:"nnz"`
+	// App holds the app's own measures at the coordinator's last report,
+	// by name (Metrics.App); omitted before its first report.
+	App map[string]Number `json:"app,omitempty"`
 	// InFlight is the number of rounds in flight.
 	InFlight float64 `json:"in_flight"`
 	// PhaseSeconds is the coordinator's time per phase (plan, dispatch,
@@ -253,6 +256,13 @@ func (m *Metrics) sample(now time.Time, keep bool) error {
 			case "strads_coordinator_nnz":
 				if reported {
 					s.NNZ = Number(v)
+				}
+			case "strads_coordinator_app_metric":
+				if reported {
+					if s.App == nil {
+						s.App = map[string]Number{}
+					}
+					s.App[label("name")] = Number(v)
 				}
 			case "strads_coordinator_phase_seconds_total":
 				put(&s.PhaseSeconds, label("phase"))

@@ -13,6 +13,7 @@ import (
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/schmp"
 )
 
 // mfApp is matrix factorization's command: strads mf, and its roles.
@@ -230,7 +231,14 @@ func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
 	}
 	compareBiasOnly(j.cfg, e, w, j.cfg.Warn)
 	if j.cfg.Holdout > 0 && m.BestAt == len(m.Trace)-1 && len(m.Trace) > 1 {
-		fmt.Fprintf(w, "the validation RMSE was still falling at the last evaluation: more --iters (now %d) may lower it\n", j.cfg.Iters)
+		more := map[schmp.Reason]string{
+			schmp.StopMaxRounds: fmt.Sprintf("more --iters (now %d)", j.cfg.Iters),
+			schmp.StopTimeLimit: "a longer --time-limit",
+			schmp.StopConverged: "a smaller --tol",
+		}[res.Reason]
+		if more != "" {
+			fmt.Fprintf(w, "the validation RMSE was still falling at the last evaluation: %s may lower it\n", more)
+		}
 	}
 	if j.cfg.Holdout > 0 {
 		res.WriteSummary(w)
