@@ -640,8 +640,22 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 	count := 0
 	jctx, cancel := context.WithTimeout(ctx, n.opts.JoinTimeout)
 	defer cancel()
+	start := time.Now()
 	for count < w+p {
-		msg, err := readies.Next(jctx)
+		// While the nodes read their data (minutes, for a big file), a
+		// progress line says so every ProgressEvery, at most once a
+		// second.
+		wctx, wcancel := jctx, context.CancelFunc(func() {})
+		if n.opts.Progress != nil {
+			wctx, wcancel = context.WithTimeout(jctx, max(n.opts.ProgressEvery, time.Second))
+		}
+		msg, err := readies.Next(wctx)
+		wcancel()
+		if err != nil && jctx.Err() == nil && wctx.Err() != nil {
+			fmt.Fprintf(n.opts.Progress, "loading  elapsed %s  ready: %s (the nodes read their data)\n",
+				time.Since(start).Round(100*time.Millisecond), readyCount(ready))
+			continue
+		}
 		if errors.Is(err, wire.ErrIncomplete) {
 			n.drop(nil, "", protocol.DropIncomplete, err)
 			continue
@@ -702,6 +716,17 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 	n.started = true
 	n.mu.Unlock()
 	return summaries, nil
+}
+
+// readyCount says how many nodes of each role are ready: "workers 1/2,
+// schedulers 0/1".
+func readyCount(ready map[string][]bool) string {
+	var parts []string
+	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
+		k := len(ready[role]) - len(missing(ready[role]))
+		parts = append(parts, fmt.Sprintf("%ss %d/%d", role, k, len(ready[role])))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // notReady returns the error of a job whose nodes were not all ready in

@@ -31,6 +31,8 @@ type halving struct {
 	// appStop, if > 0, makes the reports of x ≤ appStop ask to stop
 	// (schmp.Progress.Stop), saying "x at most appStop".
 	appStop float64
+	// slowLoad, if > 0, is how long worker 0 takes to read its data.
+	slowLoad time.Duration
 	// script, if set, gives the progress of report k (0 the first) in
 	// place of the objective 1 + x. With depth 1 and a report every round,
 	// report k shows the state after k rounds.
@@ -137,6 +139,9 @@ func (h halving) program() schmp.Program[int, float64, float64, float64] {
 			return &halvingScheduler{part: part, parts: parts, vars: h.vars}, nil
 		},
 		NewWorker: func(_ context.Context, shard, shards int) (schmp.Worker[int, float64, float64, float64], error) {
+			if shard == 0 {
+				time.Sleep(h.slowLoad)
+			}
 			return &halvingWorker{h: h, shard: shard, shards: shards}, nil
 		},
 		NewCoordinator: func(context.Context) (schmp.Coordinator[int, float64, float64, float64], error) {
@@ -456,5 +461,19 @@ func TestAppMetrics(t *testing.T) {
 		if want := strconv.FormatFloat(math.Pow(2, -float64(r)), 'g', -1, 64); len(cells) != 20 || cells[17] != written || cells[18] != want || cells[19] != "" {
 			t.Errorf("row %d: %q, want x = %s, an empty cell and written %s", r+1, row, want, written)
 		}
+	}
+}
+
+// TestLoadingProgress checks that while a worker reads its data the
+// progress line says how many nodes are ready, instead of nothing, once a
+// second however often the lines come after.
+func TestLoadingProgress(t *testing.T) {
+	var progress strings.Builder
+	if _, err := run(t, halving{slowLoad: 1200 * time.Millisecond}, coordinator.Options{Workers: 2, MaxRounds: 3, ReportEvery: 1,
+		Progress: &progress, ProgressEvery: time.Nanosecond}); err != nil {
+		t.Fatal(err)
+	}
+	if p := progress.String(); strings.Count(p, "loading  elapsed ") != 1 || !strings.Contains(p, "ready: workers 1/2, schedulers 1/1 (the nodes read their data)") {
+		t.Errorf("progress while loading:\n%s", p)
 	}
 }
