@@ -1,6 +1,7 @@
 package lasso
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -94,7 +95,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if c.test != nil {
 		cols = []string{testMetric}
 	}
-	if err := c.StartPath(c.cfg.Path, lambdaMax, &c.lambda, cols, c.Model); err != nil {
+	if err := c.StartPath(c.cfg.Path, cmp.Or(c.cfg.PathStart, lambdaMax), &c.lambda, cols, c.Model); err != nil {
 		return ColUpdate{}, err
 	}
 	return ColUpdate{Lambda: c.lambda}, nil

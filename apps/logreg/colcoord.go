@@ -1,6 +1,7 @@
 package logreg
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -150,7 +151,7 @@ func (c *ColCoordinator) Start(shards []ColSummary) (ColUpdate, error) {
 	if c.test != nil {
 		cols = append(cols, "test_accuracy")
 	}
-	if err := c.StartPath(c.cfg.Path, lambdaMax, &c.lambda, cols, c.Model); err != nil {
+	if err := c.StartPath(c.cfg.Path, cmp.Or(c.cfg.PathStart, lambdaMax), &c.lambda, cols, c.Model); err != nil {
 		return ColUpdate{}, err
 	}
 	return ColUpdate{Init: true, Lambda: c.lambda, Bias: c.b}, nil

@@ -33,6 +33,10 @@ type Config struct {
 	// Lambda, LambdaRatio or C sets, each solved from the solution at the
 	// one before. The column layout only; 0 solves one λ.
 	Path int
+	// PathStart, if > 0, is the path's first penalty in place of the
+	// data's λ_max: cross-validation gives every fold the penalties of the
+	// whole data's path.
+	PathStart float64
 	// Schedule configures the scheduler's dynamic engine; its Vars is set
 	// from the data, and a negative Warmup means one sweep's worth of
 	// rounds, ⌈M/Block⌉. In the column layout only its Policy and Seed

@@ -50,6 +50,7 @@ type lassoFlags struct {
 	fs    *flag.FlagSet
 	cfg   lasso.Config
 	sched *scheduleFlags
+	cv    int
 }
 
 // linearFlagNames are the flags of the Lasso's and logistic regression's
@@ -64,6 +65,7 @@ func addLassoFlags(fs *flag.FlagSet) *lassoFlags {
 	fs.BoolVar(&f.cfg.Intercept, "intercept", true, "fit an unpenalized intercept, centering X and y, as scikit-learn and glmnet do (--intercept=false fits through the origin)")
 	fs.StringVar(&f.cfg.Test, "test", "", "LIBSVM `file` of held-out samples: the coordinator reports its model's mean squared error on them (metric test_mse)")
 	fs.IntVar(&f.cfg.Path, "lambda-path", 0, pathUsage)
+	fs.IntVar(&f.cv, "cv", 0, cvUsage)
 	f.sched = addScheduleFlags(fs)
 	return f
 }

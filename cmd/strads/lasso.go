@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/inputfile"
+	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/libsvm"
 )
 
@@ -110,7 +112,10 @@ func lassoCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		if err := checkPathFlags(cfg.Path, opts); err != nil {
 			return nil, err
 		}
-		j := &lassoJob{cfg: cfg, workers: opts.Workers, out: opts.Out}
+		if err := checkCV(lf.cv, cfg.Path, env.Role); err != nil {
+			return nil, err
+		}
+		j := &lassoJob{cfg: cfg, workers: opts.Workers, out: opts.Out, cv: lf.cv, seed: lf.sched.seed, foldOpts: foldOptions(opts), stdout: env.Stdout}
 		if cfg.Path > 0 {
 			opts.Out = "" // the command writes the path's files
 		}
@@ -124,6 +129,13 @@ type lassoJob struct {
 	cfg     lasso.Config
 	workers int
 	out     string // --out: with --lambda-path, the prefix of the path's files
+	// cv is --cv's folds (0: none), seed the job's --seed, which deals
+	// them, foldOpts the runtime's options of their jobs, and stdout where
+	// the cross-validation is reported.
+	cv       int
+	seed     uint64
+	foldOpts coordinator.Options
+	stdout   io.Writer
 }
 
 // lassoPath returns the regularization path of a job's result, nil for a
@@ -169,9 +181,35 @@ func (j *lassoJob) job(role cli.Role) *cli.Job {
 		if err != nil {
 			return err
 		}
-		return writePath(j.out, lassoPath(res))
+		p := lassoPath(res)
+		var cv *cvResult
+		if j.cv > 0 && p != nil {
+			if cv, err = crossValidate(j.cfg.Data, j.cv, j.seed, p.LambdaMax(), p.Lambdas()[p.Len()-1], p.Len(), "mse", j.fold, j.stdout); err != nil {
+				return err
+			}
+			cv.print(j.stdout, j.cv, j.out, p.Len())
+		}
+		if err := writePath(j.out, p); err != nil {
+			return err
+		}
+		if cv != nil && j.out != "" {
+			return cv.writeFiles(j.out, p)
+		}
+		return nil
 	}
 	return job
+}
+
+// fold runs a fold's path job of --cv (a foldRun) and returns its test
+// mean squared error at every step.
+func (j *lassoJob) fold(ctx context.Context, train, test string, start, last float64) ([]float64, error) {
+	cfg := j.cfg
+	cfg.Data, cfg.Test, cfg.Lambda, cfg.LambdaRatio, cfg.PathStart = train, test, last, 0, start
+	res, err := job.Run(ctx, lasso.ColumnProgram(cfg, j.workers), job.Options{Job: "lasso-cv", Coordinator: j.foldOpts, Timeout: j.foldOpts.Timeout, Logger: quietLogger})
+	if err != nil {
+		return nil, err
+	}
+	return foldErrors(lassoPath(res), cfg.Path, "test_mse", func(v float64) float64 { return v })
 }
 
 // columnOptions checks the runtime's flags for the column layout and sets

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/inputfile"
+	"github.com/strads-go/strads/job"
 )
 
 // logregApp is the logistic regression's command: strads logreg, and its
@@ -39,6 +41,7 @@ type logregFlags struct {
 	cfg     logreg.Config
 	sched   *scheduleFlags
 	predict string
+	cv      int
 }
 
 func addLogregFlags(fs *flag.FlagSet) *logregFlags {
@@ -51,6 +54,7 @@ func addLogregFlags(fs *flag.FlagSet) *logregFlags {
 	fs.BoolVar(&f.cfg.Intercept, "intercept", true, "fit an unpenalized intercept b, as scikit-learn and glmnet do (--intercept=false: b = 0)")
 	fs.StringVar(&f.predict, "predict", "", "write P(y = +1 | x) for every sample of --test (or of --data without it) to `file`, as a CSV label,probability: the predicted label, written as the training data writes its classes, and the probability, as strads predict writes them from the model file (with --lambda-path, of the last λ's model)")
 	fs.IntVar(&f.cfg.Path, "lambda-path", 0, pathUsage)
+	fs.IntVar(&f.cv, "cv", 0, cvUsage)
 	f.sched = addScheduleFlags(fs)
 	return f
 }
@@ -82,6 +86,11 @@ type logregJob struct {
 	workers int
 	predict string
 	out     string // --out: with --lambda-path, the prefix of the path's files
+	// cv, seed, foldOpts and stdout are --cv's, as lassoJob's.
+	cv       int
+	seed     uint64
+	foldOpts coordinator.Options
+	stdout   io.Writer
 }
 
 // logregCoordinator is what the command asks of the coordinator of either
@@ -141,7 +150,11 @@ func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		if err := checkPathFlags(cfg.Path, opts); err != nil {
 			return nil, err
 		}
-		j := &logregJob{cfg: cfg, workers: opts.Workers, predict: lf.predict, out: opts.Out}
+		if err := checkCV(lf.cv, cfg.Path, env.Role); err != nil {
+			return nil, err
+		}
+		j := &logregJob{cfg: cfg, workers: opts.Workers, predict: lf.predict, out: opts.Out,
+			cv: lf.cv, seed: lf.sched.seed, foldOpts: foldOptions(opts), stdout: env.Stdout}
 		if cfg.Path > 0 {
 			opts.Out = "" // the command writes the path's files
 		}
@@ -211,8 +224,21 @@ func (j *logregJob) finish(res *coordinator.Result) error {
 		return nil
 	}
 	if cols, ok := c.(*logreg.ColCoordinator); ok {
+		var cv *cvResult
+		if p := cols.Path(); j.cv > 0 && p != nil {
+			var err error
+			if cv, err = crossValidate(j.cfg.Data, j.cv, j.seed, p.LambdaMax(), p.Lambdas()[p.Len()-1], p.Len(), "misclassification", j.fold, j.stdout); err != nil {
+				return err
+			}
+			cv.print(j.stdout, j.cv, j.out, p.Len())
+		}
 		if err := writePath(j.out, cols.Path()); err != nil {
 			return err
+		}
+		if cv != nil && j.out != "" {
+			if err := cv.writeFiles(j.out, cols.Path()); err != nil {
+				return err
+			}
 		}
 	}
 	if j.predict != "" {
@@ -227,6 +253,22 @@ func (j *logregJob) finish(res *coordinator.Result) error {
 		}
 	}
 	return nil
+}
+
+// fold runs a fold's path job of --cv (a foldRun) and returns its
+// misclassification rate at every step.
+func (j *logregJob) fold(ctx context.Context, train, test string, start, last float64) ([]float64, error) {
+	cfg := j.cfg
+	cfg.Data, cfg.Test, cfg.Lambda, cfg.LambdaRatio, cfg.C, cfg.PathStart = train, test, last, 0, 0, start
+	res, err := job.Run(ctx, logreg.ColumnProgram(cfg, j.workers), job.Options{Job: "logreg-cv", Coordinator: j.foldOpts, Timeout: j.foldOpts.Timeout, Logger: quietLogger})
+	if err != nil {
+		return nil, err
+	}
+	var p *lasso.Path
+	if c, ok := res.App.(*logreg.ColCoordinator); ok {
+		p = c.Path()
+	}
+	return foldErrors(p, cfg.Path, "test_accuracy", func(acc float64) float64 { return 1 - acc })
 }
 
 // genLogreg writes a synthetic classification data set.

@@ -156,6 +156,8 @@ func TestBadFlags(t *testing.T) {
 		// A random key's checkpoints could never be resumed (issue 28).
 		{"keyless checkpoints over --nats", []string{"--nats", "nats://127.0.0.1:1", "--checkpoint-every", "10"}, "needs --key FILE"},
 		{"keyless resume over --nats", []string{"--nats", "nats://127.0.0.1:1", "--resume"}, "needs --key FILE"},
+		{"one fold", []string{"--cv", "1", "--lambda-path", "5"}, "at least 2 folds"},
+		{"cv without a path", []string{"--cv", "3"}, "--cv needs --lambda-path"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,6 +173,10 @@ func TestBadFlags(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "lasso", "--data", data, "--progress", "0"); code != 2 || !strings.Contains(stderr, "--lambda-ratio") {
 		t.Errorf("no penalty: exit %d, %q; want 2 and a message naming --lambda-ratio", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "coordinator", "--app", "lasso", "--nats", "nats://127.0.0.1:1", "--data", data, "--lambda-ratio", "0.1",
+		"--lambda-path", "5", "--cv", "3"); code != 2 || !strings.Contains(stderr, "--cv: a whole job only") {
+		t.Errorf("--cv in a role: exit %d, %q; want 2 and a whole job only", code, stderr)
 	}
 	if code, _, _ := runCLI(t, "frobnicate"); code != 2 {
 		t.Errorf("unknown command: exit %d, want 2", code)
