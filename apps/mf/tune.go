@@ -20,10 +20,22 @@ const (
 // and at 0.3 or more on a real one).
 var LambdaGrid = []float64{0.01, math.Sqrt(10) / 100, 0.1, math.Sqrt(10) / 10, 1}
 
-// GridPoint is the outcome of one fit of a λ search.
+// RankGrid is the grid of a rank search by default: doublings around the
+// default rank 10, up to Netflix's usual 40.
+var RankGrid = []int{5, 10, 20, 40}
+
+// Grid is what a search fits: every λ of Lambdas with every rank of Ranks
+// (the configuration's own where one is empty).
+type Grid struct {
+	Lambdas []float64
+	Ranks   []int
+}
+
+// GridPoint is the outcome of one fit of a search.
 type GridPoint struct {
-	// Lambda is the fit's λ.
+	// Lambda and Rank are the fit's.
 	Lambda float64
+	Rank   int
 	// Best is the evaluation with the lowest validation RMSE; Stopped says
 	// that the validation stop ended the fit (else its iterations ran out).
 	Best    Eval
@@ -31,18 +43,22 @@ type GridPoint struct {
 }
 
 // Fit runs the job of a configuration to the end and returns its model
-// (ModelOf its coordinator); Tune calls it once per λ of the grid. The
-// validation stop ends the job (see Config.Holdout).
+// (ModelOf its coordinator); Tune calls it once per point of the grid.
+// The validation stop ends the job (see Config.Holdout).
 type Fit func(ctx context.Context, cfg Config) (*Model, error)
 
-// Tune fits cfg at every λ of grid, holding out cfg.Holdout of the
-// training ratings (DefaultHoldout if 0) with the validation stop, and
-// returns every fit's outcome and the index of the one with the lowest
-// validation RMSE (the smaller λ of equals: the grid in ascending order,
-// the first).
-func Tune(ctx context.Context, cfg Config, grid []float64, fit Fit) ([]GridPoint, int, error) {
-	if len(grid) == 0 {
-		return nil, -1, fmt.Errorf("mf: an empty λ grid")
+// Tune fits cfg at every point of grid (for each rank, every λ), holding
+// out cfg.Holdout of the training ratings (DefaultHoldout if 0) with the
+// validation stop, and returns every fit's outcome and the index of the
+// one with the lowest validation RMSE (the first of equals: with the grid
+// in ascending order, the smaller rank and λ).
+func Tune(ctx context.Context, cfg Config, grid Grid, fit Fit) ([]GridPoint, int, error) {
+	lambdas, ranks := grid.Lambdas, grid.Ranks
+	if len(lambdas) == 0 {
+		lambdas = []float64{cfg.Lambda}
+	}
+	if len(ranks) == 0 {
+		ranks = []int{cfg.Rank}
 	}
 	if cfg.Holdout <= 0 {
 		cfg.Holdout = DefaultHoldout
@@ -50,30 +66,32 @@ func Tune(ctx context.Context, cfg Config, grid []float64, fit Fit) ([]GridPoint
 	if cfg.Patience < 1 {
 		cfg.Patience = DefaultPatience
 	}
-	points := make([]GridPoint, 0, len(grid))
+	points := make([]GridPoint, 0, len(lambdas)*len(ranks))
 	best := -1
-	for _, lambda := range grid {
-		c := cfg
-		c.Lambda = lambda
-		c.Warn = nil
-		if err := c.Validate(); err != nil {
-			return points, best, fmt.Errorf("λ %g: %w", lambda, err)
-		}
-		m, err := fit(ctx, c)
-		if err != nil {
-			return points, best, fmt.Errorf("fit with λ %g: %w", lambda, err)
-		}
-		p := GridPoint{Lambda: lambda, Best: m.Best(), Stopped: m.Stopped}
-		points = append(points, p)
-		if best < 0 || p.Best.ValRMSE < points[best].Best.ValRMSE {
-			best = len(points) - 1
+	for _, rank := range ranks {
+		for _, lambda := range lambdas {
+			c := cfg
+			c.Lambda, c.Rank = lambda, rank
+			c.Warn = nil
+			if err := c.Validate(); err != nil {
+				return points, best, fmt.Errorf("λ %g, rank %d: %w", lambda, rank, err)
+			}
+			m, err := fit(ctx, c)
+			if err != nil {
+				return points, best, fmt.Errorf("fit with λ %g, rank %d: %w", lambda, rank, err)
+			}
+			p := GridPoint{Lambda: lambda, Rank: rank, Best: m.Best(), Stopped: m.Stopped}
+			points = append(points, p)
+			if best < 0 || p.Best.ValRMSE < points[best].Best.ValRMSE {
+				best = len(points) - 1
+			}
 		}
 	}
 	return points, best, nil
 }
 
 // Refit returns the configuration that refits cfg on all the training
-// ratings with the λ of point p of a search: no holdout, and as many
+// ratings with the λ and rank of point p of a search: no holdout, and as many
 // iterations as p's best evaluation had had (at least one; cfg.Iters stays
 // the cap if set). Where that is iteration 0 of SGD's warm start, the
 // bias-only model, the refit keeps the holdout and the validation stop
@@ -84,6 +102,9 @@ func Tune(ctx context.Context, cfg Config, grid []float64, fit Fit) ([]GridPoint
 func Refit(cfg Config, p GridPoint) Config {
 	c := cfg
 	c.Lambda = p.Lambda
+	if p.Rank > 0 {
+		c.Rank = p.Rank
+	}
 	if p.Best.Iter == 0 && c.Holdout > 0 && c.folds() {
 		if c.Patience < 1 {
 			c.Patience = DefaultPatience

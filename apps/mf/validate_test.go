@@ -261,7 +261,7 @@ func TestTuneChoosesGridBest(t *testing.T) {
 			cfg := config(t, "als", 2, 25)
 			cfg.Train, cfg.Test, cfg.Rank = train, test, 8
 			cfg.Holdout, cfg.Patience = 0.15, 2
-			points, best, err := Tune(context.Background(), cfg, grid, fitLocal)
+			points, best, err := Tune(context.Background(), cfg, Grid{Lambdas: grid}, fitLocal)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -422,7 +422,7 @@ func (o *options) lambdaAuto(ctx context.Context, ds dataset, seed uint64, log i
 		}
 		return mf.ModelOf(res.App), nil
 	}
-	points, best, err := mf.Tune(ctx, cfg, mf.LambdaGrid, fit)
+	points, best, err := mf.Tune(ctx, cfg, mf.Grid{Lambdas: mf.LambdaGrid}, fit)
 	if err != nil {
 		return mf.Eval{}, 0, 0, err
 	}

@@ -35,6 +35,7 @@ type mfFlags struct {
 	cfg                 mf.Config
 	predict, predictOut string
 	lambda              *lambdaValue
+	rank                *rankValue
 	ring                bool
 }
 
@@ -44,7 +45,9 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	f.lambda = &lambdaValue{v: &f.cfg.Lambda}
 	fs.StringVar(&f.cfg.Train, "train", "", "training ratings `file`, lines \"user item rating\" (white space, comma or :: separated); workers read it")
 	fs.StringVar(&f.cfg.Test, "test", "", "held-out ratings `file`: the metrics report its RMSE (ratings of users or items not in --train are left out, and counted)")
-	fs.IntVar(&f.cfg.Rank, "rank", 10, "rank K of the factors")
+	f.cfg.Rank = 10
+	f.rank = &rankValue{v: &f.cfg.Rank}
+	fs.Var(f.rank, "rank", "rank `K` of the factors, or auto: fit each rank of 5, 10, 20, 40 with --validate (0.1 if 0), print their validation RMSEs, and refit on all the training ratings with the best (with --lambda auto, every pair; a whole job in one process only)")
 	fs.Var(f.lambda, "lambda", "λ (a number `L`, or auto) of the factors' regularization λ(Σ_u n_u‖w_u‖² + Σ_i n_i‖h_i‖²), weighted by ratings counts (ALS-WR, Spark); with --unweighted λ(‖W‖² + ‖H‖²); als needs λ > 0. auto: fit each λ of 0.01, 0.0316, 0.1, 0.316, 1 with --validate (0.1 if 0), print their validation RMSEs, and refit on all the training ratings with the best (a whole job in one process only)")
 	fs.Float64Var(&f.cfg.Holdout, "validate", mf.DefaultValidate, "hold out fraction `F` of the --train ratings (those whose hash of --seed, user and item falls below F: every role agrees without exchanging anything), report their RMSE (val_rmse), stop once it has not improved for --patience evaluations, and write the factors of the evaluation where it was lowest (iteration 0 is the bias-only model, so the job never ends worse than it on validation, and if it stays the best the bias-only fit of all the ratings is written); 0: no validation, fit all the ratings")
 	fs.IntVar(&f.cfg.Patience, "patience", mf.DefaultPatience, "with --validate: stop after `n` evaluations in a row without a new lowest validation RMSE")
@@ -97,7 +100,7 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		if f.ring && cfg.Algo == mf.SGD && cfg.Schedule == mf.Rotation && opts.MaxRounds%uint64(max(cfg.Workers, 1)) != 0 {
 			return nil, cli.Usagef("--max-rounds %d: the ring stops at the end of an iteration (%d rounds): give whole iterations, or --ring=false", opts.MaxRounds, cfg.Workers)
 		}
-		if f.lambda.auto && env.Role != cli.All {
+		if (f.lambda.auto || f.rank.auto) && env.Role != cli.All {
 			return nil, errAutoRole
 		}
 		switch {
@@ -117,10 +120,17 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		if err := j.check(env.Role, f.predict); err != nil {
 			return nil, err
 		}
-		if f.lambda.auto {
+		if f.lambda.auto || f.rank.auto {
 			// The search's fits are whole jobs of their own; the job
 			// made here is the refit.
-			c, err := tuneLambda(context.Background(), j.cfg, *opts, env.Stdout, env.Stderr)
+			var grid mf.Grid
+			if f.lambda.auto {
+				grid.Lambdas = mf.LambdaGrid
+			}
+			if f.rank.auto {
+				grid.Ranks = mf.RankGrid
+			}
+			c, err := tune(context.Background(), j.cfg, grid, *opts, env.Stdout, env.Stderr)
 			if err != nil {
 				return nil, err
 			}

@@ -93,7 +93,9 @@ func TestMFToolsBadInput(t *testing.T) {
 		{"unknown user", []string{"mf", "recommend", "--model", prefix, "--user", "-12345"}, `--user -12345 is not in`},
 		{"no user", []string{"mf", "recommend", "--model", prefix}, `--user U is required`},
 		{"top", []string{"mf", "recommend", "--model", prefix, "--user", "1", "--top", "0"}, `--top must be at least 1`},
-		{"auto in a role", []string{"worker", "--app", "mf", "--nats", "nats://127.0.0.1:1", "--train", train, "--lambda", "auto"}, `--lambda auto runs its fits as whole jobs in one process`},
+		{"auto in a role", []string{"worker", "--app", "mf", "--nats", "nats://127.0.0.1:1", "--train", train, "--lambda", "auto"}, `--lambda auto and --rank auto run their fits as whole jobs in one process`},
+		{"rank auto in a role", []string{"worker", "--app", "mf", "--nats", "nats://127.0.0.1:1", "--train", train, "--rank", "auto"}, `run their fits as whole jobs in one process`},
+		{"bad rank", []string{"mf", "--train", train, "--rank", "ten"}, `want a whole number or auto`},
 		{"lambda", []string{"mf", "--train", train, "--lambda", "big"}, `want a number or auto`},
 		{"validate", []string{"mf", "--train", train, "--validate", "1"}, `--validate must be a fraction in \[0, 1\)`},
 	} {
@@ -120,13 +122,43 @@ func TestMFValidateAndAuto(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--lambda auto: exit %d: %s", code, stderr)
 	}
-	if n := len(regexp.MustCompile(`(?m)^  λ \S+ +validation RMSE \d\.\d+`).FindAllString(stdout, -1)); n != 5 {
+	if n := len(regexp.MustCompile(`(?m)^  λ \S+ +rank 3 +validation RMSE \d\.\d+`).FindAllString(stdout, -1)); n != 5 {
 		t.Errorf("%d grid lines, want 5: %s", n, stdout)
 	}
-	if !regexp.MustCompile(`chose λ \S+; refitting on all the training ratings for \d+ iterations`).MatchString(stdout) ||
+	if !regexp.MustCompile(`chose λ \S+, rank 3; refitting on all the training ratings for \d+ iterations`).MatchString(stdout) ||
 		!strings.Contains(stdout, "bias-only μ + b_u + c_i (λ_b 5): test RMSE") {
 		t.Errorf("no choice or baseline: %s", stdout)
 	}
+}
+
+// TestMFRankAuto checks --rank auto: a fit per rank of the grid, a
+// choice, and the refit's factors of the rank chosen.
+func TestMFRankAuto(t *testing.T) {
+	train, test := genMFData(t)
+	prefix := filepath.Join(t.TempDir(), "m")
+	code, stdout, stderr := runCLI(t, "mf", "--train", train, "--test", test, "--rank", "auto", "--iters", "10", "--out", prefix, "--progress", "0")
+	if code != 0 {
+		t.Fatalf("--rank auto: exit %d: %s", code, stderr)
+	}
+	if n := len(regexp.MustCompile(`(?m)^  λ 0\.01 +rank (5|10|20|40) +validation RMSE \d\.\d+`).FindAllString(stdout, -1)); n != 4 {
+		t.Errorf("%d grid lines, want 4: %s", n, stdout)
+	}
+	m := regexp.MustCompile(`--rank auto: chose λ 0\.01, rank (\d+);`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no choice: %s", stdout)
+	}
+	if w := readLines(t, prefix+".W.txt"); len(strings.Fields(w[0])) != 1+atoi(t, m[1]) {
+		t.Errorf("chose rank %s, the written factors are %q", m[1], w[0])
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // TestMFWarnsBelowBiasOnly checks that a run whose model does worse than

@@ -42,18 +42,59 @@ func (l *lambdaValue) Set(s string) error {
 	return nil
 }
 
-// tuneLambda runs --lambda auto: a fit per λ of mf.LambdaGrid on the
+// rankValue is --rank: a whole number, or "auto".
+type rankValue struct {
+	v    *int
+	auto bool
+}
+
+func (r *rankValue) String() string {
+	if r.auto {
+		return "auto"
+	}
+	if r.v == nil {
+		return ""
+	}
+	return strconv.Itoa(*r.v)
+}
+
+func (r *rankValue) Set(s string) error {
+	if s == "auto" {
+		r.auto = true
+		return nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a whole number or auto, got %q", s)
+	}
+	*r.v, r.auto = v, false
+	return nil
+}
+
+// tune runs --lambda auto and --rank auto: a fit per point of grid on the
 // training ratings less the held-out ones (--validate, mf.DefaultHoldout
 // if not given), each a whole job on the runtime with the validation stop,
 // printing every fit's validation RMSE and the bias-only baseline's to w;
 // it returns the configuration of the refit on all the training ratings
-// with the λ of the lowest validation RMSE.
-func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w, stderr io.Writer) (mf.Config, error) {
+// with the λ and rank of the lowest validation RMSE.
+func tune(ctx context.Context, cfg mf.Config, grid mf.Grid, opts coordinator.Options, w, stderr io.Writer) (mf.Config, error) {
 	if cfg.Holdout <= 0 {
 		cfg.Holdout = mf.DefaultHoldout
 	}
-	fmt.Fprintf(w, "--lambda auto: fitting λ = %s on the training ratings less %g of them held out (by a hash of seed %d, user and item), each until its validation RMSE has not improved for %d evaluations\n",
-		gridString(mf.LambdaGrid), cfg.Holdout, cfg.Seed, cfg.Patience)
+	var what, flags []string
+	if grid.Lambdas != nil {
+		what, flags = append(what, "λ = "+gridString(grid.Lambdas)), append(flags, "--lambda auto")
+	}
+	if grid.Ranks != nil {
+		rs := make([]string, len(grid.Ranks))
+		for i, r := range grid.Ranks {
+			rs[i] = strconv.Itoa(r)
+		}
+		what, flags = append(what, "rank "+strings.Join(rs, ", ")), append(flags, "--rank auto")
+	}
+	auto := strings.Join(flags, " and ")
+	fmt.Fprintf(w, "%s: fitting %s on the training ratings less %g of them held out (by a hash of seed %d, user and item), each until its validation RMSE has not improved for %d evaluations\n",
+		auto, strings.Join(what, " by "), cfg.Holdout, cfg.Seed, cfg.Patience)
 	// The fits are quiet whole jobs of their own: no outputs, no progress,
 	// no target (the objective of another λ is another problem).
 	o := opts
@@ -69,13 +110,13 @@ func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w,
 		}
 		return mf.ModelOf(res.App), nil
 	}
-	points, best, err := mf.Tune(ctx, cfg, mf.LambdaGrid, fit)
+	points, best, err := mf.Tune(ctx, cfg, grid, fit)
 	for _, p := range points {
 		how := "its iterations ran out"
 		if p.Stopped {
 			how = "stopped"
 		}
-		fmt.Fprintf(w, "  λ %-7.4g validation RMSE %.6f  train RMSE %.6f  at iteration %g (%s)\n", p.Lambda, p.Best.ValRMSE, p.Best.TrainRMSE, p.Best.Iter, how)
+		fmt.Fprintf(w, "  λ %-7.4g rank %-3d validation RMSE %.6f  train RMSE %.6f  at iteration %g (%s)\n", p.Lambda, p.Rank, p.Best.ValRMSE, p.Best.TrainRMSE, p.Best.Iter, how)
 	}
 	if err != nil {
 		return cfg, err
@@ -92,16 +133,22 @@ func tuneLambda(ctx context.Context, cfg mf.Config, opts coordinator.Options, w,
 	if v := points[best].Best.ValRMSE; !(v < rmse) {
 		fmt.Fprintf(stderr, "mf: warning: the best validation RMSE of the grid, %.6f at λ %g, is not below the bias-only baseline's %.6f: the factors do not help (try a smaller --rank)\n", v, points[best].Lambda, rmse)
 	}
-	if (best == 0 || best == len(points)-1) && points[best].Best.Iter > 0 {
-		// (At iteration 0 the factors are zero: λ made no difference.)
-		fmt.Fprintf(w, "  the lowest validation RMSE is at the grid's edge: a λ beyond it may do better (try --lambda with --validate)\n")
+	if b := points[best]; b.Best.Iter > 0 {
+		// (At iteration 0 the factors are zero: λ and the rank made no
+		// difference.)
+		if g := grid.Lambdas; g != nil && (b.Lambda == g[0] || b.Lambda == g[len(g)-1]) {
+			fmt.Fprintf(w, "  the lowest validation RMSE is at the λ grid's edge: a λ beyond it may do better (try --lambda with --validate)\n")
+		}
+		if g := grid.Ranks; g != nil && b.Rank == g[len(g)-1] {
+			fmt.Fprintf(w, "  the lowest validation RMSE is at the largest rank tried: a larger --rank may do better\n")
+		}
 	}
 	r := mf.Refit(cfg, points[best])
 	if r.Holdout > 0 {
-		fmt.Fprintf(w, "--lambda auto: chose λ %.4g; its best evaluation is iteration 0, the bias-only model: running its fit again, which writes the bias-only model of all the training ratings\n", r.Lambda)
+		fmt.Fprintf(w, "%s: chose λ %.4g, rank %d; its best evaluation is iteration 0, the bias-only model: running its fit again, which writes the bias-only model of all the training ratings\n", auto, r.Lambda, r.Rank)
 		return r, nil
 	}
-	fmt.Fprintf(w, "--lambda auto: chose λ %.4g; refitting on all the training ratings for %d iterations (those of its best evaluation)\n", r.Lambda, r.Iters)
+	fmt.Fprintf(w, "%s: chose λ %.4g, rank %d; refitting on all the training ratings for %d iterations (those of its best evaluation)\n", auto, r.Lambda, r.Rank, r.Iters)
 	return r, nil
 }
 
@@ -199,5 +246,6 @@ func compareBiasOnly(cfg mf.Config, e mf.Eval, stdout, stderr io.Writer) {
 	}
 }
 
-// errAutoRole is --lambda auto in a role of a job of several processes.
-var errAutoRole = cli.Usagef("--lambda auto runs its fits as whole jobs in one process: run it as \"strads mf\", then give the roles the λ it chose")
+// errAutoRole is --lambda auto or --rank auto in a role of a job of
+// several processes.
+var errAutoRole = cli.Usagef("--lambda auto and --rank auto run their fits as whole jobs in one process: run it as \"strads mf\", then give the roles the λ and rank it chose")
