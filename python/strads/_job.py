@@ -72,10 +72,19 @@ class Workdir:
 
 
 def check_X(X):
-    """Return X as a CSR matrix of float64 with finite values."""
+    """Return X as a CSR matrix of float64 with finite values. The messages
+    are scikit-learn's, which its estimator checks look for."""
+    if not sp.issparse(X):
+        X = np.asarray(X)
+    if np.iscomplexobj(X):
+        raise ValueError("Complex data not supported")
+    if X.ndim != 2:
+        raise ValueError(f"Expected 2D array, got {X.ndim}D array instead. Reshape your data")
+    if X.shape[0] == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if X.shape[1] == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     X = sp.csr_matrix(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X must be a non-empty 2-d array, got shape {X.shape}")
     if not np.all(np.isfinite(X.data)):
         raise ValueError("X holds NaN or infinite values")
     return X

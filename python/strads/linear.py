@@ -119,11 +119,14 @@ class LogisticRegression(_Linear):
         y = np.asarray(y).ravel()
         self.classes_ = np.unique(y)
         if len(self.classes_) != 2:
-            raise ValueError(f"two classes needed, y has {len(self.classes_)}")
+            raise ValueError(f"y has {len(self.classes_)} class(es): strads fits two (binary classification only)")
         signs = np.where(y == self.classes_[1], 1.0, -1.0)
         coef = self._fit(X, signs, ["--C", repr(float(self.C))])
         self.coef_, self.intercept_ = coef.reshape(1, -1), np.array([self.intercept_])
         return self
+
+    def _more_tags(self):
+        return {"binary_only": True}
 
     def decision_function(self, X):
         self._check_fitted("coef_")

@@ -5,12 +5,14 @@ Run with the strads command on PATH or in STRADS_BIN:
 """
 
 import unittest
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn import linear_model
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.utils.estimator_checks import check_estimator
 
 import strads
 
@@ -91,6 +93,19 @@ class TestLogisticRegression(unittest.TestCase):
         X, _, _ = regression()
         with self.assertRaises(ValueError):
             strads.LogisticRegression().fit(X, np.ones(len(X)))
+
+
+class TestEstimatorChecks(unittest.TestCase):
+    """scikit-learn's own checks of an estimator (fit, predict, clone,
+    input validation, sample order, sparse input …), all of them; a
+    failure raises. MF and LDA take other inputs than (X, y) and are not
+    run through them."""
+
+    def test_check_estimator(self):
+        for est in (strads.Lasso(alpha=0.1), strads.LogisticRegression()):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                check_estimator(est)
 
 
 class TestMatrixFactorization(unittest.TestCase):
