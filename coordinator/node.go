@@ -733,23 +733,36 @@ func readyCount(ready map[string][]bool) string {
 // time: it lists the places missing, and the nodes that joined them.
 func (n *node[P, R, U, S]) notReady(ready map[string][]bool) error {
 	var parts, loading []string
+	var nodes []protocol.Node
 	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
 		m := missing(ready[role])
 		if len(m) > 0 {
 			parts = append(parts, fmt.Sprintf("%d of %d %ss ready (missing %v)", len(ready[role])-len(m), len(ready[role]), role, m))
 		}
 		for _, k := range m {
-			if who := n.who(role, k); who.Host != "" || who.PID != 0 {
+			who := n.who(role, k)
+			if who.Host != "" || who.PID != 0 {
 				loading = append(loading, who.String())
 			}
+			nodes = append(nodes, protocol.Node{Role: role, Place: k, Host: who.Host, PID: who.PID})
 		}
 	}
 	msg := fmt.Sprintf("coordinator: after %s only %s", n.opts.JoinTimeout, strings.Join(parts, ", "))
 	if len(loading) > 0 {
 		msg += "; joined but not ready: " + strings.Join(loading, ", ")
 	}
-	return protocol.Timeout(errors.New(msg))
+	return &notReadyError{err: protocol.Timeout(errors.New(msg)), nodes: nodes}
 }
+
+// notReadyError is awaitReady's error when nodes were not ready in time:
+// after a rollback, they are lost, and spares may take their places.
+type notReadyError struct {
+	err   error
+	nodes []protocol.Node
+}
+
+func (e *notReadyError) Error() string { return e.err.Error() }
+func (e *notReadyError) Unwrap() error { return e.err }
 
 func missing(ok []bool) []int {
 	var m []int

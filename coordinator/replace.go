@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -104,6 +105,14 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 	n.forget()
 	n.restartBeat()
 	summaries, err := n.awaitReady(ctx, readies)
+	if nr := (*notReadyError)(nil); errors.As(err, &nr) {
+		// A node lost during the rollback (a spare that died before it
+		// was ready, or a survivor that died restoring): never ready, it
+		// is lost in turn, and the next spares roll the job back again.
+		n.log.Warn("nodes not ready after the rollback: replacing them too", "nodes", len(nr.nodes), "round", round)
+		readies.Close()
+		return n.replace(ctx, nr.nodes, fmt.Errorf("%w; then, rolling back to round %d: %w", lostErr, round, err))
+	}
 	if err != nil {
 		return fmt.Errorf("%w; then, rolling back to round %d: %w", lostErr, round, err)
 	}

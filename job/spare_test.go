@@ -23,8 +23,10 @@ import (
 // TestSpareAnyMoment loses nodes of a job with spares at a moment the
 // issue 28 probe found them unused: before any checkpoint (a job that
 // takes none goes back to its start, round 0), and a worker and the
-// scheduler at once (both are replaced, not only the first found). Each
-// job ends with the model of the job that lost nothing, bit for bit.
+// scheduler at once (both are replaced, not only the first found), and a
+// spare lost during the rollback (never ready: the next spare takes its
+// place after JoinTimeout, where the job failed). Each job ends with the
+// model of the job that lost nothing, bit for bit.
 func TestSpareAnyMoment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -45,11 +47,13 @@ func TestSpareAnyMoment(t *testing.T) {
 		every     uint64 // CheckpointEvery
 		scheduler bool   // the scheduler is lost with worker 1
 		restart   bool   // the NATS server restarts just before
+		deadSpare bool   // the first worker spare is lost with worker 1
 	}{
-		{"a worker, no checkpoints", 0, false, false},
-		{"a worker and the scheduler, no checkpoints", 0, true, false},
-		{"a worker and the scheduler, checkpoints", 10, true, false},
-		{"a worker after a reconnect", 10, false, true},
+		{"a worker, no checkpoints", 0, false, false, false},
+		{"a worker and the scheduler, no checkpoints", 0, true, false, false},
+		{"a worker and the scheduler, checkpoints", 10, true, false, false},
+		{"a worker after a reconnect", 10, false, true, false},
+		{"a spare lost during the rollback", 10, false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := t.TempDir()
@@ -83,6 +87,9 @@ func TestSpareAnyMoment(t *testing.T) {
 			co := base
 			co.Out, co.CheckpointEvery, co.Spares = filepath.Join(t.TempDir(), "model.csv"), tc.every, 1
 			co.Heartbeat, co.LostAfter = 100*time.Millisecond, time.Second
+			if tc.deadSpare {
+				co.Spares, co.JoinTimeout = 2, 3*time.Second
+			}
 			var res *coordinator.Result
 			var jobErr error
 			done := make(chan struct{})
@@ -92,9 +99,26 @@ func TestSpareAnyMoment(t *testing.T) {
 			}()
 			// The places are taken once partials come: the nodes that join
 			// now are spares. The losses come at round 100 or so.
+			var dead *wire.Conn
+			if tc.deadSpare {
+				if _, err := partials.NextMsg(20 * time.Second); err != nil {
+					t.Fatalf("no partials: %v", err)
+				}
+				// The first spare in line, which the rollback assigns: the
+				// others join 30 rounds later.
+				dead = connect()
+				goRoles(fctx, &wg, 20*time.Second, nil, []*wire.Conn{dead})
+			}
 			for range 20 {
 				if _, err := partials.NextMsg(20 * time.Second); err != nil {
 					t.Fatalf("no partials: %v", err)
+				}
+			}
+			if tc.deadSpare {
+				for range 40 {
+					if _, err := partials.NextMsg(20 * time.Second); err != nil {
+						t.Fatalf("no partials: %v", err)
+					}
 				}
 			}
 			goRoles(fctx, &wg, 20*time.Second, []*wire.Conn{connect()}, []*wire.Conn{connect()})
@@ -117,6 +141,9 @@ func TestSpareAnyMoment(t *testing.T) {
 				}
 			}
 			w1.NATS().Close()
+			if dead != nil {
+				dead.NATS().Close()
+			}
 			lost := 1
 			if tc.scheduler {
 				// Processes killed at once fall silent up to a heartbeat
