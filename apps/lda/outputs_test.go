@@ -244,7 +244,9 @@ func TestRuntimeMetrics(t *testing.T) {
 	cfg.OptimizeEvery, cfg.OptimizeBurnIn = 2, 4
 	var progress strings.Builder
 	metrics := filepath.Join(dir, "metrics.csv")
-	res, m := runJobOpts(t, cfg, Program(cfg), coordinator.Options{Metrics: metrics, Progress: &progress, ProgressEvery: time.Nanosecond})
+	cfg.ModelOut = filepath.Join(dir, "model.json")
+	res, m := runJobOpts(t, cfg, Program(cfg), coordinator.Options{Metrics: metrics, Progress: &progress, ProgressEvery: time.Nanosecond,
+		Out: filepath.Join(dir, "topics.txt")})
 	if !strings.Contains(progress.String(), "iter 8/8") || !strings.Contains(progress.String(), "test_perplexity") {
 		t.Errorf("the progress line lacks the iteration or the held-out perplexity:\n%s", progress.String())
 	}
@@ -304,8 +306,22 @@ func TestRuntimeMetrics(t *testing.T) {
 	if last := perps[len(perps)-1]; last != final {
 		t.Errorf("the last report's held-out perplexity %v is not the final one %v", last, final)
 	}
-	if w := testhelper.WrittenRow(t, metrics); w["iter"] != 8 || w["test_perplexity"] != final {
-		t.Errorf("the metrics' written row is iteration %v, perplexity %v; the model written: 8, %v", w["iter"], w["test_perplexity"], final)
+	// The model file, loaded, gives the written row's perplexity: the
+	// files are the model reported.
+	written, err := LoadModel(cfg.ModelOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := readTest(f.test, written.Words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, _, err := written.Perplexity(docs, InferOptions{Seed: cfg.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := testhelper.WrittenRow(t, metrics); w["iter"] != 8 || w["test_perplexity"] != final || fromFile != final {
+		t.Errorf("the metrics' written row is iteration %v, perplexity %v; the model: 8, %v; its file: %v", w["iter"], w["test_perplexity"], final, fromFile)
 	}
 	if !(final < 0.7*perps[0]) {
 		t.Errorf("held-out perplexity %.1f at the start, %.1f at the end: no fall", perps[0], final)
