@@ -16,12 +16,6 @@ import (
 // than the last one taken from it (a replay does not keep a dead node
 // alive).
 func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
-	n.mu.Lock()
-	n.seen = map[string][]time.Time{
-		protocol.RoleWorker:    make([]time.Time, n.opts.Workers),
-		protocol.RoleScheduler: make([]time.Time, n.opts.Schedulers),
-	}
-	n.mu.Unlock()
 	sub, err := n.c.SubscribeFunc(n.c.Subject(protocol.SubjectBeat), func(msg *nats.Msg) {
 		var h protocol.Heartbeat
 		n.mu.Lock()
@@ -33,15 +27,15 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 			return
 		}
 		n.mu.Lock()
-		seen, reason := n.seen[h.Role], ""
+		reason := ""
 		switch {
-		case h.Place < 0 || h.Place >= len(seen) || h.ID != n.ids[h.Role][h.Place]:
+		case h.Place < 0 || h.Place >= n.live.places(h.Role) || h.ID != n.ids[h.Role][h.Place]:
 			// Not the node at that place: one replaced, or none.
 			reason, err = protocol.DropUnexpected, fmt.Errorf("a heartbeat of %s %d from node %.32q", h.Role, h.Place, h.ID)
 		case !n.beats.Take(h.Run+"/"+h.Role+"/"+h.ID, h.Seq):
 			reason, err = protocol.DropDuplicate, fmt.Errorf("beat %d of %s %d again", h.Seq, h.Role, h.Place)
 		default:
-			seen[h.Place] = time.Now()
+			n.live.beat(h.Role, h.Place, time.Now())
 		}
 		n.mu.Unlock()
 		if reason != "" {
@@ -74,10 +68,10 @@ func (n *node[P, R, U, S]) checkAlive() ([]protocol.Node, error) {
 		n.heard(now)
 		return nil, nil
 	}
-	lost, freshest := n.silent(now)
-	if len(lost) == 0 || freshest >= n.opts.LostAfter/2 {
-		// None lost, or none heard at all: the coordinator's own process
-		// or connection stalled, not every node at once.
+	n.mu.Lock()
+	lost := n.live.lost(now)
+	n.mu.Unlock()
+	if len(lost) == 0 {
 		return nil, nil
 	}
 	return lost, n.lostError(lost, now)
@@ -87,35 +81,7 @@ func (n *node[P, R, U, S]) checkAlive() ([]protocol.Node, error) {
 func (n *node[P, R, U, S]) heard(now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, seen := range n.seen {
-		for k := range seen {
-			seen[k] = now
-		}
-	}
-}
-
-// silent returns the nodes silent for LostAfter at now, and the least
-// silence of a node. A node not heard from yet counts from now: the
-// rounds start.
-func (n *node[P, R, U, S]) silent(now time.Time) (lost []protocol.Node, freshest time.Duration) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	freshest = n.opts.LostAfter
-	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
-		for k, t := range n.seen[role] {
-			if t.IsZero() {
-				n.seen[role][k] = now
-				freshest = 0
-				continue
-			}
-			d := now.Sub(t)
-			freshest = min(freshest, d)
-			if d >= n.opts.LostAfter {
-				lost = append(lost, protocol.Node{Role: role, Place: k})
-			}
-		}
-	}
-	return lost, freshest
+	n.live.heardAll(now)
 }
 
 // lostError is the error of the nodes lost: it names each, with its
@@ -124,7 +90,7 @@ func (n *node[P, R, U, S]) lostError(lost []protocol.Node, now time.Time) error 
 	var msgs []string
 	for _, l := range lost {
 		n.mu.Lock()
-		silent := now.Sub(n.seen[l.Role][l.Place])
+		silent := n.live.silence(l.Role, l.Place, now)
 		n.mu.Unlock()
 		msgs = append(msgs, fmt.Sprintf("%s: no heartbeat for %s", n.who(l.Role, l.Place), silent.Round(time.Millisecond)))
 	}

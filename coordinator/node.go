@@ -85,6 +85,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 		spareCount: map[string]int{},
 
 		metricMarks: map[uint64]int64{},
+		live:        newLiveness(opts.Workers, opts.Schedulers, opts.LostAfter),
 	}
 	n.res.Run = n.runID
 	c.OnDrop(func(msg *nats.Msg, err error) { n.drop(msg, "", protocol.Reason(err), err) })
@@ -128,9 +129,9 @@ type node[P, R, U, S any] struct {
 	finalRound uint64
 	succeeded  bool      // the job succeeded: its checkpoints are of no more use
 	ckptAt     time.Time // when the last checkpoint began (or the rounds started)
-	// seen holds, by role and place, when a node was last heard from (its
-	// heartbeat, or any message), once the rounds run (DESIGN "Checkpoints").
-	seen    map[string][]time.Time
+	// live holds when each node was last heard from (its heartbeat), once
+	// the rounds run.
+	live    *liveness
 	beats   protocol.Sequences // the nodes' heartbeats taken, by run, role and ID
 	aliveAt time.Time          // when checkAlive last looked at them
 	// spares holds, by role, the spares admitted and not used

@@ -134,7 +134,9 @@ func (n *node[P, R, U, S]) settle(ctx context.Context, lost []protocol.Node, los
 	case <-time.After(2 * n.opts.Heartbeat):
 	}
 	now := time.Now()
-	more, _ := n.silent(now)
+	n.mu.Lock()
+	more, _ := n.live.silent(now)
+	n.mu.Unlock()
 	if len(more) <= len(lost) {
 		return lost, lostErr
 	}
@@ -216,9 +218,7 @@ func (n *node[P, R, U, S]) forget() {
 		n.ckpt.reset(n.runID)
 	}
 	n.mu.Lock()
-	for _, seen := range n.seen {
-		clear(seen) // counted from the restart of the rounds
-	}
+	n.live.reset() // silences count from the restart of the rounds
 	n.mu.Unlock()
 }
 
