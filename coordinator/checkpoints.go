@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -558,19 +557,10 @@ func (n *node[P, R, U, S]) checkpointTaken(round uint64, snap *pipeline.Snapshot
 	if err != nil {
 		return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
 	}
-	if n.metrics != nil {
+	if n.csv != nil {
 		// A rollback to this checkpoint rewinds the metrics here.
-		mark, err := n.metrics.Mark()
-		if err != nil {
+		if err := n.csv.markRound(round, n.opts.CheckpointKeep+2); err != nil {
 			return fmt.Errorf("coordinator: checkpoint of round %d: %w", round, err)
-		}
-		n.metricMarks[round] = mark
-		if rounds := slices.Sorted(maps.Keys(n.metricMarks)); len(rounds) > n.opts.CheckpointKeep+2 {
-			for _, r := range rounds[:len(rounds)-n.opts.CheckpointKeep-2] {
-				if r > 0 { // the start's, which a rollback goes back to while no checkpoint is committed
-					delete(n.metricMarks, r)
-				}
-			}
 		}
 	}
 	n.ckpt.put(round, piece)

@@ -84,8 +84,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 
 		spareCount: map[string]int{},
 
-		metricMarks: map[uint64]int64{},
-		live:        newLiveness(opts.Workers, opts.Schedulers, opts.LostAfter),
+		live: newLiveness(opts.Workers, opts.Schedulers, opts.LostAfter),
 	}
 	n.res.Run = n.runID
 	c.OnDrop(func(msg *nats.Msg, err error) { n.drop(msg, "", protocol.Reason(err), err) })
@@ -142,10 +141,9 @@ type node[P, R, U, S any] struct {
 	// constructor, the pipeline's configuration, the stop of the
 	// coordinator's heartbeats, and by checkpoint round the size of the
 	// metrics CSV written at its pull.
-	newApp      func(ctx context.Context) (schmp.Coordinator[P, R, U, S], error)
-	cfg         pipeline.Config
-	stopBeat    func()
-	metricMarks map[uint64]int64
+	newApp   func(ctx context.Context) (schmp.Coordinator[P, R, U, S], error)
+	cfg      pipeline.Config
+	stopBeat func()
 
 	// nodes holds, by role and place, the node that joined there (Host
 	// and PID empty before), for the errors that name it.
@@ -190,14 +188,9 @@ type node[P, R, U, S any] struct {
 	// them and then the metrics CSV, committed together.
 	outputs []schmp.Output
 	files   *atomicfile.Group
-	metrics *atomicfile.File
-	// metricNames are the app's metrics, fixed by the first report; nil
-	// before it.
-	metricNames []string
-	// metricRows are the rows of the metrics CSV so far.
-	metricRows []metricRow
-	start      time.Time
-	res        Result
+	csv     *metricsCSV // nil without Options.Metrics
+	start   time.Time
+	res     Result
 
 	// Accounting.
 	stats     stats
@@ -787,14 +780,12 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 	lastProgress := n.start
 	if n.resume == nil {
 		n.core.Start(n.start, u)
-		if n.metrics != nil {
+		if n.csv != nil {
 			// A spare that takes a place before the first checkpoint
-			// starts the job again: the metrics go back to their header.
-			mark, err := n.metrics.Mark()
-			if err != nil {
+			// starts the job again: the metrics go back to their start.
+			if err := n.csv.markRound(0, n.opts.CheckpointKeep+2); err != nil {
 				return fmt.Errorf("coordinator: %w", err)
 			}
-			n.metricMarks[0] = mark
 		}
 	} else {
 		// The reports before the checkpoint, as the job it resumes wrote
@@ -804,12 +795,10 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 				return err
 			}
 		}
-		if n.metrics != nil {
-			mark, err := n.metrics.Mark()
-			if err != nil {
+		if n.csv != nil {
+			if err := n.csv.markRound(n.res.Resumed, n.opts.CheckpointKeep+2); err != nil {
 				return fmt.Errorf("coordinator: %w", err)
 			}
-			n.metricMarks[n.res.Resumed] = mark
 		}
 	}
 	n.startUpdates = n.core.Status().Updates
@@ -1260,82 +1249,32 @@ func (n *node[P, R, U, S]) record(s schmp.Sample) error {
 			}
 		}
 	}
-	if n.metrics == nil {
+	if n.csv == nil {
 		return nil
 	}
-	if err := n.checkMetrics(s.Metrics); err != nil {
-		return fmt.Errorf("coordinator: objective after round %d: %w", s.Round, err)
-	}
 	n.stats.nats = n.natsDelta()
-	writeSample(n.metrics.Writer, s, n.stats.since(&n.lastRow, n.npulled-n.lastRound))
-	n.lastRow, n.lastRound = n.stats.copy(), n.npulled
-	off, err := n.metrics.Offset()
-	if err != nil {
+	if err := n.csv.write(s, n.stats.since(&n.lastRow, n.npulled-n.lastRound)); err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
-	n.metricRows = append(n.metricRows, metricRow{round: s.Round, written: off + 1})
-	n.metrics.WriteString(",0") // markWritten sets the written row's to 1
-	writeAppMetrics(n.metrics.Writer, s)
+	n.lastRow, n.lastRound = n.stats.copy(), n.npulled
 	return nil
 }
 
-// metricRow is a row of the metrics CSV: the round of its report, and the
-// offset of its written column's digit.
-type metricRow struct {
-	round   uint64
-	written int64
-}
-
-// markWritten sets the written column of the metrics CSV's row of the
-// model written: the last report's, or the kept one's (schmp.Kept).
+// markWritten marks the metrics CSV's row of the model written: the last
+// report's, or the kept one's (schmp.Kept).
 func (n *node[P, R, U, S]) markWritten() error {
-	if n.metrics == nil || len(n.metricRows) == 0 {
+	if n.csv == nil {
 		return nil
 	}
-	row := n.metricRows[len(n.metricRows)-1]
+	var round uint64
+	var kept bool
 	if k, ok := n.app.(schmp.Kept); ok {
-		var round uint64
-		var kept bool
 		if err := protocol.Guard("KeptRound", func() error { round, kept = k.KeptRound(); return nil }); err != nil {
 			return fmt.Errorf("coordinator: %w", err)
 		}
-		found := !kept
-		for _, r := range slices.Backward(n.metricRows) {
-			if r.round == round {
-				row, found = r, true
-				break
-			}
-		}
-		if !found {
-			return fmt.Errorf("coordinator: the model kept is the report of round %d, which the metrics do not hold", round)
-		}
 	}
-	return n.metrics.Patch(row.written, []byte("1"))
-}
-
-// checkMetrics writes the metrics CSV header with the app's columns at the
-// first report, and checks that later reports name the same metrics.
-func (n *node[P, R, U, S]) checkMetrics(ms []schmp.Metric) error {
-	if n.metricNames == nil {
-		n.metricNames = make([]string, len(ms))
-		n.metrics.WriteString(strings.TrimSuffix(metricsHeader, "\n"))
-		for i, m := range ms {
-			if m.Name == "" || strings.ContainsAny(m.Name, ",\"\n\r") {
-				return fmt.Errorf("app metric %q: want a name without commas, quotes or newlines", m.Name)
-			}
-			n.metricNames[i] = m.Name
-			n.metrics.WriteString("," + m.Name)
-		}
-		n.metrics.WriteString("\n")
-		return nil
-	}
-	if len(ms) != len(n.metricNames) {
-		return fmt.Errorf("%d app metrics, %d at the first report", len(ms), len(n.metricNames))
-	}
-	for i, m := range ms {
-		if m.Name != n.metricNames[i] {
-			return fmt.Errorf("app metric %d is %q, %q at the first report", i, m.Name, n.metricNames[i])
-		}
+	if err := n.csv.markWritten(round, kept); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
 	}
 	return nil
 }
@@ -1489,7 +1428,7 @@ func (n *node[P, R, U, S]) createOutputs() error {
 	}
 	if n.opts.Metrics != "" {
 		fs := n.files.Files()
-		n.metrics = fs[len(fs)-1]
+		n.csv = newMetricsCSV(fs[len(fs)-1])
 	}
 	return nil
 }

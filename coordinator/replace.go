@@ -266,17 +266,9 @@ func (n *node[P, R, U, S]) rebuild(ctx context.Context, summaries []S, piece *co
 			return err
 		}
 	}
-	if n.metrics != nil {
-		mark, ok := n.metricMarks[round]
-		if !ok {
-			return fmt.Errorf("the metrics written up to round %d are not known", round)
-		}
-		if err := n.metrics.Rewind(mark); err != nil {
+	if n.csv != nil {
+		if err := n.csv.rewind(round); err != nil {
 			return err
-		}
-		n.metricRows = slices.DeleteFunc(n.metricRows, func(r metricRow) bool { return r.written >= mark })
-		if piece == nil {
-			n.metricNames = nil // rewound to before the header: the first report writes it again
 		}
 	}
 	n.app, n.snap, n.outputs, n.core = app, snap, outputs, core
