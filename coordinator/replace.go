@@ -105,10 +105,11 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 	n.forget()
 	n.restartBeat()
 	summaries, err := n.awaitReady(ctx, readies)
-	if nr := (*notReadyError)(nil); errors.As(err, &nr) {
+	if nr := (*notReadyError)(nil); errors.As(err, &nr) && n.sparesFor(nr.nodes) {
 		// A node lost during the rollback (a spare that died before it
 		// was ready, or a survivor that died restoring): never ready, it
-		// is lost in turn, and the next spares roll the job back again.
+		// is lost in turn, and the spares waiting roll the job back again
+		// (with none, the job has waited long enough: it fails).
 		n.log.Warn("nodes not ready after the rollback: replacing them too", "nodes", len(nr.nodes), "round", round)
 		readies.Close()
 		return n.replace(ctx, nr.nodes, fmt.Errorf("%w; then, rolling back to round %d: %w", lostErr, round, err))
@@ -143,15 +144,33 @@ func (n *node[P, R, U, S]) settle(ctx context.Context, lost []protocol.Node, los
 	return more, n.lostError(more, now)
 }
 
+// byRole counts the nodes of each role.
+func byRole(nodes []protocol.Node) map[string]int {
+	k := map[string]int{}
+	for _, l := range nodes {
+		k[l.Role]++
+	}
+	return k
+}
+
+// sparesFor says whether a spare of its role waits for each node of lost.
+func (n *node[P, R, U, S]) sparesFor(lost []protocol.Node) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for role, k := range byRole(lost) {
+		if len(n.spares[role]) < k {
+			return false
+		}
+	}
+	return true
+}
+
 // awaitSpares returns, by role, a spare for each node lost. When too few
 // wait, it waits up to JoinTimeout for more to join: a worker (or
 // scheduler) started after the loss takes the place. ok is false if too
 // few came.
 func (n *node[P, R, U, S]) awaitSpares(ctx context.Context, lost []protocol.Node) (spares map[string][]spareNode, ok bool) {
-	need := map[string]int{}
-	for _, l := range lost {
-		need[l.Role]++
-	}
+	need := byRole(lost)
 	deadline := time.Now().Add(n.opts.JoinTimeout)
 	for said := false; ; said = true {
 		n.mu.Lock()
