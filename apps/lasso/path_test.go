@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/schmp"
@@ -39,25 +40,6 @@ func runColumnsCoordProg(t *testing.T, prog schmp.Program[ColPlan, ColPartial, C
 		t.Fatalf("job: %v", err)
 	}
 	return res, coord, out
-}
-
-// readCSV reads a CSV without quotes into its header and rows.
-func readCSV(t *testing.T, path string) (header []string, rows [][]string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	header = strings.Split(lines[0], ",")
-	for _, l := range lines[1:] {
-		f := strings.Split(l, ",")
-		if len(f) != len(header) {
-			t.Fatalf("%s: row %q has %d fields, the header %d", path, l, len(f), len(header))
-		}
-		rows = append(rows, f)
-	}
-	return header, rows
 }
 
 // column returns the float values of the named column of rows.
@@ -135,7 +117,7 @@ func TestPath(t *testing.T) {
 			if err := path.WriteFiles(prefix); err != nil {
 				t.Fatal(err)
 			}
-			header, rows := readCSV(t, PathCSV(prefix))
+			header, rows := testhelper.ReadCSV(t, PathCSV(prefix))
 			want := "step,lambda,lambda_ratio,objective,gap,nnz,rounds,time_s,stop"
 			if tc.test {
 				want += ",test_mse"

@@ -16,21 +16,6 @@ import (
 	"github.com/strads-go/strads/job"
 )
 
-// readCSV reads a CSV file with a header.
-func readCSV(t *testing.T, path string) [][]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows[1:]
-}
-
 func atoi(t *testing.T, s string) int {
 	t.Helper()
 	v, err := strconv.Atoi(s)
@@ -89,7 +74,8 @@ func TestOutputs(t *testing.T) {
 		}
 
 		var tokens int64
-		for _, r := range readCSV(t, cfg.WordTopicOut) {
+		_, wordTopic := testhelper.ReadCSV(t, cfg.WordTopicOut)
+		for _, r := range wordTopic {
 			if r[1] != "w"+r[0] {
 				t.Errorf("word %s is named %s", r[0], r[1])
 			}
@@ -102,7 +88,8 @@ func TestOutputs(t *testing.T) {
 		theta := map[int]float64{}
 		listed := map[int]int{}
 		length := map[int]int{}
-		for _, r := range readCSV(t, cfg.DocTopicOut) {
+		_, docTopic := testhelper.ReadCSV(t, cfg.DocTopicOut)
+		for _, r := range docTopic {
 			d := atoi(t, r[0])
 			v, _ := strconv.ParseFloat(r[3], 64)
 			theta[d] += v
@@ -187,7 +174,8 @@ func TestEarlyStop(t *testing.T) {
 			t.Errorf("%d workers: stopped by %s after %d rounds, want a time limit after %d, the end of the first iteration", workers, res.Reason, res.Rounds, workers)
 		}
 		docs := map[string]bool{}
-		for _, row := range readCSV(t, cfg.DocTopicOut) {
+		_, docTopic := testhelper.ReadCSV(t, cfg.DocTopicOut)
+		for _, row := range docTopic {
 			docs[row[0]] = true
 		}
 		if len(docs) != 60 {
