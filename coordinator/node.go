@@ -175,14 +175,10 @@ type node[P, R, U, S any] struct {
 	// sent again after a reconnect (DESIGN "NATS outages").
 	asked map[uint64]outbound
 	tasks map[taskKey][]outbound
-	// reconnected is set by a reconnect; resending says that the node
-	// sends the unanswered messages again, next at resendAt, until
-	// resendUntil, every resendEvery.
+	// reconnected is set by a reconnect, which starts the resends of the
+	// unanswered messages.
 	reconnected atomic.Bool
-	resending   bool
-	resendAt    time.Time
-	resendUntil time.Time
-	resendEvery time.Duration
+	resends     resends
 
 	// outputs are the model's files, written after the stop; files holds
 	// them and then the metrics CSV, committed together.
@@ -870,8 +866,8 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 func (n *node[P, R, U, S]) next(ctx context.Context) (*nats.Msg, error) {
 	wctx := ctx
 	deadline, _, ok := n.core.Deadline()
-	if ok && n.resending && n.resendAt.Before(deadline) {
-		deadline = n.resendAt // an early tick: the core waits on
+	if at, on := n.resends.next(); ok && on && at.Before(deadline) {
+		deadline = at // an early tick: the core waits on
 	}
 	if beat := time.Now().Add(n.opts.Heartbeat); n.opts.Heartbeat > 0 && (!ok || beat.Before(deadline)) {
 		deadline, ok = beat, true // an early tick, to look for lost nodes
@@ -1146,17 +1142,6 @@ func (n *node[P, R, U, S]) publish(name, reply string, v any) (outbound, error) 
 	return o, nil
 }
 
-// Resending after a reconnect: at once, then after resendFirst, doubling
-// up to resendMax, for a Timeout after the last reconnect. The other nodes
-// reconnect on their own, some later than the coordinator, and a message
-// sent to a node not yet back is lost again. (A message from a node is no
-// sign that it is back: it may have waited in the coordinator's queue
-// since before the outage.)
-const (
-	resendFirst = 100 * time.Millisecond
-	resendMax   = 2 * time.Second
-)
-
 // resend sends the plan requests and the tasks not answered again, the
 // same bytes, after a reconnect of the coordinator (DESIGN "NATS outages"): core NATS
 // drops what was in flight when the connection broke. The schedulers and
@@ -1165,18 +1150,12 @@ const (
 func (n *node[P, R, U, S]) resend() error {
 	now := time.Now()
 	if n.reconnected.Swap(false) {
-		n.resending, n.resendAt, n.resendEvery = true, now, resendFirst
-		n.resendUntil = now.Add(n.opts.Timeout)
+		n.resends.reconnected(now, n.opts.Timeout)
 		n.heard(now) // the outage's silence is not the nodes'
 	}
-	if !n.resending || now.Before(n.resendAt) {
+	if !n.resends.due(now) {
 		return nil
 	}
-	if now.After(n.resendUntil) {
-		n.resending = false
-		return nil
-	}
-	n.resendAt, n.resendEvery = now.Add(n.resendEvery), min(2*n.resendEvery, resendMax)
 	if n.ckpt != nil {
 		n.ckpt.late()
 	}

@@ -232,7 +232,8 @@ func (n *node[P, R, U, S]) forget() {
 	n.gate = NewGate[P, R, U, S](n.opts.Schedulers, n.opts.Workers)
 	n.asked, n.tasks = map[uint64]outbound{}, map[taskKey][]outbound{}
 	n.timing = map[uint64]*roundTimes{}
-	n.incomplete, n.resending = nil, false
+	n.incomplete = nil
+	n.resends.stop()
 	if n.ckpt != nil {
 		n.ckpt.reset(n.runID)
 	}
