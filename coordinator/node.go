@@ -189,25 +189,15 @@ type node[P, R, U, S any] struct {
 	res     Result
 
 	// Accounting.
-	stats     stats
-	lastRow   stats // stats at the previous metrics row
-	lastRound uint64
-	// The plans counted and the rounds pulled at the previous progress
-	// line, and whether the warning of empty plans was given.
-	progPlans planCounts
-	progRound uint64
-	// progAt and progUpdates are the time and update count of the last
-	// progress line, startUpdates the count at this run's start.
-	progAt       time.Time
-	progUpdates  int64
-	startUpdates int64
-	sawNNZ       bool  // a report had a non-zero NNZ
-	monUpdates   int64 // the updates the monitor counted
-	warnedEmpty  bool
-	npulled      uint64                 // the rounds pulled, as the actions told
-	timing       map[uint64]*roundTimes // rounds sent, not yet pulled
-	waited       time.Duration          // time spent waiting for messages
-	nats0        nats.Statistics
+	stats      stats
+	lastRow    stats // stats at the previous metrics row
+	lastRound  uint64
+	prog       progress               // what the progress lines remember
+	monUpdates int64                  // the updates the monitor counted
+	npulled    uint64                 // the rounds pulled, as the actions told
+	timing     map[uint64]*roundTimes // rounds sent, not yet pulled
+	waited     time.Duration          // time spent waiting for messages
+	nats0      nats.Statistics
 }
 
 // taskKey names a task: its round, and its kind.
@@ -797,8 +787,8 @@ func (n *node[P, R, U, S]) rounds(ctx context.Context, u U) error {
 			}
 		}
 	}
-	n.startUpdates = n.core.Status().Updates
-	n.monUpdates = n.startUpdates // a resumed job's are not this process's
+	n.monUpdates = n.core.Status().Updates // a resumed job's are not this process's
+	n.prog.at, n.prog.updates = n.start, n.monUpdates
 	if err := n.perform(); err != nil {
 		return err
 	}
@@ -1270,68 +1260,19 @@ func (n *node[P, R, U, S]) natsDelta() nats.Statistics {
 
 func (n *node[P, R, U, S]) progressLine() {
 	st := n.core.Status()
-	el := time.Since(n.start)
-	gap := ""
-	if st.Final.HasGap {
-		gap = fmt.Sprintf("  gap %.2g", st.Final.Gap)
-	}
-	pos := position{Rounds: st.Rounds, MaxRounds: n.opts.MaxRounds, Elapsed: el, TimeLimit: n.opts.TimeLimit}
+	pos := position{Rounds: st.Rounds, MaxRounds: n.opts.MaxRounds, Elapsed: time.Since(n.start), TimeLimit: n.opts.TimeLimit, Ended: st.Done}
 	if _, ok := n.app.(schmp.Iterated); ok {
 		pos.Period = n.core.Config().Period
 	}
-	pos.Ended = st.Done
-	var extra strings.Builder
-	for _, m := range st.Final.Metrics {
-		// A metric not computed at this report (a held-out perplexity
-		// between evaluations) is left out, and so is the app's own
-		// iteration count where the position gives the runtime's.
-		if math.IsNaN(m.Value) || (m.Name == "iter" && pos.Period > 0) {
-			continue
-		}
-		fmt.Fprintf(&extra, "  %s %.6g", m.Name, m.Value)
+	line, empty := n.prog.line(lineState{now: time.Now(), pos: pos, final: st.Final, updates: st.Updates, plans: n.stats.plans,
+		pulled: n.npulled, reconnects: n.c.NATS().Stats().Reconnects - n.nats0.Reconnects, stage: strings.TrimPrefix(n.stage(), "  ")})
+	if empty != nil {
+		r1 := func(x float64) float64 { return math.Round(10*x) / 10 }
+		n.log.Warn("the plans run mostly empty: "+emptyPlans, "selected", r1(empty.selected), "capacity", r1(empty.capacity),
+			"deferred", r1(empty.deferred), "rejected", r1(empty.rejected))
 	}
-	if r := n.c.NATS().Stats().Reconnects - n.nats0.Reconnects; r > 0 {
-		fmt.Fprintf(&extra, "  reconnects %d", r)
-	}
-	rounds := n.npulled - n.progRound
-	if p := n.stats.plans.since(n.progPlans, rounds); p.capacity > 0 {
-		fmt.Fprintf(&extra, "  plan %.3g/%.3g", p.selected, p.capacity)
-		if p.mostlyEmpty() && rounds >= emptyWindow && !n.warnedEmpty {
-			n.warnedEmpty = true
-			r1 := func(x float64) float64 { return math.Round(10*x) / 10 }
-			n.log.Warn("the plans run mostly empty: "+emptyPlans, "selected", r1(p.selected), "capacity", r1(p.capacity),
-				"deferred", r1(p.deferred), "rejected", r1(p.rejected), "rounds", rounds)
-		}
-	}
-	n.progPlans, n.progRound = n.stats.plans, n.npulled
-	// Updates per second since the line before (since this run's start
-	// for the first: a resumed job's count includes the run before), for
-	// an app that counts its updates; nnz once a report had any (mf's
-	// and LDA's models have none to count).
-	rate := ""
-	if st.Updates > 0 {
-		now := time.Now()
-		since, from := n.progAt, n.progUpdates
-		if since.IsZero() {
-			since, from = n.start, n.startUpdates
-		}
-		if dt := now.Sub(since).Seconds(); dt > 0 && st.Updates >= from { // not after a rollback
-			rate = fmt.Sprintf("  updates/s %.3g", float64(st.Updates-from)/dt)
-		}
-		n.progAt, n.progUpdates = now, st.Updates
-	}
-	nnz := ""
-	if n.sawNNZ = n.sawNNZ || st.Final.NNZ > 0; n.sawNNZ {
-		nnz = fmt.Sprintf("  nnz %d", st.Final.NNZ)
-	}
-	fmt.Fprintf(n.opts.Progress, "%s  objective %.9g%s%s%s%s%s\n",
-		pos, st.Final.Objective, gap, nnz, rate, extra.String(), n.stage())
+	fmt.Fprintln(n.opts.Progress, line)
 }
-
-// emptyWindow is the fewest rounds over which plans that ran mostly empty
-// are warned of: the first rounds of a job, with nothing in flight yet,
-// may be fuller or emptier than the rest.
-const emptyWindow = 20
 
 // stage returns the app's description of the stage running, after two
 // spaces, or "" for an app that does not run in stages.

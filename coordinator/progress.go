@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/strads-go/strads/schmp"
 )
 
 // position is where a job stands, as the progress line shows it (DESIGN
@@ -88,3 +91,80 @@ func roughly(d time.Duration) time.Duration {
 	}
 	return d.Round(time.Minute)
 }
+
+// progress is what the progress lines remember from one to the next, and
+// what makes one; plain data, the node gives it what it reads.
+type progress struct {
+	at      time.Time  // the last line's time (the run's start before the first)
+	updates int64      // the updates at the last line (at the run's start)
+	plans   planCounts // the plans pulled at the last line
+	round   uint64     // the rounds pulled at the last line
+	sawNNZ  bool       // a report had a non-zero NNZ
+	warned  bool       // the plans were warned of
+}
+
+// lineState is what a progress line shows, as the node reads it.
+type lineState struct {
+	now        time.Time
+	pos        position
+	final      schmp.Progress // the last report
+	updates    int64          // the updates made, the run before a resume's included
+	plans      planCounts     // the plans pulled in this run
+	pulled     uint64         // the rounds pulled
+	reconnects uint64
+	stage      string // the app's stage, "" for none
+}
+
+// line returns the progress line of s, and the plans' fill since the line
+// before when, the first time, they ran mostly empty over emptyWindow
+// rounds or more: the node warns of it.
+func (p *progress) line(s lineState) (line string, empty *planMeans) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  objective %.9g", s.pos, s.final.Objective)
+	if s.final.HasGap {
+		fmt.Fprintf(&b, "  gap %.2g", s.final.Gap)
+	}
+	// nnz once a report had any (mf's and LDA's models have none to
+	// count).
+	if p.sawNNZ = p.sawNNZ || s.final.NNZ > 0; p.sawNNZ {
+		fmt.Fprintf(&b, "  nnz %d", s.final.NNZ)
+	}
+	// Updates per second since the line before, for an app that counts
+	// its updates (a resumed job's count includes the run before, which
+	// the first line's starts from).
+	if s.updates > 0 {
+		if dt := s.now.Sub(p.at).Seconds(); dt > 0 && s.updates >= p.updates { // not after a rollback
+			fmt.Fprintf(&b, "  updates/s %.3g", float64(s.updates-p.updates)/dt)
+		}
+		p.at, p.updates = s.now, s.updates
+	}
+	for _, m := range s.final.Metrics {
+		// A metric not computed at this report (a held-out perplexity
+		// between evaluations) is left out, and so is the app's own
+		// iteration count where the position gives the runtime's.
+		if math.IsNaN(m.Value) || (m.Name == "iter" && s.pos.Period > 0) {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s %.6g", m.Name, m.Value)
+	}
+	if s.reconnects > 0 {
+		fmt.Fprintf(&b, "  reconnects %d", s.reconnects)
+	}
+	rounds := s.pulled - p.round
+	if m := s.plans.since(p.plans, rounds); m.capacity > 0 {
+		fmt.Fprintf(&b, "  plan %.3g/%.3g", m.selected, m.capacity)
+		if m.mostlyEmpty() && rounds >= emptyWindow && !p.warned {
+			p.warned, empty = true, &m
+		}
+	}
+	p.plans, p.round = s.plans, s.pulled
+	if s.stage != "" {
+		b.WriteString("  " + s.stage)
+	}
+	return b.String(), empty
+}
+
+// emptyWindow is the fewest rounds over which plans that ran mostly empty
+// are warned of: the first rounds of a job, with nothing in flight yet,
+// may be fuller or emptier than the rest.
+const emptyWindow = 20
