@@ -40,6 +40,7 @@ kinds = [
     ("TestSpareAnyMoment/a_worker_and_the_scheduler,_no_checkpoints", "a worker and the scheduler lost together, no checkpoint", "model"),
     ("TestSpareAnyMoment/a_worker_and_the_scheduler,_checkpoints", "a worker and the scheduler lost together, checkpoints", "model"),
     ("TestSpareAnyMoment/a_worker_after_a_reconnect", "a worker lost right after a NATS restart", "model"),
+    ("TestSpareAnyMoment/a_spare_lost_during_the_rollback", "a spare lost during the rollback, another waiting", "model"),
     ("TestKillWithSpare/0", "kill -9 of a worker at a random round (OS processes), spares waiting", "model"),
     ("TestKillWithSpare/1", "kill -9 of a worker before the first checkpoint (OS processes)", "model"),
     ("TestKillWithSpare/2", "kill -9 of a worker and the scheduler at once (OS processes)", "model"),
