@@ -493,7 +493,7 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 			}
 			// Answered all the same: a node of another protocol version
 			// learns why it is refused.
-			rep.Err = fmt.Sprintf("not a join request of protocol version %d: %v", protocol.Version, err)
+			rep.Err, rep.Unread = fmt.Sprintf("not a join request of protocol version %d: %v", protocol.Version, err), true
 		} else {
 			role := cmp.Or(req.Role, protocol.RoleWorker)
 			n.mu.Lock()

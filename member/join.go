@@ -29,6 +29,7 @@ func Join(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, try time.
 	}
 	req.Header = protocol.Header{Type: protocol.TypeJoin}
 	var keyErr error // the last answer dropped for its MAC
+	unread := 0      // answers to a join the coordinator could not read
 	for {
 		rctx, cancel := context.WithTimeout(ctx, min(try, 5*time.Second))
 		rep, err := wire.RequestRetried[protocol.JoinRequest, protocol.JoinReply](rctx, c, protocol.SubjectJoin, req)
@@ -44,6 +45,12 @@ func Join(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, try time.
 				return rep, fmt.Errorf("%s: join refused: the coordinator challenged its own ticket again", role)
 			case rep.Mismatch:
 				return rep, protocol.Mismatch(errors.New(rep.Err))
+			case rep.Unread && unread < maxUnread:
+				// This node's join is well formed: the answer may be to
+				// a corrupted copy of it. Asked again, a coordinator of
+				// this protocol reads it.
+				unread++
+				continue
 			case rep.Err != "":
 				return rep, fmt.Errorf("%s: join refused: %s", role, rep.Err)
 			}
@@ -69,6 +76,11 @@ func Join(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, try time.
 		}
 	}
 }
+
+// maxUnread is how many answers to an unreadable join a node takes for a
+// corrupted copy's before it believes them (a coordinator of another
+// protocol version's).
+const maxUnread = 3
 
 // Self returns the host name (os.Hostname; "" if unknown) and the process
 // id that a node puts in its JoinRequest.

@@ -137,6 +137,12 @@ type JoinReply struct {
 	// Mismatch is set, with Err, when the role was refused because its
 	// manifest differs from the job's (ErrManifest).
 	Mismatch bool `msgpack:"mismatch,omitempty"`
+	// Unread is set, with Err, when the coordinator could not read the
+	// join it answers: a node of another protocol version's, or a
+	// corrupted copy of a node's own join that someone sent with its
+	// reply subject (DESIGN "Hostile traffic"); the node asks again, and
+	// is refused only if the answer stays the same.
+	Unread bool `msgpack:"unread,omitempty"`
 	// Checkpoints is set when the job takes checkpoints: the role then
 	// opens the job's checkpoint store (package checkpoint) to store its
 	// pieces.

@@ -1,0 +1,56 @@
+package member_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/member"
+	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/wire"
+)
+
+// TestJoinUnread checks a node's answer to "your join could not be read":
+// it may answer a corrupted copy of the node's join that someone sent with
+// its reply subject, so the node asks again; a coordinator that keeps
+// answering it (another protocol version) refuses the node.
+func TestJoinUnread(t *testing.T) {
+	for _, tc := range []struct {
+		unread int // answers that say so before a place
+		ok     bool
+	}{{0, true}, {1, true}, {3, true}, {100, false}} {
+		nc := testhelper.InProcess(t, false)
+		c, err := wire.NewConn(nc, "unread")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked atomic.Int32
+		sub, err := c.NATS().Subscribe(c.Subject(protocol.SubjectJoin), func(msg *nats.Msg) {
+			rep := protocol.JoinReply{Shard: 0, Shards: 1, Run: "r"}
+			if int(asked.Add(1)) <= tc.unread {
+				rep = protocol.JoinReply{Err: "not a join request of protocol version 8: truncated", Unread: true}
+			}
+			if err := wire.Reply(c, msg, rep); err != nil {
+				t.Error(err)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rep, err := member.Join(ctx, c, protocol.JoinRequest{ID: "n1"}, time.Second)
+		cancel()
+		sub.Unsubscribe()
+		if tc.ok && (err != nil || rep.Run != "r") {
+			t.Errorf("%d unread answers: %v, %+v; want the place", tc.unread, err, rep)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "not a join request")) {
+			t.Errorf("unread answers every time: %v; want the refusal", err)
+		}
+	}
+}
