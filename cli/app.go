@@ -103,11 +103,11 @@ type Job struct {
 	// Done, if set, is called once the job has ended, or failed to start,
 	// on the coordinator and in a whole job, after Print, with the job's
 	// result and error (a nil result, and err not nil, on failure). It
-	// returns the command's error: err, or its own. The model's files
-	// need no Done: the runtime writes the files that the app's
-	// coordinator lists (schmp.Outputter, given --out) with the metrics,
-	// all or none.
-	Done func(res *coordinator.Result, err error) error
+	// returns the command's error: err, or its own. ctx is the command's,
+	// which SIGINT or SIGTERM cancels. The model's files need no Done: the
+	// runtime writes the files that the app's coordinator lists
+	// (schmp.Outputter, given --out) with the metrics, all or none.
+	Done func(ctx context.Context, res *coordinator.Result, err error) error
 
 	prog runner
 }

@@ -100,7 +100,7 @@ func (cl *CommandLine) runApp(ctx context.Context, app App, role Role, args []st
 		}
 	}
 	if j.Done != nil {
-		err = j.Done(res, err)
+		err = j.Done(ctx, res, err)
 	}
 	return err
 }

@@ -1265,7 +1265,7 @@ func (n *node[P, R, U, S]) progressLine() {
 		pos.Period = n.core.Config().Period
 	}
 	line, empty := n.prog.line(lineState{now: time.Now(), pos: pos, final: st.Final, updates: st.Updates, plans: n.stats.plans,
-		pulled: n.npulled, reconnects: n.c.NATS().Stats().Reconnects - n.nats0.Reconnects, stage: strings.TrimPrefix(n.stage(), "  ")})
+		pulled: n.npulled, reconnects: n.c.NATS().Stats().Reconnects - n.nats0.Reconnects, stage: n.stage()})
 	if empty != nil {
 		r1 := func(x float64) float64 { return math.Round(10*x) / 10 }
 		n.log.Warn("the plans run mostly empty: "+emptyPlans, "selected", r1(empty.selected), "capacity", r1(empty.capacity),
@@ -1274,16 +1274,13 @@ func (n *node[P, R, U, S]) progressLine() {
 	fmt.Fprintln(n.opts.Progress, line)
 }
 
-// stage returns the app's description of the stage running, after two
-// spaces, or "" for an app that does not run in stages.
+// stage returns the app's description of the stage running, or "" for
+// an app that does not run in stages.
 func (n *node[P, R, U, S]) stage() string {
 	if n.staged == nil {
 		return ""
 	}
-	if s := n.staged.Stage(); s != "" {
-		return "  " + s
-	}
-	return ""
+	return n.staged.Stage()
 }
 
 // finish stops the schedulers, fills in the result and writes the outputs,
@@ -1315,8 +1312,12 @@ func (n *node[P, R, U, S]) finish() error {
 	}
 	if n.opts.Progress != nil {
 		n.progressLine()
+		stage := n.stage()
+		if stage != "" {
+			stage = "  " + stage
+		}
 		fmt.Fprintf(n.opts.Progress, "stopped: %s after %d rounds, %d updates, %s%s\n",
-			n.res.Why(), n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond), n.stage())
+			n.res.Why(), n.res.Rounds, n.res.Updates, n.res.Elapsed.Round(time.Millisecond), stage)
 	}
 	if f, ok := n.app.(schmp.Finisher[S]); ok {
 		if err := protocol.Guard("Finish", func() error { return f.Finish(n.core.Finals()) }); err != nil {

@@ -10,11 +10,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 
 	"github.com/strads-go/strads/apps/lasso"
 	"github.com/strads-go/strads/atomicfile"
@@ -40,6 +38,35 @@ func checkCV(k, path int, role cli.Role) error {
 		return cli.Usagef("--cv: a whole job only (the folds are files this process writes)")
 	}
 	return nil
+}
+
+// cvRun is --cv as a job runs it: the folds (0: none), the seed that
+// deals them (--seed), the runtime's options of their jobs, and where the
+// table is printed.
+type cvRun struct {
+	folds int
+	seed  uint64
+	opts  coordinator.Options
+	w     io.Writer
+}
+
+// writePath writes the files of the path p (writePath) to prefix, after
+// cross-validating it on data when the job asks: fold runs a fold, whose
+// error is measure; the table is printed, and its files written with the
+// path's.
+func (c cvRun) writePath(ctx context.Context, prefix, data string, p *lasso.Path, measure string, fold foldRun) error {
+	if c.folds == 0 || p == nil {
+		return writePath(prefix, p)
+	}
+	r, err := crossValidate(ctx, data, c.folds, c.seed, p.LambdaMax(), p.Lambdas()[p.Len()-1], p.Len(), measure, fold, c.w)
+	if err != nil {
+		return err
+	}
+	r.print(c.w, c.folds, prefix, p.Len())
+	if err := writePath(prefix, p); err != nil || prefix == "" {
+		return err
+	}
+	return r.writeFiles(prefix, p)
 }
 
 // foldRun runs one fold's path job on the rows of train, tested on test,
@@ -100,9 +127,7 @@ type cvResult struct {
 
 // crossValidate deals the rows of data into k folds by seed, runs each
 // fold's path at penalties from start to last, and averages the errors.
-func crossValidate(data string, k int, seed uint64, start, last float64, steps int, measure string, run foldRun, progress io.Writer) (*cvResult, error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func crossValidate(ctx context.Context, data string, k int, seed uint64, start, last float64, steps int, measure string, run foldRun, progress io.Writer) (*cvResult, error) {
 	dir, err := os.MkdirTemp("", "strads-cv-")
 	if err != nil {
 		return nil, fmt.Errorf("--cv: %w", err)
@@ -275,7 +300,7 @@ func (r *cvResult) writeFiles(prefix string, p *lasso.Path) error {
 	cv, coef := g.Files()[0], g.Files()[1]
 	fmt.Fprintf(cv, "step,lambda,cv_%s,cv_se,chosen\n", r.measure)
 	for i := range r.mean {
-		fmt.Fprintf(cv, "%d,%s,%s,%s,%s\n", i+1, fmtG(r.lambdas[i]), fmtG(r.mean[i]), fmtG(r.se[i]), r.chosen(i, ""))
+		fmt.Fprintf(cv, "%d,%v,%v,%v,%s\n", i+1, r.lambdas[i], r.mean[i], r.se[i], r.chosen(i, ""))
 	}
 	pts := p.Points()
 	values := map[int32][]float64{}
@@ -302,12 +327,9 @@ func (r *cvResult) writeFiles(prefix string, p *lasso.Path) error {
 	for _, j := range slices.Sorted(maps.Keys(values)) {
 		fmt.Fprintf(coef, "%d", j+1)
 		for _, v := range values[j] {
-			fmt.Fprintf(coef, ",%s", fmtG(v))
+			fmt.Fprintf(coef, ",%v", v)
 		}
 		coef.WriteString("\n")
 	}
 	return g.Commit()
 }
-
-// fmtG formats v exactly, as the model files do.
-func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

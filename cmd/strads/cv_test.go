@@ -78,7 +78,7 @@ func TestCVChoice(t *testing.T) {
 		calls++
 		return errs[calls-1], nil
 	}
-	r, err := crossValidate(data, 3, 1, 2, 0.02, 4, "mse", run, &strings.Builder{})
+	r, err := crossValidate(context.Background(), data, 3, 1, 2, 0.02, 4, "mse", run, &strings.Builder{})
 	if err != nil {
 		t.Fatal(err)
 	}

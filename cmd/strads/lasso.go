@@ -115,7 +115,8 @@ func lassoCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		if err := checkCV(lf.cv, cfg.Path, env.Role); err != nil {
 			return nil, err
 		}
-		j := &lassoJob{cfg: cfg, workers: opts.Workers, out: opts.Out, cv: lf.cv, seed: lf.sched.seed, foldOpts: foldOptions(opts), stdout: env.Stdout}
+		j := &lassoJob{cfg: cfg, workers: opts.Workers, out: opts.Out,
+			cv: cvRun{folds: lf.cv, seed: lf.sched.seed, opts: foldOptions(opts), w: env.Stdout}}
 		if cfg.Path > 0 {
 			opts.Out = "" // the command writes the path's files
 		}
@@ -129,13 +130,7 @@ type lassoJob struct {
 	cfg     lasso.Config
 	workers int
 	out     string // --out: with --lambda-path, the prefix of the path's files
-	// cv is --cv's folds (0: none), seed the job's --seed, which deals
-	// them, foldOpts the runtime's options of their jobs, and stdout where
-	// the cross-validation is reported.
-	cv       int
-	seed     uint64
-	foldOpts coordinator.Options
-	stdout   io.Writer
+	cv      cvRun
 }
 
 // lassoPath returns the regularization path of a job's result, nil for a
@@ -177,25 +172,11 @@ func (j *lassoJob) job(role cli.Role) *cli.Job {
 	if role != cli.Coordinator {
 		job.Data = j.cfg.Data
 	}
-	job.Done = func(res *coordinator.Result, err error) error {
+	job.Done = func(ctx context.Context, res *coordinator.Result, err error) error {
 		if err != nil {
 			return err
 		}
-		p := lassoPath(res)
-		var cv *cvResult
-		if j.cv > 0 && p != nil {
-			if cv, err = crossValidate(j.cfg.Data, j.cv, j.seed, p.LambdaMax(), p.Lambdas()[p.Len()-1], p.Len(), "mse", j.fold, j.stdout); err != nil {
-				return err
-			}
-			cv.print(j.stdout, j.cv, j.out, p.Len())
-		}
-		if err := writePath(j.out, p); err != nil {
-			return err
-		}
-		if cv != nil && j.out != "" {
-			return cv.writeFiles(j.out, p)
-		}
-		return nil
+		return j.cv.writePath(ctx, j.out, j.cfg.Data, lassoPath(res), "mse", j.fold)
 	}
 	return job
 }
@@ -205,7 +186,7 @@ func (j *lassoJob) job(role cli.Role) *cli.Job {
 func (j *lassoJob) fold(ctx context.Context, train, test string, start, last float64) ([]float64, error) {
 	cfg := j.cfg
 	cfg.Data, cfg.Test, cfg.Lambda, cfg.LambdaRatio, cfg.PathStart = train, test, last, 0, start
-	res, err := job.Run(ctx, lasso.ColumnProgram(cfg, j.workers), job.Options{Job: "lasso-cv", Coordinator: j.foldOpts, Timeout: j.foldOpts.Timeout, Logger: quietLogger})
+	res, err := job.Run(ctx, lasso.ColumnProgram(cfg, j.workers), job.Options{Job: "lasso-cv", Coordinator: j.cv.opts, Timeout: j.cv.opts.Timeout, Logger: quietLogger})
 	if err != nil {
 		return nil, err
 	}

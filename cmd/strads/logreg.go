@@ -86,11 +86,7 @@ type logregJob struct {
 	workers int
 	predict string
 	out     string // --out: with --lambda-path, the prefix of the path's files
-	// cv, seed, foldOpts and stdout are --cv's, as lassoJob's.
-	cv       int
-	seed     uint64
-	foldOpts coordinator.Options
-	stdout   io.Writer
+	cv      cvRun
 }
 
 // logregCoordinator is what the command asks of the coordinator of either
@@ -154,7 +150,7 @@ func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 			return nil, err
 		}
 		j := &logregJob{cfg: cfg, workers: opts.Workers, predict: lf.predict, out: opts.Out,
-			cv: lf.cv, seed: lf.sched.seed, foldOpts: foldOptions(opts), stdout: env.Stdout}
+			cv: cvRun{folds: lf.cv, seed: lf.sched.seed, opts: foldOptions(opts), w: env.Stdout}}
 		if cfg.Path > 0 {
 			opts.Out = "" // the command writes the path's files
 		}
@@ -175,11 +171,11 @@ func (j *logregJob) job(role cli.Role) *cli.Job {
 		job.Data = j.cfg.Data
 	}
 	job.Print = j.print
-	job.Done = func(res *coordinator.Result, err error) error {
+	job.Done = func(ctx context.Context, res *coordinator.Result, err error) error {
 		if err != nil {
 			return err
 		}
-		return j.finish(res)
+		return j.finish(ctx, res)
 	}
 	return job
 }
@@ -218,27 +214,14 @@ func (j *logregJob) print(w io.Writer, res *coordinator.Result) {
 
 // finish writes the outputs that only the command knows: the predictions,
 // and a regularization path's files.
-func (j *logregJob) finish(res *coordinator.Result) error {
+func (j *logregJob) finish(ctx context.Context, res *coordinator.Result) error {
 	c, ok := res.App.(logregCoordinator)
 	if !ok {
 		return nil
 	}
 	if cols, ok := c.(*logreg.ColCoordinator); ok {
-		var cv *cvResult
-		if p := cols.Path(); j.cv > 0 && p != nil {
-			var err error
-			if cv, err = crossValidate(j.cfg.Data, j.cv, j.seed, p.LambdaMax(), p.Lambdas()[p.Len()-1], p.Len(), "misclassification", j.fold, j.stdout); err != nil {
-				return err
-			}
-			cv.print(j.stdout, j.cv, j.out, p.Len())
-		}
-		if err := writePath(j.out, cols.Path()); err != nil {
+		if err := j.cv.writePath(ctx, j.out, j.cfg.Data, cols.Path(), "misclassification", j.fold); err != nil {
 			return err
-		}
-		if cv != nil && j.out != "" {
-			if err := cv.writeFiles(j.out, cols.Path()); err != nil {
-				return err
-			}
 		}
 	}
 	if j.predict != "" {
@@ -260,7 +243,7 @@ func (j *logregJob) finish(res *coordinator.Result) error {
 func (j *logregJob) fold(ctx context.Context, train, test string, start, last float64) ([]float64, error) {
 	cfg := j.cfg
 	cfg.Data, cfg.Test, cfg.Lambda, cfg.LambdaRatio, cfg.C, cfg.PathStart = train, test, last, 0, 0, start
-	res, err := job.Run(ctx, logreg.ColumnProgram(cfg, j.workers), job.Options{Job: "logreg-cv", Coordinator: j.foldOpts, Timeout: j.foldOpts.Timeout, Logger: quietLogger})
+	res, err := job.Run(ctx, logreg.ColumnProgram(cfg, j.workers), job.Options{Job: "logreg-cv", Coordinator: j.cv.opts, Timeout: j.cv.opts.Timeout, Logger: quietLogger})
 	if err != nil {
 		return nil, err
 	}

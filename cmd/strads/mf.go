@@ -34,19 +34,19 @@ func mfApp() cli.App {
 type mfFlags struct {
 	cfg                 mf.Config
 	predict, predictOut string
-	lambda              *lambdaValue
-	rank                *rankValue
+	lambda              *autoValue[float64]
+	rank                *autoValue[int]
 	ring                bool
 }
 
 func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	f := &mfFlags{}
 	f.cfg.Lambda = mf.DefaultLambda
-	f.lambda = &lambdaValue{v: &f.cfg.Lambda}
+	f.lambda = &autoValue[float64]{v: &f.cfg.Lambda}
 	fs.StringVar(&f.cfg.Train, "train", "", "training ratings `file`, lines \"user item rating\" (white space, comma or :: separated); workers read it")
 	fs.StringVar(&f.cfg.Test, "test", "", "held-out ratings `file`: the metrics report its RMSE (ratings of users or items not in --train are left out, and counted)")
 	f.cfg.Rank = 10
-	f.rank = &rankValue{v: &f.cfg.Rank}
+	f.rank = &autoValue[int]{v: &f.cfg.Rank}
 	fs.Var(f.rank, "rank", "rank `K` of the factors, or auto: fit each rank of 5, 10, 20, 40 with --validate (0.1 if 0), print their validation RMSEs, and refit on all the training ratings with the best (with --lambda auto, every pair; a whole job in one process only)")
 	fs.Var(f.lambda, "lambda", "λ (a number `L`, or auto) of the factors' regularization λ(Σ_u n_u‖w_u‖² + Σ_i n_i‖h_i‖²), weighted by ratings counts (ALS-WR, Spark); with --unweighted λ(‖W‖² + ‖H‖²); als needs λ > 0. auto: fit each λ of 0.01, 0.0316, 0.1, 0.316, 1 with --validate (0.1 if 0), print their validation RMSEs, and refit on all the training ratings with the best (a whole job in one process only)")
 	fs.Float64Var(&f.cfg.Holdout, "validate", mf.DefaultValidate, "hold out fraction `F` of the --train ratings (those whose hash of --seed, user and item falls below F: every role agrees without exchanging anything), report their RMSE (val_rmse), stop once it has not improved for --patience evaluations, and write the factors of the evaluation where it was lowest (iteration 0 is the bias-only model, so the job never ends worse than it on validation, and if it stays the best the bias-only fit of all the ratings is written); 0: no validation, fit all the ratings")

@@ -147,18 +147,9 @@ func TestMFRankAuto(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no choice: %s", stdout)
 	}
-	if w := readLines(t, prefix+".W.txt"); len(strings.Fields(w[0])) != 1+atoi(t, m[1]) {
+	if w := readLines(t, prefix+".W.txt"); strconv.Itoa(len(strings.Fields(w[0]))-1) != m[1] {
 		t.Errorf("chose rank %s, the written factors are %q", m[1], w[0])
 	}
-}
-
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // TestMFWarnsBelowBiasOnly checks that a run whose model does worse than

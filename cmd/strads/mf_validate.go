@@ -13,61 +13,41 @@ import (
 	"github.com/strads-go/strads/job"
 )
 
-// lambdaValue is --lambda: a number, or "auto".
-type lambdaValue struct {
-	v    *float64
+// autoValue is a flag of a number or "auto": --lambda and --rank.
+type autoValue[T int | float64] struct {
+	v    *T
 	auto bool
 }
 
-func (l *lambdaValue) String() string {
-	if l.auto {
+func (a *autoValue[T]) String() string {
+	if a.auto {
 		return "auto"
 	}
-	if l.v == nil {
+	if a.v == nil {
 		return ""
 	}
-	return strconv.FormatFloat(*l.v, 'g', -1, 64)
+	return fmt.Sprint(*a.v)
 }
 
-func (l *lambdaValue) Set(s string) error {
+func (a *autoValue[T]) Set(s string) error {
 	if s == "auto" {
-		l.auto = true
+		a.auto = true
 		return nil
 	}
-	v, err := strconv.ParseFloat(s, 64)
+	var v T
+	var err error
+	want := "a number"
+	switch p := any(&v).(type) {
+	case *float64:
+		*p, err = strconv.ParseFloat(s, 64)
+	case *int:
+		*p, err = strconv.Atoi(s)
+		want = "a whole number"
+	}
 	if err != nil {
-		return fmt.Errorf("want a number or auto, got %q", s)
+		return fmt.Errorf("want %s or auto, got %q", want, s)
 	}
-	*l.v, l.auto = v, false
-	return nil
-}
-
-// rankValue is --rank: a whole number, or "auto".
-type rankValue struct {
-	v    *int
-	auto bool
-}
-
-func (r *rankValue) String() string {
-	if r.auto {
-		return "auto"
-	}
-	if r.v == nil {
-		return ""
-	}
-	return strconv.Itoa(*r.v)
-}
-
-func (r *rankValue) Set(s string) error {
-	if s == "auto" {
-		r.auto = true
-		return nil
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("want a whole number or auto, got %q", s)
-	}
-	*r.v, r.auto = v, false
+	*a.v, a.auto = v, false
 	return nil
 }
 
