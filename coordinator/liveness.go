@@ -21,9 +21,6 @@ func newLiveness(workers, schedulers int, lostAfter time.Duration) *liveness {
 	}}
 }
 
-// places returns the number of places of role.
-func (l *liveness) places(role string) int { return len(l.seen[role]) }
-
 // beat notes that the node at place of role was heard from at now.
 func (l *liveness) beat(role string, place int, now time.Time) { l.seen[role][place] = now }
 

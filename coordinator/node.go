@@ -74,17 +74,12 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 	}
 	opts.fill()
 	n := &node[P, R, U, S]{c: c, opts: opts, log: opts.Logger.With("role", "coordinator"), runID: nuid.Next(),
-		nodes:   map[string][]protocol.Node{protocol.RoleWorker: make([]protocol.Node, opts.Workers), protocol.RoleScheduler: make([]protocol.Node, opts.Schedulers)},
-		ids:     map[string][]string{protocol.RoleWorker: make([]string, opts.Workers), protocol.RoleScheduler: make([]string, opts.Schedulers)},
+		roster:  newRoster(opts.Manifest, opts.Workers, opts.Schedulers, opts.Spares),
 		gate:    NewGate[P, R, U, S](opts.Schedulers, opts.Workers),
 		dropped: map[string]int{},
 		asked:   map[uint64]outbound{},
 		tasks:   map[taskKey][]outbound{},
-		spares:  map[string][]spareNode{},
-
-		spareCount: map[string]int{},
-
-		live: newLiveness(opts.Workers, opts.Schedulers, opts.LostAfter),
+		live:    newLiveness(opts.Workers, opts.Schedulers, opts.LostAfter),
 	}
 	n.res.Run = n.runID
 	c.OnDrop(func(msg *nats.Msg, err error) { n.drop(msg, "", protocol.Reason(err), err) })
@@ -133,10 +128,6 @@ type node[P, R, U, S any] struct {
 	live    *liveness
 	beats   protocol.Sequences // the nodes' heartbeats taken, by run, role and ID
 	aliveAt time.Time          // when checkAlive last looked at them
-	// spares holds, by role, the spares admitted and not used
-	// (Options.Spares).
-	spares     map[string][]spareNode
-	spareCount map[string]int // the spares ever admitted, by role
 	// What a rollback to a checkpoint needs (replace): the app's
 	// constructor, the pipeline's configuration, the stop of the
 	// coordinator's heartbeats, and by checkpoint round the size of the
@@ -145,22 +136,14 @@ type node[P, R, U, S any] struct {
 	cfg      pipeline.Config
 	stopBeat func()
 
-	// nodes holds, by role and place, the node that joined there (Host
-	// and PID empty before), for the errors that name it.
-	mu    sync.Mutex
-	nodes map[string][]protocol.Node
-	// ids holds, by role and place, the ID of the node that joined there
-	// ("" before): a ready must come from it.
-	ids map[string][]string
-	// started is set once every node is ready: joins are refused from
-	// then on, without failing the job.
-	started bool
+	// mu guards roster, live, beats, dropped and runID, which the
+	// subscriptions' callbacks (joins, heartbeats, drops) share with the
+	// loop.
+	mu sync.Mutex
+	// roster holds who holds each place, and the spares waiting.
+	roster *roster
 	// dropped counts the messages dropped unused, by reason (DESIGN "Hostile traffic").
 	dropped map[string]int
-	// data is the data fingerprint that the nodes must agree on, and
-	// dataFrom whose it is (Options.Manifest.Data, or the first node's
-	// to send one).
-	data, dataFrom string
 	// fail fails the job with its cause (a refused join).
 	fail context.CancelCauseFunc
 
@@ -449,11 +432,7 @@ func (n *node[P, R, U, S]) invalid(msg *nats.Msg, what string, from protocol.Nod
 // a join whose MAC fails is refused, and one without this coordinator's
 // ticket is answered with it as a challenge, to be sent again with it.
 func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
-	places := map[string]map[string]int{protocol.RoleWorker: {}, protocol.RoleScheduler: {}}
-	limit := map[string]int{protocol.RoleWorker: n.opts.Workers, protocol.RoleScheduler: n.opts.Schedulers}
-	if d := n.opts.Manifest.Data; d != "" {
-		n.data, n.dataFrom = d, "the job's"
-	}
+	limit := n.roster.limit
 	ticket := rand.Text() // the challenge of a join with a key (DESIGN "Hostile traffic")
 	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectJoin), func(msg *nats.Msg) {
 		if err := n.c.Verify(msg); err != nil {
@@ -497,64 +476,38 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 		} else {
 			role := cmp.Or(req.Role, protocol.RoleWorker)
 			n.mu.Lock()
-			started := n.started
-			have := places[role]
-			place, ok := have[req.ID]
-			free := !ok && len(have) < limit[role]
-			// A node that finds every place taken may wait as a spare
-			// (Options.Spares), even once the job runs.
-			again := slices.ContainsFunc(n.spares[role], func(s spareNode) bool { return s.id == req.ID })
-			spare := !ok && !free && (again || n.spareCount[role] < n.opts.Spares)
-			var bad error
-			if !started && (ok || free) || spare {
-				bad = n.checkManifest(protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}, req.Manifest)
-			}
-			if spare && !again && bad == nil {
-				n.spareCount[role]++
-				n.spares[role] = append(n.spares[role], spareNode{id: req.ID, run: n.runID, node: protocol.Node{Role: role, Host: req.Host, PID: req.PID}})
-			}
 			run := n.runID
-			if !started && free && bad == nil {
-				place, ok = len(have), true
-				have[req.ID] = place
-			}
-			if !started && ok && bad == nil {
-				n.nodes[role][place] = protocol.Node{Role: role, Place: place, Host: req.Host, PID: req.PID}
-				n.ids[role][place] = req.ID
-			}
+			a := n.roster.join(req, run)
 			n.mu.Unlock()
-			switch {
-			case spare && bad != nil:
-				rep.Err, rep.Mismatch = bad.Error(), true
-				n.log.Warn("spare refused", "err", bad)
-			case spare:
-				rep.Spare, rep.Shards, rep.Run = true, limit[role], run
-				rep.Settings = n.opts.Manifest.Settings
-				rep.Checkpoints = n.ckpt != nil
-				if n.opts.Heartbeat > 0 {
-					rep.Heartbeat, rep.LostAfter = n.opts.Heartbeat, n.opts.LostAfter
-				}
-				n.log.Info("spare admitted", "node", role, "id", req.ID, "host", req.Host, "pid", req.PID)
-			case started:
+			switch a.verdict {
+			case spareMismatch:
+				rep.Err, rep.Mismatch = a.err.Error(), true
+				n.log.Warn("spare refused", "err", a.err)
+			case running:
 				// A replay, or a node of another job of this name: the job
 				// runs, and goes on.
 				rep.Err = "the job is running"
 				n.drop(msg, protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}.String(), protocol.DropUnexpected, errors.New(rep.Err))
-			case bad != nil:
-				rep.Err, rep.Mismatch = bad.Error(), true
-				n.log.Warn("join refused", "err", bad)
+			case mismatch:
+				rep.Err, rep.Mismatch = a.err.Error(), true
+				n.log.Warn("join refused", "err", a.err)
 				// Answer first: the job's failure ends the coordinator.
-				defer n.fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", bad)))
-			case ok:
-				rep.Shard, rep.Shards = place, limit[role]
+				defer n.fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", a.err)))
+			case admitted, spare:
+				rep.Run, rep.Shards = run, limit[role]
 				rep.Settings = n.opts.Manifest.Settings
-				rep.Run = run
 				rep.Checkpoints = n.ckpt != nil
 				if n.opts.Heartbeat > 0 {
 					rep.Heartbeat, rep.LostAfter = n.opts.Heartbeat, n.opts.LostAfter
 				}
-				if n.resume != nil {
-					rep.Resume, rep.Digest = n.resume.Round, n.resume.Pieces[checkpoint.Piece(role, place)]
+				if a.verdict == spare {
+					rep.Spare = true
+					n.log.Info("spare admitted", "node", role, "id", req.ID, "host", req.Host, "pid", req.PID)
+				} else {
+					rep.Shard = a.place
+					if n.resume != nil {
+						rep.Resume, rep.Digest = n.resume.Round, n.resume.Pieces[checkpoint.Piece(role, a.place)]
+					}
 				}
 			default:
 				rep.Err = fmt.Sprintf("the job already has its %d %ss", limit[role], role)
@@ -573,33 +526,12 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 	return sub, nil
 }
 
-// checkManifest returns why node, whose manifest is m, must be refused, as
-// a message that names it, or nil; a node's data fingerprint becomes the
-// one that all must agree on if it is the first. It is called with n.mu
-// held.
-func (n *node[P, R, U, S]) checkManifest(node protocol.Node, m protocol.Manifest) error {
-	if err := n.opts.Manifest.Check(m); err != nil {
-		return fmt.Errorf("%s: %w", node, err)
-	}
-	switch {
-	case m.Data == "":
-	case n.data == "":
-		n.data, n.dataFrom = m.Data, fmt.Sprintf("that of %s, the first to send one,", node)
-	case m.Data != n.data:
-		return fmt.Errorf("%s: data fingerprint is %s, %s is %s", node, protocol.Printable(m.Data), n.dataFrom, protocol.Printable(n.data))
-	}
-	return nil
-}
-
 // who returns the node at place of role, as it joined (without host and
 // pid if it has not, or if there is no such place).
 func (n *node[P, R, U, S]) who(role string, place int) protocol.Node {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if nodes := n.nodes[role]; place >= 0 && place < len(nodes) && nodes[place].Role != "" {
-		return nodes[place]
-	}
-	return protocol.Node{Role: role, Place: place}
+	return n.roster.who(role, place)
 }
 
 // failed returns the error of the job when the node at place of role
@@ -661,7 +593,7 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 			return nil, n.invalid(msg, "a ready", from, err)
 		}
 		n.mu.Lock()
-		joined := n.ids[role][r.Shard] == r.ID
+		joined := n.roster.holds(role, r.Shard, r.ID)
 		n.mu.Unlock()
 		var ack protocol.Ack
 		switch {
@@ -693,7 +625,7 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 		n.log.Info("ready", "node", role, "place", r.Shard, "id", r.ID)
 	}
 	n.mu.Lock()
-	n.started = true
+	n.roster.start()
 	n.mu.Unlock()
 	return summaries, nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -18,13 +16,6 @@ import (
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
 )
-
-// spareNode is a spare admitted (Options.Spares): its ID and who it is.
-type spareNode struct {
-	id   string
-	run  string // the run id of its join, which its assignment carries
-	node protocol.Node
-}
 
 // replace gives the places of the nodes lost, workers or scheduler parts
 // taken for lost, to spares of their roles, and takes the whole job back
@@ -47,8 +38,7 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 			round = last
 		}
 	}
-	spares, ok := n.awaitSpares(ctx, lost)
-	if !ok {
+	if !n.awaitSpares(ctx, lost) {
 		return lostErr
 	}
 	n.log.Warn("replacing lost nodes", "nodes", len(lost), "round", round, "err", lostErr)
@@ -72,23 +62,13 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 	rb := &protocol.Rollback{Round: round, Run: run}
 	n.mu.Lock()
 	n.runID = run
-	assigns := map[string]protocol.Assign{} // by the spare's ID
-	for _, l := range lost {
-		spare := spares[l.Role][0]
-		spares[l.Role] = spares[l.Role][1:]
-		n.spares[l.Role] = slices.DeleteFunc(n.spares[l.Role], func(s spareNode) bool { return s.id == spare.id })
-		spare.node.Place = l.Place
-		n.ids[l.Role][l.Place] = spare.id
-		n.nodes[l.Role][l.Place] = spare.node
-		limit := map[string]int{protocol.RoleWorker: n.opts.Workers, protocol.RoleScheduler: n.opts.Schedulers}[l.Role]
-		assigns[spare.id] = protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: spare.run}, Shard: l.Place, Shards: limit, Rollback: rb}
-	}
+	taken := n.roster.replace(lost)
 	n.mu.Unlock()
-	for _, l := range lost {
-		n.log.Warn("a spare takes a lost node's place", "node", n.who(l.Role, l.Place), "round", round)
-	}
-	for id, a := range assigns {
-		if err := wire.Publish(n.c, protocol.SubjectSpare(id), a); err != nil {
+	for i, l := range lost {
+		s := taken[i]
+		n.log.Warn("a spare takes a lost node's place", "node", s.node, "round", round)
+		a := protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: s.run}, Shard: l.Place, Shards: n.roster.limit[l.Role], Rollback: rb}
+		if err := wire.Publish(n.c, protocol.SubjectSpare(s.id), a); err != nil {
 			return fmt.Errorf("%w (the spare: %v)", lostErr, err)
 		}
 	}
@@ -144,44 +124,22 @@ func (n *node[P, R, U, S]) settle(ctx context.Context, lost []protocol.Node, los
 	return more, n.lostError(more, now)
 }
 
-// byRole counts the nodes of each role.
-func byRole(nodes []protocol.Node) map[string]int {
-	k := map[string]int{}
-	for _, l := range nodes {
-		k[l.Role]++
-	}
-	return k
-}
-
 // sparesFor says whether a spare of its role waits for each node of lost.
 func (n *node[P, R, U, S]) sparesFor(lost []protocol.Node) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for role, k := range byRole(lost) {
-		if len(n.spares[role]) < k {
-			return false
-		}
-	}
-	return true
+	return n.roster.sparesFor(lost)
 }
 
-// awaitSpares returns, by role, a spare for each node lost. When too few
+// awaitSpares says whether a spare waits for each node lost. When too few
 // wait, it waits up to JoinTimeout for more to join: a worker (or
-// scheduler) started after the loss takes the place. ok is false if too
-// few came.
-func (n *node[P, R, U, S]) awaitSpares(ctx context.Context, lost []protocol.Node) (spares map[string][]spareNode, ok bool) {
-	need := byRole(lost)
+// scheduler) started after the loss takes the place.
+func (n *node[P, R, U, S]) awaitSpares(ctx context.Context, lost []protocol.Node) bool {
 	deadline := time.Now().Add(n.opts.JoinTimeout)
 	for said := false; ; said = true {
-		n.mu.Lock()
-		spares, ok = map[string][]spareNode{}, true
-		for role, k := range need {
-			spares[role] = slices.Clone(n.spares[role])
-			ok = ok && len(spares[role]) >= k
-		}
-		n.mu.Unlock()
+		ok := n.sparesFor(lost)
 		if ok || time.Now().After(deadline) || ctx.Err() != nil {
-			return spares, ok
+			return ok
 		}
 		if !said {
 			n.log.Warn("waiting for spares to take the places of lost nodes: start them", "nodes", len(lost), "within", n.opts.JoinTimeout)
@@ -313,17 +271,15 @@ func (n *node[P, R, U, S]) restartBeat() {
 // having failed with cause (nil: it succeeded).
 func (n *node[P, R, U, S]) releaseSpares(cause error) {
 	n.mu.Lock()
-	all := maps.Clone(n.spares)
+	all := n.roster.waiting()
 	n.mu.Unlock()
-	for _, spares := range all {
-		for _, s := range spares {
-			a := protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: s.run}, Stop: true}
-			if cause != nil {
-				a.Abort = cause.Error()
-			}
-			if err := wire.Publish(n.c, protocol.SubjectSpare(s.id), a); err != nil {
-				n.log.Warn("release a spare", "id", s.id, "err", err)
-			}
+	for _, s := range all {
+		a := protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: s.run}, Stop: true}
+		if cause != nil {
+			a.Abort = cause.Error()
+		}
+		if err := wire.Publish(n.c, protocol.SubjectSpare(s.id), a); err != nil {
+			n.log.Warn("release a spare", "id", s.id, "err", err)
 		}
 	}
 	if len(all) > 0 {
