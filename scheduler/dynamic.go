@@ -23,9 +23,14 @@ const (
 	// Cyclic takes candidates in index order, wrapping around, and examines
 	// the candidates rejected in a round first in the next one.
 	Cyclic
+	// Shotgun draws as Random and never checks dependencies, whatever Rho:
+	// the parallel coordinate descent of Bradley et al. (ICML 2011), a
+	// baseline that updates coupled variables together and may diverge
+	// where they are strongly coupled.
+	Shotgun
 )
 
-// String returns "priority", "random" or "cyclic".
+// String returns "priority", "random", "cyclic" or "shotgun".
 func (p Policy) String() string {
 	switch p {
 	case Priority:
@@ -34,18 +39,20 @@ func (p Policy) String() string {
 		return "random"
 	case Cyclic:
 		return "cyclic"
+	case Shotgun:
+		return "shotgun"
 	}
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
 // ParsePolicy returns the policy that String writes as s.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range []Policy{Priority, Random, Cyclic} {
+	for _, p := range []Policy{Priority, Random, Cyclic, Shotgun} {
 		if s == p.String() {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown schedule %q (want priority, random or cyclic)", s)
+	return 0, fmt.Errorf("unknown schedule %q (want priority, random, cyclic or shotgun)", s)
 }
 
 // Config configures the dynamic engine. Vars must be set; the zero value
@@ -120,6 +127,10 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// Checks says whether the engine checks dependencies: Rho < 1, and a
+// policy other than Shotgun.
+func (c Config) Checks() bool { return c.Rho < 1 && c.Policy != Shotgun }
+
 // Validate reports the first invalid field of c with its defaults
 // (WithDefaults), as a *schmp.FieldError: negative numbers, NaN and
 // infinities, where a field takes none.
@@ -128,8 +139,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Vars < 1:
 		return schmp.Fieldf("Vars", "must be >= 1, got %d", c.Vars)
-	case c.Policy < Priority || c.Policy > Cyclic:
-		return schmp.Fieldf("Policy", "must be priority, random or cyclic, got %v", c.Policy)
+	case c.Policy < Priority || c.Policy > Shotgun:
+		return schmp.Fieldf("Policy", "must be priority, random, cyclic or shotgun, got %v", c.Policy)
 	case c.Policy == Priority && !(c.Gamma > 0 && !math.IsInf(c.Gamma, 1)):
 		return schmp.Fieldf("Gamma", "must be a finite number > 0, got %v", c.Gamma)
 	case !(c.Eta >= 0 && !math.IsInf(c.Eta, 1)):
@@ -209,7 +220,7 @@ type Selection struct {
 type Dynamic struct {
 	cfg   Config
 	cols  Dependencies
-	check bool // the dependency check is on (Rho < 1)
+	check bool // the dependency check is on (Config.Checks)
 	cand  int  // effective Candidates
 	block int  // effective Block
 	rng   *rand.Rand
@@ -257,7 +268,7 @@ const seedStream = 0x5c4e_d41e_5eed_0001
 
 // NewDynamic returns an engine for c, whose zero fields take their
 // defaults (Config). cols may be nil only if the dependency check is off
-// (Rho >= 1, or 0); every variable then costs 1.
+// (Config.Checks); every variable then costs 1.
 func NewDynamic(c Config, cols Dependencies) (*Dynamic, error) {
 	c = c.WithDefaults()
 	if err := c.Validate(); err != nil {
@@ -267,7 +278,7 @@ func NewDynamic(c Config, cols Dependencies) (*Dynamic, error) {
 		cfg:   c,
 		busy:  make([]int32, c.Vars),
 		cols:  cols,
-		check: c.Rho < 1,
+		check: c.Checks(),
 		cand:  min(c.Candidates, c.Vars),
 		block: min(c.Block, c.Vars),
 		pcg:   rand.NewPCG(c.Seed, seedStream),
@@ -289,7 +300,7 @@ func NewDynamic(c Config, cols Dependencies) (*Dynamic, error) {
 	switch c.Policy {
 	case Cyclic:
 		d.queued = make([]bool, m)
-	case Random:
+	case Random, Shotgun:
 		d.perm = identity(m)
 	case Priority:
 		d.perm = identity(m)
@@ -444,7 +455,7 @@ func (d *Dynamic) kind() drawKind {
 	switch {
 	case d.cfg.Policy == Cyclic:
 		return drawWalk
-	case d.cfg.Policy == Random:
+	case d.cfg.Policy == Random || d.cfg.Policy == Shotgun:
 		return drawUniform
 	case d.round < d.cfg.Warmup:
 		return drawWalk

@@ -41,7 +41,7 @@ type dynamicState struct {
 	// stands twice in the queue, and the next round's examining of one
 	// entry unmarks both. Empty without such duplicates.
 	Unqueued codec.Int32s   `msgpack:"unqueued,omitempty"`
-	Perm     codec.Int32s   `msgpack:"perm"`    // Random and Priority
+	Perm     codec.Int32s   `msgpack:"perm"`    // Random, Shotgun and Priority
 	Weights  codec.Float64s `msgpack:"weights"` // Priority: the tree's leaves
 }
 

@@ -70,6 +70,7 @@ func TestPolicyString(t *testing.T) {
 		{p: Priority, s: "priority"},
 		{p: Random, s: "random"},
 		{p: Cyclic, s: "cyclic"},
+		{p: Shotgun, s: "shotgun"},
 		{p: Policy(7), s: "Policy(7)", bad: true},
 	}
 	for _, tt := range tests {
@@ -88,7 +89,7 @@ func TestPolicyString(t *testing.T) {
 		}
 	}
 	_, err := ParsePolicy("x")
-	if want := `unknown schedule "x" (want priority, random or cyclic)`; err == nil || err.Error() != want {
+	if want := `unknown schedule "x" (want priority, random, cyclic or shotgun)`; err == nil || err.Error() != want {
 		t.Errorf("ParsePolicy(\"x\") error %v, want %q", err, want)
 	}
 }
@@ -115,7 +116,7 @@ func TestConfigValidate(t *testing.T) {
 		{"workers 0 mean 1", func(c *Config) { c.Workers = 0 }, ""},
 		{"only vars", func(c *Config) { *c = Config{Vars: 3} }, ""},
 		{"no vars", func(c *Config) { c.Vars = 0 }, "Vars must be >= 1, got 0"},
-		{"bad policy", func(c *Config) { c.Policy = 3 }, "Policy must be priority, random or cyclic, got Policy(3)"},
+		{"bad policy", func(c *Config) { c.Policy = 4 }, "Policy must be priority, random, cyclic or shotgun, got Policy(4)"},
 		{"gamma negative", func(c *Config) { c.Gamma = -1 }, "Gamma must be a finite number > 0, got -1"},
 		{"gamma NaN", func(c *Config) { c.Gamma = math.NaN() }, "Gamma must be a finite number > 0, got NaN"},
 		{"gamma infinite", func(c *Config) { c.Gamma = math.Inf(1) }, "Gamma must be a finite number > 0, got +Inf"},
@@ -337,6 +338,35 @@ func TestCheckOffAcceptsBlock(t *testing.T) {
 				t.Fatalf("%v: %d accepted of %d examined, %d rejected; want 7 of 7", p, len(s.Vars), s.Candidates, s.Rejected)
 			}
 		}
+	}
+}
+
+// TestShotgunChecksNothing: Shotgun accepts a whole block of mutually
+// dependent variables, whatever Rho says, and draws the blocks that Random
+// draws without a check.
+func TestShotgunChecksNothing(t *testing.T) {
+	c := Config{Vars: 50, Policy: Shotgun, Candidates: 20, Block: 7, Rho: 0.1, Workers: 2, Seed: 1}
+	if c.Checks() {
+		t.Fatal("Checks() = true for Shotgun")
+	}
+	rc := c
+	rc.Policy, rc.Rho = Random, 1
+	d, r := mustDynamic(t, c, allDependent), mustDynamic(t, rc, allDependent)
+	for i := range 10 {
+		s, want := next(d), next(r)
+		if len(s.Vars) != 7 || s.Rejected != 0 {
+			t.Fatalf("round %d: %d accepted, %d rejected; want 7 and 0", i, len(s.Vars), s.Rejected)
+		}
+		if !slices.Equal(s.Vars, want.Vars) {
+			t.Fatalf("round %d: Shotgun drew %v, Random without a check %v", i, s.Vars, want.Vars)
+		}
+	}
+	rc.Rho = 0.1
+	if !rc.Checks() {
+		t.Fatal("Checks() = false for Random at Rho 0.1")
+	}
+	if s := next(mustDynamic(t, rc, allDependent)); len(s.Vars) != 1 {
+		t.Fatalf("Random at Rho 0.1 accepted %d of a dependent block, want 1", len(s.Vars))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/strads-go/strads/apps/internal/colshard"
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/scheduler"
 	"github.com/strads-go/strads/scheduler/columnar"
 	"github.com/strads-go/strads/schmp"
 )
@@ -124,7 +125,10 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 	// The next round is joint when no working set grew in this one (the
 	// rest is to solve the active set exactly), or below when the workers'
 	// changes did not add up.
-	u := ColUpdate{Lambda: c.lambda, Joint: c.workers > 1}
+	// Shotgun (scheduler.Shotgun) takes every change whole and never
+	// makes a round joint: parallel updates from the same residual, summed.
+	shotgun := c.cfg.Schedule.Policy == scheduler.Shotgun
+	u := ColUpdate{Lambda: c.lambda, Joint: c.workers > 1 && !shotgun}
 	var changes []blockChange
 	for k, part := range partials {
 		if part.Added != 0 {
@@ -147,8 +151,14 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		u.ColValue = u.Cols.Values(c.beta)
 		return u, fb, nil
 	}
-	alpha := stepWeights(c.residual(), changes, c.beta, c.lambda, c.cfg.Intercept)
+	var alpha []float64
+	if shotgun {
+		alpha = slices.Repeat([]float64{1}, len(changes))
+	} else {
+		alpha = stepWeights(c.residual(), changes, c.beta, c.lambda, c.cfg.Intercept)
+	}
 	switch {
+	case shotgun:
 	case slices.Max(alpha) == 0:
 		// No change helped: a joint round can stall so (a worker's part
 		// of a solution that counted on columns not yet shared), and the

@@ -192,3 +192,39 @@ func TestColumnsDifferentData(t *testing.T) {
 
 // colWorker is the worker interface of the column layout.
 type colWorker = schmp.Worker[ColPlan, ColPartial, ColUpdate, ColSummary]
+
+// TestColumnsShotgun runs the Shotgun baseline (scheduler.Shotgun): random
+// working sets, and every worker's change taken whole, with no joint
+// rounds. On weakly coupled columns it reaches the optimum as the weighted
+// merge does; on strongly correlated ones, the summed changes overshoot,
+// and the job must fail with ErrDiverged, not report success.
+func TestColumnsShotgun(t *testing.T) {
+	pr := newProblem(t, 40, 120, 42)
+	lambda := 0.1 * pr.lambdaMax(true)
+	want := pr.objective(pr.sequentialCD(lambda, true), lambda, true)
+	cfg := Config{Data: pr.path, LambdaRatio: 0.1, Intercept: true, Schedule: colSchedule(scheduler.Shotgun), Layout: LayoutColumns, RoundWork: 300, InnerTol: 1e-14}
+	res, coord, out := runColumnsCoord(t, cfg, 2, coordinator.Options{Tol: 1e-12, MaxRounds: 20000})
+	pr.checkSolution(t, res, out, lambda, true, want)
+	if coord.Shortened != 0 {
+		t.Errorf("%d rounds took a change shortened, want every change whole", coord.Shortened)
+	}
+	t.Logf("weakly coupled: %d rounds, reason %s", res.Rounds, res.Reason)
+
+	var sb strings.Builder
+	gc := GenConfig{Samples: 60, Features: 90, Density: 1, CorrGroups: 3, Corr: 0.95, TrueNNZ: 12, Noise: 0.3, Seed: 5}
+	if _, err := Generate(&sb, gc); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Data = testhelper.WriteFile(t, "corr.svm", sb.String())
+	cfg.LambdaRatio, cfg.RoundWork = 0.05, 200
+	res2, _, err := runColumns(t, cfg, 4, coordinator.Options{Tol: 1e-9, MaxRounds: 50000})
+	if !errors.Is(err, coordinator.ErrDiverged) {
+		t.Fatalf("strongly correlated, 4 workers: %v (result %+v), want ErrDiverged", err, res2)
+	}
+	t.Logf("strongly correlated: %v", err)
+	// The weighted merge solves the same problem.
+	cfg.Schedule = colSchedule(scheduler.Random)
+	if _, _, err := runColumns(t, cfg, 4, coordinator.Options{Tol: 1e-9, MaxRounds: 50000}); err != nil {
+		t.Fatalf("strongly correlated, random with the weighted merge: %v", err)
+	}
+}

@@ -101,6 +101,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative C", Config{Data: "d", C: -1, Schedule: sched}, "C"},
 		{"NaN lambda", Config{Data: "d", Lambda: math.NaN(), Schedule: sched}, "Lambda"},
 		{"bad schedule", Config{Data: "d", Lambda: 0.1, Schedule: scheduler.Config{Block: -1}}, "Schedule."},
+		{"shotgun, rows", Config{Data: "d", Lambda: 0.1, Schedule: schedule(scheduler.Shotgun, 1)}, ""},
+		{"shotgun, columns", Config{Data: "d", Lambda: 0.1, Layout: lasso.LayoutColumns, Schedule: schedule(scheduler.Shotgun, 1)}, "Schedule.Policy shotgun is a baseline"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

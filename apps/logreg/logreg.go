@@ -91,6 +91,8 @@ func (c *Config) Validate() error {
 		return schmp.Fieldf("RoundWork", "must be >= 0, got %d", c.RoundWork)
 	case !(c.InnerTol >= 0 && c.InnerTol < 1):
 		return schmp.Fieldf("InnerTol", "must be in [0, 1), got %v", c.InnerTol)
+	case c.Layout == lasso.LayoutColumns && c.Schedule.Policy == scheduler.Shotgun:
+		return schmp.InField("Schedule", schmp.Fieldf("Policy", "shotgun is a baseline of the Lasso's column layout and of the row layout; logistic regression's column layout takes priority, random or cyclic"))
 	}
 	return schmp.InField("Schedule", columnar.ValidateConfig(c.Schedule))
 }

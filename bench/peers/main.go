@@ -37,6 +37,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/strads-go/strads/scheduler"
 )
 
 // options are the command-line flags.
@@ -78,7 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	problems := fs.String("problems", "lasso,logreg", "comma-separated problems: lasso, logreg")
 	fs.IntVar(&o.runs, "runs", 3, "runs of every system (interleaved: run 1 of all, then run 2, …); medians are reported")
 	workers := fs.String("workers", "1,2", "comma-separated numbers of strads workers")
-	schedules := fs.String("schedules", defaultSchedule, "comma-separated strads --schedule values to run side by side: priority (the default), random, cyclic")
+	schedules := fs.String("schedules", defaultSchedule, "comma-separated strads --schedule values to run side by side: priority (the default), random, cyclic, shotgun")
 	fs.DurationVar(&o.timeLimit, "time-limit", 300*time.Second, "longest run of any system; a strads run still above the target then is recorded as not reached")
 	fs.Float64Var(&o.targetRel, "target-rel", 1e-6, "strads stops at F ≤ F_best·(1 + target-rel), F_best the lowest objective of the peers")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated data")
@@ -127,8 +129,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		o.skipPeers[s] = true
 	}
 	for _, s := range splitList(*schedules) {
-		if s != "priority" && s != "random" && s != "cyclic" {
-			return nil, fmt.Errorf("--schedules: unknown schedule %q (priority, random or cyclic)", s)
+		if _, err := scheduler.ParsePolicy(s); err != nil {
+			return nil, fmt.Errorf("--schedules: %w", err)
 		}
 		o.schedules = append(o.schedules, s)
 	}

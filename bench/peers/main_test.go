@@ -209,15 +209,15 @@ func TestParseFlags(t *testing.T) {
 		!slices.Equal(o.schedules, []string{"priority"}) || o.skipPeers["glmnet"] {
 		t.Errorf("got %+v", o)
 	}
-	o, err = parseFlags([]string{"--schedules", "priority,random,cyclic", "--skip-peers", "glmnet"}, &strings.Builder{})
+	o, err = parseFlags([]string{"--schedules", "priority,random,cyclic,shotgun", "--skip-peers", "glmnet"}, &strings.Builder{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(o.schedules, []string{"priority", "random", "cyclic"}) || !o.skipPeers["glmnet"] || o.skipPeers["liblinear"] {
+	if !slices.Equal(o.schedules, []string{"priority", "random", "cyclic", "shotgun"}) || !o.skipPeers["glmnet"] || o.skipPeers["liblinear"] {
 		t.Errorf("got schedules %v, skipped peers %v", o.schedules, o.skipPeers)
 	}
 	for _, bad := range [][]string{{"--shapes", "z"}, {"--problems", "svm"}, {"--workers", "0"}, {"--runs", "0"}, {"extra"},
-		{"--schedules", "shotgun"}, {"--skip-peers", "sklearn"}} {
+		{"--schedules", "hogwild"}, {"--skip-peers", "sklearn"}} {
 		if _, err := parseFlags(bad, &strings.Builder{}); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

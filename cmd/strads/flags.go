@@ -18,7 +18,7 @@ type scheduleFlags struct {
 
 func addScheduleFlags(fs *flag.FlagSet) *scheduleFlags {
 	f := &scheduleFlags{}
-	fs.StringVar(&f.schedule, "schedule", "priority", "how coordinates are picked: priority, random or cyclic")
+	fs.StringVar(&f.schedule, "schedule", "priority", "how coordinates are picked: priority, random, cyclic, or shotgun (random with no dependency check: a baseline)")
 	fs.Float64Var(&f.cfg.Gamma, "gamma", 2, "priority exponent γ: p(j) ∝ |Δ_j|^γ + η, Δ_j the last change of coordinate j")
 	fs.Float64Var(&f.cfg.Eta, "eta", 1e-6, "priority floor η: p(j) ∝ |Δ_j|^γ + η")
 	fs.IntVar(&f.cfg.Candidates, "candidates", 64, "candidates U′ drawn per round, before the dependency check")

@@ -126,6 +126,10 @@ func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 			return nil, err
 		}
 		cfg.RoundWork = lay.roundWork
+		if err := cfg.Validate(); err != nil {
+			// Again, with the layout: some settings hold in one only.
+			return nil, cli.FlagError(fs, linearFlagNames, err)
+		}
 		if cfg.Layout == lasso.LayoutColumns {
 			if err := columnOptions(fs, opts); err != nil {
 				return nil, err

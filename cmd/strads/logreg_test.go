@@ -178,6 +178,7 @@ func TestLogregBadFlags(t *testing.T) {
 		{"negative round work", []string{"--C", "1", "--round-work", "-1"}, "--round-work"},
 		{"cols with depth", []string{"--C", "1", "--layout", "cols", "--depth", "2"}, "--depth"},
 		{"cols with schedulers", []string{"--C", "1", "--layout", "cols", "--schedulers", "2"}, "--schedulers"},
+		{"shotgun in the column layout", []string{"--C", "1", "--schedule", "shotgun"}, "--schedule shotgun is a baseline"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,12 +31,12 @@ type Scheduler struct {
 // from the data, its zero fields take their defaults (scheduler.Config);
 // a negative c.Warmup means one sweep of the part, ⌈Vars/Block⌉ rounds.
 // Parts other than the first seed their draws with c.Seed+part. Without a
-// dependency check (c.Rho ≥ 1, or 0) only the number of columns is read.
+// dependency check (scheduler.Config.Checks) only the number of columns is read.
 func NewScheduler(path string, centered bool, c scheduler.Config, part, parts int) (*Scheduler, error) {
 	c = c.WithDefaults()
 	var cols scheduler.Dependencies
 	var first, vars, total int
-	if c.Rho >= 1 {
+	if !c.Checks() {
 		var line, entries int
 		err := libsvm.Read(path, func(l int, row libsvm.Row) error {
 			entries += len(row.Index)

@@ -146,7 +146,7 @@ func (s *Screen) Update(t float64, coef []float64, dot func(l int) float64) (add
 	}
 	var picked []int32
 	switch s.rule {
-	case scheduler.Random:
+	case scheduler.Random, scheduler.Shotgun:
 		picked = s.draw(HandLimit(nz))
 	case scheduler.Cyclic:
 		picked = s.next(HandLimit(nz))
