@@ -179,10 +179,9 @@ func (s *session) join(ctx context.Context, j *Job, n *node) (*Job, error) {
 	if s.role == Scheduler {
 		role = protocol.RoleScheduler
 	}
-	jctx, cancel := context.WithTimeout(ctx, s.rf.joinTimeout)
-	defer cancel()
 	req := protocol.JoinRequest{ID: n.id, Role: role, Manifest: n.opts.Manifest, Host: host, PID: pid}
-	rep, err := member.Join(jctx, n.c, req, s.rf.timeout)
+	drop := func(reason string) { n.mon.Drop(role, reason) }
+	entry, err := member.Admit(ctx, n.c, req, s.rf.joinTimeout, s.rf.timeout, drop, s.log.With("role", role, "id", n.id))
 	if err != nil && j.Data != "" && errors.Is(err, protocol.ErrManifest) && strings.Contains(err.Error(), "data fingerprint") {
 		// The coordinator knows the fingerprints, the role its file.
 		err = fmt.Errorf("%w (this role read %s)", err, j.Data)
@@ -190,7 +189,8 @@ func (s *session) join(ctx context.Context, j *Job, n *node) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	next, err := s.settle(rep.Settings)
+	n.entry = entry
+	next, err := s.settle(entry.Reply.Settings)
 	switch {
 	case err != nil:
 		n.configure = func(map[string]string) error { return err }
@@ -273,8 +273,10 @@ type node struct {
 	nc   *nats.Conn
 	c    *wire.Conn
 	// id is a worker's or a scheduler's, which it joined with ahead of its
-	// node; configure, if set, is its node's Configure.
+	// node, and entry its place, which the node serves; configure, if set,
+	// is its node's Configure.
 	id        string
+	entry     *member.Entry
 	configure func(map[string]string) error
 }
 
@@ -312,12 +314,12 @@ func (p program[P, R, U, S]) run(ctx context.Context, n *node) (*coordinator.Res
 	case Scheduler:
 		return nil, schednode.Run(ctx, n.c, p.prog.NewScheduler, schednode.Options{
 			ID: n.id, JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: n.log, Monitor: n.mon,
-			Manifest: n.opts.Manifest, Configure: n.configure,
+			Manifest: n.opts.Manifest, Configure: n.configure, Entry: n.entry,
 		})
 	case Worker:
 		return nil, worker.Run(ctx, n.c, p.prog.NewWorker, worker.Options{
 			ID: n.id, JoinTimeout: rf.joinTimeout, Timeout: rf.timeout, Logger: n.log, Monitor: n.mon,
-			Manifest: n.opts.Manifest, Configure: n.configure,
+			Manifest: n.opts.Manifest, Configure: n.configure, Entry: n.entry,
 		})
 	case Coordinator:
 		opts := n.opts

@@ -13,14 +13,30 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// Enter joins the job as req describes, a worker or scheduler node, and
-// serves the place it is given with serve until the job ends (ServePlace).
-// Before it joins, it subscribes to its spare subject (SubjectSpare), so
-// that an Assign cannot come before it listens, and has c report each
-// message it drops for the job key's MAC to drop, with its reason
-// (Reason), and to log. A manifest of version 0 is sent as Version.
-// joinTimeout bounds the join, timeout each request of it.
-func Enter(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, joinTimeout, timeout time.Duration, drop func(reason string), log *slog.Logger, serve func(protocol.JoinReply) error) error {
+// Entry is a worker or scheduler node's place in a job: the join's reply,
+// and the spare subject it listens on (SubjectSpare), to be served
+// (Serve) by the node. A command joins before it builds the node, to take
+// the job's settings, and hands the node its Entry, so that a node joins
+// once.
+type Entry struct {
+	// Reply is the coordinator's answer: the place, or a spare's wait,
+	// and the job's settings.
+	Reply protocol.JoinReply
+	// ID is the node's, which its messages carry.
+	ID    string
+	c     *wire.Conn
+	role  string
+	spare *wire.Mailbox
+}
+
+// Admit joins the job as req describes, a worker or scheduler node. Before
+// it joins, it subscribes to its spare subject (SubjectSpare), so that an
+// Assign cannot come before it listens, and has c report each message it
+// drops for the job key's MAC to drop, with its reason (Reason), and to
+// log. A manifest of version 0 is sent as Version. joinTimeout bounds the
+// join, timeout each request of it. The Entry must be served (Serve) or
+// closed.
+func Admit(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, joinTimeout, timeout time.Duration, drop func(reason string), log *slog.Logger) (*Entry, error) {
 	if req.Manifest.Version == 0 {
 		req.Manifest.Version = protocol.Version
 	}
@@ -31,16 +47,36 @@ func Enter(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, joinTime
 	})
 	spare, err := wire.NewMailbox(c, protocol.SubjectSpare(req.ID))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer spare.Close()
 	joinCtx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
 	place, err := Join(joinCtx, c, req, timeout)
 	if err != nil {
+		spare.Close()
+		return nil, err
+	}
+	return &Entry{Reply: place, ID: req.ID, c: c, role: req.Role, spare: spare}, nil
+}
+
+// Serve serves the entry's place with serve until the job ends
+// (ServePlace), and closes the entry.
+func (e *Entry) Serve(ctx context.Context, log *slog.Logger, serve func(protocol.JoinReply) error) error {
+	defer e.Close()
+	return ServePlace(ctx, e.c, e.spare, e.Reply, e.role, log, serve)
+}
+
+// Close stops the entry's wait on its spare subject.
+func (e *Entry) Close() error { return e.spare.Close() }
+
+// Enter joins the job as req describes (Admit), and serves the place it
+// is given with serve until the job ends (Serve).
+func Enter(ctx context.Context, c *wire.Conn, req protocol.JoinRequest, joinTimeout, timeout time.Duration, drop func(reason string), log *slog.Logger, serve func(protocol.JoinReply) error) error {
+	e, err := Admit(ctx, c, req, joinTimeout, timeout, drop, log)
+	if err != nil {
 		return err
 	}
-	return ServePlace(ctx, c, spare, place, req.Role, log, serve)
+	return e.Serve(ctx, log, serve)
 }
 
 // ServePlace serves place, the join reply of a worker or scheduler node of

@@ -43,9 +43,16 @@ type Options struct {
 	// come from there. An error fails the worker as a failed load does,
 	// and the job with it.
 	Configure func(settings map[string]string) error
+	// Entry, if set, is the place that the command joined already (to
+	// take the job's settings) as ID: the node serves it, and joins no
+	// more.
+	Entry *member.Entry
 }
 
 func (o *Options) fill() {
+	if o.Entry != nil {
+		o.ID = o.Entry.ID
+	}
 	if o.ID == "" {
 		o.ID = nuid.Next()
 	}
@@ -101,9 +108,13 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx c
 	var live built[P, R, U, S] // the app's worker, kept for a rollback
 	req := protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleWorker, Manifest: opts.Manifest, Host: host, PID: pid}
 	drop := func(reason string) { opts.Monitor.Drop(protocol.RoleWorker, reason) }
-	return member.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, func(place protocol.JoinReply) error {
+	do := func(place protocol.JoinReply) error {
 		return serve(ctx, c, newWorker, opts, place, log, host, pid, &live)
-	})
+	}
+	if opts.Entry != nil {
+		return opts.Entry.Serve(ctx, log, do)
+	}
+	return member.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, do)
 }
 
 // built is the app's worker that a node built, the summary its Describe

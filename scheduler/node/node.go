@@ -43,6 +43,10 @@ type Options struct {
 	// given come from there. An error fails the node as a failed build
 	// does, and the job with it.
 	Configure func(settings map[string]string) error
+	// Entry, if set, is the place that the command joined already (to
+	// take the job's settings) as ID: the node serves it, and joins no
+	// more.
+	Entry *member.Entry
 }
 
 // The kinds of failure of a scheduler node's error (errors.Is); they are
@@ -72,6 +76,9 @@ var (
 // planned twice; after its own reconnect the node sends its last plans
 // again.
 func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context.Context, part, parts int) (schmp.Scheduler[P], error), opts Options) error {
+	if opts.Entry != nil {
+		opts.ID = opts.Entry.ID
+	}
 	if opts.ID == "" {
 		opts.ID = nuid.Next()
 	}
@@ -91,9 +98,13 @@ func Run[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx context
 	var live built[P] // the app's scheduler, kept for a rollback
 	req := protocol.JoinRequest{ID: opts.ID, Role: protocol.RoleScheduler, Manifest: opts.Manifest, Host: host, PID: pid}
 	drop := func(reason string) { opts.Monitor.Drop(protocol.RoleScheduler, reason) }
-	return member.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, func(place protocol.JoinReply) error {
+	do := func(place protocol.JoinReply) error {
 		return serve(ctx, c, newScheduler, opts, place, log, host, pid, &live)
-	})
+	}
+	if opts.Entry != nil {
+		return opts.Entry.Serve(ctx, log, do)
+	}
+	return member.Enter(ctx, c, req, opts.JoinTimeout, opts.Timeout, drop, log, do)
 }
 
 // built is the app's scheduler that a node built and its part: a
