@@ -935,8 +935,7 @@ func (n *node[P, R, U, S]) perform() error {
 		n.gate.Done(a)
 		switch a.Kind {
 		case pipeline.AskPlan:
-			req := a.Request
-			req.Header = protocol.Header{Type: protocol.TypePlanRequest, Run: n.runID}
+			req := a.Request.Message(n.runID)
 			// The feedback is the app's Pull's: a scheduler would refuse
 			// it, and blame itself, if it were not finite.
 			if err := req.Validate(a.Part, n.opts.Schedulers); err != nil {
@@ -948,7 +947,7 @@ func (n *node[P, R, U, S]) perform() error {
 			}
 			n.asked[a.Round] = o
 		case pipeline.SendTask:
-			if err := n.send(a.Task); err != nil {
+			if err := n.send(a.Task.Message(n.runID)); err != nil {
 				return err
 			}
 		case pipeline.RecordReport:
@@ -986,7 +985,6 @@ func (n *node[P, R, U, S]) perform() error {
 // awaited.
 func (n *node[P, R, U, S]) send(task protocol.Task[P, U]) error {
 	t0 := time.Now()
-	task.Header = protocol.Header{Type: protocol.TypeTask, Run: n.runID}
 	if task.Check {
 		// One check at a time is sent again after a reconnect.
 		delete(n.tasks, taskKey{n.gate.checkRound, checkTask})

@@ -544,12 +544,13 @@ func (j *Job[P, R, U, S]) rollback(cfg pipeline.Config) (*pipeline.Core[P, R, U,
 // as a scheduler node does (its checkpoint piece, if asked, first).
 func (j *Job[P, R, U, S]) plan(a pipeline.Action[P, U]) (pipeline.Event[P, R, S], error) {
 	e := pipeline.Event[P, R, S]{Kind: pipeline.PlanArrived, Round: a.Round, From: a.Part}
-	out, err := request(j.scheds[a.Part], a.Request)
+	req := a.Request.Message("")
+	out, err := request(j.scheds[a.Part], req)
 	if err == nil && out.Piece != nil {
 		err = j.keep(out.Piece, a.Round, func(b []byte) { j.cut.scheds[a.Part] = b })
 	}
 	if err == nil && j.twins != nil {
-		err = j.twins.schedule(j, a.Part, a.Request, out.Reply)
+		err = j.twins.schedule(j, a.Part, req, out.Reply)
 	}
 	if err == nil {
 		e.Plan, err = roundTrip(out.Reply.Plan)
@@ -623,11 +624,12 @@ func (j *Job[P, R, U, S]) newCores(workers []schmp.Worker[P, R, U, S], resume ui
 // if asked; push and pass unless at a check or the stop), and returns
 // their answers (none to a stop without a report).
 func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]pipeline.Event[P, R, S], error) {
-	round := a.Task.Round
+	task := a.Task.Message("")
+	round := task.Round
 	for k, core := range j.cores {
-		err := give(core, k, a.Task)
+		err := give(core, k, task)
 		if err == nil && j.twins != nil {
-			err = give(j.twins.cores[k], k, a.Task)
+			err = give(j.twins.cores[k], k, task)
 		}
 		if err == nil {
 			err = j.begin(k)
@@ -644,7 +646,7 @@ func (j *Job[P, R, U, S]) task(ctx context.Context, a pipeline.Action[P, U]) ([]
 	}
 	var es []pipeline.Event[P, R, S]
 	for k, core := range j.cores {
-		e, err := j.finish(ctx, k, core, &a.Task)
+		e, err := j.finish(ctx, k, core, &task)
 		if err != nil {
 			return nil, fmt.Errorf("worker shard %d: round %d: %w", k, round, err)
 		}

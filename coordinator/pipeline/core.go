@@ -310,7 +310,7 @@ func (c *Core[P, R, U, S]) ask(round uint64, now time.Time) {
 // part's first request after a checkpoint was decided carries it.
 func (c *Core[P, R, U, S]) request(round uint64, fb []schmp.Feedback, now time.Time) {
 	p := c.part(round)
-	req := protocol.PlanRequest{Round: round, Feedback: fb}
+	req := Ask{Round: round, Feedback: fb}
 	if k := c.cut; k != nil && k.parts[p] && round > k.round {
 		req.Checkpoint, k.parts[p] = k.round, false
 		if k.complete() {
@@ -360,7 +360,7 @@ func (c *Core[P, R, U, S]) send(round uint64, p planned[P], now time.Time) error
 		k++
 	}
 	from, took := c.through, c.updates[:k:k]
-	task := protocol.Task[P, U]{Round: round, Updates: c.take(k), Plan: p.plan, Report: report}
+	task := Task[P, U]{Round: round, Updates: c.take(k), Plan: p.plan, Report: report}
 	if cut := c.cut; cut != nil && round == cut.round+1 {
 		// The workers save their state before they apply its updates.
 		task.Checkpoint, cut.task = cut.round, true
@@ -569,7 +569,7 @@ func (c *Core[P, R, U, S]) meets(prog schmp.Progress, asOf uint64) (converged, r
 // without pushing (DESIGN "Pipelining").
 func (c *Core[P, R, U, S]) sendCheck(now time.Time) {
 	round := c.sent + 1
-	task := protocol.Task[P, U]{Round: round, Updates: c.take(len(c.updates)), Report: true, Check: true}
+	task := Task[P, U]{Round: round, Updates: c.take(len(c.updates)), Report: true, Check: true}
 	c.ready = append(c.ready, Action[P, U]{Kind: SendTask, Round: round, Task: task, Through: c.through})
 	w := c.cfg.Workers
 	c.check = &flight[P, R, U, S]{round: round, through: c.through, report: true, sent: now,
@@ -637,7 +637,7 @@ func (c *Core[P, R, U, S]) checked(now time.Time) error {
 // then the job is done once they are all in.
 func (c *Core[P, R, U, S]) stop(now time.Time) error {
 	round := c.sent + 1
-	task := protocol.Task[P, U]{Round: round, Stop: true}
+	task := Task[P, U]{Round: round, Stop: true}
 	if c.cfg.Final {
 		task.Report, task.Final = true, true
 		w := c.cfg.Workers

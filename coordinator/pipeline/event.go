@@ -146,9 +146,9 @@ type Action[P, U any] struct {
 	Round uint64
 	// Part and Request are AskPlan's.
 	Part    int
-	Request protocol.PlanRequest
+	Request Ask
 	// Task and Through are SendTask's.
-	Task    protocol.Task[P, U]
+	Task    Task[P, U]
 	Through uint64
 	// Sample and Final are RecordReport's.
 	Sample schmp.Sample
@@ -162,6 +162,42 @@ type Action[P, U any] struct {
 	// Snapshot and App are CheckpointTaken's.
 	Snapshot *Snapshot[U]
 	App      []byte
+}
+
+// Ask is a plan request: the round to plan, the feedback of the part's
+// rounds pulled since it was last asked, and, when not 0, the checkpoint
+// whose piece the part stores before it plans (DESIGN "Checkpoints").
+type Ask struct {
+	Round      uint64
+	Feedback   []schmp.Feedback
+	Checkpoint uint64
+}
+
+// Message returns the plan request of the run run, as a node sends it.
+func (a Ask) Message(run string) protocol.PlanRequest {
+	return protocol.PlanRequest{Header: protocol.Header{Type: protocol.TypePlanRequest, Run: run},
+		Round: a.Round, Feedback: a.Feedback, Checkpoint: a.Checkpoint}
+}
+
+// Task is a task for the workers (see SendTask): the updates to apply,
+// then, but for a check or a stop, the plan of Round to push; Report asks
+// for a report, Final (with Stop) for the final one, Checkpoint for the
+// pieces of that checkpoint, stored before the updates are applied.
+type Task[P, U any] struct {
+	Round                      uint64
+	Updates                    []U
+	Plan                       P
+	Report, Check, Stop, Final bool
+	Checkpoint                 uint64
+}
+
+// Message returns the task of the run run, as a node sends it to every
+// worker (a split task, whose updates differ by worker, is made per
+// worker from it).
+func (t Task[P, U]) Message(run string) protocol.Task[P, U] {
+	return protocol.Task[P, U]{Header: protocol.Header{Type: protocol.TypeTask, Run: run},
+		Round: t.Round, Updates: t.Updates, Plan: t.Plan, Report: t.Report, Check: t.Check,
+		Stop: t.Stop, Final: t.Final, Checkpoint: t.Checkpoint}
 }
 
 // ForShard returns the updates that worker shard k applies of us: each

@@ -335,16 +335,14 @@ func (s *sim[P, R, U, S]) perform() (done bool, err error) {
 		s.gate.Done(a)
 		switch a.Kind {
 		case pipeline.AskPlan:
-			req := a.Request
-			req.Header = protocol.Header{Type: protocol.TypePlanRequest, Run: run}
+			req := a.Request.Message(run)
 			data, err := codec.Marshal(req)
 			if err != nil {
 				return false, err
 			}
 			s.send(coord, endpoint{protocol.RoleScheduler, a.Part}, data)
 		case pipeline.SendTask:
-			task := a.Task
-			task.Header = protocol.Header{Type: protocol.TypeTask, Run: run}
+			task := a.Task.Message(run)
 			s.gate.Sent(task)
 			split := pipeline.Split(task.Updates)
 			all := task.Updates
