@@ -546,14 +546,12 @@ func (n *node[P, R, U, S]) failed(role string, place int, round uint64, cause st
 // node that joined at its place, with the job's run id; others are
 // dropped (DESIGN "Hostile traffic").
 func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox) ([]S, error) {
-	w, p := n.opts.Workers, n.opts.Schedulers
-	summaries := make([]S, w)
-	ready := map[string][]bool{protocol.RoleWorker: make([]bool, w), protocol.RoleScheduler: make([]bool, p)}
-	count := 0
+	summaries := make([]S, n.opts.Workers)
+	ready := newReadySet(n.opts.Workers, n.opts.Schedulers)
 	jctx, cancel := context.WithTimeout(ctx, n.opts.JoinTimeout)
 	defer cancel()
 	start := time.Now()
-	for count < w+p {
+	for !ready.all() {
 		// While the nodes read their data (minutes, for a big file), a
 		// progress line says so every ProgressEvery, at most once a
 		// second.
@@ -565,7 +563,7 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 		wcancel()
 		if err != nil && jctx.Err() == nil && wctx.Err() != nil {
 			fmt.Fprintf(n.opts.Progress, "loading  elapsed %s  ready: %s (the nodes read their data)\n",
-				time.Since(start).Round(100*time.Millisecond), readyCount(ready))
+				time.Since(start).Round(100*time.Millisecond), ready)
 			continue
 		}
 		if errors.Is(err, wire.ErrIncomplete) {
@@ -587,9 +585,8 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 			continue
 		}
 		role := cmp.Or(r.Role, protocol.RoleWorker)
-		got := ready[role]
 		from := n.who(role, r.Shard)
-		if err := r.Validate(len(got)); err != nil {
+		if err := r.Validate(ready.places(role)); err != nil {
 			return nil, n.invalid(msg, "a ready", from, err)
 		}
 		n.mu.Lock()
@@ -613,15 +610,13 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 			continue
 		case r.Err != "":
 			return nil, n.failed(role, r.Shard, 0, r.Err)
-		case got[r.Shard]:
+		case !ready.take(role, r.Shard):
 			n.drop(msg, from.String(), protocol.DropDuplicate, errors.New("ready already"))
 			continue
 		}
-		got[r.Shard] = true
 		if role == protocol.RoleWorker {
 			summaries[r.Shard] = r.Summary
 		}
-		count++
 		n.log.Info("ready", "node", role, "place", r.Shard, "id", r.ID)
 	}
 	n.mu.Lock()
@@ -630,26 +625,15 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 	return summaries, nil
 }
 
-// readyCount says how many nodes of each role are ready: "workers 1/2,
-// schedulers 0/1".
-func readyCount(ready map[string][]bool) string {
-	var parts []string
-	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
-		k := len(ready[role]) - len(missing(ready[role]))
-		parts = append(parts, fmt.Sprintf("%ss %d/%d", role, k, len(ready[role])))
-	}
-	return strings.Join(parts, ", ")
-}
-
 // notReady returns the error of a job whose nodes were not all ready in
 // time: it lists the places missing, and the nodes that joined them.
-func (n *node[P, R, U, S]) notReady(ready map[string][]bool) error {
+func (n *node[P, R, U, S]) notReady(ready *readySet) error {
 	var parts, loading []string
 	var nodes []protocol.Node
 	for _, role := range []string{protocol.RoleWorker, protocol.RoleScheduler} {
-		m := missing(ready[role])
+		m := ready.missing(role)
 		if len(m) > 0 {
-			parts = append(parts, fmt.Sprintf("%d of %d %ss ready (missing %v)", len(ready[role])-len(m), len(ready[role]), role, m))
+			parts = append(parts, fmt.Sprintf("%d of %d %ss ready (missing %v)", ready.places(role)-len(m), ready.places(role), role, m))
 		}
 		for _, k := range m {
 			who := n.who(role, k)
@@ -675,16 +659,6 @@ type notReadyError struct {
 
 func (e *notReadyError) Error() string { return e.err.Error() }
 func (e *notReadyError) Unwrap() error { return e.err }
-
-func missing(ok []bool) []int {
-	var m []int
-	for i, b := range ok {
-		if !b {
-			m = append(m, i)
-		}
-	}
-	return m
-}
 
 // rounds runs the pipeline from Start's update u until the core is done:
 // every round up to the stop's last is pulled, the check's report is in and
