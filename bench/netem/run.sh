@@ -60,7 +60,9 @@ nsenter -t "$C" -n ip link set ca up
 [ -f "$D/r.train.txt" ] || "$S" gen mf -o "$D/r" -ratings 2000000 -seed 1 >/dev/null
 [ -f "$D/l.svm" ] || "$S" gen lasso --samples 2000 --features 2000 --density 0.05 --true-nnz 100 --seed 1 -o "$D/l.svm" >/dev/null
 
-inA "$S" server --addr 127.0.0.1:4222 >"$D/server.log" 2>&1 &
+# Started with nsenter itself, not a shell function, so that $! is the
+# process (nsenter execs it) and kill reaches it.
+nsenter -t "$A" -n "$S" server --addr 127.0.0.1:4222 >"$D/server.log" 2>&1 &
 pids="$pids $!"
 sleep 1
 
@@ -75,7 +77,7 @@ job() {
 	w1=$!
 	nsenter -t "$C" -n "$S" worker --app "$app" --nats nats://10.77.2.1:14222 --job "$name" "$@" >"$D/$name.w2.log" 2>&1 &
 	w2=$!
-	inA "$S" scheduler --app "$app" --nats nats://127.0.0.1:4222 --job "$name" "$@" >"$D/$name.s.log" 2>&1 &
+	nsenter -t "$A" -n "$S" scheduler --app "$app" --nats nats://127.0.0.1:4222 --job "$name" "$@" >"$D/$name.s.log" 2>&1 &
 	sc=$!
 	t0=$(date +%s.%N)
 	inA "$S" coordinator --app "$app" --nats nats://127.0.0.1:4222 --job "$name" --workers 2 --metrics "$m" --progress 0 "$@" >"$D/$name.c.log" 2>&1
@@ -89,9 +91,10 @@ job() {
 }
 
 for rtt in 0ms 1ms 10ms; do
-	inA "$N" -listen 0.0.0.0:14222 -upstream 127.0.0.1:4222 -rtt "$rtt" -rate 1e9 >"$D/netem-$rtt.log" 2>&1 &
+	nsenter -t "$A" -n "$N" -listen 0.0.0.0:14222 -upstream 127.0.0.1:4222 -rtt "$rtt" -rate 1e9 >"$D/netem-$rtt.log" 2>&1 &
 	proxy=$!
 	sleep 0.5
+	kill -0 $proxy 2>/dev/null || { echo "run.sh: netem at $rtt: $(cat "$D/netem-$rtt.log")" >&2; exit 1; }
 	for run in $(seq 1 "$RUNS"); do
 		for ring in true false; do
 			v=ring
