@@ -9,8 +9,8 @@
 #     star (through the coordinator);
 #   - the Lasso's row layout at --depth 1 and --depth 4.
 # One line per job: app, rtt, variant, run, wall seconds of the
-# coordinator's process, the fit's seconds (the metrics CSV's last
-# time_s), rounds, and the coordinator's NATS bytes and messages per round
+# coordinator's process, the rounds' seconds (the metrics CSV's time_s,
+# from its first row to its last), rounds, and the coordinator's NATS bytes and messages per round
 # (the metrics' means, weighted by rounds).
 #
 # Usage (as root, with unshare, nsenter and ip):
@@ -85,9 +85,9 @@ job() {
 	wait $w1 $w2 $sc
 	awk -F, -v app="$app" -v rtt="$rtt" -v variant="$variant" -v run="$run" -v wall="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" '
 		NR == 1 { for (c = 1; c <= NF; c++) col[$c] = c; next }
-		NR == 2 { prev = $col["round"]; t = $col["time_s"]; next }
+		NR == 2 { prev = $col["round"]; t0 = $col["time_s"]; t = t0; next }
 		{ n = $col["round"] - prev; prev = $col["round"]; R += n; b += n * $col["bytes"]; ms += n * $col["msgs"]; t = $col["time_s"] }
-		END { printf "%s rtt=%s %s run=%d wall=%.2f fit=%.2f rounds=%d bytes/round=%.0f msgs/round=%.1f\n", app, rtt, variant, run, wall, t, prev, (R ? b / R : 0), (R ? ms / R : 0) }' "$m"
+		END { printf "%s rtt=%s %s run=%d wall=%.2f fit=%.2f rounds=%d bytes/round=%.0f msgs/round=%.1f\n", app, rtt, variant, run, wall, t - t0, prev, (R ? b / R : 0), (R ? ms / R : 0) }' "$m"
 }
 
 for rtt in 0ms 1ms 10ms; do
