@@ -111,8 +111,7 @@ type sampler struct {
 	smooth         []aliasEntry
 	smoothMass     float64 // β·Σ_k invDen[k]
 	words          []aliasEntry
-	wordOff        []int32
-	wordMass       []float64 // Σ_k n_wk·invDen[k] over the word's topics
+	wordRows       []wordRow // by row of the block
 	table          rows
 	ndk            []int32 // the counts of the current document
 	rng            rng
@@ -121,6 +120,7 @@ type sampler struct {
 	topicsK        []int32
 	propRNG        rng     // the word proposals' stream: see startBlock
 	rowNext        []int32 // the next position of each row's tokens: see startBlock
+	docProps       []int32 // the word proposals of a document's tokens in the block
 	sampled, moved int64
 	nwords         int // W
 }
@@ -178,11 +178,10 @@ func (s *sampler) takeUp(block *Sparse, own []int32) {
 	s.smoothMass = s.beta * mass
 	buildAlias(s.smooth, s.topicsK, s.weights, &s.sc)
 
-	s.wordOff = block.Offsets
 	s.words = resize(s.words, block.NNZ())
-	s.wordMass = resize(s.wordMass, block.Rows())
+	s.wordRows = resize(s.wordRows, block.Rows())
 	for i := range block.Rows() {
-		s.wordMass[i] = 0
+		s.wordRows[i] = wordRow{off: block.Offsets[i], end: block.Offsets[i+1]}
 		if own[i] == 0 {
 			continue
 		}
@@ -193,7 +192,7 @@ func (s *sampler) takeUp(block *Sparse, own []int32) {
 			s.weights[j] = float64(counts[j]) * s.invDen[t]
 			m += s.weights[j]
 		}
-		s.wordMass[i] = m
+		s.wordRows[i].mass = m
 		a := block.Offsets[i]
 		buildAlias(s.words[a:a+int32(len(topics))], topics, s.weights, &s.sc)
 	}
@@ -203,13 +202,21 @@ func (s *sampler) takeUp(block *Sparse, own []int32) {
 // q(t) ∝ (n_wt + β)/(n_t + Wβ) with the counts of takeUp, with two draws
 // of r.
 func (s *sampler) proposeWord(w int32, r *rng) int32 {
-	m := s.wordMass[w]
-	u := r.unit() * (m + s.smoothMass)
+	row := s.wordRows[w]
+	u := r.unit() * (row.mass + s.smoothMass)
 	x := r.next()
-	if u < m {
-		return draw(s.words[s.wordOff[w]:s.wordOff[w+1]], x)
+	if u < row.mass {
+		return draw(s.words[row.off:row.end], x)
 	}
 	return draw(s.smooth, x)
+}
+
+// wordRow is what a word's proposal needs, together in 16 bytes (one
+// look-up): its alias table s.words[off:end] and the mass Σ_k
+// n_wk/(n_k + Wβ) over its topics.
+type wordRow struct {
+	mass     float64
+	off, end int32
 }
 
 // maxMH bounds MHSteps.
@@ -263,14 +270,24 @@ func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int) {
 	nd := float64(len(z))
 	alpha, beta, wbeta := s.alpha, s.beta, s.wbeta
 	steps := 2 * s.mh
-	var ps [2 * maxMH]proposal
+	// The word proposals first, all the document's: their look-ups (the
+	// words' alias tables) are independent, so the processor overlaps
+	// them, as it could not within a token's chain.
+	s.docProps = resize(s.docProps, (last-first)*s.mh)
 	for i := first; i < last; i++ {
-		w, s0 := lw[i], z[i]
+		w := lw[i]
 		pr := s.propRNG
 		pr.skip(uint64(2 * int64(s.mh) * int64(s.rowNext[w])))
 		s.rowNext[w]++
+		for j := range s.mh {
+			s.docProps[(i-first)*s.mh+j] = s.proposeWord(w, &pr)
+		}
+	}
+	var ps [2 * maxMH]proposal
+	for i := first; i < last; i++ {
+		w, s0 := lw[i], z[i]
 		for j := 0; j < steps; j += 2 {
-			ps[j] = proposal{t: s.proposeWord(w, &pr)}
+			ps[j] = proposal{t: s.docProps[(i-first)*s.mh+j/2]}
 			u := s.rng.unit() * (nd + s.kalpha)
 			t := int32(-1) // the token itself: its current topic
 			switch {
