@@ -61,9 +61,12 @@ func newModel(cfg Config) (*model, error) {
 	return m, nil
 }
 
-// start merges the workers' initial counts: it returns the table as rows
-// (row w is word w), and sets the totals.
-func (m *model) start(shards []Summary) (*rows, error) {
+// start merges the workers' initial counts: it sets the totals, and
+// returns a function that appends row w of the summed table (word w) to a
+// Sparse. The rows are summed one at a time, each as it would be in a
+// table of all the words (the same order of topics), so that the whole
+// table is never held but as the Sparse rows the caller builds.
+func (m *model) start(shards []Summary) (func(dst *Sparse, w int32) error, error) {
 	if len(shards) != m.cfg.Workers {
 		return nil, fmt.Errorf("%d shard summaries for %d workers", len(shards), m.cfg.Workers)
 	}
@@ -73,6 +76,9 @@ func (m *model) start(shards []Summary) (*rows, error) {
 	m.perTok = make([]int64, m.w)
 	room := make([]int32, m.w)
 	lengths := newHistBuilder(1)
+	// at[w]: where word w's rows start in rowsOf, which lists them as
+	// (shard, row) pairs in the order of the shards and their rows.
+	at := make([]int32, m.w+1)
 	for p, s := range shards {
 		if s.Counts == nil {
 			return nil, fmt.Errorf("worker %d: no counts", p)
@@ -92,6 +98,7 @@ func (m *model) start(shards []Summary) (*rows, error) {
 				return nil, fmt.Errorf("worker %d: word %d of %d", p, w, m.w)
 			}
 			room[w] += s.Counts.Offsets[r+1] - s.Counts.Offsets[r]
+			at[w+1]++
 		}
 		m.tokens += s.Tokens
 		m.docs += s.Docs
@@ -100,14 +107,18 @@ func (m *model) start(shards []Summary) (*rows, error) {
 		return nil, fmt.Errorf("the corpus has no tokens")
 	}
 	m.lengths = lengths.hist()
-	table := &rows{}
-	table.build(&Sparse{Offsets: make(codec.Int32s, m.w+1)}, m.k, func(i int) int32 { return room[i] })
+	for w := range m.w {
+		at[w+1] += at[w]
+	}
+	next := slices.Clone(at[:m.w])
+	rowsOf := make([][2]int32, at[m.w])
 	for p, s := range shards {
 		var n int64
 		for r, w := range s.Counts.IDs {
+			rowsOf[next[w]] = [2]int32{int32(p), int32(r)}
+			next[w]++
 			topics, counts := s.Counts.Row(r)
 			for j, t := range topics {
-				table.add(w, t, counts[j])
 				m.nk[t] += counts[j]
 				m.perTok[w] += int64(counts[j])
 				n += int64(counts[j])
@@ -117,7 +128,18 @@ func (m *model) start(shards []Summary) (*rows, error) {
 			return nil, fmt.Errorf("worker %d: counts of %d tokens, says %d", p, n, s.Tokens)
 		}
 	}
-	return table, nil
+	var row rows
+	empty := &Sparse{Offsets: codec.Int32s{0, 0}}
+	return func(dst *Sparse, w int32) error {
+		row.build(empty, m.k, func(int) int32 { return room[w] })
+		for _, pr := range rowsOf[at[w]:at[w+1]] {
+			topics, counts := shards[pr[0]].Counts.Row(int(pr[1]))
+			for j, t := range topics {
+				row.add(0, t, counts[j])
+			}
+		}
+		return row.appendRow(dst, 0)
+	}, nil
 }
 
 // pullTopics adds the partials' changes of round to the topic totals, and
@@ -302,7 +324,7 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 // the vocabulary into P blocks balanced by tokens, and hands every worker
 // its first block.
 func (c *Coordinator) Start(shards []Summary) (Update, error) {
-	table, err := c.start(shards)
+	row, err := c.start(shards)
 	if err != nil {
 		return Update{}, err
 	}
@@ -313,7 +335,7 @@ func (c *Coordinator) Start(shards []Summary) (Update, error) {
 		s := &c.blocks[b]
 		s.startRows(len(words))
 		for _, w := range words {
-			if err := table.appendRow(s, w); err != nil {
+			if err := row(s, w); err != nil {
 				return Update{}, err
 			}
 		}
@@ -425,12 +447,16 @@ func NewUnscheduledCoordinator(cfg Config) (*UnscheduledCoordinator, error) {
 
 // Start implements schmp.Coordinator: the summed table, for every worker.
 func (c *UnscheduledCoordinator) Start(shards []Summary) (Table, error) {
-	table, err := c.start(shards)
+	row, err := c.start(shards)
 	if err != nil {
 		return Table{}, err
 	}
-	if c.table, err = table.sparse(); err != nil {
-		return Table{}, err
+	c.table = &Sparse{}
+	c.table.startRows(c.w)
+	for w := range int32(c.w) {
+		if err := row(c.table, w); err != nil {
+			return Table{}, err
+		}
 	}
 	return Table{NK: slices.Clone(c.nk), Counts: *c.table}, nil
 }

@@ -58,13 +58,12 @@ const maxTokens = math.MaxInt32
 
 // A docword corpus's tokens are bounded by its entries (NNZ, which the
 // header gives and the file's size bounds): the sampler keeps state per
-// token (its word, topic, place in the rotation: some 30 bytes), so one
-// entry "1 1 2000000000" would otherwise ask for some 60 GB however small
-// the file. A document's tokens over its distinct words grow as the
+// token (its word and topic: 8 bytes), so one entry "1 1 2000000000"
+// would otherwise ask for some 16 GB however small the file. A document's tokens over its distinct words grow as the
 // square root of its length (Heaps' law): a few per entry in real corpora
 // (NYTimes 1.4, PubMed 1.5), some 25 to 100 in a million-word book. So a
 // corpus of NNZ entries may hold max(minTokens, tokensPerEntry × NNZ)
-// tokens: 2^24 whatever its size (some 500 MB of state), and 256 a mean
+// tokens: 2^24 whatever its size (some 130 MB of state), and 256 a mean
 // entry beyond. Text corpora (--text) hold the tokens they spell out.
 const (
 	minTokens      = 1 << 24

@@ -52,9 +52,11 @@
 //
 // Documents are sampled one after the other, each document's tokens of the
 // block together; a document's counts n_dk live in a dense scratch array
-// while it is sampled. The word proposals of all the block's tokens are
-// drawn when the block is taken up, word by word (each word's alias table
-// is then in cache), and read in token order. All proposals of a token
+// while it is sampled. A token's word proposals are drawn when the chain
+// comes to it, from a stream of their own whose draws are those that
+// drawing every token's up front, word by word, would take (the generator
+// is a counter: its n-th draw is at hand), so that nothing is kept per
+// token but its word and topic. All proposals of a token
 // are looked up before its chain runs, so that the look-ups overlap in
 // memory; that is exact, as no count changes during a token's chain. A
 // block's word-topic rows are dense (K cells) or open-addressing hashes,

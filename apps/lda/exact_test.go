@@ -7,7 +7,8 @@ import (
 
 // exactGibbs runs plain collapsed Gibbs sampling, O(K) per token, on the
 // shard's tokens from random topics: the reference the sampler must agree
-// with.
+// with. The shard is laid out in one block, so its tokens' rows are their
+// words.
 func exactGibbs(sh *shard, k, words int, alpha, beta float64, iters int, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	nwk := make([][]float64, words)
@@ -162,12 +163,11 @@ func kernelTV(target, pr Priors, mh int) float64 {
 	for tp := range want {
 		want[tp] /= sum
 	}
-	occ, off := []int32{0, 1, 2, 3, 5, 6, 4}, []int32{0, 1, 6, 7}
 	got := make([]float64, k)
 	const n = 200000
 	for range n {
-		s.predraw(occ, off, len(z))
-		s.sampleDoc(z, lw, i, i+1, s.props)
+		s.startBlock(own)
+		s.sampleDoc(z, lw, i, i+1)
 		got[z[i]]++
 	}
 	for tp := range got {

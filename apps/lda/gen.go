@@ -17,10 +17,16 @@ import (
 // uniformly from [⌈DocLen/2⌉, ⌊3·DocLen/2⌋], and each token's topic
 // z ~ θ_d and word w ~ φ_z. TestDocs more documents are drawn the same
 // way for a held-out set.
+//
+// With Zipf = s > 0 the topics are φ_k ~ Dirichlet(Vocab·Beta·π) instead,
+// π_w ∝ (w+1)^−s: every topic's mean is π, so the corpus's word
+// frequencies follow Zipf's law with exponent s (word 1 the most
+// frequent), as in real text, while the topics still differ.
 type GenConfig struct {
 	Docs, Vocab, Topics, DocLen int
 	TestDocs                    int
 	Alpha, Beta                 float64
+	Zipf                        float64
 	// Alphas, if set, is an asymmetric document-topic prior, α_k for topic
 	// k (Topics values), instead of Alpha.
 	Alphas []float64
@@ -54,6 +60,8 @@ func (c GenConfig) Validate() error {
 		return schmp.Fieldf("Alphas", "has %d values for {Topics} = %d topics", len(c.Alphas), c.Topics)
 	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
 		return fmt.Errorf("--beta must be a finite number > 0, got %v", c.Beta)
+	case !(c.Zipf >= 0) || c.Zipf > 10:
+		return fmt.Errorf("--zipf must be in [0, 10], got %v", c.Zipf)
 	case slices.ContainsFunc(c.Alphas, func(a float64) bool { return !(a > 0) || math.IsInf(a, 0) }):
 		return schmp.Fieldf("Alphas", "must be finite numbers > 0, got %v", c.Alphas)
 	case float64(c.Topics)*float64(c.Vocab) > 1<<28:
@@ -91,8 +99,19 @@ const (
 func GenModelOnly(c GenConfig) *GenModel {
 	r := rand.New(rand.NewPCG(c.Seed, genStreamPhi))
 	m := &GenModel{Phi: make([][]float64, c.Topics), Counts: make([][]int32, c.Topics)}
+	beta := func(int) float64 { return c.Beta }
+	if c.Zipf > 0 {
+		base := make([]float64, c.Vocab)
+		var sum float64
+		for w := range base {
+			base[w] = math.Pow(float64(w+1), -c.Zipf)
+			sum += base[w]
+		}
+		scale := float64(c.Vocab) * c.Beta / sum
+		beta = func(w int) float64 { return base[w] * scale }
+	}
 	for k := range m.Phi {
-		m.Phi[k] = dirichlet(r, c.Vocab, func(int) float64 { return c.Beta })
+		m.Phi[k] = dirichlet(r, c.Vocab, beta)
 		m.Counts[k] = make([]int32, c.Vocab)
 	}
 	return m

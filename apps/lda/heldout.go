@@ -52,7 +52,42 @@ func (m *model) perplexity() (float64, int64, error) {
 		}
 		m.test = docs
 	}
-	return m.Model().Perplexity(m.test, InferOptions{Seed: m.cfg.Seed})
+	return m.testModel().Perplexity(m.test, InferOptions{Seed: m.cfg.Seed})
+}
+
+// testModel returns the model as it stands (as Model does) for the
+// held-out documents only: without its counts, and with the rows of φ of
+// the words that the documents use, not a dense K × W array of them
+// (1.1 GB at K = 1000, W = 141,000), computed as buildPhi computes them.
+func (m *model) testModel() *Model {
+	md := &Model{
+		Topics: m.k, Words: m.w, Vocab: m.vocab, Alpha: slices.Clone(m.priors.Alpha), Beta: m.priors.Beta,
+		TopicTotals: make([]int64, m.k), Tokens: m.tokens, Iterations: int(m.iter()),
+	}
+	for t, n := range m.nk {
+		md.TopicTotals[t] = int64(n)
+	}
+	md.phiIndex = make([]int32, m.w)
+	for w := range md.phiIndex {
+		md.phiIndex[w] = -1
+	}
+	rows := 0
+	for _, d := range m.test {
+		for _, w := range d {
+			if w >= 0 && int(w) < m.w && md.phiIndex[w] < 0 {
+				md.phiIndex[w] = int32(rows)
+				rows++
+			}
+		}
+	}
+	md.phi = md.smoothPhi(rows)
+	inv := md.invDen()
+	m.wordCount(func(w, t, n int32) {
+		if r := md.phiIndex[w]; r >= 0 {
+			md.phi[int(r)*m.k+int(t)] = (float64(n) + md.Beta) * inv[t]
+		}
+	})
+	return md
 }
 
 // HeldOut computes (once) and returns the held-out perplexity on

@@ -82,10 +82,12 @@ func recount(bs []*base, k, words int, pr Priors) (nwk map[[2]int32]int32, ndkSu
 	var n int64
 	for _, b := range bs {
 		sh := b.sh
+		var ws []int32
 		for d := range sh.docs() {
 			ndk := make([]int64, k)
+			ws = sh.docWords(d, ws[:0])
 			for i := sh.start[d]; i < sh.start[d+1]; i++ {
-				nwk[[2]int32{sh.word[i], sh.z[i]}]++
+				nwk[[2]int32{ws[i-sh.start[d]], sh.z[i]}]++
 				ndk[sh.z[i]]++
 				nk[sh.z[i]]++
 				n++

@@ -57,7 +57,10 @@ type Model struct {
 	Tokens     int64
 	Iterations int
 
-	phi []float64 // φ word-major: phi[w·K + k] = φ_kw
+	phi []float64 // φ word-major: phi[r·K + k] = φ_kw, r = w or phiIndex[w]
+	// phiIndex, if set, is the row of phi of each word (−1: none): phi
+	// holds the rows of the words that the held-out documents use only.
+	phiIndex []int32
 }
 
 // WordTopicCount is a non-zero word-topic count n_wk: word (0-based),
@@ -189,21 +192,44 @@ func (m *Model) buildPhi() {
 	if m.phi != nil {
 		return
 	}
+	m.phi = m.smoothPhi(m.Words)
 	k := m.Topics
-	m.phi = make([]float64, m.Words*k)
-	wbeta := float64(m.Words) * m.Beta
-	inv := make([]float64, k)
-	for t, n := range m.TopicTotals {
-		inv[t] = 1 / (float64(n) + wbeta)
-	}
-	for w := range m.Words {
-		for t := range k {
-			m.phi[w*k+t] = m.Beta * inv[t]
-		}
-	}
+	inv := m.invDen()
 	for _, c := range m.WordTopic {
 		m.phi[int(c.Word)*k+int(c.Topic)] = (float64(c.Count) + m.Beta) * inv[c.Topic]
 	}
+}
+
+// invDen returns 1/(n_k + Wβ) by topic.
+func (m *Model) invDen() []float64 {
+	wbeta := float64(m.Words) * m.Beta
+	inv := make([]float64, m.Topics)
+	for t, n := range m.TopicTotals {
+		inv[t] = 1 / (float64(n) + wbeta)
+	}
+	return inv
+}
+
+// smoothPhi returns rows rows of φ_kw for n_wk = 0: β/(n_k + Wβ).
+func (m *Model) smoothPhi(rows int) []float64 {
+	k := m.Topics
+	phi := make([]float64, rows*k)
+	inv := m.invDen()
+	for r := range rows {
+		for t := range k {
+			phi[r*k+t] = m.Beta * inv[t]
+		}
+	}
+	return phi
+}
+
+// phiRow returns the row of φ of word w: φ_kw for every topic k.
+func (m *Model) phiRow(w int32) []float64 {
+	r := int(w)
+	if m.phiIndex != nil {
+		r = int(m.phiIndex[w])
+	}
+	return m.phi[r*m.Topics : (r+1)*m.Topics]
 }
 
 // Write writes m as JSON (see Model).
@@ -375,7 +401,7 @@ func (m *Model) Perplexity(docs [][]int32, o InferOptions) (perplexity float64, 
 		}
 		f.theta(obs, uint64(i), theta)
 		for j := 1; j < len(d); j += 2 {
-			row := m.phi[int(d[j])*m.Topics : int(d[j]+1)*m.Topics]
+			row := m.phiRow(d[j])
 			var p float64
 			for k, th := range theta {
 				p += th * row[k]
@@ -403,7 +429,7 @@ func (m *Model) checkDoc(i int, d []int32) error {
 // folder folds documents into a model.
 type folder struct {
 	k      int
-	phi    []float64 // word-major
+	m      *Model // its φ, by phiRow
 	alpha  []float64
 	asum   float64
 	sweeps int
@@ -423,7 +449,7 @@ func (m *Model) folder(o InferOptions) (*folder, error) {
 	}
 	m.buildPhi()
 	f := &folder{
-		k: m.Topics, phi: m.phi, alpha: m.Alpha, sweeps: cmp.Or(o.Sweeps, defaultSweeps), seed: o.Seed,
+		k: m.Topics, m: m, alpha: m.Alpha, sweeps: cmp.Or(o.Sweeps, defaultSweeps), seed: o.Seed,
 		ndk: make([]int32, m.Topics), acc: make([]float64, m.Topics), cum: make([]float64, m.Topics),
 	}
 	for _, a := range m.Alpha {
@@ -479,7 +505,7 @@ func (f *folder) theta(words []int32, stream uint64, out []float64) {
 // draw draws a topic for a token of word w: ∝ (n_dk + α_k)·φ_kw, with the
 // document's counts without the token.
 func (f *folder) draw(w int32, r *rng) int32 {
-	row := f.phi[int(w)*f.k : int(w+1)*f.k]
+	row := f.m.phiRow(w)
 	var sum float64
 	for k, p := range row {
 		sum += (float64(f.ndk[k]) + f.alpha[k]) * p

@@ -6,8 +6,13 @@ import (
 )
 
 // rng is wyrand: a 64-bit generator that is fast enough for the sampler's
-// few draws per Metropolis–Hastings step.
+// few draws per Metropolis–Hastings step. Its state is a counter that
+// every draw advances by rngStep, so the n-th draw from a state is at
+// hand without the n−1 before it (skip).
 type rng struct{ s uint64 }
+
+// rngStep is what a draw adds to the state.
+const rngStep = 0xa0761d6478bd642f
 
 func newRNG(seed, stream uint64) rng {
 	r := rng{s: seed ^ bits.RotateLeft64(stream*0x9E3779B97F4A7C15, 17)}
@@ -18,10 +23,13 @@ func newRNG(seed, stream uint64) rng {
 }
 
 func (r *rng) next() uint64 {
-	r.s += 0xa0761d6478bd642f
+	r.s += rngStep
 	hi, lo := bits.Mul64(r.s, r.s^0xe7037ed1a0b428db)
 	return hi ^ lo
 }
+
+// skip advances r by n draws.
+func (r *rng) skip(n uint64) { r.s += n * rngStep }
 
 // unit returns a uniform number in [0, 1).
 func (r *rng) unit() float64 { return float64(r.next()>>11) * 0x1p-53 }
@@ -103,15 +111,16 @@ type sampler struct {
 	smooth         []aliasEntry
 	smoothMass     float64 // β·Σ_k invDen[k]
 	words          []aliasEntry
-	wordOff        []int32
-	wordMass       []float64 // Σ_k n_wk·invDen[k] over the word's topics
+	wordRows       []wordRow // by row of the block
 	table          rows
 	ndk            []int32 // the counts of the current document
 	rng            rng
 	sc             aliasScratch
 	weights        []float64
 	topicsK        []int32
-	props          []int32 // the word proposals of token i: props[i·mh:(i+1)·mh]
+	propRNG        rng     // the word proposals' stream: see startBlock
+	rowNext        []int32 // the next position of each row's tokens: see startBlock
+	docProps       []int32 // the word proposals of a document's tokens in the block
 	sampled, moved int64
 	nwords         int // W
 }
@@ -169,11 +178,10 @@ func (s *sampler) takeUp(block *Sparse, own []int32) {
 	s.smoothMass = s.beta * mass
 	buildAlias(s.smooth, s.topicsK, s.weights, &s.sc)
 
-	s.wordOff = block.Offsets
 	s.words = resize(s.words, block.NNZ())
-	s.wordMass = resize(s.wordMass, block.Rows())
+	s.wordRows = resize(s.wordRows, block.Rows())
 	for i := range block.Rows() {
-		s.wordMass[i] = 0
+		s.wordRows[i] = wordRow{off: block.Offsets[i], end: block.Offsets[i+1]}
 		if own[i] == 0 {
 			continue
 		}
@@ -184,22 +192,31 @@ func (s *sampler) takeUp(block *Sparse, own []int32) {
 			s.weights[j] = float64(counts[j]) * s.invDen[t]
 			m += s.weights[j]
 		}
-		s.wordMass[i] = m
+		s.wordRows[i].mass = m
 		a := block.Offsets[i]
 		buildAlias(s.words[a:a+int32(len(topics))], topics, s.weights, &s.sc)
 	}
 }
 
 // proposeWord draws a topic from the word proposal of row w:
-// q(t) ∝ (n_wt + β)/(n_t + Wβ) with the counts of takeUp.
-func (s *sampler) proposeWord(w int32) int32 {
-	m := s.wordMass[w]
-	u := s.rng.unit() * (m + s.smoothMass)
-	r := s.rng.next()
-	if u < m {
-		return draw(s.words[s.wordOff[w]:s.wordOff[w+1]], r)
+// q(t) ∝ (n_wt + β)/(n_t + Wβ) with the counts of takeUp, with two draws
+// of r.
+func (s *sampler) proposeWord(w int32, r *rng) int32 {
+	row := s.wordRows[w]
+	u := r.unit() * (row.mass + s.smoothMass)
+	x := r.next()
+	if u < row.mass {
+		return draw(s.words[row.off:row.end], x)
 	}
-	return draw(s.smooth, r)
+	return draw(s.smooth, x)
+}
+
+// wordRow is what a word's proposal needs, together in 16 bytes (one
+// look-up): its alias table s.words[off:end] and the mass Σ_k
+// n_wk/(n_k + Wβ) over its topics.
+type wordRow struct {
+	mass     float64
+	off, end int32
 }
 
 // maxMH bounds MHSteps.
@@ -215,29 +232,30 @@ type proposal struct {
 	docPropose bool
 }
 
-// predraw draws the word proposals of every token of the block, word by
-// word (each word's alias table is hot while its tokens' proposals are
-// drawn): props[i·mh+j] is the j-th proposal of token i, where the tokens
-// of row r are occ[off[r]:off[r+1]], out of n tokens.
-func (s *sampler) predraw(occ, off []int32, n int) {
-	s.props = resize(s.props, n*s.mh)
-	for r := range len(off) - 1 {
-		a, e := off[r], off[r+1]
-		if a == e {
-			continue
-		}
-		w := int32(r)
-		for _, i := range occ[a:e] {
-			for j := range s.mh {
-				s.props[int(i)*s.mh+j] = s.proposeWord(w)
-			}
-		}
+// startBlock starts the sampling of a block taken up, of whose row i the
+// shard has own[i] tokens. The word proposals come from a stream of their
+// own: the j-th proposal of the token at position p, in the order of the
+// rows and within a row of the documents (each document's tokens in
+// order), takes draws 2(p·mh+j) and 2(p·mh+j)+1 of the sampler's
+// generator as it is now, which then skips them all. These are the draws
+// that drawing every proposal up front, row by row, would take, but no
+// proposal is kept: sampleDoc draws a token's as it comes to it, keeping
+// a position for each row, not for each token.
+func (s *sampler) startBlock(own []int32) {
+	s.rowNext = resize(s.rowNext, len(own))
+	var n int64
+	for i, c := range own {
+		s.rowNext[i] = int32(n)
+		n += int64(c)
 	}
+	s.propRNG = s.rng
+	s.rng.skip(uint64(2 * int64(s.mh) * n))
 }
 
 // sampleDoc resamples tokens [first, last) of a document whose topics are
 // z (all its tokens, in every block) and whose block rows are lw (the same
-// indexing; only [first, last) is read).
+// indexing; only [first, last) is read), after startBlock, the documents
+// in order.
 //
 // A token's chain proposes topics from distributions that do not depend on
 // its state, but for the document proposal's pick of the token itself,
@@ -245,18 +263,31 @@ func (s *sampler) predraw(occ, off []int32, n int) {
 // are drawn, and their counts looked up, before the chain runs. The
 // look-ups are independent memory accesses that the processor overlaps,
 // and no count changes during the chain (only when it ends).
-func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int, props []int32) {
+func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int) {
 	for _, t := range z {
 		s.ndk[t]++
 	}
 	nd := float64(len(z))
 	alpha, beta, wbeta := s.alpha, s.beta, s.wbeta
 	steps := 2 * s.mh
+	// The word proposals first, all the document's: their look-ups (the
+	// words' alias tables) are independent, so the processor overlaps
+	// them, as it could not within a token's chain.
+	s.docProps = resize(s.docProps, (last-first)*s.mh)
+	for i := first; i < last; i++ {
+		w := lw[i]
+		pr := s.propRNG
+		pr.skip(uint64(2 * int64(s.mh) * int64(s.rowNext[w])))
+		s.rowNext[w]++
+		for j := range s.mh {
+			s.docProps[(i-first)*s.mh+j] = s.proposeWord(w, &pr)
+		}
+	}
 	var ps [2 * maxMH]proposal
 	for i := first; i < last; i++ {
 		w, s0 := lw[i], z[i]
 		for j := 0; j < steps; j += 2 {
-			ps[j] = proposal{t: props[i*s.mh+j/2]}
+			ps[j] = proposal{t: s.docProps[(i-first)*s.mh+j/2]}
 			u := s.rng.unit() * (nd + s.kalpha)
 			t := int32(-1) // the token itself: its current topic
 			switch {

@@ -8,25 +8,27 @@ import (
 )
 
 // shard is a worker's documents: its tokens, grouped by document, and
-// their topics.
+// their topics. A token is two int32s, its word and its topic: nothing
+// else is kept per token (the sampler draws the word proposals as it
+// goes, sampleDoc).
 type shard struct {
 	k      int
 	docIDs []int32 // the corpus id (0-based) of each document
 	start  []int32 // the tokens of document d are [start[d], start[d+1])
-	word   []int32 // the word of each token
+	// word is the word of each token: its corpus id (0-based) until
+	// layout, its row in its block after (its rank among the block's
+	// words, ascending: the id is blockWords[b][row]).
+	word   []int32
 	z      []int32 // the topic of each token
 	tokens int64
 
-	// Set by layout: the block of each word, the row of each token's word
-	// in its block, and where each document's tokens of each block start:
-	// [bstart[d·B+b], bstart[d·B+b+1]).
-	blocks int
-	row    []int32
-	bstart []int32
-	own    [][]int32 // own[b][i]: this shard's tokens of the i-th word of block b
-	// occ[b][occOff[b][i]:occOff[b][i+1]] are the tokens of row i of
-	// block b.
-	occ, occOff [][]int32
+	// Set by layout: the words of each block, ascending, and where each
+	// document's tokens of each block start: [bstart[d·B+b],
+	// bstart[d·B+b+1]).
+	blocks     int
+	blockWords [][]int32
+	bstart     []int32
+	own        [][]int32 // own[b][i]: this shard's tokens of the i-th word of block b
 }
 
 // loadShard reads the documents [lo, hi) of the corpus and gives their
@@ -60,39 +62,50 @@ func loadShard(c *corpus, lo, hi, k int, r *rng) (*shard, error) {
 // docs returns the number of documents.
 func (sh *shard) docs() int { return len(sh.docIDs) }
 
-// counts returns the shard's word-topic counts (rows named by word) and
-// topic totals.
+// counts returns the shard's word-topic counts (rows named by word,
+// ascending, each row's topics ascending) and topic totals. Called before
+// the layout, while word holds corpus ids. It buckets the topics by word
+// (4 bytes a token, freed on return) rather than sorting the tokens.
 func (sh *shard) counts() (*Sparse, codec.Int32s) {
 	nk := make(codec.Int32s, sh.k)
-	order := make([]int, len(sh.word))
-	for i := range order {
-		order[i] = i
+	var words int32
+	for _, w := range sh.word {
+		words = max(words, w+1)
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := int(sh.word[a]) - int(sh.word[b]); c != 0 {
-			return c
+	off := make([]int32, words+1)
+	for _, w := range sh.word {
+		off[w+1]++
+	}
+	rows := 0
+	for w := range words {
+		if off[w+1] > 0 {
+			rows++
 		}
-		return int(sh.z[a]) - int(sh.z[b])
-	})
-	s := &Sparse{IDs: codec.Int32s{}}
-	s.startRows(0)
-	for j, i := range order {
-		w, t := sh.word[i], sh.z[i]
-		nk[t]++
-		if j > 0 && sh.word[order[j-1]] == w {
-			if sh.z[order[j-1]] == t {
+		off[w+1] += off[w]
+	}
+	next := slices.Clone(off[:words])
+	topics := make([]int32, len(sh.word))
+	for i, w := range sh.word {
+		topics[next[w]] = sh.z[i]
+		next[w]++
+		nk[sh.z[i]]++
+	}
+	s := &Sparse{IDs: make(codec.Int32s, 0, rows)}
+	s.startRows(rows)
+	for w := range words {
+		ts := topics[off[w]:off[w+1]]
+		if len(ts) == 0 {
+			continue
+		}
+		slices.Sort(ts)
+		s.IDs = append(s.IDs, w)
+		for j, t := range ts {
+			if j > 0 && ts[j-1] == t {
 				s.Counts[len(s.Counts)-1]++
 				continue
 			}
-		} else {
-			if j > 0 {
-				s.endRow()
-			}
-			s.IDs = append(s.IDs, w)
+			s.Topics, s.Counts = append(s.Topics, t), append(s.Counts, 1)
 		}
-		s.Topics, s.Counts = append(s.Topics, t), append(s.Counts, 1)
-	}
-	if len(order) > 0 {
 		s.endRow()
 	}
 	return s, nk
@@ -100,7 +113,8 @@ func (sh *shard) counts() (*Sparse, codec.Int32s) {
 
 // layout groups every document's tokens by block, given the block of each
 // word (blocks in all), and within a block by row (the rank of the word
-// among its block's words), keeping each token's topic.
+// among its block's words), keeping each token's topic. From then on a
+// token's word is its row.
 func (sh *shard) layout(wordBlock []int32, blocks int) error {
 	rowOf := make([]int32, len(wordBlock))
 	size := make([]int32, blocks)
@@ -111,24 +125,30 @@ func (sh *shard) layout(wordBlock []int32, blocks int) error {
 		rowOf[w] = size[b]
 		size[b]++
 	}
+	for _, w := range sh.word {
+		if int(w) >= len(wordBlock) {
+			return fmt.Errorf("word %d beyond the layout of %d words", w+1, len(wordBlock))
+		}
+	}
 	sh.blocks = blocks
 	sh.own = make([][]int32, blocks)
+	sh.blockWords = make([][]int32, blocks)
 	for b := range sh.own {
 		sh.own[b] = make([]int32, size[b])
+		sh.blockWords[b] = make([]int32, 0, size[b])
 	}
-	sh.row = make([]int32, len(sh.word))
+	for w, b := range wordBlock {
+		sh.blockWords[b] = append(sh.blockWords[b], int32(w))
+	}
 	sh.bstart = make([]int32, sh.docs()*blocks+1)
-	type tok struct{ block, row, word, z int32 }
+	type tok struct{ block, row, z int32 }
 	var buf []tok
 	for d := range sh.docs() {
 		a, e := sh.start[d], sh.start[d+1]
 		buf = buf[:0]
 		for i := a; i < e; i++ {
 			w := sh.word[i]
-			if int(w) >= len(wordBlock) {
-				return fmt.Errorf("word %d beyond the layout of %d words", w+1, len(wordBlock))
-			}
-			buf = append(buf, tok{wordBlock[w], rowOf[w], w, sh.z[i]})
+			buf = append(buf, tok{wordBlock[w], rowOf[w], sh.z[i]})
 		}
 		slices.SortFunc(buf, func(x, y tok) int {
 			if x.block != y.block {
@@ -142,7 +162,7 @@ func (sh *shard) layout(wordBlock []int32, blocks int) error {
 			for ; b <= int(t.block); b++ {
 				sh.bstart[d*blocks+b] = i
 			}
-			sh.word[i], sh.row[i], sh.z[i] = t.word, t.row, t.z
+			sh.word[i], sh.z[i] = t.row, t.z
 			sh.own[t.block][t.row]++
 		}
 		for ; b < blocks; b++ {
@@ -150,43 +170,32 @@ func (sh *shard) layout(wordBlock []int32, blocks int) error {
 		}
 	}
 	sh.bstart[len(sh.bstart)-1] = int32(len(sh.word))
-	sh.occ, sh.occOff = make([][]int32, blocks), make([][]int32, blocks)
-	for b, own := range sh.own {
-		off := make([]int32, len(own)+1)
-		for i, n := range own {
-			off[i+1] = off[i] + n
-		}
-		sh.occOff[b] = off
-		sh.occ[b] = make([]int32, off[len(own)])
-	}
-	next := make([][]int32, blocks)
-	for b := range next {
-		next[b] = slices.Clone(sh.occOff[b][:len(sh.own[b])])
-	}
-	for d := range sh.docs() {
-		for b := range blocks {
-			for i := sh.bstart[d*blocks+b]; i < sh.bstart[d*blocks+b+1]; i++ {
-				r := sh.row[i]
-				sh.occ[b][next[b][r]] = i
-				next[b][r]++
-			}
-		}
-	}
 	return nil
+}
+
+// docWords appends to dst the corpus id (0-based) of each token of
+// document d, in the shard's order, after the layout.
+func (sh *shard) docWords(d int, dst []int32) []int32 {
+	for b := range sh.blocks {
+		for i := sh.bstart[d*sh.blocks+b]; i < sh.bstart[d*sh.blocks+b+1]; i++ {
+			dst = append(dst, sh.blockWords[b][sh.word[i]])
+		}
+	}
+	return dst
 }
 
 // sample resamples, with s, the topics of the shard's tokens whose words are
 // in block b, document by document. It checks ctx's error function every
 // few thousand documents.
 func (sh *shard) sample(s *sampler, b int, cancelled func() error) error {
-	s.predraw(sh.occ[b], sh.occOff[b], len(sh.z))
+	s.startBlock(sh.own[b])
 	for d := range sh.docs() {
 		first, last := sh.bstart[d*sh.blocks+b], sh.bstart[d*sh.blocks+b+1]
 		if first == last {
 			continue
 		}
 		a, e := sh.start[d], sh.start[d+1]
-		s.sampleDoc(sh.z[a:e], sh.row[a:e], int(first-a), int(last-a), s.props[int(a)*s.mh:int(e)*s.mh])
+		s.sampleDoc(sh.z[a:e], sh.word[a:e], int(first-a), int(last-a))
 		if d%4096 == 4095 {
 			if err := cancelled(); err != nil {
 				return err

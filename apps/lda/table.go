@@ -228,10 +228,20 @@ func (r *rows) appendRow(dst *Sparse, i int32) error {
 	return bad
 }
 
-// sparse returns the table's non-zero counts, every row in order.
+// sparse returns the table's non-zero counts, every row in order, in
+// arrays of their exact size (a first pass counts them).
 func (r *rows) sparse() (*Sparse, error) {
+	nnz := 0
+	for i := range r.meta {
+		r.each(int32(i), func(_, n, _ int32) {
+			if n > 0 {
+				nnz++
+			}
+		})
+	}
 	s := &Sparse{}
 	s.startRows(len(r.meta))
+	s.Topics, s.Counts = make(codec.Int32s, 0, nnz), make(codec.Int32s, 0, nnz)
 	for i := range r.meta {
 		if err := r.appendRow(s, int32(i)); err != nil {
 			return nil, err

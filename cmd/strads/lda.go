@@ -207,6 +207,7 @@ func genLDA(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.TestDocs, "test-docs", 0, "also draw `n` held-out documents into PREFIX.test.docword.txt")
 	fs.Float64Var(&c.Alpha, "alpha", 0.1, "Dirichlet prior of the true document-topic proportions")
 	fs.Float64Var(&c.Beta, "beta", 0.01, "Dirichlet prior of the true topics")
+	fs.Float64Var(&c.Zipf, "zipf", 0, "with `s` > 0, word frequencies follow Zipf's law with exponent s: topics ~ Dirichlet(W·beta·π), π_w ∝ w^−s")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same flags give the same files")
 	out := fs.String("o", "", "output `PREFIX`: writes PREFIX.docword.txt, PREFIX.vocab.txt, PREFIX.phi.csv (the true topics: topic,word_id,prob ≥ 1e-6)")
 	if err := cli.Parse(fs, args, stdout, "strads gen lda [flags] -o PREFIX"); err != nil {
