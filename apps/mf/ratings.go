@@ -11,11 +11,16 @@ import (
 // user in ascending index (each block a compressed sparse row matrix), so
 // a rating's user is implied by its cell. The order is that of the SGD
 // steps (see groupRatings).
+//
+// item and value are outside Go's heap (mapped) where own is set, which
+// gives them back once it is unreachable: slices of them (cells) must not
+// outlive the ratings.
 type ratings struct {
 	users int   // the worker's users: cells per block
 	start []int // cell (b, u) holds the ratings [start[b·users+u], start[b·users+u+1])
 	item  []int32
 	value []float64
+	own   *owner
 }
 
 // len returns the number of ratings.
@@ -62,11 +67,15 @@ func (r cells) len() int { return r.start[len(r.start)-1] - r.start[0] }
 // after the same number of iterations was no worse.
 //
 // It moves the ratings in place, by permutations (permute), so that it
-// holds 4 bytes a rating besides them, and takes the slices over: item and
-// value become the result's, user is left in the result's order.
-func groupRatings(ix *Index, users int, user, item []int32, value []float64, seed uint64, p int) ratings {
+// holds 4 bytes a rating besides them (mapped), and takes the slices over:
+// item and value become the result's, user is left in the result's order.
+func groupRatings(ix *Index, users int, user, item []int32, value []float64, seed uint64, p int) (ratings, error) {
 	blocks := ix.Blocks
-	dest := make([]int32, len(item))
+	dest, free, err := mapped[int32](len(item))
+	if err != nil {
+		return ratings{}, err
+	}
+	defer free()
 	// Block by block, in the file's order within a block (stable).
 	at := make([]int, blocks+1) // block b's ratings are [at[b], at[b+1])
 	if blocks > 1 {
@@ -123,7 +132,7 @@ func groupRatings(ix *Index, users int, user, item []int32, value []float64, see
 	}
 	rs.start[blocks*users] = len(item)
 	permute(dest, user, item, value)
-	return rs
+	return rs, nil
 }
 
 // permute moves rating k of user, item and value to position dest[k], for

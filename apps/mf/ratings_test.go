@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/strads-go/strads/internal/testhelper"
 )
@@ -70,7 +71,10 @@ func TestGroupRatings(t *testing.T) {
 				user[k], item[k], value[k] = train[k].u, train[k].i, train[k].r
 			}
 			want := groupEntries(ix, train, 9, 2)
-			rs := groupRatings(ix, tc.users, user, item, value, 9, 2)
+			rs, err := groupRatings(ix, tc.users, user, item, value, 9, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if rs.len() != len(want) || len(rs.start) != tc.blocks*tc.users+1 {
 				t.Fatalf("%d ratings, %d cell bounds; want %d, %d", rs.len(), len(rs.start), len(want), tc.blocks*tc.users+1)
 			}
@@ -96,10 +100,12 @@ func TestGroupRatings(t *testing.T) {
 	}
 }
 
-// TestLoadShardMemory checks that a worker reading its shard allocates
-// about the 12 bytes a training rating that it keeps and the 8 of
-// grouping them (groupRatings), not the 32 of 16-byte entries copied into
-// their blocks.
+// TestLoadShardMemory checks what a worker reading its shard holds: the
+// 12 bytes a training rating that it keeps and, at the peak, the 8 of
+// grouping them (groupRatings), outside Go's heap (mapped), and on the
+// heap less than 2 bytes a rating besides the index; not the 32 of
+// 16-byte entries copied into their blocks on the heap. Dropped, the shard
+// gives the memory back.
 func TestLoadShardMemory(t *testing.T) {
 	var tr bytes.Buffer
 	if _, err := Generate(&tr, io.Discard, GenConfig{Users: 1000, Items: 200, Rank: 2, Ratings: 100_000, Noise: 0.1, Alpha: 1, Seed: 3}); err != nil {
@@ -119,18 +125,30 @@ func TestLoadShardMemory(t *testing.T) {
 			}
 			var s *shard
 			var err error
+			base := mappedNow.now.Load()
+			mappedNow.reset()
 			total := alloc(func() { s, err = loadShard(cfg, 0) })
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Less what does not grow with a worker's ratings: the index
-			// (the maps of 1,000 users and 200 items) and the buffer of
-			// the read of the training file.
+			n := float64(s.train.len())
+			held, peak := float64(mappedNow.now.Load()-base)/n, float64(mappedNow.peak.Load()-base)/n
+			// The heap, less what does not grow with a worker's ratings:
+			// the index (the maps of 1,000 users and 200 items) and the
+			// buffer of the read of the training file.
 			fixed := alloc(func() { _, err = BuildIndex(train, workers, workers) }) + 64<<10
-			per := float64(total-fixed) / float64(s.train.len())
-			t.Logf("%.1f bytes allocated a training rating", per)
-			if per > 22 {
-				t.Errorf("loading allocated %.1f bytes a training rating (%d bytes, %d for the index, %d ratings), want at most 22", per, total, fixed, s.train.len())
+			heap := (float64(total) - float64(fixed)) / n
+			t.Logf("outside the heap %.1f bytes a training rating, %.1f at the peak; on the heap %.1f", held, peak, heap)
+			if held != 12 || peak > 20 || heap > 2 {
+				t.Errorf("loading held %.1f bytes a training rating outside the heap, %.1f at the peak, and allocated %.1f on the heap (%d bytes, %d for the index, %.0f ratings); want 12, at most 20, at most 2", held, peak, heap, total, fixed, n)
+			}
+			// Dropped, the shard gives its memory back (its owner's cleanup).
+			s = nil
+			for deadline := time.Now().Add(10 * time.Second); mappedNow.now.Load() != base; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d bytes still mapped after the shard was dropped", mappedNow.now.Load()-base)
+				}
+				runtime.GC()
 			}
 		})
 	}

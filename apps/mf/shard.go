@@ -71,28 +71,9 @@ func loadShard(cfg Config, p int) (*shard, error) {
 	if n > math.MaxInt32 {
 		return nil, fmt.Errorf("%s: worker %d has %d training ratings, more than %d: use more workers", cfg.Train, p, n, math.MaxInt32)
 	}
-	user, item, value := make([]int32, 0, n), make([]int32, 0, n), make([]float64, 0, n)
-	got := 0
-	err = ReadRatings(cfg.Train, func(_ int, r Rating) error {
-		if keep != nil && !keep(r) {
-			s.valUnseen += s.heldOut(r, &s.val)
-			return nil
-		}
-		if pl := ix.Users[r.User]; pl.Shard == int32(p) {
-			if got++; got <= n { // more: the file changed (below)
-				user, item, value = append(user, pl.Index), append(item, ix.Items[r.Item]), append(value, r.Value)
-			}
-			s.sum += r.Value
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.readTrain(keep); err != nil {
 		return nil, err
 	}
-	if got != n {
-		return nil, fmt.Errorf("%s changed while it was read: %d ratings of worker %d, then %d", cfg.Train, n, p, got)
-	}
-	s.train = groupRatings(ix, len(s.users), user, item, value, cfg.Seed, p)
 	if u, i, ok := s.train.duplicate(len(ix.ItemIDs)); ok {
 		return nil, duplicateError(cfg.Train, s.users[u], ix.ItemIDs[i])
 	}
@@ -128,6 +109,56 @@ func loadShard(cfg Config, p int) (*shard, error) {
 		}
 	}
 	return s, nil
+}
+
+// readTrain reads the shard's training ratings (those that keep accepts,
+// all if nil, of its users) into s.train, outside Go's heap (mapped), and
+// the held-out ones that keep rejects into s.val.
+func (s *shard) readTrain(keep func(Rating) bool) error {
+	path, ix, p := s.cfg.Train, s.ix, s.p
+	n := ix.ShardRatings[p]
+	if n > math.MaxInt32 {
+		return fmt.Errorf("%s: worker %d has %d training ratings, more than %d: use more workers", path, p, n, math.MaxInt32)
+	}
+	user, freeUser, err := mapped[int32](n)
+	if err != nil {
+		return err
+	}
+	defer freeUser()
+	item, freeItem, err := mapped[int32](n)
+	if err != nil {
+		return err
+	}
+	value, freeValue, err := mapped[float64](n)
+	if err != nil {
+		freeItem()
+		return err
+	}
+	own := newOwner(freeItem, freeValue)
+	got := 0
+	err = ReadRatings(path, func(_ int, r Rating) error {
+		if keep != nil && !keep(r) {
+			s.valUnseen += s.heldOut(r, &s.val)
+			return nil
+		}
+		if pl := ix.Users[r.User]; pl.Shard == int32(p) {
+			if got < n { // more: the file changed (below)
+				user[got], item[got], value[got] = pl.Index, ix.Items[r.Item], r.Value
+			}
+			got++
+			s.sum += r.Value
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if got != n {
+		return fmt.Errorf("%s changed while it was read: %d ratings of worker %d, then %d", path, n, p, got)
+	}
+	s.train, err = groupRatings(ix, len(s.users), user, item, value, s.cfg.Seed, p)
+	s.train.own = own
+	return err
 }
 
 // heldOut adds rating r, which the model is not fitted to (a test or a
@@ -357,10 +388,14 @@ func sse(rs []entry, w, h []float64, bs biases, rank int) float64 {
 // trainSSE is sse over the training ratings rs.
 func trainSSE(rs *ratings, w, h []float64, bs biases, rank int) float64 {
 	var s float64
-	rs.each(func(u int, i int32, r float64) {
-		e := r - bs.of(u, i) - dot(factorsOf(u, i, w, h, rank))
-		s += e * e
-	})
+	for c := 0; c+1 < len(rs.start); c++ {
+		u := c % rs.users
+		for k := rs.start[c]; k < rs.start[c+1]; k++ {
+			i := rs.item[k]
+			e := rs.value[k] - bs.of(u, i) - dot(factorsOf(u, i, w, h, rank))
+			s += e * e
+		}
+	}
 	return s
 }
 
