@@ -16,10 +16,16 @@ import (
 // heap holds the rest, and its headroom is that of the rest. Where the
 // system has no mmap (not unix) they are on the heap.
 
+// plain is the types that mapped holds: without pointers, which Go's
+// collector would not see there.
+type plain interface {
+	int32 | float64 | biasRating
+}
+
 // mapped returns n zeroed values of type T outside Go's heap and the
 // function that gives them back (once; later calls do nothing). The
 // values must not be used after it.
-func mapped[T int32 | float64](n int) ([]T, func(), error) {
+func mapped[T plain](n int) ([]T, func(), error) {
 	if n == 0 {
 		return nil, func() {}, nil
 	}
