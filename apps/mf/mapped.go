@@ -19,7 +19,7 @@ import (
 // plain is the types that mapped holds: without pointers, which Go's
 // collector would not see there.
 type plain interface {
-	int32 | float64 | biasRating
+	int32 | uint64 | float64 | biasRating
 }
 
 // mapped returns n zeroed values of type T outside Go's heap and the
