@@ -118,7 +118,7 @@ type alsWorker struct {
 	*shard
 	fullH
 	w      []float64
-	byUser []int   // the ratings of user u are train[byUser[u]:byUser[u+1]]
+	byUser []int   // the ratings of user u are train's [byUser[u], byUser[u+1])
 	items  []int32 // the items its users rated, ascending
 	slot   []int32 // slot[i]: item i's place in items
 	sol    *solver
@@ -130,17 +130,13 @@ func newALSWorker(cfg Config, p int) (*alsWorker, error) {
 		return nil, err
 	}
 	w := &alsWorker{shard: s, fullH: s.newFullH(cfg.Rank), w: s.initUsers(cfg.Rank), sol: newSolver(cfg.dim())}
-	w.byUser = make([]int, len(s.users)+1)
+	if s.ix.Blocks != 1 {
+		return nil, fmt.Errorf("worker %d: the ratings are cut into %d blocks, want 1", p, s.ix.Blocks)
+	}
+	w.byUser = s.train.block(0).start
 	rated := make([]bool, len(s.ix.ItemIDs))
-	for _, e := range s.train {
-		w.byUser[e.u+1]++
-		rated[e.i] = true
-	}
-	for u := range s.users {
-		w.byUser[u+1] += w.byUser[u]
-	}
-	if !slices.IsSortedFunc(s.train, func(a, b entry) int { return int(a.u) - int(b.u) }) {
-		return nil, fmt.Errorf("worker %d: the ratings are not grouped by user", p)
+	for _, i := range s.train.item {
+		rated[i] = true
 	}
 	w.slot = make([]int32, len(s.ix.ItemIDs))
 	for i, ok := range rated {
@@ -181,11 +177,12 @@ func (w *alsWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Gram
 	for u := range w.users {
 		clear(g)
 		clear(rhs)
-		for _, e := range w.train[w.byUser[u]:w.byUser[u+1]] {
-			copy(y, w.h[int(e.i)*k:int(e.i+1)*k])
-			t := e.r
+		for j := w.byUser[u]; j < w.byUser[u+1]; j++ {
+			i := w.train.item[j]
+			copy(y, w.h[int(i)*k:int(i+1)*k])
+			t := w.train.value[j]
 			if w.bs.on() {
-				t -= w.mu + w.bs.c[e.i]
+				t -= w.mu + w.bs.c[i]
 			}
 			addOuter(g, rhs, y, t)
 		}
@@ -202,16 +199,16 @@ func (w *alsWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Gram
 	sums := make(codec.Float64s, len(w.items)*d)
 	for u := range w.users {
 		copy(y, w.w[u*k:(u+1)*k])
-		for _, e := range w.train[w.byUser[u]:w.byUser[u+1]] {
-			t := e.r
+		for j := w.byUser[u]; j < w.byUser[u+1]; j++ {
+			t := w.train.value[j]
 			if w.bs.on() {
 				t -= w.mu + w.bs.b[u]
 			}
-			j := int(w.slot[e.i])
+			j := int(w.slot[w.train.item[j]])
 			addOuter(gram[j*tri(d):(j+1)*tri(d)], sums[j*d:(j+1)*d], y, t)
 		}
 	}
-	return GramPartial{Items: w.items, Gram: gram, Rhs: sums, Stats: Stats{Work: float64(len(w.train)), Nanos: time.Since(t0).Nanoseconds()}}, nil
+	return GramPartial{Items: w.items, Gram: gram, Rhs: sums, Stats: Stats{Work: float64(w.train.len()), Nanos: time.Since(t0).Nanoseconds()}}, nil
 }
 
 // Report implements schmp.Worker: every state is evaluated. Worker 0
@@ -221,7 +218,7 @@ func (w *alsWorker) Report() (Summary, error) {
 		return Summary{}, errNotStarted
 	}
 	k := w.cfg.Rank
-	s := Summary{Round: w.round, Exact: true, SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
+	s := Summary{Round: w.round, Exact: true, SSE: trainSSE(&w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
 		ValSSE: sse(w.val, w.w, w.h, w.bs, k)}
 	hi := 0
 	if w.p == 0 {

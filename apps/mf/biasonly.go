@@ -18,15 +18,13 @@ type BiasOnly struct {
 // job of cfg fits (all of cfg.Train but the held-out ones, with
 // cfg.Holdout), with cfg.BiasLambda, by sweeps exact alternating updates
 // of b given c and c given b (each never increases the objective). It
-// reads the training file itself, in one process.
+// reads the training file itself, in one process, and holds its ratings
+// (16 bytes each) outside Go's heap while it runs.
 func FitBiasOnly(cfg Config, sweeps int) (*BiasOnly, error) {
 	keep := cfg.trainFilter()
 	users, items := map[int64]int32{}, map[int64]int32{}
-	type rating struct {
-		u, i int32
-		r    float64
-	}
-	var rs []rating
+	var rs biasRatings
+	defer rs.free()
 	var sum float64
 	err := ReadRatings(cfg.Train, func(_ int, r Rating) error {
 		if keep != nil && !keep(r) {
@@ -42,20 +40,19 @@ func FitBiasOnly(cfg Config, sweeps int) (*BiasOnly, error) {
 			i = int32(len(items))
 			items[r.Item] = i
 		}
-		rs = append(rs, rating{u, i, r.Value})
 		sum += r.Value
-		return nil
+		return rs.add(biasRating{u, i, r.Value})
 	})
 	if err != nil {
 		return nil, err
 	}
-	mu := sum / float64(len(rs))
+	mu := sum / float64(rs.n)
 	b, c := make([]float64, len(users)), make([]float64, len(items))
 	nu, ni := make([]float64, len(users)), make([]float64, len(items))
-	for _, x := range rs {
+	rs.each(func(x biasRating) {
 		nu[x.u]++
 		ni[x.i]++
-	}
+	})
 	acc := func(dst, n []float64) {
 		for k := range dst {
 			dst[k] /= n[k] + cfg.BiasLambda
@@ -63,14 +60,10 @@ func FitBiasOnly(cfg Config, sweeps int) (*BiasOnly, error) {
 	}
 	for range max(sweeps, 1) {
 		clear(b)
-		for _, x := range rs {
-			b[x.u] += x.r - mu - c[x.i]
-		}
+		rs.each(func(x biasRating) { b[x.u] += x.r - mu - c[x.i] })
 		acc(b, nu)
 		clear(c)
-		for _, x := range rs {
-			c[x.i] += x.r - mu - b[x.u]
-		}
+		rs.each(func(x biasRating) { c[x.i] += x.r - mu - b[x.u] })
 		acc(c, ni)
 	}
 	m := &BiasOnly{Mean: mu, Users: make(map[int64]float64, len(users)), Items: make(map[int64]float64, len(items))}
@@ -81,6 +74,57 @@ func FitBiasOnly(cfg Config, sweeps int) (*BiasOnly, error) {
 		m.Items[id] = c[i]
 	}
 	return m, nil
+}
+
+// biasRating is a rating of FitBiasOnly: its user's and item's indices and
+// the rating.
+type biasRating struct {
+	u, i int32
+	r    float64
+}
+
+// biasRatings holds ratings in chunks outside Go's heap (mapped), so that
+// they need neither a first pass to count them nor the copies of a slice
+// that grows.
+type biasRatings struct {
+	chunks [][]biasRating
+	frees  []func()
+	n      int
+}
+
+// biasChunk is the number of ratings in a chunk (16 MiB).
+const biasChunk = 1 << 20
+
+// add appends x.
+func (rs *biasRatings) add(x biasRating) error {
+	k := rs.n % biasChunk
+	if k == 0 {
+		c, free, err := mapped[biasRating](biasChunk)
+		if err != nil {
+			return err
+		}
+		rs.chunks, rs.frees = append(rs.chunks, c), append(rs.frees, free)
+	}
+	rs.chunks[len(rs.chunks)-1][k] = x
+	rs.n++
+	return nil
+}
+
+// each calls fn for every rating, in order.
+func (rs *biasRatings) each(fn func(biasRating)) {
+	for k, c := range rs.chunks {
+		for _, x := range c[:min(biasChunk, rs.n-k*biasChunk)] {
+			fn(x)
+		}
+	}
+}
+
+// free gives the chunks back.
+func (rs *biasRatings) free() {
+	for _, f := range rs.frees {
+		f()
+	}
+	*rs = biasRatings{}
 }
 
 // RMSE returns the root mean squared error of the baseline over the

@@ -61,8 +61,8 @@ type ccdWorker struct {
 	cur     int       // the slot res leaves out
 	round   uint64
 	factors bool
-	byUser  []int   // the ratings of user u are train[byUser[u]:byUser[u+1]]
-	item    []int32 // train[j].i, apart: a round reads only the items and res
+	byUser  []int   // the ratings of user u are train's [byUser[u], byUser[u+1])
+	item    []int32 // the items of train: a round reads only them and res
 }
 
 func newCCDWorker(cfg Config, p int) (*ccdWorker, error) {
@@ -70,18 +70,13 @@ func newCCDWorker(cfg Config, p int) (*ccdWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &ccdWorker{shard: s, res: make([]float64, len(s.train)), bs: s.initBiases()}
+	if s.ix.Blocks != 1 {
+		return nil, fmt.Errorf("worker %d: the ratings are cut into %d blocks, want 1", p, s.ix.Blocks)
+	}
+	w := &ccdWorker{shard: s, res: make([]float64, s.train.len()), bs: s.initBiases()}
 	rows := s.initUsers(cfg.Rank)
 	w.w = columns(rows, len(s.users), cfg.Rank)
-	w.byUser = make([]int, len(s.users)+1)
-	w.item = make([]int32, len(s.train))
-	for j, e := range s.train {
-		w.byUser[e.u+1]++
-		w.item[j] = e.i
-	}
-	for u := range s.users {
-		w.byUser[u+1] += w.byUser[u]
-	}
+	w.byUser, w.item = s.train.block(0).start, s.train.item
 	return w, nil
 }
 
@@ -143,9 +138,11 @@ func (w *ccdWorker) Apply(u FullUpdate) error {
 		}
 		w.h = columns(u.H, len(w.ix.ItemIDs), k)
 		w.cur = w.cfg.slot(0)
-		for j, e := range w.train {
-			w.res[j] = e.r - w.bs.at(e) - w.predictFactors(int(e.u), e.i) + w.term(w.cur, int(e.u), e.i)
-		}
+		j := 0
+		w.train.each(func(u int, i int32, r float64) {
+			w.res[j] = r - w.bs.of(u, i) - w.predictFactors(u, i) + w.term(w.cur, u, i)
+			j++
+		})
 		return nil
 	}
 	switch {
@@ -215,7 +212,7 @@ func (w *ccdWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) (Sums
 			den[i] += v * v
 		}
 	}
-	work := float64(len(w.train)) / float64(w.cfg.RoundsPerIter())
+	work := float64(w.train.len()) / float64(w.cfg.RoundsPerIter())
 	return SumsPartial{Num: num, Den: den, Stats: Stats{Work: work, Nanos: time.Since(t0).Nanoseconds()}}, nil
 }
 

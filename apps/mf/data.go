@@ -296,20 +296,30 @@ func fastFloat(b []byte) (float64, bool) {
 // CheckTrain reads the training file at path as a job's workers do and
 // returns the first error they would: a *ParseError for a malformed line,
 // and for a (user, item) pair rated twice (see duplicateError). It holds 8
-// bytes per rating while it runs.
+// bytes per rating while it runs, outside Go's heap (mapped).
 func CheckTrain(path string) error {
 	ix, err := BuildIndex(path, 1, 1)
 	if err != nil {
 		return err
 	}
-	pairs := make([]uint64, 0, ix.Ratings)
+	pairs, free, err := mapped[uint64](ix.Ratings)
+	if err != nil {
+		return err
+	}
+	defer free()
+	n := 0
 	err = ReadRatings(path, func(_ int, r Rating) error {
-		pairs = append(pairs, uint64(ix.Users[r.User].Index)<<32|uint64(uint32(ix.Items[r.Item])))
+		if n == len(pairs) {
+			return fmt.Errorf("%s changed while it was read: more than its %d ratings", path, len(pairs))
+		}
+		pairs[n] = uint64(ix.Users[r.User].Index)<<32 | uint64(uint32(ix.Items[r.Item]))
+		n++
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	pairs = pairs[:n]
 	slices.Sort(pairs)
 	for k := 1; k < len(pairs); k++ {
 		if pairs[k] == pairs[k-1] {

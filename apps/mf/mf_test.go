@@ -295,7 +295,7 @@ func TestRotationIsSequentialDSGD(t *testing.T) {
 	for t := range uint64(workers * iters) {
 		for p, s := range shards {
 			b := rot.Block(p, t)
-			s.sgdStep(s.train[s.cell[b]:s.cell[b+1]], ws[p], h, bs[p], cfg.stepSize(t/workers))
+			s.sgdStep(s.train.block(b), ws[p], h, bs[p], cfg.stepSize(t/workers))
 		}
 	}
 	want := &Model{Rank: cfg.Rank, Biased: true, Mean: ix.Mean, ItemIDs: ix.ItemIDs, Users: ix.ShardUsers, W: ws, H: h, C: c}

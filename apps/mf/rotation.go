@@ -153,13 +153,13 @@ func (w *rotationWorker) Push(_ context.Context, _ uint64, turn scheduler.Turn) 
 		return RotationPartial{}, fmt.Errorf("sub-round %d: holds block %d, works on block %d", t, w.block, b)
 	}
 	k := w.cfg.Rank
-	cell := w.train[w.cell[b]:w.cell[b+1]]
+	cell := w.train.block(b)
 	w.sgdStep(cell, w.w, w.h, w.bs, w.cfg.stepSize(t/uint64(w.cfg.Workers)))
 	lo, hi := w.ix.Block(b)
 	w.block = -2 // handed on
 	return RotationPartial{
 		BlockRows: BlockRows{Block: b, Rows: w.h[lo*k : hi*k], Bias: w.bs.items(lo, hi)},
-		Stats:     Stats{Work: float64(len(cell)), Nanos: time.Since(t0).Nanoseconds()},
+		Stats:     Stats{Work: float64(cell.len()), Nanos: time.Since(t0).Nanoseconds()},
 	}, nil
 }
 
@@ -174,7 +174,7 @@ func (w *rotationWorker) Report() (Summary, error) {
 	lo, hi := w.ix.Block(w.rot.Block(w.p, w.round))
 	s := Summary{
 		Round: w.round, Exact: true,
-		SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
+		SSE: trainSSE(&w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
 		ValSSE: sse(w.val, w.w, w.h, w.bs, k),
 	}
 	w.norms(&s, w.w, w.h, w.bs, lo, hi)

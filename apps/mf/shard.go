@@ -1,15 +1,14 @@
 package mf
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
-// entry is a rating inside a worker: its user's index on the worker, its
-// item's index, and the rating.
+// entry is a held-out rating (test or validation) inside a worker: its
+// user's index on the worker, its item's index, and the rating. The
+// training ratings are stored apart, in cells (ratings).
 type entry struct {
 	u, i int32
 	r    float64
@@ -22,8 +21,7 @@ type shard struct {
 	ix    *Index
 	p     int       // the worker
 	users []int64   // its user ids, by index
-	train []entry   // its training ratings, block by block
-	cell  []int     // block b's ratings are train[cell[b]:cell[b+1]]
+	train ratings   // its training ratings, block by block
 	test  []entry   // its users' test ratings whose item is in train
 	val   []entry   // its users' held-out ratings whose item is in train (Config.Holdout)
 	regU  []float64 // a rating's share of its user's factor regularization (Config.share)
@@ -58,10 +56,10 @@ type shard struct {
 
 // loadShard reads worker p's shard: a counting pass over the training file
 // (BuildIndex), a pass that keeps the worker's own users' ratings, and a
-// pass over the test file that keeps its users' test ratings. Within a
-// block, the training ratings are grouped by user, in ascending user
-// index, and each user's ratings are in a random order drawn from the seed
-// and the worker (see group).
+// pass over the test file that keeps its users' test ratings. The
+// training ratings are stored once, 12 bytes each, grouped into cells in
+// the order of the SGD steps (groupRatings); while they are read and
+// grouped it holds 20 bytes a rating.
 func loadShard(cfg Config, p int) (*shard, error) {
 	keep := cfg.trainFilter()
 	ix, err := buildIndex(cfg.Train, cfg.Workers, cfg.blocks(), keep)
@@ -69,26 +67,14 @@ func loadShard(cfg Config, p int) (*shard, error) {
 		return nil, err
 	}
 	s := &shard{cfg: cfg, ix: ix, p: p, users: ix.ShardUsers[p]}
-	s.train = make([]entry, 0, ix.ShardRatings[p])
-	err = ReadRatings(cfg.Train, func(_ int, r Rating) error {
-		if keep != nil && !keep(r) {
-			s.valUnseen += s.heldOut(r, &s.val)
-			return nil
-		}
-		if pl := ix.Users[r.User]; pl.Shard == int32(p) {
-			s.train = append(s.train, entry{pl.Index, ix.Items[r.Item], r.Value})
-			s.sum += r.Value
-		}
-		return nil
-	})
-	if err != nil {
+	n := ix.ShardRatings[p]
+	if n > math.MaxInt32 {
+		return nil, fmt.Errorf("%s: worker %d has %d training ratings, more than %d: use more workers", cfg.Train, p, n, math.MaxInt32)
+	}
+	if err := s.readTrain(keep); err != nil {
 		return nil, err
 	}
-	if len(s.train) != ix.ShardRatings[p] {
-		return nil, fmt.Errorf("%s changed while it was read: %d ratings of worker %d, then %d", cfg.Train, ix.ShardRatings[p], p, len(s.train))
-	}
-	s.group()
-	if u, i, ok := s.duplicate(); ok {
+	if u, i, ok := s.train.duplicate(len(ix.ItemIDs)); ok {
 		return nil, duplicateError(cfg.Train, s.users[u], ix.ItemIDs[i])
 	}
 	s.regU = make([]float64, len(s.users))
@@ -125,6 +111,56 @@ func loadShard(cfg Config, p int) (*shard, error) {
 	return s, nil
 }
 
+// readTrain reads the shard's training ratings (those that keep accepts,
+// all if nil, of its users) into s.train, outside Go's heap (mapped), and
+// the held-out ones that keep rejects into s.val.
+func (s *shard) readTrain(keep func(Rating) bool) error {
+	path, ix, p := s.cfg.Train, s.ix, s.p
+	n := ix.ShardRatings[p]
+	if n > math.MaxInt32 {
+		return fmt.Errorf("%s: worker %d has %d training ratings, more than %d: use more workers", path, p, n, math.MaxInt32)
+	}
+	user, freeUser, err := mapped[int32](n)
+	if err != nil {
+		return err
+	}
+	defer freeUser()
+	item, freeItem, err := mapped[int32](n)
+	if err != nil {
+		return err
+	}
+	value, freeValue, err := mapped[float64](n)
+	if err != nil {
+		freeItem()
+		return err
+	}
+	own := newOwner(freeItem, freeValue)
+	got := 0
+	err = ReadRatings(path, func(_ int, r Rating) error {
+		if keep != nil && !keep(r) {
+			s.valUnseen += s.heldOut(r, &s.val)
+			return nil
+		}
+		if pl := ix.Users[r.User]; pl.Shard == int32(p) {
+			if got < n { // more: the file changed (below)
+				user[got], item[got], value[got] = pl.Index, ix.Items[r.Item], r.Value
+			}
+			got++
+			s.sum += r.Value
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if got != n {
+		return fmt.Errorf("%s changed while it was read: %d ratings of worker %d, then %d", path, n, p, got)
+	}
+	s.train, err = groupRatings(ix, len(s.users), user, item, value, s.cfg.Seed, p)
+	s.train.own = own
+	return err
+}
+
 // heldOut adds rating r, which the model is not fitted to (a test or a
 // validation rating), to held if its user is the shard's and its item is
 // known, and returns 1 if the model cannot predict it and the shard
@@ -148,68 +184,13 @@ func (s *shard) heldOut(r Rating, held *[]entry) int {
 	return 0
 }
 
-// group sorts the training ratings into their item blocks and, within a
-// block, by user, each user's ratings in a seeded random order. This is
-// the order of the SGD steps: grouped by user, W is read in order and a
-// user's factor stays in cache for all its ratings. Measured on 5M
-// generated ratings (bench/RESULTS.md), the SGD kernel ran 1.3× (rank 10)
-// to 2.2× (rank 50) faster than with all ratings of a block shuffled, and
-// the test RMSE after the same number of iterations was no worse.
-func (s *shard) group() {
-	blocks := s.ix.Blocks
-	blockOf := make([]int32, len(s.ix.ItemIDs))
-	for b := range blocks {
-		lo, hi := s.ix.Block(b)
-		for i := lo; i < hi; i++ {
-			blockOf[i] = int32(b)
-		}
-	}
-	s.cell = make([]int, blocks+1)
-	for _, e := range s.train {
-		s.cell[blockOf[e.i]+1]++
-	}
-	for b := range blocks {
-		s.cell[b+1] += s.cell[b]
-	}
-	grouped := make([]entry, len(s.train))
-	next := slices.Clone(s.cell[:blocks])
-	for _, e := range s.train {
-		b := blockOf[e.i]
-		grouped[next[b]] = e
-		next[b]++
-	}
-	s.train = grouped
-	rng := rand.New(rand.NewPCG(s.cfg.Seed, uint64(s.p)))
-	for b := range blocks {
-		c := s.train[s.cell[b]:s.cell[b+1]]
-		rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
-		slices.SortStableFunc(c, func(x, y entry) int { return cmp.Compare(x.u, y.u) })
-	}
-}
-
-// duplicate returns a pair (user index, item index) that the shard's
-// training ratings hold twice, if any. Within a block a user's ratings are
-// consecutive (group), and an item is in one block only, so a stamp per
-// item of the last user that rated it finds every repeated pair in one
-// pass.
-func (s *shard) duplicate() (u, i int32, ok bool) {
-	stamp := make([]int32, len(s.ix.ItemIDs))
-	for _, e := range s.train {
-		if stamp[e.i] == e.u+1 {
-			return e.u, e.i, true
-		}
-		stamp[e.i] = e.u + 1
-	}
-	return 0, 0, false
-}
-
 // describe returns the summary of the shard that a worker sends when it
 // joins.
 func (s *shard) describe() Summary {
 	sum := Summary{
 		Fingerprint: s.ix.Fingerprint,
 		Users:       s.users,
-		Train:       len(s.train),
+		Train:       s.train.len(),
 		RatingSum:   s.sum,
 		Test:        len(s.test),
 		Unseen:      s.unseen,
@@ -308,15 +289,20 @@ func initItems(ids []int64, seed uint64, mean, std float64, rank int, biased boo
 // (both from the old values), a step along the negative gradient (halved)
 // of (r − w_u·h_i)² + (λ/n_u)‖w_u‖² + (λ/n_i)‖h_i‖², whose sum over all
 // ratings is the objective.
-func sgd(rs []entry, w, h []float64, rank int, eta float64, regU, regI []float64) {
-	for _, x := range rs {
-		wu, hi := factorsOf(x, w, h, rank)
-		ee := eta * (x.r - dot(wu, hi))
-		a, b := 1-eta*regU[x.u], 1-eta*regI[x.i]
-		for k, v := range wu {
-			hk := hi[k]
-			wu[k] = a*v + ee*hk
-			hi[k] = b*hk + ee*v
+func sgd(rs cells, w, h []float64, rank int, eta float64, regU, regI []float64) {
+	for u := 0; u+1 < len(rs.start); u++ {
+		wu := w[u*rank : u*rank+rank]
+		a := 1 - eta*regU[u]
+		for k := rs.start[u]; k < rs.start[u+1]; k++ {
+			i := rs.item[k]
+			hi := h[int(i)*rank : int(i)*rank+rank][:len(wu)]
+			ee := eta * (rs.value[k] - dot(wu, hi))
+			b := 1 - eta*regI[i]
+			for k, v := range wu {
+				hk := hi[k]
+				wu[k] = a*v + ee*hk
+				hi[k] = b*hk + ee*v
+			}
 		}
 	}
 }
@@ -332,11 +318,14 @@ type biases struct {
 func (bs biases) on() bool { return bs.b != nil }
 
 // at returns μ + b_u + c_i for rating x (0 without biases).
-func (bs biases) at(x entry) float64 {
+func (bs biases) at(x entry) float64 { return bs.of(int(x.u), x.i) }
+
+// of returns μ + b_u + c_i for user u and item i (0 without biases).
+func (bs biases) of(u int, i int32) float64 {
 	if bs.b == nil {
 		return 0
 	}
-	return bs.mu + bs.b[x.u] + bs.c[x.i]
+	return bs.mu + bs.b[u] + bs.c[i]
 }
 
 // sgdBiased is sgd for the biased model: for e = r − μ − b_u − c_i −
@@ -346,26 +335,31 @@ func (bs biases) at(x entry) float64 {
 //
 // along the negative gradient (halved) of the rating's share of F, whose
 // bias term is (λ_b/n_u)b_u² + (λ_b/n_i)c_i².
-func sgdBiased(rs []entry, w, h []float64, bs biases, rank int, eta float64, regU, regI, bregU, bregI []float64) {
+func sgdBiased(rs cells, w, h []float64, bs biases, rank int, eta float64, regU, regI, bregU, bregI []float64) {
 	bu, ci, mu := bs.b, bs.c, bs.mu
-	for _, x := range rs {
-		wu, hi := factorsOf(x, w, h, rank)
-		e := x.r - mu - bu[x.u] - ci[x.i] - dot(wu, hi)
-		ee := eta * e
-		bu[x.u] += eta * (e - bregU[x.u]*bu[x.u])
-		ci[x.i] += eta * (e - bregI[x.i]*ci[x.i])
-		a, b := 1-eta*regU[x.u], 1-eta*regI[x.i]
-		for k, v := range wu {
-			hk := hi[k]
-			wu[k] = a*v + ee*hk
-			hi[k] = b*hk + ee*v
+	for u := 0; u+1 < len(rs.start); u++ {
+		wu := w[u*rank : u*rank+rank]
+		a := 1 - eta*regU[u]
+		for k := rs.start[u]; k < rs.start[u+1]; k++ {
+			i := rs.item[k]
+			hi := h[int(i)*rank : int(i)*rank+rank][:len(wu)]
+			e := rs.value[k] - mu - bu[u] - ci[i] - dot(wu, hi)
+			ee := eta * e
+			bu[u] += eta * (e - bregU[u]*bu[u])
+			ci[i] += eta * (e - bregI[i]*ci[i])
+			b := 1 - eta*regI[i]
+			for k, v := range wu {
+				hk := hi[k]
+				wu[k] = a*v + ee*hk
+				hi[k] = b*hk + ee*v
+			}
 		}
 	}
 }
 
 // sgdStep runs sgd or sgdBiased over rs, as the shard's model has biases
 // or not.
-func (s *shard) sgdStep(rs []entry, w, h []float64, bs biases, eta float64) {
+func (s *shard) sgdStep(rs cells, w, h []float64, bs biases, eta float64) {
 	if bs.on() {
 		sgdBiased(rs, w, h, bs, s.cfg.Rank, eta, s.regU, s.regI, s.bregU, s.bregI)
 		return
@@ -373,10 +367,10 @@ func (s *shard) sgdStep(rs []entry, w, h []float64, bs biases, eta float64) {
 	sgd(rs, w, h, s.cfg.Rank, eta, s.regU, s.regI)
 }
 
-// factorsOf returns w_u and h_i of rating x, W and H row by row.
-func factorsOf(x entry, w, h []float64, rank int) (wu, hi []float64) {
-	wu = w[int(x.u)*rank : int(x.u)*rank+rank]
-	hi = h[int(x.i)*rank : int(x.i)*rank+rank]
+// factorsOf returns w_u and h_i, W and H row by row.
+func factorsOf(u int, i int32, w, h []float64, rank int) (wu, hi []float64) {
+	wu = w[u*rank : u*rank+rank]
+	hi = h[int(i)*rank : int(i)*rank+rank]
 	return wu, hi[:len(wu)]
 }
 
@@ -385,8 +379,22 @@ func factorsOf(x entry, w, h []float64, rank int) (wu, hi []float64) {
 func sse(rs []entry, w, h []float64, bs biases, rank int) float64 {
 	var s float64
 	for _, x := range rs {
-		e := x.r - bs.at(x) - dot(factorsOf(x, w, h, rank))
+		e := x.r - bs.at(x) - dot(factorsOf(int(x.u), x.i, w, h, rank))
 		s += e * e
+	}
+	return s
+}
+
+// trainSSE is sse over the training ratings rs.
+func trainSSE(rs *ratings, w, h []float64, bs biases, rank int) float64 {
+	var s float64
+	for c := 0; c+1 < len(rs.start); c++ {
+		u := c % rs.users
+		for k := rs.start[c]; k < rs.start[c+1]; k++ {
+			i := rs.item[k]
+			e := rs.value[k] - bs.of(u, i) - dot(factorsOf(u, i, w, h, rank))
+			s += e * e
+		}
 	}
 	return s
 }
@@ -414,25 +422,19 @@ func (s *shard) warmStart() {
 		c0[i] = (s.ix.ItemSum[i] - float64(n)*s.mu) / (float64(n) + lb)
 	}
 	b1 := make([]float64, len(s.users))
-	for _, x := range s.train {
-		b1[x.u] += x.r - s.mu - c0[x.i]
-	}
+	s.train.each(func(u int, i int32, r float64) { b1[u] += r - s.mu - c0[i] })
 	for u, n := range s.ix.UserCount[s.p] {
 		b1[u] /= float64(n) + lb
 	}
 	s.itemResid = make([]float64, len(s.ix.ItemIDs))
-	for _, x := range s.train {
-		s.itemResid[x.i] += x.r - s.mu - b1[x.u]
-	}
+	s.train.each(func(u int, i int32, r float64) { s.itemResid[i] += r - s.mu - b1[u] })
 	if !s.cfg.folds() {
 		return
 	}
 	// The same two sweeps over the training and validation ratings
 	// together (from the same c⁰): the bias-only model of all of them.
 	clear(b1)
-	for _, x := range s.train {
-		b1[x.u] += x.r - s.mu - c0[x.i]
-	}
+	s.train.each(func(u int, i int32, r float64) { b1[u] += r - s.mu - c0[i] })
 	for _, x := range s.val {
 		b1[x.u] += x.r - s.mu - c0[x.i]
 	}
@@ -442,9 +444,7 @@ func (s *shard) warmStart() {
 	}
 	s.foldResid = make([]float64, len(s.ix.ItemIDs))
 	s.foldCount = make([]int32, len(s.ix.ItemIDs))
-	for _, x := range s.train {
-		s.foldResid[x.i] += x.r - s.mu - b1[x.u]
-	}
+	s.train.each(func(u int, i int32, r float64) { s.foldResid[i] += r - s.mu - b1[u] })
 	for _, x := range s.val {
 		s.foldResid[x.i] += x.r - s.mu - b1[x.u]
 		s.foldCount[x.i]++
@@ -470,9 +470,7 @@ func (s *shard) foldUserCounts() []float64 {
 func (s *shard) fold(c []float64) {
 	s.foldC = c
 	s.foldB = make([]float64, len(s.users))
-	for _, x := range s.train {
-		s.foldB[x.u] += x.r - s.mu - c[x.i]
-	}
+	s.train.each(func(u int, i int32, r float64) { s.foldB[u] += r - s.mu - c[i] })
 	for _, x := range s.val {
 		s.foldB[x.u] += x.r - s.mu - c[x.i]
 	}
@@ -522,9 +520,9 @@ func (s *shard) foldReport(r *Summary, factors bool) {
 func (s *shard) fitUsers(bs biases, w, h []float64) {
 	clear(bs.b)
 	k := s.cfg.Rank
-	for _, x := range s.train {
-		bs.b[x.u] += x.r - s.mu - bs.c[x.i] - dot(factorsOf(x, w, h, k))
-	}
+	s.train.each(func(u int, i int32, r float64) {
+		bs.b[u] += r - s.mu - bs.c[i] - dot(factorsOf(u, i, w, h, k))
+	})
 	for u, n := range s.ix.UserCount[s.p] {
 		bs.b[u] /= float64(n) + s.cfg.BiasLambda
 	}

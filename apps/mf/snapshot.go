@@ -115,7 +115,7 @@ type workerState struct {
 func (s *shard) state() workerState {
 	return workerState{
 		Shard: s.p, Workers: s.cfg.Workers, Fingerprint: s.ix.Fingerprint, Users: len(s.users), Items: len(s.ix.ItemIDs),
-		Train: len(s.train), Rank: s.cfg.Rank, Biased: s.cfg.biased(),
+		Train: s.train.len(), Rank: s.cfg.Rank, Biased: s.cfg.biased(),
 	}
 }
 
@@ -290,7 +290,7 @@ func (w *ccdWorker) Restore(b []byte) error {
 	if err := sized("H", st.H, n*k); err != nil {
 		return fail(kindCCDWorker, err)
 	}
-	if err := sized("the residuals", st.Res, len(w.train)); err != nil {
+	if err := sized("the residuals", st.Res, w.train.len()); err != nil {
 		return fail(kindCCDWorker, err)
 	}
 	if w.bs.on() {

@@ -67,8 +67,8 @@ func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
 	}
 	w := &unscheduledWorker{shard: s, fullH: s.newFullH(cfg.Rank), w: s.initUsers(cfg.Rank)}
 	n := make([]int32, len(s.ix.ItemIDs))
-	for _, e := range s.train {
-		n[e.i]++
+	for _, i := range s.train.item {
+		n[i]++
 	}
 	for i, c := range n {
 		if c > 0 {
@@ -135,7 +135,7 @@ func (w *unscheduledWorker) Push(_ context.Context, _ uint64, turn scheduler.Tur
 			w.cBefore[j] = w.bs.c[i]
 		}
 	}
-	w.sgdStep(w.train, w.w, w.h, w.bs, w.cfg.stepSize(turn.SubRound))
+	w.sgdStep(w.train.block(0), w.w, w.h, w.bs, w.cfg.stepSize(turn.SubRound))
 	delta := make(codec.Float64s, len(w.before))
 	var biasDelta codec.Float64s
 	if w.bs.on() {
@@ -151,7 +151,7 @@ func (w *unscheduledWorker) Push(_ context.Context, _ uint64, turn scheduler.Tur
 	}
 	return DeltaPartial{
 		Items: w.items, Counts: w.counts, Delta: delta, BiasDelta: biasDelta,
-		Stats: Stats{Work: float64(len(w.train)), Nanos: time.Since(t0).Nanoseconds()},
+		Stats: Stats{Work: float64(w.train.len()), Nanos: time.Since(t0).Nanoseconds()},
 	}, nil
 }
 
@@ -164,7 +164,7 @@ func (w *unscheduledWorker) Report() (Summary, error) {
 	k := w.cfg.Rank
 	s := Summary{
 		Round: w.round, Exact: true,
-		SSE: sse(w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
+		SSE: trainSSE(&w.train, w.w, w.h, w.bs, k), TestSSE: sse(w.test, w.w, w.h, w.bs, k),
 		ValSSE: sse(w.val, w.w, w.h, w.bs, k),
 	}
 	hi := 0
