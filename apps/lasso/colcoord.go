@@ -158,7 +158,6 @@ func (c *ColCoordinator) Pull(_ uint64, p ColPlan, partials []ColPartial) (ColUp
 		alpha = stepWeights(c.residual(), changes, c.beta, c.lambda, c.cfg.Intercept)
 	}
 	switch {
-	case shotgun:
 	case slices.Max(alpha) == 0:
 		// No change helped: a joint round can stall so (a worker's part
 		// of a solution that counted on columns not yet shared), and the

@@ -24,9 +24,9 @@ func readTest(path string, w int) ([]testDoc, error) {
 	return slices.DeleteFunc(docs, func(d testDoc) bool { return len(d) == 0 }), nil
 }
 
-// Model returns the job's model as it stands: the topics of the last
-// round pulled, the priors the workers have from the next round on.
-func (m *model) Model() *Model {
+// header returns the model as it stands without its word-topic counts:
+// its sizes, vocabulary, priors, topic totals and iterations.
+func (m *model) header() *Model {
 	md := &Model{
 		Topics: m.k, Words: m.w, Vocab: m.vocab, Alpha: slices.Clone(m.priors.Alpha), Beta: m.priors.Beta,
 		TopicTotals: make([]int64, m.k), Tokens: m.tokens, Iterations: int(m.iter()),
@@ -34,6 +34,13 @@ func (m *model) Model() *Model {
 	for t, n := range m.nk {
 		md.TopicTotals[t] = int64(n)
 	}
+	return md
+}
+
+// Model returns the job's model as it stands: the topics of the last
+// round pulled, the priors the workers have from the next round on.
+func (m *model) Model() *Model {
+	md := m.header()
 	m.wordCount(func(w, t, n int32) { md.WordTopic = append(md.WordTopic, WordTopicCount{w, t, n}) })
 	slices.SortFunc(md.WordTopic, func(a, b WordTopicCount) int {
 		return cmp.Or(cmp.Compare(a.Word, b.Word), cmp.Compare(a.Topic, b.Topic))
@@ -60,13 +67,7 @@ func (m *model) perplexity() (float64, int64, error) {
 // the words that the documents use, not a dense K × W array of them
 // (1.1 GB at K = 1000, W = 141,000), computed as buildPhi computes them.
 func (m *model) testModel() *Model {
-	md := &Model{
-		Topics: m.k, Words: m.w, Vocab: m.vocab, Alpha: slices.Clone(m.priors.Alpha), Beta: m.priors.Beta,
-		TopicTotals: make([]int64, m.k), Tokens: m.tokens, Iterations: int(m.iter()),
-	}
-	for t, n := range m.nk {
-		md.TopicTotals[t] = int64(n)
-	}
+	md := m.header()
 	md.phiIndex = make([]int32, m.w)
 	for w := range md.phiIndex {
 		md.phiIndex[w] = -1

@@ -67,10 +67,6 @@ func loadShard(cfg Config, p int) (*shard, error) {
 		return nil, err
 	}
 	s := &shard{cfg: cfg, ix: ix, p: p, users: ix.ShardUsers[p]}
-	n := ix.ShardRatings[p]
-	if n > math.MaxInt32 {
-		return nil, fmt.Errorf("%s: worker %d has %d training ratings, more than %d: use more workers", cfg.Train, p, n, math.MaxInt32)
-	}
 	if err := s.readTrain(keep); err != nil {
 		return nil, err
 	}
