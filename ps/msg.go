@@ -1,0 +1,73 @@
+package ps
+
+import "github.com/strads-go/strads/codec"
+
+// ToServer is a message to a server: exactly one of its fields is set.
+type ToServer struct {
+	Flush *Flush `msgpack:"f,omitempty"`
+	Read  *Read  `msgpack:"r,omitempty"`
+}
+
+// Flush carries a worker's increments of one clock to one server. A worker
+// sends one to every server at every clock, empty or not: it is how the
+// server learns that the worker's clock has passed.
+type Flush struct {
+	Worker int `msgpack:"w"`
+	// Clock is the clock whose increments these are; once applied, the
+	// server counts Clock+1 of the worker's clocks.
+	Clock  int     `msgpack:"c"`
+	Deltas []Delta `msgpack:"d,omitempty"`
+}
+
+// Delta is the increments of some rows of one table: Values holds
+// len(Rows) runs of the table's width.
+type Delta struct {
+	Table  int            `msgpack:"t"`
+	Rows   codec.Int32s   `msgpack:"r"`
+	Values codec.Float64s `msgpack:"v"`
+}
+
+// Read asks a server for rows of a table as of a stamp: the answer
+// includes every worker's increments of the clocks before Stamp.
+type Read struct {
+	// Worker is the reader; an observer, which does not clock, is -1.
+	Worker int `msgpack:"w"`
+	Table  int `msgpack:"t"`
+	// Rows are the rows wanted; none: every row the server holds.
+	Rows  codec.Int32s `msgpack:"r,omitempty"`
+	Stamp int          `msgpack:"s"`
+	// Seq ties the answer to the read.
+	Seq uint64 `msgpack:"q"`
+	// ReplyTo is where the answer goes; the core copies it to the answer's
+	// Out and reads nothing into it.
+	ReplyTo string `msgpack:"to,omitempty"`
+}
+
+// ToWorker is a message to a worker: exactly one of its fields is set.
+type ToWorker struct {
+	Rows *Rows `msgpack:"rows,omitempty"`
+	Ack  *Ack  `msgpack:"ack,omitempty"`
+}
+
+// Rows are a server's values of some rows of a table.
+type Rows struct {
+	Server int          `msgpack:"s"`
+	Table  int          `msgpack:"t"`
+	Rows   codec.Int32s `msgpack:"r"`
+	// Values holds len(Rows) runs of the table's width.
+	Values codec.Float64s `msgpack:"v"`
+	// Stamp is the server's clock when it sent them: every worker's
+	// increments of the clocks before it are in.
+	Stamp int `msgpack:"st"`
+	// Own is how many of the receiving worker's clocks are in (-1 for an
+	// observer).
+	Own int `msgpack:"o"`
+	// Seq is the read's, 0 for a push.
+	Seq uint64 `msgpack:"q,omitempty"`
+}
+
+// Ack confirms that a server has applied a worker's clocks before Clock.
+type Ack struct {
+	Server int `msgpack:"s"`
+	Clock  int `msgpack:"c"`
+}

@@ -1,0 +1,273 @@
+package ps
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Shard is the state of one server: its rows of every table, how many
+// clocks of each worker it has applied, the reads that wait for a later
+// stamp and, for eager tables, which rows each worker reads. Step takes
+// one message and returns what to send; it does no I/O.
+type Shard struct {
+	cfg   Config
+	index int
+	vals  [][]float64 // per table: the local rows, row index·Servers+i at i
+	// clocks[w] is how many of worker w's clocks are applied; held[w]
+	// keeps the flushes that came before the ones they follow.
+	clocks []int
+	held   []map[int]*Flush
+	stamp  int // min(clocks)
+	// waiting are reads of a stamp not reached yet.
+	waiting []Read
+	// readers[t][w] are the local rows of table t that worker w reads,
+	// for eager tables; in[t][w] marks them.
+	readers [][][]int32
+	in      [][][]bool
+}
+
+// Out is a message for a server to send.
+type Out struct {
+	// Worker is the receiver, -1 for an observer, which gets the message
+	// at ReplyTo.
+	Worker  int
+	ReplyTo string
+	Msg     ToWorker
+}
+
+// NewShard returns server index's shard of cfg's tables at their start.
+func NewShard(cfg Config, index int) (*Shard, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= cfg.Servers {
+		return nil, fmt.Errorf("ps: server %d of %d", index, cfg.Servers)
+	}
+	s := &Shard{
+		cfg:     cfg,
+		index:   index,
+		vals:    make([][]float64, len(cfg.Tables)),
+		clocks:  make([]int, cfg.Workers),
+		held:    make([]map[int]*Flush, cfg.Workers),
+		readers: make([][][]int32, len(cfg.Tables)),
+		in:      make([][][]bool, len(cfg.Tables)),
+	}
+	for t, tab := range cfg.Tables {
+		n := cfg.localRows(t, index)
+		s.vals[t] = make([]float64, n*tab.Width)
+		for i := range n {
+			tab.Init.Fill(i*cfg.Servers+index, s.vals[t][i*tab.Width:(i+1)*tab.Width])
+		}
+		if tab.eager() {
+			s.readers[t] = make([][]int32, cfg.Workers)
+			s.in[t] = make([][]bool, cfg.Workers)
+		}
+	}
+	return s, nil
+}
+
+// Stamp returns the server's clock: every worker's clocks before it are
+// applied.
+func (s *Shard) Stamp() int { return s.stamp }
+
+// Row returns the server's values of row, which it must hold.
+func (s *Shard) Row(t, row int) []float64 {
+	w := s.cfg.Tables[t].Width
+	i := row / s.cfg.Servers
+	return s.vals[t][i*w : (i+1)*w]
+}
+
+// Step takes a message and returns the messages to send. A message that is
+// not valid changes nothing and is reported as an error.
+func (s *Shard) Step(m ToServer) ([]Out, error) {
+	switch {
+	case m.Flush != nil && m.Read == nil:
+		return s.flush(m.Flush)
+	case m.Read != nil && m.Flush == nil:
+		return s.read(*m.Read)
+	}
+	return nil, fmt.Errorf("ps: server %d: a message with neither or both of a flush and a read", s.index)
+}
+
+func (s *Shard) flush(f *Flush) ([]Out, error) {
+	if err := s.checkFlush(f); err != nil {
+		return nil, err
+	}
+	w := f.Worker
+	switch {
+	case f.Clock < s.clocks[w]:
+		return []Out{s.ack(w)}, nil // sent again: applied once already
+	case f.Clock > s.clocks[w]:
+		if s.held[w] == nil {
+			s.held[w] = make(map[int]*Flush)
+		}
+		s.held[w][f.Clock] = f
+		return nil, nil
+	}
+	for f != nil {
+		s.apply(f)
+		s.clocks[w]++
+		f = s.held[w][s.clocks[w]]
+		delete(s.held[w], s.clocks[w])
+	}
+	out := []Out{s.ack(w)}
+	for t, tab := range s.cfg.Tables {
+		if tab.Model == Async {
+			out = s.push(out, t, w)
+		}
+	}
+	if m := slices.Min(s.clocks); m > s.stamp {
+		s.stamp = m
+		out = s.advance(out)
+	}
+	return out, nil
+}
+
+func (s *Shard) checkFlush(f *Flush) error {
+	if f.Worker < 0 || f.Worker >= s.cfg.Workers {
+		return fmt.Errorf("ps: server %d: a flush of worker %d of %d", s.index, f.Worker, s.cfg.Workers)
+	}
+	if f.Clock < 0 || f.Clock > s.clocks[f.Worker]+MaxAhead {
+		return fmt.Errorf("ps: server %d: worker %d's clock %d, %d applied (at most %d ahead)", s.index, f.Worker, f.Clock, s.clocks[f.Worker], MaxAhead)
+	}
+	for _, d := range f.Deltas {
+		if err := s.checkRows(d.Table, d.Rows); err != nil {
+			return fmt.Errorf("ps: server %d: worker %d's clock %d: %w", s.index, f.Worker, f.Clock, err)
+		}
+		if want := len(d.Rows) * s.cfg.Tables[d.Table].Width; len(d.Values) != want {
+			return fmt.Errorf("ps: server %d: worker %d's clock %d: %d values for %d rows of table %d, want %d", s.index, f.Worker, f.Clock, len(d.Values), len(d.Rows), d.Table, want)
+		}
+		for i, v := range d.Values {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("ps: server %d: worker %d's clock %d: increment %v of table %d row %d", s.index, f.Worker, f.Clock, v, d.Table, d.Rows[i/s.cfg.Tables[d.Table].Width])
+			}
+		}
+	}
+	return nil
+}
+
+// checkRows reports a table or a row that is not this server's.
+func (s *Shard) checkRows(t int, rows []int32) error {
+	if t < 0 || t >= len(s.cfg.Tables) {
+		return fmt.Errorf("table %d of %d", t, len(s.cfg.Tables))
+	}
+	n := s.cfg.Tables[t].Rows
+	for _, r := range rows {
+		if r < 0 || int(r) >= n || s.cfg.Server(int(r)) != s.index {
+			return fmt.Errorf("row %d of table %d (%d rows) is not server %d's", r, t, n, s.index)
+		}
+	}
+	return nil
+}
+
+func (s *Shard) apply(f *Flush) {
+	for _, d := range f.Deltas {
+		w := s.cfg.Tables[d.Table].Width
+		vals := s.vals[d.Table]
+		for k, r := range d.Rows {
+			i := int(r) / s.cfg.Servers
+			row := vals[i*w : (i+1)*w]
+			for j, v := range d.Values[k*w : (k+1)*w] {
+				row[j] += v
+			}
+		}
+	}
+}
+
+func (s *Shard) ack(w int) Out {
+	return Out{Worker: w, Msg: ToWorker{Ack: &Ack{Server: s.index, Clock: s.clocks[w]}}}
+}
+
+// advance answers the reads the new stamp allows and pushes the eager
+// tables' rows.
+func (s *Shard) advance(out []Out) []Out {
+	kept := s.waiting[:0]
+	for _, r := range s.waiting {
+		if r.Stamp <= s.stamp {
+			out = append(out, s.answer(r))
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	clear(s.waiting[len(kept):])
+	s.waiting = kept
+	for t, tab := range s.cfg.Tables {
+		if tab.Model == ESSP {
+			for w := range s.cfg.Workers {
+				out = s.push(out, t, w)
+			}
+		}
+	}
+	return out
+}
+
+// push sends worker w the rows of table t it reads.
+func (s *Shard) push(out []Out, t, w int) []Out {
+	if len(s.readers[t][w]) == 0 {
+		return out
+	}
+	return append(out, Out{Worker: w, Msg: ToWorker{Rows: s.rows(t, s.readers[t][w], w, 0)}})
+}
+
+func (s *Shard) read(r Read) ([]Out, error) {
+	if r.Worker < -1 || r.Worker >= s.cfg.Workers {
+		return nil, fmt.Errorf("ps: server %d: a read of worker %d of %d", s.index, r.Worker, s.cfg.Workers)
+	}
+	if err := s.checkRows(r.Table, r.Rows); err != nil {
+		return nil, fmt.Errorf("ps: server %d: worker %d's read: %w", s.index, r.Worker, err)
+	}
+	if r.Worker < 0 && r.ReplyTo == "" {
+		return nil, fmt.Errorf("ps: server %d: an observer's read with nowhere to answer", s.index)
+	}
+	if r.Stamp < 0 || r.Stamp > s.stamp+MaxAhead {
+		return nil, fmt.Errorf("ps: server %d: a read at stamp %d, the server's is %d (at most %d ahead)", s.index, r.Stamp, s.stamp, MaxAhead)
+	}
+	if r.Worker >= 0 && s.cfg.Tables[r.Table].eager() {
+		in := s.in[r.Table]
+		if in[r.Worker] == nil {
+			in[r.Worker] = make([]bool, s.cfg.localRows(r.Table, s.index))
+		}
+		for _, row := range r.Rows {
+			i := int(row) / s.cfg.Servers
+			if !in[r.Worker][i] {
+				in[r.Worker][i] = true
+				s.readers[r.Table][r.Worker] = append(s.readers[r.Table][r.Worker], row)
+			}
+		}
+	}
+	if r.Stamp <= s.stamp {
+		return []Out{s.answer(r)}, nil
+	}
+	if len(s.waiting) >= (s.cfg.Workers+1)*len(s.cfg.Tables)*MaxAhead {
+		return nil, fmt.Errorf("ps: server %d: %d reads waiting already", s.index, len(s.waiting))
+	}
+	s.waiting = append(s.waiting, r)
+	return nil, nil
+}
+
+func (s *Shard) answer(r Read) Out {
+	rows := r.Rows
+	if len(rows) == 0 {
+		n := s.cfg.localRows(r.Table, s.index)
+		rows = make([]int32, n)
+		for i := range rows {
+			rows[i] = int32(i*s.cfg.Servers + s.index)
+		}
+	}
+	return Out{Worker: r.Worker, ReplyTo: r.ReplyTo, Msg: ToWorker{Rows: s.rows(r.Table, rows, r.Worker, r.Seq)}}
+}
+
+// rows copies rows of table t for worker w (-1: an observer).
+func (s *Shard) rows(t int, rows []int32, w int, seq uint64) *Rows {
+	width := s.cfg.Tables[t].Width
+	vals := make([]float64, 0, len(rows)*width)
+	for _, r := range rows {
+		vals = append(vals, s.Row(t, int(r))...)
+	}
+	own := -1
+	if w >= 0 {
+		own = s.clocks[w]
+	}
+	return &Rows{Server: s.index, Table: t, Rows: slices.Clone(rows), Values: vals, Stamp: s.stamp, Own: own, Seq: seq}
+}
