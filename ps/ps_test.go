@@ -52,7 +52,7 @@ func newSim(t *testing.T, seed uint64) *sim {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	workers := 1 + rng.IntN(4)
 	model := Model(rng.IntN(4))
-	tab := Table{Name: "t", Rows: 1 + rng.IntN(9), Width: workers, Model: model, }
+	tab := Table{Name: "t", Rows: 1 + rng.IntN(9), Width: workers, Model: model}
 	if model == SSP || model == ESSP {
 		tab.Staleness = rng.IntN(3)
 	}
