@@ -1,0 +1,339 @@
+// Package node runs the parameter server's cores (package ps) over NATS:
+// Serve runs a server, a Client is a worker's view of the tables, and Read
+// takes a whole table as of a stamp, for a job's outputs and metrics.
+//
+// Server i takes its messages on ps.server.<i> and worker w on
+// ps.worker.<w>, under the job's prefix. Nothing waits without end: a
+// worker sends again what no server has answered after Options.Resend, and
+// gives up after Options.Timeout.
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/strads-go/strads/ps"
+	"github.com/strads-go/strads/wire"
+)
+
+// Options are a node's waits.
+type Options struct {
+	// Resend is how long a worker waits for an answer before it sends
+	// again what is unanswered (default 1s).
+	Resend time.Duration
+	// Timeout is the longest a worker waits for an answer before its call
+	// fails (default 1m).
+	Timeout time.Duration
+	// Log takes the nodes' warnings (default slog.Default()).
+	Log *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Resend <= 0 {
+		o.Resend = time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Minute
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return o
+}
+
+func serverSubject(i int) string { return fmt.Sprintf("ps.server.%d", i) }
+func workerSubject(w int) string { return fmt.Sprintf("ps.worker.%d", w) }
+
+// Serve runs server index of cfg until ctx is done. A message that is not
+// valid is dropped with a warning: a job's own nodes send none.
+func Serve(ctx context.Context, c *wire.Conn, cfg ps.Config, index int, opts Options) error {
+	opts = opts.withDefaults()
+	shard, err := ps.NewShard(cfg, index)
+	if err != nil {
+		return err
+	}
+	in, err := wire.Subscribe[ps.ToServer](c, serverSubject(index))
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := c.Flush(opts.Timeout); err != nil {
+		return fmt.Errorf("ps: server %d: %w", index, err)
+	}
+	for {
+		m, _, err := in.Next(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			opts.Log.Warn("ps: server: message dropped", "server", index, "err", err)
+			continue
+		}
+		outs, err := shard.Step(m)
+		if err != nil {
+			opts.Log.Warn("ps: server: message refused", "server", index, "err", err)
+			continue
+		}
+		for _, o := range outs {
+			to := o.ReplyTo
+			if o.Worker >= 0 {
+				to = workerSubject(o.Worker)
+			}
+			if err := wire.Publish(c, to, o.Msg); err != nil {
+				// The worker sends its read again.
+				opts.Log.Warn("ps: server: send failed", "server", index, "to", to, "err", err)
+			}
+		}
+	}
+}
+
+// Client is worker's view of the tables: Get, Inc and Clock, and the
+// staleness of its reads. It is not safe for concurrent use.
+type Client struct {
+	core   *ps.Cache
+	c      *wire.Conn
+	opts   Options
+	in     *wire.Inbox[ps.ToWorker]
+	mail   chan ps.ToWorker
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // of the receiver, once done is closed
+}
+
+// Dial returns worker's client of cfg's tables, subscribed to what the
+// servers send it.
+func Dial(c *wire.Conn, cfg ps.Config, worker int, opts Options) (*Client, error) {
+	opts = opts.withDefaults()
+	core, err := ps.NewCache(cfg, worker)
+	if err != nil {
+		return nil, err
+	}
+	in, err := wire.Subscribe[ps.ToWorker](c, workerSubject(worker))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Flush(opts.Timeout); err != nil {
+		in.Close()
+		return nil, fmt.Errorf("ps: worker %d: %w", worker, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cl := &Client{core: core, c: c, opts: opts, in: in, mail: make(chan ps.ToWorker, 256), cancel: cancel, done: make(chan struct{})}
+	go cl.receive(ctx)
+	return cl, nil
+}
+
+// receive hands the servers' messages to the calls, which alone touch
+// the core.
+func (cl *Client) receive(ctx context.Context) {
+	defer close(cl.done)
+	for {
+		m, _, err := cl.in.Next(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			cl.opts.Log.Warn("ps: worker: message dropped", "err", err)
+			continue
+		}
+		select {
+		case cl.mail <- m:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// take gives the core a message.
+func (cl *Client) take(m ps.ToWorker) {
+	if err := cl.core.Receive(m); err != nil {
+		cl.opts.Log.Warn("ps: worker: message refused", "err", err)
+	}
+}
+
+// drain takes what has come without waiting.
+func (cl *Client) drain() {
+	for {
+		select {
+		case m := <-cl.mail:
+			cl.take(m)
+		default:
+			return
+		}
+	}
+}
+
+func (cl *Client) send(msgs []ps.Send) error {
+	for _, m := range msgs {
+		if err := wire.Publish(cl.c, serverSubject(m.Server), m.Msg); err != nil {
+			return fmt.Errorf("ps: to server %d: %w", m.Server, err)
+		}
+	}
+	return nil
+}
+
+// await takes messages until ok holds, sending again what is unanswered
+// every Resend, and fails after Timeout.
+func (cl *Client) await(ctx context.Context, what string, ok func() bool) error {
+	if ok() {
+		return nil
+	}
+	deadline := time.NewTimer(cl.opts.Timeout)
+	defer deadline.Stop()
+	resend := time.NewTicker(cl.opts.Resend)
+	defer resend.Stop()
+	for !ok() {
+		select {
+		case m := <-cl.mail:
+			cl.take(m)
+		case <-resend.C:
+			if err := cl.send(cl.core.Unanswered()); err != nil {
+				return err
+			}
+		case <-deadline.C:
+			return fmt.Errorf("ps: worker at clock %d: no answer from the servers in %v for %s", cl.core.Clock(), cl.opts.Timeout, what)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+// Get returns row of table t, no staler than the table's bound allows,
+// waiting for a server if it must. The slice is the cache's: read it, and
+// change it only through Inc; it is valid until the next call.
+func (cl *Client) Get(ctx context.Context, t, row int) ([]float64, error) {
+	v, sends, err := cl.core.Get(t, row)
+	if v != nil || err != nil {
+		return v, err
+	}
+	if err := cl.send(sends); err != nil {
+		return nil, err
+	}
+	err = cl.await(ctx, fmt.Sprintf("row %d of table %d", row, t), func() bool {
+		v, sends, err = cl.core.Get(t, row)
+		if err == nil && v == nil && len(sends) > 0 {
+			err = cl.send(sends)
+		}
+		return v != nil || err != nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, err
+}
+
+// Inc adds delta to row of table t.
+func (cl *Client) Inc(t, row int, delta []float64) error { return cl.core.Inc(t, row, delta) }
+
+// Clock ends the worker's clock: its increments go to the servers, and the
+// rows they push are taken.
+func (cl *Client) Clock(ctx context.Context) error {
+	cl.drain()
+	if err := cl.await(ctx, "the confirmation of earlier clocks", func() bool { return !cl.core.Behind() }); err != nil {
+		return err
+	}
+	sends, err := cl.core.Tick()
+	if err != nil {
+		return err
+	}
+	return cl.send(sends)
+}
+
+// Clocks returns how many clocks the worker has ended.
+func (cl *Client) Clocks() int { return cl.core.Clock() }
+
+// Stats returns the staleness of the worker's reads so far.
+func (cl *Client) Stats() ps.Stats { return cl.core.Stats() }
+
+// Sync waits until every server has confirmed every clock the worker
+// ended.
+func (cl *Client) Sync(ctx context.Context) error {
+	return cl.await(ctx, "the confirmation of its clocks", cl.core.Confirmed)
+}
+
+// Close stops taking messages; it does not wait for confirmations (Sync
+// does).
+func (cl *Client) Close() error {
+	cl.cancel()
+	<-cl.done
+	return cl.in.Close()
+}
+
+// Read returns table t of cfg as of stamp, all its rows in order (Rows ×
+// Width values): every worker's increments of the clocks before stamp are
+// in. It waits for the servers to reach stamp, asking again every
+// opts.Resend, and fails after opts.Timeout.
+func Read(ctx context.Context, c *wire.Conn, cfg ps.Config, t, stamp int, opts Options) ([]float64, error) {
+	opts = opts.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if t < 0 || t >= len(cfg.Tables) {
+		return nil, fmt.Errorf("ps: table %d of %d", t, len(cfg.Tables))
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	reply := "ps.observer." + hex.EncodeToString(id[:])
+	in, err := wire.Subscribe[ps.ToWorker](c, reply)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	if err := c.Flush(opts.Timeout); err != nil {
+		return nil, err
+	}
+	tab := cfg.Tables[t]
+	out := make([]float64, tab.Rows*tab.Width)
+	got := make([]bool, cfg.Servers)
+	ask := func() error {
+		for s := range cfg.Servers {
+			if !got[s] {
+				r := &ps.Read{Worker: -1, Table: t, Stamp: stamp, Seq: uint64(s) + 1, ReplyTo: reply}
+				if err := wire.Publish(c, serverSubject(s), ps.ToServer{Read: r}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := ask(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	for left := cfg.Servers; left > 0; {
+		wait, stop := context.WithTimeout(ctx, opts.Resend)
+		m, _, err := in.Next(wait)
+		stop()
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("ps: reading table %s at stamp %d: %d of %d servers did not answer: %w", tab.Name, stamp, left, cfg.Servers, ctx.Err())
+		case errors.Is(err, context.DeadlineExceeded):
+			if err := ask(); err != nil {
+				return nil, err
+			}
+			continue
+		case err != nil:
+			opts.Log.Warn("ps: observer: message dropped", "err", err)
+			continue
+		}
+		rows := m.Rows
+		if rows == nil || rows.Server < 0 || rows.Server >= cfg.Servers || rows.Table != t || rows.Stamp < stamp || got[rows.Server] || len(rows.Values) != len(rows.Rows)*tab.Width {
+			continue
+		}
+		for k, r := range rows.Rows {
+			if r < 0 || int(r) >= tab.Rows || cfg.Server(int(r)) != rows.Server {
+				return nil, fmt.Errorf("ps: reading table %s: row %d from server %d", tab.Name, r, rows.Server)
+			}
+			copy(out[int(r)*tab.Width:(int(r)+1)*tab.Width], rows.Values[k*tab.Width:(k+1)*tab.Width])
+		}
+		got[rows.Server] = true
+		left--
+	}
+	return out, nil
+}

@@ -1,0 +1,149 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/ps"
+	"github.com/strads-go/strads/ps/node"
+	"github.com/strads-go/strads/wire"
+)
+
+// TestNATS runs servers and workers on an embedded nats-server, each on
+// its own connection: every read within its bound, and the table at the
+// end the exact sum of the integer increments.
+func TestNATS(t *testing.T) {
+	for _, m := range []ps.Model{ps.BSP, ps.SSP, ps.ESSP, ps.Async} {
+		t.Run(m.String(), func(t *testing.T) {
+			const (
+				servers, workers, clocks, rows = 2, 3, 8, 10
+			)
+			tab := ps.Table{Name: "counts", Rows: rows, Width: workers, Model: m}
+			if m == ps.SSP || m == ps.ESSP {
+				tab.Staleness = 2
+			}
+			cfg := ps.Config{Tables: []ps.Table{tab}, Servers: servers, Workers: workers}
+			srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
+			conn := func() *wire.Conn {
+				c, err := wire.NewConn(testhelper.Connect(t, srv), "pstest")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			opts := node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var served sync.WaitGroup
+			for i := range servers {
+				served.Go(func() {
+					if err := node.Serve(ctx, conn(), cfg, i, opts); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			// incs[w][r][k]: worker w's increment of row r at clock k.
+			incs := make([][][]float64, workers)
+			errs := make(chan error, workers)
+			for w := range workers {
+				rng := rand.New(rand.NewPCG(uint64(w), 1))
+				incs[w] = make([][]float64, rows)
+				for r := range rows {
+					incs[w][r] = make([]float64, clocks)
+					for k := range clocks {
+						incs[w][r][k] = float64(1 + rng.IntN(100))
+					}
+				}
+			}
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() { errs <- work(ctx, conn(), cfg, w, incs, opts) })
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := node.Read(ctx, conn(), cfg, 0, clocks, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, rows*workers)
+			for w := range workers {
+				for r := range rows {
+					for _, v := range incs[w][r] {
+						want[r*workers+w] += v
+					}
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("table at the end %v, want %v", got, want)
+			}
+			cancel()
+			served.Wait()
+		})
+	}
+}
+
+// work is worker w: at every clock it reads each row, checks what it sees
+// of every worker's increments against the bound, and adds its own.
+func work(ctx context.Context, c *wire.Conn, cfg ps.Config, w int, incs [][][]float64, opts node.Options) error {
+	cl, err := node.Dial(c, cfg, w, opts)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	tab := cfg.Tables[0]
+	bound := map[ps.Model]int{ps.BSP: 0, ps.SSP: tab.Staleness, ps.ESSP: tab.Staleness, ps.Async: -1}[tab.Model]
+	clocks := len(incs[0][0])
+	for k := range clocks {
+		for r := range tab.Rows {
+			v, err := cl.Get(ctx, 0, r)
+			if err != nil {
+				return err
+			}
+			for j := range cfg.Workers {
+				p, sum := -1, 0.0
+				if v[j] == 0 {
+					p = 0
+				}
+				for i, inc := range incs[j][r] {
+					sum += inc
+					if sum == v[j] {
+						p = i + 1
+					}
+				}
+				switch {
+				case j == w && p != k:
+					return fmt.Errorf("worker %d at clock %d reads its own increments of row %d up to clock %d", w, k, r, p)
+				case p < 0:
+					return fmt.Errorf("worker %d at clock %d reads %v of worker %d's increments of row %d: no run of clocks adds up to it", w, k, v[j], j, r)
+				case bound >= 0 && p < k-bound:
+					return fmt.Errorf("worker %d at clock %d reads worker %d's increments of row %d up to clock %d, bound %d", w, k, j, r, p, bound)
+				}
+			}
+			d := make([]float64, cfg.Workers)
+			d[w] = incs[w][r][k]
+			if err := cl.Inc(0, r, d); err != nil {
+				return err
+			}
+		}
+		if err := cl.Clock(ctx); err != nil {
+			return err
+		}
+	}
+	st := cl.Stats()
+	if bound >= 0 && st.Max > bound {
+		return fmt.Errorf("worker %d: staleness up to %d, bound %d", w, st.Max, bound)
+	}
+	return cl.Sync(ctx)
+}
