@@ -2,10 +2,10 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,27 +31,9 @@ func TestNATS(t *testing.T) {
 			}
 			cfg := ps.Config{Tables: []ps.Table{tab}, Servers: servers, Workers: workers}
 			srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
-			conn := func() *wire.Conn {
-				c, err := wire.NewConn(testhelper.Connect(t, srv), "pstest")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return c
-			}
 			opts := node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var served sync.WaitGroup
-			for i := range servers {
-				served.Go(func() {
-					if err := node.Serve(ctx, conn(), cfg, i, opts); err != nil {
-						t.Error(err)
-					}
-				})
-			}
 			// incs[w][r][k]: worker w's increment of row r at clock k.
 			incs := make([][][]float64, workers)
-			errs := make(chan error, workers)
 			for w := range workers {
 				rng := rand.New(rand.NewPCG(uint64(w), 1))
 				incs[w] = make([][]float64, rows)
@@ -62,18 +44,14 @@ func TestNATS(t *testing.T) {
 					}
 				}
 			}
-			var wg sync.WaitGroup
-			for w := range workers {
-				wg.Go(func() { errs <- work(ctx, conn(), cfg, w, incs, opts) })
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, err := node.Read(ctx, conn(), cfg, 0, clocks, opts)
+			dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "pstest") }
+			var got []float64
+			err := node.Run(context.Background(), dial, cfg, opts,
+				func(ctx context.Context, w int, cl *node.Client) error { return work(ctx, cl, cfg, w, incs) },
+				func(ctx context.Context, c *wire.Conn) (err error) {
+					got, err = node.Read(ctx, c, cfg, 0, clocks, opts)
+					return err
+				})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,20 +66,13 @@ func TestNATS(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("table at the end %v, want %v", got, want)
 			}
-			cancel()
-			served.Wait()
 		})
 	}
 }
 
 // work is worker w: at every clock it reads each row, checks what it sees
 // of every worker's increments against the bound, and adds its own.
-func work(ctx context.Context, c *wire.Conn, cfg ps.Config, w int, incs [][][]float64, opts node.Options) error {
-	cl, err := node.Dial(c, cfg, w, opts)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+func work(ctx context.Context, cl *node.Client, cfg ps.Config, w int, incs [][][]float64) error {
 	tab := cfg.Tables[0]
 	bound := map[ps.Model]int{ps.BSP: 0, ps.SSP: tab.Staleness, ps.ESSP: tab.Staleness, ps.Async: -1}[tab.Model]
 	clocks := len(incs[0][0])
@@ -145,5 +116,31 @@ func work(ctx context.Context, c *wire.Conn, cfg ps.Config, w int, incs [][][]fl
 	if bound >= 0 && st.Max > bound {
 		return fmt.Errorf("worker %d: staleness up to %d, bound %d", w, st.Max, bound)
 	}
-	return cl.Sync(ctx)
+	return nil
+}
+
+// TestRunFails: a worker's error ends the job, with the others waiting on
+// it at a BSP read, and Run returns it.
+func TestRunFails(t *testing.T) {
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
+	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "pstest") }
+	cfg := ps.Config{Tables: []ps.Table{{Name: "x", Rows: 2, Width: 1}}, Servers: 1, Workers: 2}
+	boom := errors.New("boom")
+	err := node.Run(context.Background(), dial, cfg, node.Options{}, func(ctx context.Context, w int, cl *node.Client) error {
+		if w == 1 {
+			return boom
+		}
+		for range 3 {
+			if _, err := cl.Get(ctx, 0, 0); err != nil {
+				return err
+			}
+			if err := cl.Clock(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil)
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run: %v, want %v", err, boom)
+	}
 }
