@@ -6,6 +6,15 @@ import "github.com/strads-go/strads/codec"
 type ToServer struct {
 	Flush *Flush `msgpack:"f,omitempty"`
 	Read  *Read  `msgpack:"r,omitempty"`
+	// Hello and Stop are the node's, not the core's: a role checks that a
+	// server has its job's tables, and the job's end stops the servers.
+	Hello *Hello `msgpack:"h,omitempty"`
+	Stop  *Hello `msgpack:"stop,omitempty"`
+}
+
+// Hello carries a role's Config.Sum, and a server's in its answer.
+type Hello struct {
+	Sum uint32 `msgpack:"sum"`
 }
 
 // Flush carries a worker's increments of one clock to one server. A worker

@@ -30,6 +30,7 @@ package ps
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 )
@@ -152,6 +153,12 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Sum is a checksum of c, by which the roles of a job check that they
+// were started with the same tables.
+func (c Config) Sum() uint32 {
+	return crc32.ChecksumIEEE(fmt.Appendf(nil, "%+v", c))
 }
 
 // Server returns the server that holds row.

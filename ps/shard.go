@@ -82,12 +82,12 @@ func (s *Shard) Row(t, row int) []float64 {
 // not valid changes nothing and is reported as an error.
 func (s *Shard) Step(m ToServer) ([]Out, error) {
 	switch {
-	case m.Flush != nil && m.Read == nil:
+	case m.Flush != nil && m.Read == nil && m.Hello == nil && m.Stop == nil:
 		return s.flush(m.Flush)
-	case m.Read != nil && m.Flush == nil:
+	case m.Read != nil && m.Flush == nil && m.Hello == nil && m.Stop == nil:
 		return s.read(*m.Read)
 	}
-	return nil, fmt.Errorf("ps: server %d: a message with neither or both of a flush and a read", s.index)
+	return nil, fmt.Errorf("ps: server %d: a message that is not one flush or one read", s.index)
 }
 
 func (s *Shard) flush(f *Flush) ([]Out, error) {

@@ -10,6 +10,7 @@ package node
 
 import (
 	"context"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -65,13 +66,23 @@ func Serve(ctx context.Context, c *wire.Conn, cfg ps.Config, index int, opts Opt
 	if err := c.Flush(opts.Timeout); err != nil {
 		return fmt.Errorf("ps: server %d: %w", index, err)
 	}
+	sum := cfg.Sum()
 	for {
-		m, _, err := in.Next(ctx)
+		m, msg, err := in.Next(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
 			opts.Log.Warn("ps: server: message dropped", "server", index, "err", err)
+			continue
+		}
+		if h := cmp.Or(m.Hello, m.Stop); h != nil && msg.Reply != "" {
+			if err := wire.Reply(c, msg, ps.Hello{Sum: sum}); err != nil {
+				opts.Log.Warn("ps: server: answer failed", "server", index, "err", err)
+			}
+			if m.Stop != nil && m.Stop.Sum == sum {
+				return nil
+			}
 			continue
 		}
 		outs, err := shard.Step(m)
@@ -92,6 +103,51 @@ func Serve(ctx context.Context, c *wire.Conn, cfg ps.Config, index int, opts Opt
 	}
 }
 
+// hello asks every server for its tables' sum, waiting up to opts.Timeout
+// for the servers to come, and fails if one has another job's tables. With
+// stop, the servers that agree stop.
+func hello(ctx context.Context, c *wire.Conn, cfg ps.Config, opts Options, who string, stop bool) error {
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	sum := cfg.Sum()
+	for s := range cfg.Servers {
+		m := ps.ToServer{Hello: &ps.Hello{Sum: sum}}
+		if stop {
+			m = ps.ToServer{Stop: &ps.Hello{Sum: sum}}
+		}
+		for sent := false; ; sent = true {
+			try, done := context.WithTimeout(ctx, opts.Resend)
+			h, err := wire.RequestRetried[ps.ToServer, ps.Hello](try, c, serverSubject(s), m)
+			done()
+			if err == nil {
+				if h.Sum != sum {
+					return fmt.Errorf("ps: %s and server %d disagree about the job's tables (checksums %08x and %08x): every role needs the same settings", who, s, sum, h.Sum)
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("ps: %s: server %d did not answer in %v: %w", who, s, opts.Timeout, err)
+			}
+			if errors.Is(err, wire.ErrNoResponders) {
+				if stop && sent {
+					break // stopped; its answer was lost
+				}
+				select { // not up yet
+				case <-time.After(opts.Resend / 4):
+				case <-ctx.Done():
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Stop stops the servers of cfg, once the job has read what it needs:
+// each answers, then returns from Serve.
+func Stop(ctx context.Context, c *wire.Conn, cfg ps.Config, opts Options) error {
+	return hello(ctx, c, cfg, opts.withDefaults(), "the job's end", true)
+}
+
 // Client is worker's view of the tables: Get, Inc and Clock, and the
 // staleness of its reads. It is not safe for concurrent use.
 type Client struct {
@@ -106,8 +162,9 @@ type Client struct {
 }
 
 // Dial returns worker's client of cfg's tables, subscribed to what the
-// servers send it.
-func Dial(c *wire.Conn, cfg ps.Config, worker int, opts Options) (*Client, error) {
+// servers send it, once every server has answered that it has the same
+// tables.
+func Dial(ctx context.Context, c *wire.Conn, cfg ps.Config, worker int, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	core, err := ps.NewCache(cfg, worker)
 	if err != nil {
@@ -121,9 +178,13 @@ func Dial(c *wire.Conn, cfg ps.Config, worker int, opts Options) (*Client, error
 		in.Close()
 		return nil, fmt.Errorf("ps: worker %d: %w", worker, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	if err := hello(ctx, c, cfg, opts, fmt.Sprintf("worker %d", worker), false); err != nil {
+		in.Close()
+		return nil, err
+	}
+	recv, cancel := context.WithCancel(context.Background())
 	cl := &Client{core: core, c: c, opts: opts, in: in, mail: make(chan ps.ToWorker, 256), cancel: cancel, done: make(chan struct{})}
-	go cl.receive(ctx)
+	go cl.receive(recv)
 	return cl, nil
 }
 

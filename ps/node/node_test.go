@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +143,43 @@ func TestRunFails(t *testing.T) {
 	}, nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("Run: %v, want %v", err, boom)
+	}
+}
+
+// TestHello: a worker started with other tables than the servers' is
+// refused at Dial, and Stop ends Serve.
+func TestHello(t *testing.T) {
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
+	conn := func() *wire.Conn {
+		c, err := wire.NewConn(testhelper.Connect(t, srv), "pstest")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	cfg := ps.Config{Tables: []ps.Table{{Name: "x", Rows: 4, Width: 2}}, Servers: 1, Workers: 1}
+	opts := node.Options{Resend: 100 * time.Millisecond, Timeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- node.Serve(context.Background(), conn(), cfg, 0, opts) }()
+	other := cfg
+	other.Tables = []ps.Table{{Name: "x", Rows: 4, Width: 3}}
+	if _, err := node.Dial(context.Background(), conn(), other, 0, opts); err == nil || !strings.Contains(err.Error(), "disagree") {
+		t.Fatalf("Dial with other tables: %v", err)
+	}
+	cl, err := node.Dial(context.Background(), conn(), cfg, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if err := node.Stop(context.Background(), conn(), cfg, opts); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve still running after Stop")
 	}
 }

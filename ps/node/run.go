@@ -69,7 +69,7 @@ func Run(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg ps
 }
 
 func runWorker(ctx context.Context, c *wire.Conn, cfg ps.Config, w int, opts Options, work Work) error {
-	cl, err := Dial(c, cfg, w, opts)
+	cl, err := Dial(ctx, c, cfg, w, opts)
 	if err != nil {
 		return err
 	}
