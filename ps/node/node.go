@@ -9,8 +9,8 @@
 package node
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
