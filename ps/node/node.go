@@ -268,6 +268,9 @@ func (cl *Client) await(ctx context.Context, what string, ok func() bool) error 
 // waiting for a server if it must. The slice is the cache's: read it, and
 // change it only through Inc; it is valid until the next call.
 func (cl *Client) Get(ctx context.Context, t, row int) ([]float64, error) {
+	if len(cl.mail) > 0 {
+		cl.drain() // rows pushed: fresher reads at once
+	}
 	v, sends, err := cl.core.Get(t, row)
 	if v != nil || err != nil {
 		return v, err
