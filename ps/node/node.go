@@ -158,7 +158,6 @@ type Client struct {
 	mail   chan ps.ToWorker
 	cancel context.CancelFunc
 	done   chan struct{}
-	err    error // of the receiver, once done is closed
 }
 
 // Dial returns worker's client of cfg's tables, subscribed to what the
