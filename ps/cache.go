@@ -110,6 +110,19 @@ func NewCache(cfg Config, worker int) (*Cache, error) {
 	return c, nil
 }
 
+// Resume starts a new cache at clock, the stamp of the cut the servers
+// restored: the worker's first read waits for the servers.
+func (c *Cache) Resume(clock int) error {
+	if c.clock != 0 || clock < 0 || !c.Confirmed() {
+		return fmt.Errorf("ps: worker %d: resuming at clock %d a cache at clock %d", c.worker, clock, c.clock)
+	}
+	c.clock = clock
+	for s := range c.acked {
+		c.acked[s] = clock
+	}
+	return nil
+}
+
 // Clock returns how many clocks the worker has ended.
 func (c *Cache) Clock() int { return c.clock }
 

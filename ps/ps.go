@@ -121,6 +121,9 @@ type Config struct {
 	Tables  []Table `msgpack:"tables"`
 	Servers int     `msgpack:"servers"`
 	Workers int     `msgpack:"workers"`
+	// Every asks the servers for a cut every Every clocks (0: none): the
+	// tables as of stamp k·Every exactly, for a checkpoint.
+	Every int `msgpack:"every,omitempty"`
 }
 
 // MaxAhead is how many of a worker's clocks a server may not have
@@ -132,6 +135,9 @@ const MaxAhead = 64
 func (c Config) Validate() error {
 	if c.Servers < 1 || c.Workers < 1 {
 		return fmt.Errorf("ps: %d servers and %d workers: each needs at least 1", c.Servers, c.Workers)
+	}
+	if c.Every < 0 {
+		return fmt.Errorf("ps: a cut every %d clocks", c.Every)
 	}
 	if len(c.Tables) == 0 {
 		return errors.New("ps: no tables")

@@ -44,6 +44,7 @@ type sim struct {
 	drop    float64
 	dup     float64
 	reads   int
+	cuts    map[int][]Cut // by stamp, one per server
 }
 
 const simClocks = 6
@@ -56,8 +57,8 @@ func newSim(t *testing.T, seed uint64) *sim {
 	if model == SSP || model == ESSP {
 		tab.Staleness = rng.IntN(3)
 	}
-	cfg := Config{Tables: []Table{tab}, Servers: 1 + rng.IntN(3), Workers: workers}
-	s := &sim{t: t, rng: rng, cfg: cfg, drop: 0.2 * rng.Float64(), dup: 0.2 * rng.Float64()}
+	cfg := Config{Tables: []Table{tab}, Servers: 1 + rng.IntN(3), Workers: workers, Every: rng.IntN(4)}
+	s := &sim{t: t, rng: rng, cfg: cfg, drop: 0.2 * rng.Float64(), dup: 0.2 * rng.Float64(), cuts: map[int][]Cut{}}
 	for i := range cfg.Servers {
 		sh, err := NewShard(cfg, i)
 		if err != nil {
@@ -155,6 +156,9 @@ func (s *sim) deliver(m inflight) {
 			s.t.Fatalf("server %d: %v", m.server, err)
 		}
 		for _, o := range outs {
+			if o.Cut != nil {
+				s.cuts[o.Cut.Stamp] = append(s.cuts[o.Cut.Stamp], *o.Cut)
+			}
 			if o.Worker >= 0 {
 				s.send(-1, o.Worker, o.Msg)
 			}
@@ -257,10 +261,87 @@ func (s *sim) check(w, row int, v []float64) {
 	}
 }
 
+// finish runs s to its end, and checks the tables at the end and the cuts.
+func (s *sim) finish(seed uint64) {
+	steps := 0
+	for s.step() {
+		if steps++; steps > 1_000_000 {
+			s.t.Fatalf("seed %d: no end after %d steps", seed, steps)
+		}
+	}
+	for _, sh := range s.shards {
+		if sh.Stamp() != simClocks {
+			s.t.Fatalf("seed %d: server %d at stamp %d, want %d", seed, sh.index, sh.Stamp(), simClocks)
+		}
+	}
+	for r := range s.cfg.Tables[0].Rows {
+		if got, want := s.shards[s.cfg.Server(r)].Row(0, r), s.sum(r, simClocks); !slices.Equal(got, want) {
+			s.t.Fatalf("seed %d: row %d is %v, want %v", seed, r, got, want)
+		}
+	}
+	for k, cuts := range s.cuts {
+		if s.cfg.Every == 0 || k%s.cfg.Every != 0 || len(cuts) != s.cfg.Servers {
+			s.t.Fatalf("seed %d: %d cuts at stamp %d, a cut every %d clocks", seed, len(cuts), k, s.cfg.Every)
+		}
+		for _, cut := range cuts {
+			for i := range len(cut.Tables[0]) / s.cfg.Workers {
+				r := i*s.cfg.Servers + cut.Server
+				if got, want := cut.Tables[0][i*s.cfg.Workers:(i+1)*s.cfg.Workers], s.sum(r, k); !slices.Equal(got, want) {
+					s.t.Fatalf("seed %d: server %d's cut at stamp %d has row %d %v, want %v", seed, cut.Server, k, r, got, want)
+				}
+			}
+		}
+	}
+}
+
+// sum is row r with every increment of the clocks before k.
+func (s *sim) sum(r, k int) []float64 {
+	want := make([]float64, s.cfg.Workers)
+	s.cfg.Tables[0].Init.Fill(r, want)
+	for j, sw := range s.workers {
+		for _, inc := range sw.incs[r][:k] {
+			want[j] += inc
+		}
+	}
+	return want
+}
+
+// resume returns a sim that goes on from s's cuts at stamp k: new servers
+// restored from them, new workers at clock k with the same scripts.
+func (s *sim) resume(k int) *sim {
+	r := &sim{t: s.t, rng: s.rng, cfg: s.cfg, drop: s.drop, dup: s.dup, cuts: map[int][]Cut{}}
+	for i := range s.cfg.Servers {
+		sh, err := NewShard(s.cfg, i)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, cut := range s.cuts[k] {
+			if cut.Server == i {
+				if err := sh.Restore(cut); err != nil {
+					s.t.Fatal(err)
+				}
+			}
+		}
+		r.shards = append(r.shards, sh)
+	}
+	for w, old := range s.workers {
+		c, err := NewCache(s.cfg, w)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if err := c.Resume(k); err != nil {
+			s.t.Fatal(err)
+		}
+		r.workers = append(r.workers, &simWorker{cache: c, ops: old.ops, incs: old.incs, clock: k})
+	}
+	return r
+}
+
 // TestProtocol runs the protocol under random schedules of delivery, loss
 // and duplication, for every consistency model: every read within its
-// bound, with the reader's own increments, and the table at the end the
-// sum of all increments, exactly.
+// bound, with the reader's own increments, the table at the end the sum of
+// all increments, exactly, and every cut the sum of those before its
+// stamp; and again from a cut, to the same end.
 func TestProtocol(t *testing.T) {
 	runs := 3000
 	if testing.Short() {
@@ -268,33 +349,23 @@ func TestProtocol(t *testing.T) {
 	}
 	models := make(map[Model]int)
 	reads := 0
+	resumed := 0
 	for seed := range uint64(runs) {
 		s := newSim(t, seed)
-		steps := 0
-		for s.step() {
-			if steps++; steps > 1_000_000 {
-				t.Fatalf("seed %d: no end after %d steps", seed, steps)
-			}
-		}
+		s.finish(seed)
 		models[s.cfg.Tables[0].Model]++
 		reads += s.reads
-		for _, sh := range s.shards {
-			if sh.Stamp() != simClocks {
-				t.Fatalf("seed %d: server %d at stamp %d, want %d", seed, sh.index, sh.Stamp(), simClocks)
+		if s.cfg.Every > 0 {
+			// Go on from a cut, as a job resumed from a checkpoint.
+			k := s.cfg.Every * s.rng.IntN(simClocks/s.cfg.Every+1)
+			if k > 0 {
+				s.resume(k).finish(seed)
+				resumed++
 			}
 		}
-		for r := range s.cfg.Tables[0].Rows {
-			want := make([]float64, s.cfg.Workers)
-			s.cfg.Tables[0].Init.Fill(r, want)
-			for j, sw := range s.workers {
-				for _, inc := range sw.incs[r] {
-					want[j] += inc
-				}
-			}
-			if got := s.shards[s.cfg.Server(r)].Row(0, r); !slices.Equal(got, want) {
-				t.Fatalf("seed %d: row %d is %v, want %v", seed, r, got, want)
-			}
-		}
+	}
+	if resumed < runs/4 {
+		t.Errorf("%d of %d runs resumed from a cut", resumed, runs)
 	}
 	for m := range Async + 1 {
 		if models[m] == 0 {
@@ -304,7 +375,7 @@ func TestProtocol(t *testing.T) {
 	if reads < runs {
 		t.Errorf("%d reads checked in %d runs", reads, runs)
 	}
-	t.Logf("%d runs, %d reads checked, by model %v", runs, reads, models)
+	t.Logf("%d runs, %d resumed from a cut, %d reads checked, by model %v", runs, resumed, reads, models)
 }
 
 // TestInit: a table starts the same whatever the number of servers.

@@ -25,6 +25,17 @@ type Shard struct {
 	// for eager tables; in[t][w] marks them.
 	readers [][][]int32
 	in      [][][]bool
+	// cut is the stamp of the next cut (0: none): no flush of its clock or
+	// later is applied before every flush before it is.
+	cut int
+}
+
+// Cut is a server's tables as of a stamp: every worker's increments of the
+// clocks before Stamp, and none of later ones.
+type Cut struct {
+	Server int         `msgpack:"server"`
+	Stamp  int         `msgpack:"stamp"`
+	Tables [][]float64 `msgpack:"tables"`
 }
 
 // Out is a message for a server to send.
@@ -34,6 +45,9 @@ type Out struct {
 	Worker  int
 	ReplyTo string
 	Msg     ToWorker
+	// Cut, when set, is the server's cut instead of a message: the node
+	// stores it.
+	Cut *Cut
 }
 
 // NewShard returns server index's shard of cfg's tables at their start.
@@ -64,7 +78,32 @@ func NewShard(cfg Config, index int) (*Shard, error) {
 			s.in[t] = make([][]bool, cfg.Workers)
 		}
 	}
+	s.cut = cfg.Every
 	return s, nil
+}
+
+// Restore sets the shard to cut, taken by the same server of the same
+// tables: the job goes on from the cut's stamp, every worker at that clock.
+func (s *Shard) Restore(cut Cut) error {
+	if cut.Server != s.index || len(cut.Tables) != len(s.vals) || cut.Stamp < 0 {
+		return fmt.Errorf("ps: server %d: a cut of server %d at stamp %d with %d tables", s.index, cut.Server, cut.Stamp, len(cut.Tables))
+	}
+	for t, v := range cut.Tables {
+		if len(v) != len(s.vals[t]) {
+			return fmt.Errorf("ps: server %d: a cut with %d values of table %s, want %d", s.index, len(v), s.cfg.Tables[t].Name, len(s.vals[t]))
+		}
+	}
+	for t, v := range cut.Tables {
+		copy(s.vals[t], v)
+	}
+	for w := range s.clocks {
+		s.clocks[w] = cut.Stamp
+	}
+	s.stamp = cut.Stamp
+	if s.cfg.Every > 0 {
+		s.cut = (cut.Stamp/s.cfg.Every + 1) * s.cfg.Every
+	}
+	return nil
 }
 
 // Stamp returns the server's clock: every worker's clocks before it are
@@ -95,33 +134,72 @@ func (s *Shard) flush(f *Flush) ([]Out, error) {
 		return nil, err
 	}
 	w := f.Worker
-	switch {
-	case f.Clock < s.clocks[w]:
+	if f.Clock < s.clocks[w] {
 		return []Out{s.ack(w)}, nil // sent again: applied once already
-	case f.Clock > s.clocks[w]:
-		if s.held[w] == nil {
-			s.held[w] = make(map[int]*Flush)
-		}
-		s.held[w][f.Clock] = f
-		return nil, nil
 	}
-	for f != nil {
+	if s.held[w] == nil {
+		s.held[w] = make(map[int]*Flush)
+	}
+	s.held[w][f.Clock] = f
+	var out []Out
+	for moved := []int{w}; len(moved) > 0; {
+		for _, w := range moved {
+			out = s.applyHeld(out, w)
+		}
+		moved = moved[:0]
+		m := slices.Min(s.clocks)
+		if m <= s.stamp {
+			break
+		}
+		s.stamp = m
+		out = s.advance(out)
+		if s.stamp == s.cut {
+			out = append(out, Out{Worker: -1, Cut: s.take()})
+			s.cut += s.cfg.Every
+			for w := range s.held {
+				if len(s.held[w]) > 0 {
+					moved = append(moved, w)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// applyHeld applies worker w's held flushes that come next, up to the next
+// cut, and confirms them.
+func (s *Shard) applyHeld(out []Out, w int) []Out {
+	n := 0
+	for {
+		c := s.clocks[w]
+		f := s.held[w][c]
+		if f == nil || (s.cut > 0 && c >= s.cut && s.stamp < s.cut) {
+			break
+		}
+		delete(s.held[w], c)
 		s.apply(f)
 		s.clocks[w]++
-		f = s.held[w][s.clocks[w]]
-		delete(s.held[w], s.clocks[w])
+		n++
 	}
-	out := []Out{s.ack(w)}
+	if n == 0 {
+		return out
+	}
+	out = append(out, s.ack(w))
 	for t, tab := range s.cfg.Tables {
 		if tab.Model == Async {
 			out = s.push(out, t, w)
 		}
 	}
-	if m := slices.Min(s.clocks); m > s.stamp {
-		s.stamp = m
-		out = s.advance(out)
+	return out
+}
+
+// take copies the tables.
+func (s *Shard) take() *Cut {
+	cut := &Cut{Server: s.index, Stamp: s.stamp, Tables: make([][]float64, len(s.vals))}
+	for t, v := range s.vals {
+		cut.Tables[t] = slices.Clone(v)
 	}
-	return out, nil
+	return cut
 }
 
 func (s *Shard) checkFlush(f *Flush) error {

@@ -32,6 +32,8 @@ type Options struct {
 	Timeout time.Duration
 	// Log takes the nodes' warnings (default slog.Default()).
 	Log *slog.Logger
+	// Cut takes a server's cuts (ps.Config.Every); nil drops them.
+	Cut func(ps.Cut) error
 }
 
 func (o Options) withDefaults() Options {
@@ -91,6 +93,14 @@ func Serve(ctx context.Context, c *wire.Conn, cfg ps.Config, index int, opts Opt
 			continue
 		}
 		for _, o := range outs {
+			if o.Cut != nil {
+				if opts.Cut != nil {
+					if err := opts.Cut(*o.Cut); err != nil {
+						return fmt.Errorf("ps: server %d: the cut at stamp %d: %w", index, o.Cut.Stamp, err)
+					}
+				}
+				continue
+			}
 			to := o.ReplyTo
 			if o.Worker >= 0 {
 				to = workerSubject(o.Worker)
