@@ -30,7 +30,7 @@ func Example() {
 		return wire.NewConn(nc, "lsq-example")
 	}
 	c := lsq.Config{Rows: 2000, Cols: 6, Seed: 3, Workers: 2, Servers: 2,
-		Model: ps.SSP, Staleness: 2, Clocks: 30, Step: 0.1, Batch: 10}
+		Model: ps.SSP, Staleness: 2, Passes: 30, ClocksPerPass: 10, Step: 0.1, Batch: 10}
 	res, err := lsq.Fit(context.Background(), dial, c, node.Options{})
 	if err != nil {
 		fmt.Println(err)

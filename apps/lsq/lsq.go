@@ -26,12 +26,20 @@ type Config struct {
 	// Model and Staleness are β's consistency.
 	Model     ps.Model
 	Staleness int
-	// Clocks is the number of passes over the data; pass k steps by
-	// Step/(1+k) on mini-batches of Batch rows.
-	Clocks int
-	Step   float64
-	Batch  int
+	// Passes over the data, each ClockEvery clocks long (a worker's rows
+	// in as many chunks): a clock is a short step, so that a worker
+	// does not move β far from what the others last saw. Pass p steps
+	// by Step/(1+p) on mini-batches of Batch rows.
+	Passes, ClocksPerPass int
+	Step                  float64
+	Batch                 int
+	// Every is how many clocks apart checkpoints are (0: none), with
+	// node.Options.Checkpoints.
+	Every int
 }
+
+// Clocks returns the job's number of clocks.
+func (c Config) Clocks() int { return c.Passes * c.ClocksPerPass }
 
 // The tables.
 const (
@@ -44,11 +52,12 @@ func (c Config) PS() ps.Config {
 	return ps.Config{
 		Servers: c.Servers,
 		Workers: c.Workers,
+		Every:   c.Every,
 		Tables: []ps.Table{
 			{Name: "beta", Rows: 1, Width: c.Cols, Model: c.Model, Staleness: c.Staleness},
-			// BSP: pass k's losses are all in once every worker has ended
-			// pass k.
-			{Name: "loss", Rows: c.Clocks, Width: 2, Model: ps.BSP},
+			// BSP: pass p's losses are all in once every worker has
+			// ended pass p.
+			{Name: "loss", Rows: c.Passes, Width: 2, Model: ps.BSP},
 		},
 	}
 }
@@ -64,8 +73,17 @@ func (c Config) Example(i int, x []float64) (y float64) {
 	return y + 0.1*rng.NormFloat64()
 }
 
+// Tables is what a worker uses of its *node.Client.
+type Tables interface {
+	Get(ctx context.Context, t, row int) ([]float64, error)
+	Inc(t, row int, delta []float64) error
+	Clock(ctx context.Context) error
+	Clocks() int
+	Checkpoint(ctx context.Context, state func() ([]byte, error)) error
+}
+
 // Work is worker w's program: its rows are those i with i mod Workers = w.
-func (c Config) Work(ctx context.Context, w int, cl *node.Client) error {
+func (c Config) Work(ctx context.Context, w int, cl Tables) error {
 	var xs [][]float64
 	var ys []float64
 	for i := w; i < c.Rows; i += c.Workers {
@@ -74,23 +92,33 @@ func (c Config) Work(ctx context.Context, w int, cl *node.Client) error {
 		xs = append(xs, x)
 	}
 	g := make([]float64, c.Cols)
-	for k := range c.Clocks {
-		beta, err := cl.Get(ctx, Beta, 0)
-		if err != nil {
+	// A job resumed from a checkpoint starts at its clock; the worker has
+	// no state of its own beyond its rows, which it makes again.
+	for k := cl.Clocks(); k < c.Clocks(); k++ {
+		if err := cl.Checkpoint(ctx, func() ([]byte, error) { return nil, nil }); err != nil {
 			return err
 		}
-		sse := 0.0
-		for i, x := range xs {
-			r := dot(x, beta) - ys[i]
-			sse += r * r
+		pass, chunk := k/c.ClocksPerPass, k%c.ClocksPerPass
+		if chunk == 0 {
+			beta, err := cl.Get(ctx, Beta, 0)
+			if err != nil {
+				return err
+			}
+			sse := 0.0
+			for i, x := range xs {
+				r := dot(x, beta) - ys[i]
+				sse += r * r
+			}
+			if err := cl.Inc(Loss, pass, []float64{sse, float64(len(xs))}); err != nil {
+				return err
+			}
 		}
-		if err := cl.Inc(Loss, k, []float64{sse, float64(len(xs))}); err != nil {
-			return err
-		}
-		eta := c.Step / (1 + float64(k))
-		for lo := 0; lo < len(xs); lo += c.Batch {
-			hi := min(lo+c.Batch, len(xs))
-			if beta, err = cl.Get(ctx, Beta, 0); err != nil {
+		eta := c.Step / (1 + float64(pass))
+		end := (chunk + 1) * len(xs) / c.ClocksPerPass
+		for lo := chunk * len(xs) / c.ClocksPerPass; lo < end; lo += c.Batch {
+			hi := min(lo+c.Batch, end)
+			beta, err := cl.Get(ctx, Beta, 0)
+			if err != nil {
 				return err
 			}
 			clear(g)
@@ -129,19 +157,19 @@ type Result struct {
 // Collect reads the result of a job whose workers have ended every pass.
 func (c Config) Collect(ctx context.Context, conn *wire.Conn, opts node.Options) (*Result, error) {
 	cfg := c.PS()
-	beta, err := node.Read(ctx, conn, cfg, Beta, c.Clocks, opts)
+	beta, err := node.Read(ctx, conn, cfg, Beta, c.Clocks(), opts)
 	if err != nil {
 		return nil, err
 	}
-	loss, err := node.Read(ctx, conn, cfg, Loss, c.Clocks, opts)
+	loss, err := node.Read(ctx, conn, cfg, Loss, c.Clocks(), opts)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Beta: beta}
-	for k := range c.Clocks {
-		mse := loss[2*k] / loss[2*k+1]
+	for p := range c.Passes {
+		mse := loss[2*p] / loss[2*p+1]
 		if math.IsNaN(mse) || math.IsInf(mse, 0) {
-			return nil, fmt.Errorf("lsq: pass %d: mean squared error %v", k, mse)
+			return nil, fmt.Errorf("lsq: pass %d: mean squared error %v", p, mse)
 		}
 		res.MSE = append(res.MSE, mse)
 	}
@@ -151,7 +179,8 @@ func (c Config) Collect(ctx context.Context, conn *wire.Conn, opts node.Options)
 // Fit runs a whole job, each node on its own connection from dial.
 func Fit(ctx context.Context, dial func(name string) (*wire.Conn, error), c Config, opts node.Options) (*Result, error) {
 	var res *Result
-	err := node.Run(ctx, dial, c.PS(), opts, c.Work, func(ctx context.Context, conn *wire.Conn) (err error) {
+	work := func(ctx context.Context, w int, cl *node.Client) error { return c.Work(ctx, w, cl) }
+	err := node.Run(ctx, dial, c.PS(), opts, work, func(ctx context.Context, conn *wire.Conn) (err error) {
 		res, err = c.Collect(ctx, conn, opts)
 		return err
 	})

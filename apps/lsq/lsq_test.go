@@ -2,17 +2,21 @@ package lsq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/strads-go/strads/apps/lsq"
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/ps"
@@ -21,7 +25,7 @@ import (
 )
 
 func config(m ps.Model) lsq.Config {
-	c := lsq.Config{Rows: 2000, Cols: 6, Seed: 3, Workers: 2, Servers: 2, Model: m, Clocks: 30, Step: 0.1, Batch: 10}
+	c := lsq.Config{Rows: 2000, Cols: 6, Seed: 3, Workers: 2, Servers: 2, Model: m, Passes: 30, ClocksPerPass: 10, Step: 0.1, Batch: 10}
 	if m == ps.SSP || m == ps.ESSP {
 		c.Staleness = 2
 	}
@@ -57,8 +61,8 @@ func ols(t *testing.T, c lsq.Config) []float64 {
 	return beta.RawVector().Data
 }
 
-// TestOptimum: under BSP, SSP and ESSP, the fit's error is within 0.1% or
-// 5% of the least-squares optimum's, and the errors the workers report
+// TestOptimum: under BSP, SSP and ESSP, the fit's error is within 0.1% of
+// the least-squares optimum's, and the errors the workers report
 // are those of the passes, falling (each worker sees its own β, so their
 // sum may dip just below the optimum).
 func TestOptimum(t *testing.T) {
@@ -75,19 +79,13 @@ func TestOptimum(t *testing.T) {
 			}
 			got := mse(c, res.Beta)
 			if m == ps.Async {
-				// No bound: on a job this small the workers may end
-				// before they hear from each other, and each adds a
-				// whole fit of its own.
+				// No bound: a worker may run many clocks before it
+				// hears from the other, each adding steps of its own
+				// (measured: 0.1% to 3.6× the optimum's error).
 				t.Logf("async: %.6g (optimum %.6g)", got, best)
 				return
 			}
-			// Updates two passes late cost a little at the end of a run
-			// of fixed length: within 5% (mostly 1%), where BSP is within 0.1%.
-			tol := 1.001
-			if c.Staleness > 0 {
-				tol = 1.05
-			}
-			if got > best*tol {
+			if got > best*1.001 {
 				t.Errorf("mean squared error %.6g, optimum %.6g", got, best)
 			}
 			if first, last := res.MSE[0], res.MSE[len(res.MSE)-1]; last > first/10 || last < best*0.99 {
@@ -187,4 +185,85 @@ func connect(t *testing.T, url string) *wire.Conn {
 		t.Fatal(err)
 	}
 	return c
+}
+
+var errInterrupt = errors.New("interrupted")
+
+// interrupter fails a worker's Clock once it has ended at clocks and
+// committed says the checkpoint before is in.
+type interrupter struct {
+	*node.Client
+	at        int
+	committed func() bool
+}
+
+func (i *interrupter) Clock(ctx context.Context) error {
+	if err := i.Client.Clock(ctx); err != nil {
+		return err
+	}
+	if i.Clocks() < i.at {
+		return nil
+	}
+	for !i.committed() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return errInterrupt
+}
+
+// TestResume interrupts a job with checkpoints every 5 passes (50 clocks)
+// at clock 170, once the checkpoint of clock 150 is committed, and resumes
+// it: the workers go on from clock 150, and the fit ends at the optimum
+// with the errors of every pass, those before pass 15 from the checkpoint.
+func TestResume(t *testing.T) {
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1, StoreDir: t.TempDir()})
+	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "lsq") }
+	c := config(ps.SSP)
+	c.Every = 50
+	opts := node.Options{Timeout: 20 * time.Second, Checkpoints: true}
+	ctx := context.Background()
+	err := node.Run(ctx, dial, c.PS(), opts, func(ctx context.Context, w int, cl *node.Client) error {
+		return c.Work(ctx, w, &interrupter{Client: cl, at: 170, committed: func() bool {
+			store, err := checkpoint.Open(ctx, testhelper.Connect(t, srv), "lsq", false)
+			if err != nil {
+				return false
+			}
+			m, err := store.Latest(ctx)
+			return err == nil && m.Round == 150
+		}})
+	}, nil)
+	if !errors.Is(err, errInterrupt) {
+		t.Fatalf("first run: %v, want the interrupt", err)
+	}
+	opts.Resume = true
+	var starts []int
+	var mu sync.Mutex
+	var res *lsq.Result
+	err = node.Run(ctx, dial, c.PS(), opts, func(ctx context.Context, w int, cl *node.Client) error {
+		mu.Lock()
+		starts = append(starts, cl.Clocks())
+		mu.Unlock()
+		if cl.Resumed() == nil {
+			return errors.New("not resumed")
+		}
+		return c.Work(ctx, w, cl)
+	}, func(ctx context.Context, conn *wire.Conn) (err error) {
+		res, err = c.Collect(ctx, conn, opts)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(starts, []int{150, 150}) {
+		t.Errorf("resumed at clocks %v, want 150, 150", starts)
+	}
+	if got, best := mse(c, res.Beta), mse(c, ols(t, c)); got > best*1.001 {
+		t.Errorf("mean squared error %.6g, optimum %.6g", got, best)
+	}
+	if res.MSE[0] < 1 || res.MSE[14] > 0.02 {
+		t.Errorf("errors of passes 0 and 14 from the checkpoint: %.4g, %.4g (all: %.3g)", res.MSE[0], res.MSE[14], res.MSE)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/ps"
 	"github.com/strads-go/strads/wire"
 )
@@ -32,8 +33,15 @@ type Options struct {
 	Timeout time.Duration
 	// Log takes the nodes' warnings (default slog.Default()).
 	Log *slog.Logger
-	// Cut takes a server's cuts (ps.Config.Every); nil drops them.
-	Cut func(ps.Cut) error
+	// Checkpoints stores the servers' cuts (ps.Config.Every) and the
+	// workers' pieces (Client.Checkpoint) in the job's checkpoint store,
+	// which needs JetStream; Commit commits them.
+	Checkpoints bool
+	// Keep is how many checkpoints Commit keeps (default 2).
+	Keep int
+	// Resume starts every server and worker from the last checkpoint
+	// committed.
+	Resume bool
 }
 
 func (o Options) withDefaults() Options {
@@ -42,6 +50,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = time.Minute
+	}
+	if o.Keep <= 0 {
+		o.Keep = 2
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -59,6 +70,15 @@ func Serve(ctx context.Context, c *wire.Conn, cfg ps.Config, index int, opts Opt
 	shard, err := ps.NewShard(cfg, index)
 	if err != nil {
 		return err
+	}
+	store, cut, err := serverCheckpoints(ctx, c, cfg, index, opts)
+	if err != nil {
+		return fmt.Errorf("ps: server %d: %w", index, err)
+	}
+	if cut != nil {
+		if err := shard.Restore(*cut); err != nil {
+			return err
+		}
 	}
 	in, err := wire.Subscribe[ps.ToServer](c, serverSubject(index))
 	if err != nil {
@@ -94,9 +114,10 @@ func Serve(ctx context.Context, c *wire.Conn, cfg ps.Config, index int, opts Opt
 		}
 		for _, o := range outs {
 			if o.Cut != nil {
-				if opts.Cut != nil {
-					if err := opts.Cut(*o.Cut); err != nil {
-						return fmt.Errorf("ps: server %d: the cut at stamp %d: %w", index, o.Cut.Stamp, err)
+				if opts.Checkpoints {
+					if err := storeCut(ctx, c, store, cfg, *o.Cut, opts.Timeout); err != nil {
+						// The checkpoint is not committed; the job goes on.
+						opts.Log.Warn("ps: server: cut not stored", "server", index, "stamp", o.Cut.Stamp, "err", err)
 					}
 				}
 				continue
@@ -161,6 +182,8 @@ func Stop(ctx context.Context, c *wire.Conn, cfg ps.Config, opts Options) error 
 // Client is worker's view of the tables: Get, Inc and Clock, and the
 // staleness of its reads. It is not safe for concurrent use.
 type Client struct {
+	cfg    ps.Config
+	worker int
 	core   *ps.Cache
 	c      *wire.Conn
 	opts   Options
@@ -168,6 +191,10 @@ type Client struct {
 	mail   chan ps.ToWorker
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	store     *checkpoint.Store
+	resumed   []byte // the state stored at the checkpoint resumed from
+	resumedAt int
 }
 
 // Dial returns worker's client of cfg's tables, subscribed to what the
@@ -192,7 +219,14 @@ func Dial(ctx context.Context, c *wire.Conn, cfg ps.Config, worker int, opts Opt
 		return nil, err
 	}
 	recv, cancel := context.WithCancel(context.Background())
-	cl := &Client{core: core, c: c, opts: opts, in: in, mail: make(chan ps.ToWorker, 256), cancel: cancel, done: make(chan struct{})}
+	cl := &Client{cfg: cfg, worker: worker, core: core, c: c, opts: opts, in: in, mail: make(chan ps.ToWorker, 256), cancel: cancel, done: make(chan struct{}), resumedAt: -1}
+	if opts.Resume {
+		if err := cl.resume(ctx); err != nil {
+			cancel()
+			in.Close()
+			return nil, fmt.Errorf("ps: worker %d: %w", worker, err)
+		}
+	}
 	go cl.receive(recv)
 	return cl, nil
 }

@@ -27,6 +27,20 @@ func Run(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg ps
 	var servers sync.WaitGroup
 	defer servers.Wait()
 	defer cancel(nil)
+	if opts.Checkpoints && cfg.Every > 0 {
+		c, err := dial("ps-committer")
+		if err != nil {
+			return err
+		}
+		// Started before any role can store a piece.
+		committing := make(chan struct{})
+		servers.Go(func() {
+			if err := commit(ctx, c, cfg, opts, committing); err != nil {
+				cancel(err)
+			}
+		})
+		<-committing
+	}
 	for i := range cfg.Servers {
 		c, err := dial(fmt.Sprintf("ps-server-%d", i))
 		if err != nil {
