@@ -277,20 +277,20 @@ type sgdJob struct {
 // sgdWorker is a worker's state: its rows and its view of the weights.
 type sgdWorker struct {
 	*sgdJob
-	w          int
-	cl         *node.Client
-	x, test    *shard
-	perm       []int
-	inc        []float64
-	lambda     float64
-	lambdaMax  float64 // of the setup table
-	step       float64
-	start      time.Time
-	samples    int64 // SGD steps of all workers so far
-	lastPrint  time.Time
-	prevF, f0  float64
-	haveF      bool
-	stop       int
+	w         int
+	cl        *node.Client
+	x, test   *shard
+	perm      []int
+	inc       []float64
+	lambda    float64
+	lambdaMax float64 // of the setup table
+	step      float64
+	start     time.Time
+	samples   int64 // SGD steps of all workers so far
+	lastPrint time.Time
+	prevF, f0 float64
+	haveF     bool
+	stop      int
 }
 
 // Why a job stops, in the metrics table.
