@@ -147,6 +147,10 @@ const (
 	mFields
 )
 
+// setupWidth is the width of the setup table's rows: it is read whole
+// once, and a row not cached costs a round trip to its server.
+const setupWidth = 256
+
 // The tables.
 const (
 	tWeights = iota
@@ -245,7 +249,7 @@ func RunSGD(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg
 	evals := (trainClocks+cfg.EvalEvery-1)/cfg.EvalEvery + 1
 	pcfg := ps.Config{Servers: cfg.Servers, Workers: cfg.Workers, Tables: []ps.Table{
 		tWeights: {Name: "weights", Rows: m + 1, Width: 1, Model: cfg.Model, Staleness: cfg.Staleness},
-		tSetup:   {Name: "setup", Rows: m + 1, Width: 1},
+		tSetup:   {Name: "setup", Rows: m/setupWidth + 1, Width: setupWidth},
 		tMetrics: {Name: "metrics", Rows: evals, Width: mFields + cfg.Workers},
 	}}
 	if err := pcfg.Validate(); err != nil {
@@ -381,7 +385,9 @@ func (sw *sgdWorker) setup(ctx context.Context) error {
 			}
 		}
 	}
-	cols := make([]float64, m)
+	// The setup table's values: the column sums, then Σ‖x_i‖².
+	setup := make([]float64, (m/setupWidth+1)*setupWidth)
+	cols := setup[:m]
 	sq := 0.0
 	x := sw.x
 	for i, y := range x.y {
@@ -394,30 +400,24 @@ func (sw *sgdWorker) setup(ctx context.Context) error {
 			sq += x.val[k] * x.val[k]
 		}
 	}
-	for j, v := range cols {
-		if v != 0 {
-			if err := sw.add(tSetup, j, v); err != nil {
-				return err
-			}
+	setup[m] = sq
+	for r := range len(setup) / setupWidth {
+		if err := sw.cl.Inc(tSetup, r, setup[r*setupWidth:(r+1)*setupWidth]); err != nil {
+			return err
 		}
-	}
-	if err := sw.add(tSetup, m, sq); err != nil {
-		return err
 	}
 	if err := sw.cl.Clock(ctx); err != nil {
 		return err
 	}
-	for j := range m {
-		v, err := sw.get(ctx, tSetup, j)
+	for r := range len(setup) / setupWidth {
+		v, err := sw.cl.Get(ctx, tSetup, r)
 		if err != nil {
 			return err
 		}
-		sw.lambdaMax = max(sw.lambdaMax, math.Abs(v)/n)
+		copy(setup[r*setupWidth:], v)
 	}
-	sq, err := sw.get(ctx, tSetup, m)
-	if err != nil {
-		return err
-	}
+	sw.lambdaMax = lambdaMax(setup[:m], d.rows)
+	sq = setup[m]
 	sw.lambda = penalty(sw.cfg.Config, sw.lambdaMax, d.rows)
 	sw.step = sw.cfg.Step
 	if sw.step == 0 {
@@ -612,6 +612,16 @@ func (j *sgdJob) record(v []float64, lambda float64) SGDRecord {
 	return rec
 }
 
+// lambdaMax returns ‖cols‖∞/n: λ_max from the column sums of the setup
+// table.
+func lambdaMax(cols []float64, n int) float64 {
+	l := 0.0
+	for _, v := range cols {
+		l = max(l, math.Abs(v)/float64(n))
+	}
+	return l
+}
+
 // penalty returns λ for the given λ_max, as the scheduled solver sets it.
 func penalty(c Config, lambdaMax float64, n int) float64 {
 	switch {
@@ -631,10 +641,7 @@ func (j *sgdJob) after(ctx context.Context, c *wire.Conn, res *SGDResult) error 
 	if err != nil {
 		return err
 	}
-	n := float64(j.d.rows)
-	for _, v := range setup[:j.m] {
-		res.LambdaMax = max(res.LambdaMax, math.Abs(v)/n)
-	}
+	res.LambdaMax = lambdaMax(setup[:j.m], j.d.rows)
 	res.Lambda = penalty(j.cfg.Config, res.LambdaMax, j.d.rows)
 	// Every worker's clocks are confirmed: the metrics are complete.
 	metrics, err := node.Read(ctx, c, j.pcfg, tMetrics, 1, opts)
