@@ -20,7 +20,9 @@
 // that pandas (read_csv(path, comment="#")) and R (read.csv(path,
 // comment.char = "#")) read the coefficients in one call. A logistic
 // regression model also says its training labels ("# labels: 0/1" or
-// "# labels: -1/1"). Readers skip keys they do not know.
+// "# labels: -1/1"), and one fit with an L2 penalty says so ("# penalty:
+// l2"; without the line the penalty is L1). Readers skip keys they do not
+// know.
 package linear
 
 import (
@@ -44,6 +46,10 @@ const (
 	Logreg = "logreg"
 )
 
+// PenaltyL2 is Model.Penalty of a model fit with the L2 penalty
+// (λ/2)‖w‖²; the empty penalty is L1, λ‖w‖₁.
+const PenaltyL2 = "l2"
+
 // Labels of a logistic regression model's training data.
 const (
 	Labels01 = "0/1"  // the classes were written 0 and 1
@@ -61,8 +67,11 @@ type Model struct {
 	// Features is the number of features of the training data. Applying
 	// the model to a row with a non-zero feature beyond is an error.
 	Features int
-	// Lambda is the L1 penalty λ the model was fit with.
+	// Lambda is the penalty λ the model was fit with, of the L1 penalty
+	// λ‖w‖₁ unless Penalty says otherwise.
 	Lambda float64
+	// Penalty is "" (L1) or PenaltyL2.
+	Penalty string
 	// Labels, for Logreg, is how the training data wrote its classes
 	// (Labels01 or LabelsPM); predicted labels are written the same way.
 	Labels string
@@ -130,6 +139,8 @@ func (m *Model) Check() error {
 		return fmt.Errorf("features must be in [0, %d], got %d", math.MaxInt32, m.Features)
 	case !(m.Lambda >= 0) || math.IsInf(m.Lambda, 0):
 		return fmt.Errorf("lambda must be a finite number >= 0, got %v", m.Lambda)
+	case m.Penalty != "" && m.Penalty != PenaltyL2:
+		return fmt.Errorf("penalty must be %q or absent (L1), got %q", PenaltyL2, m.Penalty)
 	case math.IsNaN(m.Intercept) || math.IsInf(m.Intercept, 0):
 		return fmt.Errorf("the intercept must be finite, got %v", m.Intercept)
 	case len(m.Index) != len(m.Value):
@@ -157,6 +168,9 @@ func (m *Model) Write(w io.Writer) error {
 	fmt.Fprintf(bw, "%s\n# app: %s\n# features: %d\n# lambda: %s\n# intercept: %t\n", magic, m.App, m.Features, formatFloat(m.Lambda), m.HasIntercept)
 	if m.Labels != "" {
 		fmt.Fprintf(bw, "# labels: %s\n", m.Labels)
+	}
+	if m.Penalty != "" {
+		fmt.Fprintf(bw, "# penalty: %s\n", m.Penalty)
 	}
 	if m.Version != "" {
 		fmt.Fprintf(bw, "# version: %s\n", m.Version)
@@ -242,6 +256,8 @@ func Read(r io.Reader, name string) (*Model, error) {
 				intercept, err = strconv.ParseBool(value)
 			case "labels":
 				m.Labels = value
+			case "penalty":
+				m.Penalty = value
 			case "version":
 				m.Version = value
 			}

@@ -1,5 +1,6 @@
 // Package logreg is L1-regularized (sparse) logistic regression as a
-// scheduled model-parallel program:
+// scheduled model-parallel program (and by data-parallel SGD on the
+// parameter server: see the end):
 //
 //	minimize  F(w, b) = (1/n) Σ_i log(1 + exp(−y_i·(x_i·w + b))) + λ‖w‖₁
 //
@@ -152,4 +153,25 @@
 // separately), has dual value (1/n)·Σ H(s·q_i) ≥ (s/n)·Σ H(q_i), where H is
 // the binary entropy in nats. So gap = F − (1/n)·Σ s_c·H(q_i) ≥ F − F*
 // certifies the objective, and the runtime's Tol stops on it.
+//
+// # Data-parallel SGD
+//
+// RunSGD solves the same problem (or, with Penalty L2, (λ/2)‖w‖² in place
+// of λ‖w‖₁) by SGD on the stale-synchronous parameter server (package
+// ps/node), whose weights table has the consistency model SGDConfig.Model:
+// the rows are split over the workers, each reads only its range; the
+// weights are a table of rows of width 1 (the intercept its own row,
+// unpenalized, starting at logit ȳ). A clock is a mini-batch of
+// 1/ClocksPerPass of each worker's rows, one SGD step per row at the
+// worker's view (its own steps seen at once), with step η₀/√(1+pass); then
+// the penalty's proximal step for the whole mini-batch of all workers
+// (soft-thresholding by η·λ·n/k for L1, the truncated gradient; division by
+// 1 + η·λ·n/k for L2, weight decay), on the weights the worker owns (j mod
+// workers): the prox is not additive, so one worker applies it. Clock 0
+// fills a BSP setup table (λ_max's column sums, Σ‖x_i‖² for η₀); every
+// evaluation adds each worker's loss, counts and staleness to a BSP
+// metrics table, which the workers read one evaluation later, so that all
+// decide alike when to stop (Tol, Target, TimeLimit, the passes) without
+// a barrier at every evaluation. The model is read from the servers at the
+// final clock and its objective recomputed from it over the whole file.
 package logreg

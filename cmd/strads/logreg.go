@@ -40,6 +40,7 @@ type logregFlags struct {
 	fs      *flag.FlagSet
 	cfg     logreg.Config
 	sched   *scheduleFlags
+	ps      *psFlags
 	predict string
 	cv      int
 }
@@ -56,7 +57,18 @@ func addLogregFlags(fs *flag.FlagSet) *logregFlags {
 	fs.IntVar(&f.cfg.Path, "lambda-path", 0, pathUsage)
 	fs.IntVar(&f.cv, "cv", 0, cvUsage)
 	f.sched = addScheduleFlags(fs)
+	f.ps = addPSFlags(fs)
 	return f
+}
+
+// checkPredict checks that the directory of --predict exists.
+func (f *logregFlags) checkPredict() error {
+	if f.predict != "" {
+		if st, err := os.Stat(filepath.Dir(f.predict)); err != nil || !st.IsDir() {
+			return cli.Usagef("--predict %s: directory %s does not exist", f.predict, filepath.Dir(f.predict))
+		}
+	}
+	return nil
 }
 
 // config returns the validated logistic regression config for workers
@@ -70,12 +82,7 @@ func (f *logregFlags) config(workers int) (logreg.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, cli.FlagError(f.fs, linearFlagNames, err)
 	}
-	if f.predict != "" {
-		if st, err := os.Stat(filepath.Dir(f.predict)); err != nil || !st.IsDir() {
-			return cfg, cli.Usagef("--predict %s: directory %s does not exist", f.predict, filepath.Dir(f.predict))
-		}
-	}
-	return cfg, nil
+	return cfg, f.checkPredict()
 }
 
 // logregJob is a logistic regression job as the command runs it: the
@@ -108,6 +115,13 @@ func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	lay := addLayoutFlags(fs)
 	setLinearDefaults(fs)
 	return func(env *cli.Env) (*cli.Job, error) {
+		model, isPS, err := lf.ps.checkMode(givenFlags(fs))
+		if err != nil {
+			return nil, err
+		}
+		if isPS {
+			return logregPSJob(fs, env, lf, lf.ps, model)
+		}
 		opts := env.Options
 		cfg, err := lf.config(opts.Workers)
 		if err != nil {

@@ -1,0 +1,701 @@
+package logreg
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/strads-go/strads/apps/linear"
+	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/ps"
+	"github.com/strads-go/strads/ps/node"
+	"github.com/strads-go/strads/schmp"
+	"github.com/strads-go/strads/wire"
+)
+
+// SGDConfig configures logistic regression by data-parallel SGD on the
+// parameter server (package ps/node): the rows of Data are split over the
+// workers, each reads only its own, and the weights are a table of
+// consistency model Model (see the package documentation, "Data-parallel
+// SGD").
+type SGDConfig struct {
+	// Data, Test, Lambda, LambdaRatio, C and Intercept are as for the
+	// scheduled solver; its other fields are unused.
+	Config
+	// Penalty is L1 (λ‖w‖₁, the scheduled solver's) or L2 ((λ/2)‖w‖²).
+	Penalty Penalty
+	// Model and Staleness are the weights table's consistency model.
+	Model     ps.Model
+	Staleness int
+	// Workers and Servers are the numbers of workers and servers.
+	Workers, Servers int
+	// ClocksPerPass is how many clocks a pass over the data takes: a clock
+	// is a mini-batch of 1/ClocksPerPass of every worker's rows.
+	ClocksPerPass int
+	// Passes bounds the passes over the data; MaxClocks, if > 0, bounds
+	// the clocks of training too.
+	Passes    int
+	MaxClocks int
+	// EvalEvery is how many clocks of training come between two
+	// evaluations of the objective (each costs a pass over the data).
+	EvalEvery int
+	// Step is the step size η₀ of the first pass; 0 takes 2/r², r² the
+	// mean of ‖x_i‖² (+1 with an intercept). Pass p takes η₀/√(1+p).
+	Step float64
+	// Tol stops the job when the objective changed by less than Tol,
+	// relatively, between two evaluations; Target, with HasTarget, once
+	// it is at most Target; TimeLimit after that long (0: none of them).
+	Tol       float64
+	Target    float64
+	HasTarget bool
+	TimeLimit time.Duration
+	// Seed seeds the order of every worker's rows in each pass.
+	Seed uint64
+	// Progress, if set, takes a progress line per evaluation, at most
+	// every ProgressEvery.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// Node are the parameter server's waits and logger.
+	Node node.Options
+}
+
+// Validate reports the first bad field, as a *schmp.FieldError where a
+// field is to blame.
+func (c *SGDConfig) Validate() error {
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Path > 0:
+		return schmp.Fieldf("Path", "is the scheduled solver's: SGD solves one λ")
+	case c.Penalty == L2 && c.LambdaRatio > 0:
+		return schmp.Fieldf("LambdaRatio", "is the L1 penalty's (a fraction of λ_max, the smallest λ with w = 0): give {Lambda} or {C} with the L2 penalty")
+	case c.Workers < 1 || c.Servers < 1:
+		return fmt.Errorf("%d workers and %d servers: each needs at least 1", c.Workers, c.Servers)
+	case c.ClocksPerPass < 1:
+		return schmp.Fieldf("ClocksPerPass", "must be >= 1, got %d", c.ClocksPerPass)
+	case c.Passes < 1:
+		return schmp.Fieldf("Passes", "must be >= 1, got %d", c.Passes)
+	case c.EvalEvery < 1:
+		return schmp.Fieldf("EvalEvery", "must be >= 1, got %d", c.EvalEvery)
+	case c.MaxClocks < 0:
+		return schmp.Fieldf("MaxClocks", "must be >= 0, got %d", c.MaxClocks)
+	case !(c.Step >= 0) || math.IsInf(c.Step, 0):
+		return schmp.Fieldf("Step", "must be a finite number >= 0 (0: from the data), got %v", c.Step)
+	case c.Model == ps.BSP && c.Staleness != 0:
+		return schmp.Fieldf("Staleness", "is for ssp and essp: bsp reads are never stale, got %d", c.Staleness)
+	case c.Model == ps.Async && c.Staleness != 0:
+		return schmp.Fieldf("Staleness", "is for ssp and essp: async reads have no bound, got %d", c.Staleness)
+	case c.Staleness < 0 || c.Staleness >= ps.MaxAhead:
+		return schmp.Fieldf("Staleness", "must be in [0, %d], got %d", ps.MaxAhead-1, c.Staleness)
+	}
+	t := ps.Table{Name: "weights", Rows: 1, Width: 1, Model: c.Model, Staleness: c.Staleness}
+	return ps.Config{Tables: []ps.Table{t}, Servers: 1, Workers: 1}.Validate()
+}
+
+// SGDRecord is an evaluation: the objective and the accuracies at the
+// workers' views of the weights (each worker's rows at its own view), and
+// the staleness of the workers' reads of the weights so far.
+type SGDRecord struct {
+	Time      float64 // seconds since the start of training
+	Clock     int     // the clock of the evaluation
+	Samples   int64   // SGD steps taken before it, all workers
+	Objective float64
+	NNZ       int
+	Train     float64
+	Test      float64 // NaN without a test set
+	Staleness ps.Stats
+}
+
+// SGDResult is the end of an SGD job: the model as read from the servers
+// at the final clock, and its objective and accuracies recomputed from it
+// exactly (over Data and Test, read whole).
+type SGDResult struct {
+	Model     *linear.Model
+	Lambda    float64
+	LambdaMax float64
+	Objective float64
+	Train     Fit
+	Test      Fit // Rows 0 without a test set
+	Records   []SGDRecord
+	Clocks    int
+	Elapsed   time.Duration
+	Reason    string
+}
+
+// Metrics table fields, per evaluation; the last Workers values are each
+// worker's greatest staleness.
+const (
+	mCount = iota // workers that reported
+	mLoss
+	mReg // the penalty of the weights the worker owns, without λ
+	mNNZ
+	mCorrect
+	mTestCorrect
+	mReads
+	mSum
+	mSumSq
+	mTime    // worker 0's
+	mClock   // worker 0's
+	mSamples // worker 0's: SGD steps of all workers before the evaluation
+	mStop    // worker 0's: the time limit passed
+	mReason  // worker 0's: why the job stops here (a stop code), or 0
+	mFields
+)
+
+// setupWidth is the width of the setup table's rows: it is read whole
+// once, and a row not cached costs a round trip to its server.
+const setupWidth = 256
+
+// The tables.
+const (
+	tWeights = iota
+	tSetup
+	tMetrics
+)
+
+// dataInfo is what the command learns of the training file before the job
+// starts: its size, which shapes the tables, and its classes.
+type dataInfo struct {
+	rows, features, pos, neg, zero int
+	testRows                       int
+}
+
+// scan reads the training file once for its shape and checks its labels.
+func scan(cfg Config) (dataInfo, error) {
+	var d dataInfo
+	err := libsvm.Read(cfg.Data, func(line int, r libsvm.Row) error {
+		switch r.Label {
+		case 1:
+			d.pos++
+		case -1:
+			d.neg++
+		case 0:
+			d.zero++
+		default:
+			return &libsvm.ParseError{File: cfg.Data, Line: line, Msg: badLabel(r.Label)}
+		}
+		d.features = max(d.features, r.Width())
+		d.rows++
+		return nil
+	})
+	if err != nil {
+		return d, err
+	}
+	switch {
+	case d.zero > 0 && d.neg > 0:
+		return d, &libsvm.ParseError{File: cfg.Data, Msg: "labels mix the 0/1 and -1/+1 conventions"}
+	case d.features == 0:
+		return d, &libsvm.ParseError{File: cfg.Data, Msg: "no features"}
+	}
+	if err := checkClasses(cfg.Data, d.pos, d.neg+d.zero); err != nil {
+		return d, err
+	}
+	if cfg.Test != "" {
+		if d.testRows, err = libsvm.CountRows(cfg.Test); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// shard is a worker's rows, compressed by row.
+type shard struct {
+	ptr []int
+	idx []int32
+	val []float64
+	y   []float64
+}
+
+func (s *shard) rows() int { return len(s.y) }
+
+// readShard reads rows [lo, hi) of path.
+func readShard(path string, lo, hi int) (*shard, error) {
+	s := &shard{ptr: []int{0}}
+	err := libsvm.ReadRange(path, lo, hi, func(line int, r libsvm.Row) error {
+		y, ok := label(r.Label)
+		if !ok {
+			return &libsvm.ParseError{File: path, Line: line, Msg: badLabel(r.Label)}
+		}
+		s.idx = append(s.idx, r.Index...)
+		s.val = append(s.val, r.Value...)
+		s.ptr = append(s.ptr, len(s.idx))
+		s.y = append(s.y, y)
+		return nil
+	})
+	return s, err
+}
+
+// RunSGD runs an SGD job on the parameter server, its nodes on
+// connections from dial, and returns the model at the final clock. A
+// diverging objective fails it with coordinator.ErrDiverged.
+func RunSGD(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg SGDConfig) (*SGDResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d, err := scan(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	m := d.features
+	trainClocks := cfg.Passes * cfg.ClocksPerPass
+	if cfg.MaxClocks > 0 {
+		trainClocks = min(trainClocks, cfg.MaxClocks)
+	}
+	evals := (trainClocks+cfg.EvalEvery-1)/cfg.EvalEvery + 1
+	pcfg := ps.Config{Servers: cfg.Servers, Workers: cfg.Workers, Tables: []ps.Table{
+		tWeights: {Name: "weights", Rows: m + 1, Width: 1, Model: cfg.Model, Staleness: cfg.Staleness},
+		tSetup:   {Name: "setup", Rows: m/setupWidth + 1, Width: setupWidth},
+		tMetrics: {Name: "metrics", Rows: evals, Width: mFields + cfg.Workers},
+	}}
+	if err := pcfg.Validate(); err != nil {
+		return nil, err
+	}
+	j := &sgdJob{cfg: cfg, d: d, m: m, trainClocks: trainClocks, pcfg: pcfg}
+	res := &SGDResult{}
+	start := time.Now()
+	err = node.Run(ctx, dial, pcfg, cfg.Node, j.work, func(ctx context.Context, c *wire.Conn) error {
+		return j.after(ctx, c, res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// sgdJob is what every node of a job knows before it starts: the config
+// and the shape of the data.
+type sgdJob struct {
+	cfg         SGDConfig
+	d           dataInfo
+	m           int
+	trainClocks int
+	pcfg        ps.Config
+}
+
+// sgdWorker is a worker's state: its rows and its view of the weights.
+type sgdWorker struct {
+	*sgdJob
+	w         int
+	cl        *node.Client
+	x, test   *shard
+	perm      []int
+	inc       []float64
+	lambda    float64
+	lambdaMax float64 // of the setup table
+	step      float64
+	start     time.Time
+	samples   int64 // SGD steps of all workers so far
+	lastPrint time.Time
+	prevF, f0 float64
+	haveF     bool
+	stop      int
+}
+
+// Why a job stops, in the metrics table.
+const (
+	stopNone = iota
+	stopPasses
+	stopConverged
+	stopTarget
+	stopTime
+)
+
+var stopReasons = [...]string{stopPasses: "the passes or clocks ran out", stopConverged: "converged: the objective changed by less than --tol", stopTarget: "target reached", stopTime: "time limit"}
+
+// work is worker w's program. Clock 0 sums the data's statistics into the
+// setup table (BSP); then each evaluation adds to the metrics table (BSP),
+// which every worker reads one evaluation later, so that all decide alike
+// when to stop without waiting for each other at every evaluation.
+func (j *sgdJob) work(ctx context.Context, w int, cl *node.Client) error {
+	lo, hi := libsvm.ShardRange(j.d.rows, w, j.cfg.Workers)
+	x, err := readShard(j.cfg.Data, lo, hi)
+	if err != nil {
+		return err
+	}
+	sw := &sgdWorker{sgdJob: j, w: w, cl: cl, x: x, inc: make([]float64, 1), start: time.Now()}
+	if j.cfg.Test != "" {
+		tlo, thi := libsvm.ShardRange(j.d.testRows, w, j.cfg.Workers)
+		if sw.test, err = readShard(j.cfg.Test, tlo, thi); err != nil {
+			return err
+		}
+	}
+	if err := sw.setup(ctx); err != nil {
+		return err
+	}
+	t, e := 0, 0
+	for {
+		if e > 0 {
+			if err := sw.decide(ctx, e-1); err != nil {
+				return err
+			}
+		}
+		if sw.stop == stopNone && t >= j.trainClocks {
+			sw.stop = stopPasses
+		}
+		if err := sw.evaluate(ctx, e, t); err != nil {
+			return err
+		}
+		if sw.stop != stopNone {
+			return cl.Clock(ctx)
+		}
+		for k := 0; k < j.cfg.EvalEvery && t < j.trainClocks; k++ {
+			if err := sw.train(ctx, t); err != nil {
+				return err
+			}
+			if err := cl.Clock(ctx); err != nil {
+				return err
+			}
+			t++
+		}
+		e++
+	}
+}
+
+func (sw *sgdWorker) add(t, row int, v float64) error {
+	sw.inc[0] = v
+	return sw.cl.Inc(t, row, sw.inc)
+}
+
+func (sw *sgdWorker) get(ctx context.Context, t, row int) (float64, error) {
+	v, err := sw.cl.Get(ctx, t, row)
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
+}
+
+// setup is clock 0 and the reads of clock 1: λ_max's column sums and
+// Σ‖x_i‖², and the intercept's start, logit(ȳ), as the scheduled solver
+// starts it.
+func (sw *sgdWorker) setup(ctx context.Context) error {
+	d, m := sw.d, sw.m
+	n := float64(d.rows)
+	center := 0.5
+	if sw.cfg.Intercept {
+		center = float64(d.pos) / n
+		if sw.w == 0 {
+			if err := sw.add(tWeights, m, math.Log(center/(1-center))); err != nil {
+				return err
+			}
+		}
+	}
+	// The setup table's values: the column sums, then Σ‖x_i‖².
+	setup := make([]float64, (m/setupWidth+1)*setupWidth)
+	cols := setup[:m]
+	sq := 0.0
+	x := sw.x
+	for i, y := range x.y {
+		y01 := 0.0
+		if y > 0 {
+			y01 = 1
+		}
+		for k := x.ptr[i]; k < x.ptr[i+1]; k++ {
+			cols[x.idx[k]] += x.val[k] * (y01 - center)
+			sq += x.val[k] * x.val[k]
+		}
+	}
+	setup[m] = sq
+	for r := range len(setup) / setupWidth {
+		if err := sw.cl.Inc(tSetup, r, setup[r*setupWidth:(r+1)*setupWidth]); err != nil {
+			return err
+		}
+	}
+	if err := sw.cl.Clock(ctx); err != nil {
+		return err
+	}
+	for r := range len(setup) / setupWidth {
+		v, err := sw.cl.Get(ctx, tSetup, r)
+		if err != nil {
+			return err
+		}
+		copy(setup[r*setupWidth:], v)
+	}
+	sw.lambdaMax = lambdaMax(setup[:m], d.rows)
+	sq = setup[m]
+	sw.lambda = penalty(sw.cfg.Config, sw.lambdaMax, d.rows)
+	sw.step = sw.cfg.Step
+	if sw.step == 0 {
+		r2 := sq / n
+		if sw.cfg.Intercept {
+			r2++
+		}
+		sw.step = 2 / max(r2, 1e-12)
+	}
+	return nil
+}
+
+// margin returns x_i·w + b at the worker's view.
+func (sw *sgdWorker) margin(ctx context.Context, x *shard, i int) (float64, error) {
+	z := 0.0
+	if sw.cfg.Intercept {
+		b, err := sw.get(ctx, tWeights, sw.m)
+		if err != nil {
+			return 0, err
+		}
+		z = b
+	}
+	for k := x.ptr[i]; k < x.ptr[i+1]; k++ {
+		j := int(x.idx[k])
+		if j >= sw.m {
+			continue // a test row's feature the training data lacks
+		}
+		v, err := sw.get(ctx, tWeights, j)
+		if err != nil {
+			return 0, err
+		}
+		z += v * x.val[k]
+	}
+	if math.IsNaN(z) || math.IsInf(z, 0) {
+		return 0, fmt.Errorf("%w: a margin x·w + b of %v at clock %d (a smaller step size, --step, may help)", coordinator.ErrDiverged, z, sw.cl.Clocks())
+	}
+	return z, nil
+}
+
+// train is training clock t: an SGD step for each row of the clock's
+// mini-batch, then the proximal step of the penalty for the whole
+// mini-batch (of all workers) on the features the worker owns.
+func (sw *sgdWorker) train(ctx context.Context, t int) error {
+	k, pass := sw.cfg.ClocksPerPass, t/sw.cfg.ClocksPerPass
+	eta := sw.step / math.Sqrt(1+float64(pass))
+	x := sw.x
+	if t%k == 0 {
+		rng := rand.New(rand.NewPCG(sw.cfg.Seed, uint64(sw.w)<<32|uint64(pass)))
+		sw.perm = rng.Perm(x.rows())
+	}
+	b := t % k
+	lo, hi := b*x.rows()/k, (b+1)*x.rows()/k
+	for _, i := range sw.perm[lo:hi] {
+		z, err := sw.margin(ctx, x, i)
+		if err != nil {
+			return err
+		}
+		_, q, _ := row(x.y[i], z)
+		g := -eta * -x.y[i] * q // −η·∂loss/∂z
+		for p := x.ptr[i]; p < x.ptr[i+1]; p++ {
+			if err := sw.add(tWeights, int(x.idx[p]), g*x.val[p]); err != nil {
+				return err
+			}
+		}
+		if sw.cfg.Intercept {
+			if err := sw.add(tWeights, sw.m, g); err != nil {
+				return err
+			}
+		}
+	}
+	// The steps of all workers of this clock, n/k in all: each worker's
+	// share of them is its own, but the penalty's prox is not additive,
+	// so one worker applies it, for all of them, to the weights it owns.
+	n := float64(sw.d.rows)
+	sw.samples += int64((t+1)*sw.d.rows/k - t*sw.d.rows/k)
+	shrink := eta * sw.lambda * n / float64(k)
+	for j := sw.w; j < sw.m; j += sw.cfg.Workers {
+		v, err := sw.get(ctx, tWeights, j)
+		if err != nil {
+			return err
+		}
+		var nv float64
+		if sw.cfg.Penalty == L2 {
+			nv = v / (1 + shrink)
+		} else {
+			nv = math.Copysign(max(math.Abs(v)-shrink, 0), v)
+		}
+		if nv != v {
+			if err := sw.add(tWeights, j, nv-v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// evaluate adds evaluation e, at the worker's view after t clocks of
+// training, to the metrics table.
+func (sw *sgdWorker) evaluate(ctx context.Context, e, t int) error {
+	row := make([]float64, mFields+sw.cfg.Workers)
+	var f Fit
+	for i, y := range sw.x.y {
+		z, err := sw.margin(ctx, sw.x, i)
+		if err != nil {
+			return err
+		}
+		f.add(y, z)
+	}
+	if sw.test != nil {
+		var tf Fit
+		for i, y := range sw.test.y {
+			z, err := sw.margin(ctx, sw.test, i)
+			if err != nil {
+				return err
+			}
+			tf.add(y, z)
+		}
+		row[mTestCorrect] = float64(tf.Correct)
+	}
+	for j := sw.w; j < sw.m; j += sw.cfg.Workers {
+		v, err := sw.get(ctx, tWeights, j)
+		if err != nil {
+			return err
+		}
+		row[mReg] += sw.cfg.Penalty.Of([]float64{v})
+		if v != 0 {
+			row[mNNZ]++
+		}
+	}
+	st := sw.cl.Stats()
+	row[mCount], row[mLoss], row[mCorrect] = 1, f.Loss, float64(f.Correct)
+	row[mReads], row[mSum], row[mSumSq] = float64(st.Reads), st.Sum, st.SumSq
+	row[mFields+sw.w] = float64(st.Max)
+	if sw.w == 0 {
+		el := time.Since(sw.start)
+		row[mTime], row[mClock], row[mSamples] = el.Seconds(), float64(sw.cl.Clocks()), float64(sw.samples)
+		if sw.cfg.TimeLimit > 0 && el >= sw.cfg.TimeLimit {
+			row[mStop] = 1
+		}
+		row[mReason] = float64(sw.stop)
+	}
+	return sw.cl.Inc(tMetrics, e, row)
+}
+
+// decide reads evaluation e, complete now, and sets sw.stop if the job
+// stops: every worker reads the same values, so all stop at once.
+func (sw *sgdWorker) decide(ctx context.Context, e int) error {
+	v, err := sw.cl.Get(ctx, tMetrics, e)
+	if err != nil {
+		return err
+	}
+	rec := sw.record(v, sw.lambda)
+	f := rec.Objective
+	if sw.w == 0 && sw.cfg.Progress != nil && time.Since(sw.lastPrint) >= sw.cfg.ProgressEvery {
+		sw.lastPrint = time.Now()
+		fmt.Fprintf(sw.cfg.Progress, "clock %d  pass %.3g  objective %.9g  nnz %d  train accuracy %.4f  staleness mean %.3g max %d  elapsed %.1fs\n",
+			rec.Clock, float64(rec.Samples)/float64(sw.d.rows), f, rec.NNZ, rec.Train, rec.Staleness.Mean(), rec.Staleness.Max, rec.Time)
+	}
+	if e == 0 {
+		sw.f0 = f
+	}
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0) || f > 100*sw.f0:
+		return fmt.Errorf("%w: objective %v at clock %d (it started at %v; a smaller step size, --step, may help)", coordinator.ErrDiverged, f, rec.Clock, sw.f0)
+	case sw.cfg.HasTarget && f <= sw.cfg.Target:
+		sw.stop = stopTarget
+	case v[mStop] > 0:
+		sw.stop = stopTime
+	case sw.haveF && sw.cfg.Tol > 0 && math.Abs(sw.prevF-f) <= sw.cfg.Tol*math.Abs(f):
+		sw.stop = stopConverged
+	}
+	sw.prevF, sw.haveF = f, true
+	return nil
+}
+
+// record returns the evaluation of a row of the metrics table, with
+// penalty lambda.
+func (j *sgdJob) record(v []float64, lambda float64) SGDRecord {
+	n := float64(j.d.rows)
+	rec := SGDRecord{
+		Time: v[mTime], Clock: int(v[mClock]), Samples: int64(v[mSamples]),
+		NNZ: int(v[mNNZ]), Train: v[mCorrect] / n, Test: math.NaN(),
+		Staleness: ps.Stats{Reads: int64(v[mReads]), Sum: v[mSum], SumSq: v[mSumSq]},
+	}
+	for _, s := range v[mFields:] {
+		rec.Staleness.Max = max(rec.Staleness.Max, int(s))
+	}
+	if j.cfg.Test != "" && j.d.testRows > 0 {
+		rec.Test = v[mTestCorrect] / float64(j.d.testRows)
+	}
+	rec.Objective = v[mLoss]/n + lambda*v[mReg]
+	return rec
+}
+
+// lambdaMax returns ‖cols‖∞/n: λ_max from the column sums of the setup
+// table.
+func lambdaMax(cols []float64, n int) float64 {
+	l := 0.0
+	for _, v := range cols {
+		l = max(l, math.Abs(v)/float64(n))
+	}
+	return l
+}
+
+// penalty returns λ for the given λ_max, as the scheduled solver sets it.
+func penalty(c Config, lambdaMax float64, n int) float64 {
+	switch {
+	case c.LambdaRatio > 0:
+		return c.LambdaRatio * lambdaMax
+	case c.C > 0:
+		return 1 / (c.C * float64(n))
+	}
+	return c.Lambda
+}
+
+// after reads the metrics and, at the final clock, the weights, and
+// recomputes the objective from the model as it will be written.
+func (j *sgdJob) after(ctx context.Context, c *wire.Conn, res *SGDResult) error {
+	opts := j.cfg.Node
+	setup, err := node.Read(ctx, c, j.pcfg, tSetup, 1, opts)
+	if err != nil {
+		return err
+	}
+	res.LambdaMax = lambdaMax(setup[:j.m], j.d.rows)
+	res.Lambda = penalty(j.cfg.Config, res.LambdaMax, j.d.rows)
+	// Every worker's clocks are confirmed: the metrics are complete.
+	metrics, err := node.Read(ctx, c, j.pcfg, tMetrics, 1, opts)
+	if err != nil {
+		return err
+	}
+	width := mFields + j.cfg.Workers
+	why := stopNone
+	for e := range j.pcfg.Tables[tMetrics].Rows {
+		v := metrics[e*width : (e+1)*width]
+		if int(v[mCount]) != j.cfg.Workers {
+			break
+		}
+		res.Records = append(res.Records, j.record(v, res.Lambda))
+		why = int(v[mReason])
+	}
+	if len(res.Records) == 0 || why <= stopNone || why >= len(stopReasons) {
+		return fmt.Errorf("the metrics table holds %d evaluations and no stop", len(res.Records))
+	}
+	res.Reason = stopReasons[why]
+	res.Clocks = res.Records[len(res.Records)-1].Clock + 1
+	w, err := node.Read(ctx, c, j.pcfg, tWeights, res.Clocks, opts)
+	if err != nil {
+		return err
+	}
+	b := 0.0
+	if j.cfg.Intercept {
+		b = w[j.m]
+	}
+	lm := linear.New(linear.Logreg, res.Lambda, j.cfg.Intercept, b, w[:j.m])
+	lm.Labels = linear.LabelsPM
+	if j.d.zero > 0 {
+		lm.Labels = linear.Labels01
+	}
+	if j.cfg.Penalty == L2 {
+		lm.Penalty = linear.PenaltyL2
+	}
+	res.Model = lm
+	return res.Recompute(j.cfg)
+}
+
+// Recompute sets the result's objective and fits from its model, over
+// cfg.Data and cfg.Test read whole, exactly as the model file holds it.
+func (r *SGDResult) Recompute(cfg SGDConfig) error {
+	w := r.Model.Dense()
+	var err error
+	if r.Train, err = Loss(cfg.Data, w, r.Model.Intercept); err != nil {
+		return err
+	}
+	r.Objective = r.Train.Loss/float64(r.Train.Rows) + r.Lambda*cfg.Penalty.Of(w)
+	if cfg.Test != "" {
+		if r.Test, err = Loss(cfg.Test, w, r.Model.Intercept); err != nil {
+			return err
+		}
+	}
+	return nil
+}
