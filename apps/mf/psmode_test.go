@@ -1,0 +1,83 @@
+package mf
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/ps/node"
+	"github.com/strads-go/strads/wire"
+)
+
+// psConfig returns the SGD configuration of the parameter-server tests on
+// the generated set at train, test.
+func psConfig(train, test, mode string, workers int) Config {
+	return Config{Train: train, Test: test, Rank: 4, Lambda: 0.01, BiasLambda: DefaultBiasLambda, Algo: SGD, Schedule: Rotation,
+		LearningRate: 0.05, Decay: 0.05, Seed: 1, Workers: workers, Iters: 12, ReportEvery: 1, Mode: mode}
+}
+
+// runPS runs cfg on an embedded nats-server.
+func runPS(t *testing.T, cfg Config, o PSOptions) (*PSResult, error) {
+	t.Helper()
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
+	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "mfps") }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o.Node = node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second}
+	return RunPS(ctx, cfg, o, dial)
+}
+
+// TestPSModes runs SGD on the parameter server under every consistency
+// model: the objective falls over the iterations, the final test RMSE is
+// within 5% of the scheduled SGD's on the same data, and the files
+// written give back the RMSE reported.
+func TestPSModes(t *testing.T) {
+	dir := t.TempDir()
+	train, test := genSet(t, dir, 0.1, 3)
+	sched, err := fitLocal(context.Background(), psConfig(train, test, Scheduled, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sched.Final().TestRMSE
+	var testRatings []Rating
+	if err := ReadRatings(test, func(_ int, r Rating) error { testRatings = append(testRatings, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode      string
+		staleness int
+		workers   int
+	}{{"bsp", 0, 2}, {"ssp", 2, 2}, {"essp", 2, 3}, {"async", 0, 2}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			res, err := runPS(t, psConfig(train, test, tc.mode, tc.workers), PSOptions{Staleness: tc.staleness})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Model
+			f := m.Final()
+			t.Logf("%s: %d evaluations, test RMSE %.4f (scheduled %.4f), staleness %+v", tc.mode, len(m.Trace), f.TestRMSE, want, res.Staleness[len(res.Staleness)-1])
+			if len(m.Trace) != 13 || f.Iter != 12 || res.Clocks != 12 {
+				t.Errorf("%d evaluations, the last at iteration %g, %d clocks; want 13, 12, 12", len(m.Trace), f.Iter, res.Clocks)
+			}
+			for k := 2; k < len(m.Trace); k++ {
+				if m.Trace[k].Objective > m.Trace[k-1].Objective*1.001 {
+					t.Errorf("objective %.6g at iteration %g, up from %.6g", m.Trace[k].Objective, m.Trace[k].Iter, m.Trace[k-1].Objective)
+				}
+			}
+			if !(f.Objective < m.Trace[0].Objective) || !(math.Abs(f.TestRMSE-want) <= 0.05*want) {
+				t.Errorf("objective %.6g from %.6g, test RMSE %.4f; want it within 5%% of the scheduled SGD's %.4f", f.Objective, m.Trace[0].Objective, f.TestRMSE, want)
+			}
+			if got := savedRMSE(t, m, testRatings); math.Abs(got-f.TestRMSE) > 1e-9*f.TestRMSE {
+				t.Errorf("the model written scores a test RMSE of %.12g, the job reported %.12g", got, f.TestRMSE)
+			}
+		})
+	}
+}
+
+var _ = os.Remove
+var _ = filepath.Join
