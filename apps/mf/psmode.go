@@ -49,7 +49,8 @@ type PSResult struct {
 	// state's, computed from the factors it holds.
 	Model *Model
 	// Clocks is the number of SGD clocks run; Reason says why the job
-	// stopped there.
+	// stopped there: "max-iterations", or schmp.StopConverged (Tol) or
+	// StopTimeLimit, as the scheduled job's result says (its Why).
 	Clocks int
 	Reason string
 	// Staleness holds the staleness of all the workers' reads of H until
@@ -739,11 +740,11 @@ func (p *psPlan) finish(ctx context.Context, c *wire.Conn, res *PSResult) error 
 	m.stale = res.Staleness
 	res.Model, res.Clocks, res.b = m, clocks, b
 	// A stop at clock end decided on evaluation k, end = evalClock(k) + lag.
-	res.Reason = fmt.Sprintf("%d iterations", p.cfg.Iters)
+	res.Reason = "max-iterations"
 	if k := (end - p.lag - 1) / (p.cfg.ReportEvery * p.cpi); clocks < p.maxClock-1 && k >= 0 && k < p.evals {
-		res.Reason = "converged: the objective changed by less than --tol"
+		res.Reason = string(schmp.StopConverged)
 		if e, _ := p.eval(metrics[k*width : (k+1)*width]); p.o.TimeLimit > 0 && e.Time >= p.o.TimeLimit {
-			res.Reason = "time limit"
+			res.Reason = string(schmp.StopTimeLimit)
 		}
 	}
 	return nil

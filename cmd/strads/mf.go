@@ -37,6 +37,7 @@ type mfFlags struct {
 	lambda              *autoValue[float64]
 	rank                *autoValue[int]
 	ring                bool
+	ps                  mf.PSOptions
 }
 
 func addMFFlags(fs *flag.FlagSet) *mfFlags {
@@ -57,6 +58,10 @@ func addMFFlags(fs *flag.FlagSet) *mfFlags {
 	fs.BoolVar(&f.cfg.ColdStart, "cold-start", false, "start from biases of 0 and random factors, instead of from the bias-only fit μ + b_u + c_i with W = 0, so that iteration 0 is the bias-only model (sgd on the rotation, ccd and als; the unscheduled sgd always starts cold)")
 	fs.StringVar(&f.cfg.Algo, "algo", mf.SGD, "algorithm: sgd (stochastic gradient descent), ccd (CCD++, rank-one coordinate descent) or als (alternating least squares)")
 	fs.BoolVar(&f.ring, "ring", true, "sgd on the rotation: a worker sends the block of H it finished straight to its next owner (the ring); false sends it through the coordinator (the star), as before; both give the same model")
+	fs.StringVar(&f.cfg.Mode, "mode", mf.Scheduled, "sgd: scheduled (on the runtime's --schedule) or, data-parallel on the parameter server, the consistency model of its item table: bsp, ssp, essp or async (docs/mf.md; a whole job in one process only)")
+	fs.IntVar(&f.ps.Staleness, "staleness", defaultStaleness, "ssp and essp: a worker reads H at most `s` clocks stale. 2 by default: measured on 1M generated ratings with 2 workers, one 2× slower (--slow-worker 2), s = 2 gained most of the time of async over bsp at no loss of test RMSE; higher s gained little more (docs/mf.md)")
+	fs.IntVar(&f.ps.ClocksPerIter, "clocks-per-iter", 1, "bsp, ssp, essp, async: clocks (exchanges of the changes of H) per iteration, each over a share of every worker's users")
+	fs.Float64Var(&f.ps.SlowWorker, "slow-worker", 0, "bsp, ssp, essp, async, for experiments with a straggler: worker 0 takes `F` times as long per clock, sleeping (F−1)× its compute time (0 or 1: off)")
 	fs.StringVar(&f.cfg.Schedule, "schedule", mf.Rotation, "sgd only: rotation (DSGD: item blocks rotate among the workers) or unscheduled (Hogwild-style baseline: every worker updates all of H, merged once per iteration)")
 	fs.Float64Var(&f.cfg.LearningRate, "lr", 0.05, "sgd: step size η₀; iteration e uses η₀/(1 + decay·e^1.5)")
 	fs.Float64Var(&f.cfg.Decay, "decay", 0.05, "sgd: decay of the step size")
@@ -94,6 +99,9 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		cfg := f.cfg
 		cfg.Workers, cfg.ReportEvery = opts.Workers, opts.ReportEvery
 		cfg.Star = !f.ring
+		if f.cfg.Mode != mf.Scheduled && !given(fs)["validate"] {
+			cfg.Holdout = 0 // the parameter-server modes hold nothing out
+		}
 		if err := cfg.Validate(); err != nil {
 			return nil, cli.UsageError(err)
 		}
@@ -102,6 +110,12 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		}
 		if (f.lambda.auto || f.rank.auto) && env.Role != cli.All {
 			return nil, errAutoRole
+		}
+		if cfg.Mode != "" && cfg.Mode != mf.Scheduled {
+			return f.psJob(fs, env, cfg)
+		}
+		if err := f.notPS(fs); err != nil {
+			return nil, err
 		}
 		switch {
 		case opts.Depth > 1:
