@@ -11,6 +11,7 @@ import (
 	"github.com/strads-go/strads/atomicfile"
 	"github.com/strads-go/strads/cli"
 	"github.com/strads-go/strads/coordinator"
+	"github.com/strads-go/strads/ps"
 	"github.com/strads-go/strads/ps/node"
 	"github.com/strads-go/strads/schmp"
 )
@@ -58,9 +59,14 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 	case o.ClocksPerIter < 1:
 		return nil, cli.Usagef("--clocks-per-iter must be at least 1, got %d", o.ClocksPerIter)
 	}
-	for _, name := range []string{"schedule", "ring", "max-rounds", "target", "checkpoint-every", "resume", "spares", "inner"} {
+	for _, name := range []string{"schedule", "ring", "inner"} {
 		if g[name] {
-			return nil, cli.Usagef("--%s is not of --mode %s (SGD on the parameter server: --iters, --tol and --time-limit stop it)", name, cfg.Mode)
+			return nil, cli.Usagef("--%s is of --mode %s, not --mode %s", name, mf.Scheduled, cfg.Mode)
+		}
+	}
+	for _, name := range []string{"max-rounds", "target", "checkpoint-every", "resume", "spares"} {
+		if g[name] {
+			return nil, cli.Usagef("--%s is not of --mode %s (SGD on the parameter server: --iters, --tol and --time-limit stop it; it takes no checkpoints)", name, cfg.Mode)
 		}
 	}
 	if cfg.Mode != "ssp" && cfg.Mode != "essp" {
@@ -69,8 +75,8 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 	if err := cfg.Validate(); err != nil {
 		return nil, cli.UsageError(err)
 	}
-	if o.Staleness < 0 || o.Staleness >= 63 {
-		return nil, cli.Usagef("--staleness must be from 0 to 62, got %d", o.Staleness)
+	if o.Staleness < 0 || o.Staleness >= ps.MaxAhead {
+		return nil, cli.Usagef("--staleness must be from 0 to %d, got %d", ps.MaxAhead-1, o.Staleness)
 	}
 	cfg.Warn = env.Stderr
 	cfg.Predict, cfg.PredictOut = f.predict, f.predictOut
