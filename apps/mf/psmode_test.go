@@ -2,6 +2,7 @@ package mf
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -81,4 +82,49 @@ func TestPSModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPSStops checks the decisions that every worker takes alike: a
+// large step size fails the job as diverged, and --tol stops it early,
+// with the last evaluation that of the model returned; with a straggler
+// (SlowWorker) SSP's reads stay within their bound.
+func TestPSStops(t *testing.T) {
+	dir := t.TempDir()
+	train, test := genSet(t, dir, 0.1, 4)
+	var testRatings []Rating
+	if err := ReadRatings(test, func(_ int, r Rating) error { testRatings = append(testRatings, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("diverges", func(t *testing.T) {
+		cfg := psConfig(train, test, "ssp", 2)
+		cfg.LearningRate = 3
+		if _, err := runPS(t, cfg, PSOptions{Staleness: 1}); !errors.Is(err, ErrDiverged) {
+			t.Fatalf("RunPS: %v, want %v", err, ErrDiverged)
+		}
+	})
+	t.Run("tol", func(t *testing.T) {
+		res, err := runPS(t, psConfig(train, test, "essp", 2), PSOptions{Staleness: 2, Tol: 0.02})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Model
+		f := m.Final()
+		if res.Reason != "converged" || res.Clocks >= psIters || f.Round != uint64(res.Clocks) {
+			t.Errorf("stopped after %d clocks (%s), the last evaluation after %d; want converged before %d, the last evaluation of the state written", res.Clocks, res.Reason, f.Round, psIters)
+		}
+		if got := savedRMSE(t, m, testRatings); math.Abs(got-f.TestRMSE) > 1e-9*f.TestRMSE {
+			t.Errorf("the model written scores a test RMSE of %.12g, the job reported %.12g", got, f.TestRMSE)
+		}
+	})
+	t.Run("straggler", func(t *testing.T) {
+		cfg := psConfig(train, test, "ssp", 3)
+		cfg.Iters = 6
+		res, err := runPS(t, cfg, PSOptions{Staleness: 1, SlowWorker: 3, ClocksPerIter: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := res.Staleness[len(res.Staleness)-1]; st.Max > 1 || st.Mean() == 0 || res.Clocks != 12 {
+			t.Errorf("staleness %+v after %d clocks; want at most 1, not all 0, after 12", st, res.Clocks)
+		}
+	})
 }
