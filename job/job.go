@@ -114,13 +114,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		if err != nil {
 			return err
 		}
-		c, err := wire.NewConn(nc, opts.Job)
-		if err == nil {
-			err = c.SetKey(opts.Key)
-		}
-		if err == nil && opts.Monitor != nil {
-			err = opts.Monitor.AddConn(name, nc)
-		}
+		c, err := nodeConn(nc, name, opts)
 		if err != nil {
 			nc.Close()
 			return err
@@ -264,6 +258,19 @@ func connector(opts Options, log *slog.Logger) (connect func(name string) (*nats
 	return srv.ConnectInProcess, srv.Addr() == nil, srv.Stop, nil
 }
 
+// nodeConn returns the job's connection of node name over nc: under
+// opts.Job, with opts.Key, and watched by opts.Monitor.
+func nodeConn(nc *nats.Conn, name string, opts Options) (*wire.Conn, error) {
+	c, err := wire.NewConn(nc, opts.Job)
+	if err == nil {
+		err = c.SetKey(opts.Key)
+	}
+	if err == nil && opts.Monitor != nil {
+		err = opts.Monitor.AddConn(name, nc)
+	}
+	return c, err
+}
+
 // Dial starts what a whole job's nodes connect through, as Run does (the
 // embedded nats-server unless opts.NATS is set; opts.Listen, Store,
 // Listening and Logger as there), for a job that runs its nodes itself
@@ -292,17 +299,7 @@ func Dial(opts Options) (dial func(name string) (*wire.Conn, error), close func(
 		mu.Lock()
 		conns = append(conns, nc)
 		mu.Unlock()
-		c, err := wire.NewConn(nc, opts.Job)
-		if err == nil {
-			err = c.SetKey(opts.Key)
-		}
-		if err == nil && opts.Monitor != nil {
-			err = opts.Monitor.AddConn(name, nc)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
+		return nodeConn(nc, name, opts)
 	}
 	close = func() {
 		mu.Lock()
