@@ -278,7 +278,7 @@ func RunPS(ctx context.Context, cfg Config, o PSOptions, dial func(name string) 
 		func(ctx context.Context, w int, cl *node.Client) error {
 			return p.work(ctx, w, cl, dial)
 		},
-		func(ctx context.Context, c *wire.Conn) error { return p.finish(ctx, c, res) })
+		func(ctx context.Context, c *wire.Conn) error { return p.finish(ctx, c, ix, res) })
 	if err != nil {
 		return nil, err
 	}
@@ -659,8 +659,9 @@ func (d *decider) decide(k int, row []float64) (bool, error) {
 }
 
 // finish is the observer's end of a job: it reads the tables and makes the
-// model and its evaluations.
-func (p *psPlan) finish(ctx context.Context, c *wire.Conn, res *PSResult) error {
+// model and its evaluations. The observer is the process that shaped the
+// tables from ix: it has the ids.
+func (p *psPlan) finish(ctx context.Context, c *wire.Conn, ix *Index, res *PSResult) error {
 	o := p.o.Node
 	// Every worker's clocks are confirmed: the table as it is now is the
 	// final one, whose last row says how many clocks ran.
@@ -683,11 +684,6 @@ func (p *psPlan) finish(ctx context.Context, c *wire.Conn, res *PSResult) error 
 		return err
 	}
 	setup, err := node.Read(ctx, c, p.ps, tabSetup, 1, o)
-	if err != nil {
-		return err
-	}
-	// The observer's own counting pass, as every role's.
-	ix, err := buildIndex(p.cfg.Train, p.cfg.Workers, 1, nil)
 	if err != nil {
 		return err
 	}
