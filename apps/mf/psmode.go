@@ -311,10 +311,13 @@ func (p *psPlan) work(ctx context.Context, w int, cl *node.Client, dial func(str
 	if err != nil {
 		return err
 	}
-	x := &psWorker{shard: s, plan: p, cl: cl, w: s.initUsers(p.cfg.Rank), bs: s.initBiases(), t0: time.Now(), delta: make([]float64, p.width)}
+	x := &psWorker{shard: s, plan: p, cl: cl, w: s.initUsers(p.cfg.Rank), bs: s.initBiases(), delta: make([]float64, p.width)}
 	if err := x.setup(ctx); err != nil {
 		return err
 	}
+	// Its time counts from when every worker has its data (setup's read
+	// waits for them all), as the scheduled job's from when they joined.
+	x.t0 = time.Now()
 	end, err := x.run(ctx)
 	if err != nil {
 		return err
