@@ -105,7 +105,7 @@ const (
 
 // riseFactor: an objective above riseFactor times the lowest so far fails
 // the job as diverged, before it stops being finite. (Stale reads raised it
-// by 0.2% at most between two evaluations in the tests; a diverging step
+// by 0.2% between two evaluations in the tests seen; a diverging step
 // size multiplies it.)
 const riseFactor = 10
 

@@ -68,7 +68,7 @@ func TestPSModes(t *testing.T) {
 			if len(m.Trace) != psIters+1 || f.Iter != psIters || res.Clocks != psIters {
 				t.Errorf("%d evaluations, the last at iteration %g, %d clocks; want %d, %d, %d", len(m.Trace), f.Iter, res.Clocks, psIters+1, psIters, psIters)
 			}
-			// Stale reads may raise it a little (by 0.2% at most in 20 runs).
+			// Stale reads may raise it a little (by 0.2% in the runs seen).
 			for k := 2; k < len(m.Trace); k++ {
 				if m.Trace[k].Objective > m.Trace[k-1].Objective*1.02 {
 					t.Errorf("objective %.6g at iteration %g, up from %.6g", m.Trace[k].Objective, m.Trace[k].Iter, m.Trace[k-1].Objective)

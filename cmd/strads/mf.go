@@ -99,7 +99,7 @@ func mfCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 		cfg := f.cfg
 		cfg.Workers, cfg.ReportEvery = opts.Workers, opts.ReportEvery
 		cfg.Star = !f.ring
-		if f.cfg.Mode != mf.Scheduled && !given(fs)["validate"] {
+		if f.cfg.Mode != mf.Scheduled && f.cfg.Mode != "" && !given(fs)["validate"] {
 			cfg.Holdout = 0 // the parameter-server modes hold nothing out
 		}
 		if err := cfg.Validate(); err != nil {
