@@ -80,28 +80,14 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	connect := func(name string) (*nats.Conn, error) {
-		return wire.Connect(opts.NATS, name, 10*time.Second, opts.NATSOptions...)
+	connect, private, stop, err := connector(opts, log)
+	if err != nil {
+		return nil, err
 	}
-	if opts.NATS == "" {
-		srv, err := startEmbedded(opts.Listen, opts.Store)
-		if err != nil {
-			return nil, err
-		}
-		defer srv.Stop()
-		if srv.Addr() != nil {
-			log.Info("embedded nats-server", "url", srv.ClientURL())
-			if opts.Listening != nil {
-				opts.Listening(srv.ClientURL())
-			}
-		} else {
-			log.Info("embedded nats-server, in-process connections only")
-			// No other process can reach it: no other coordinator
-			// can hold the job's name.
-			opts.Coordinator.Private = true
-		}
-		connect = srv.ConnectInProcess
-	}
+	defer stop()
+	// No other process can reach an embedded server without TCP: no other
+	// coordinator can hold the job's name.
+	opts.Coordinator.Private = opts.Coordinator.Private || private
 
 	// A node that fails cancels the others with errJobFailed: they do not
 	// report an interrupt to the coordinator (DESIGN "How a job fails"), which knows.
@@ -128,13 +114,7 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		if err != nil {
 			return err
 		}
-		c, err := wire.NewConn(nc, opts.Job)
-		if err == nil {
-			err = c.SetKey(opts.Key)
-		}
-		if err == nil && opts.Monitor != nil {
-			err = opts.Monitor.AddConn(name, nc)
-		}
+		c, err := nodeConn(nc, name, opts)
 		if err != nil {
 			nc.Close()
 			return err
@@ -252,6 +232,85 @@ func Run[P, R, U, S any](ctx context.Context, prog schmp.Program[P, R, U, S], op
 		return nil, cerr
 	}
 	return res, nil
+}
+
+// connector returns how a whole job's nodes connect: to the external
+// server of opts.NATS, or to an embedded one that it starts (private: it
+// takes no TCP connection), and the function that stops that server.
+func connector(opts Options, log *slog.Logger) (connect func(name string) (*nats.Conn, error), private bool, stop func(), err error) {
+	if opts.NATS != "" {
+		return func(name string) (*nats.Conn, error) {
+			return wire.Connect(opts.NATS, name, 10*time.Second, opts.NATSOptions...)
+		}, false, func() {}, nil
+	}
+	srv, err := startEmbedded(opts.Listen, opts.Store)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	if srv.Addr() != nil {
+		log.Info("embedded nats-server", "url", srv.ClientURL())
+		if opts.Listening != nil {
+			opts.Listening(srv.ClientURL())
+		}
+	} else {
+		log.Info("embedded nats-server, in-process connections only")
+	}
+	return srv.ConnectInProcess, srv.Addr() == nil, srv.Stop, nil
+}
+
+// nodeConn returns the job's connection of node name over nc: under
+// opts.Job, with opts.Key, and watched by opts.Monitor.
+func nodeConn(nc *nats.Conn, name string, opts Options) (*wire.Conn, error) {
+	c, err := wire.NewConn(nc, opts.Job)
+	if err == nil {
+		err = c.SetKey(opts.Key)
+	}
+	if err == nil && opts.Monitor != nil {
+		err = opts.Monitor.AddConn(name, nc)
+	}
+	return c, err
+}
+
+// Dial starts what a whole job's nodes connect through, as Run does (the
+// embedded nats-server unless opts.NATS is set; opts.Listen, Store,
+// Listening and Logger as there), for a job that runs its nodes itself
+// (a parameter-server job: package ps/node). dial opens a node's
+// connection, under opts.Job and with opts.Key; close closes every
+// connection it opened and stops the server.
+func Dial(opts Options) (dial func(name string) (*wire.Conn, error), close func(), err error) {
+	if err := wire.CheckJob(opts.Job); err != nil {
+		return nil, nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	connect, _, stop, err := connector(opts, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	var mu sync.Mutex
+	var conns []*nats.Conn
+	dial = func(name string) (*wire.Conn, error) {
+		nc, err := connect(name)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		conns = append(conns, nc)
+		mu.Unlock()
+		return nodeConn(nc, name, opts)
+	}
+	close = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+		conns = nil
+		stop()
+	}
+	return dial, close, nil
 }
 
 // errJobFailed is the cause of the context of a job's nodes when one of

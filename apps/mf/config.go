@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/strads-go/strads/ps"
 )
 
 // The algorithms (Config.Algo).
@@ -51,6 +53,14 @@ const (
 	Unscheduled = "unscheduled"
 )
 
+// The modes of SGD (Config.Mode): Scheduled, or a consistency model of the
+// parameter server (package ps) by its name: "bsp", "ssp", "essp" or
+// "async" (RunPS).
+const (
+	// Scheduled is SGD on the runtime's schedules (Config.Schedule).
+	Scheduled = "scheduled"
+)
+
 // Config configures a job. Every role gets the same Config.
 type Config struct {
 	// Train is the training ratings file; Test, if set, the held-out one.
@@ -86,6 +96,10 @@ type Config struct {
 	// Algo is SGD, CCD or ALS; Schedule (SGD only) Rotation or
 	// Unscheduled.
 	Algo, Schedule string
+	// Mode is Scheduled ("" is the same) or, for data-parallel SGD on
+	// the parameter server (RunPS), the consistency model of its item
+	// table: "bsp", "ssp", "essp" or "async" (ps.ParseModel).
+	Mode string
 	// Star sends the rotation's blocks of H through the coordinator, in
 	// its partials and updates (the star), instead of straight from the
 	// worker that finished a block to its next owner (the ring, the
@@ -194,9 +208,12 @@ func (c Config) warm() bool {
 // the model that the job writes if its best evaluation is iteration 0.
 func (c Config) folds() bool { return c.warm() && c.Holdout > 0 }
 
+// onPS reports whether the job is SGD on the parameter server (Mode).
+func (c Config) onPS() bool { return c.Mode != "" && c.Mode != Scheduled }
+
 // blocks returns the number of item blocks: one per worker with Rotation.
 func (c Config) blocks() int {
-	if c.Algo == SGD && c.Schedule == Rotation {
+	if c.Algo == SGD && c.Schedule == Rotation && !c.onPS() {
 		return c.Workers
 	}
 	return 1
@@ -238,6 +255,22 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--validate must be a fraction in [0, 1), got %v", c.Holdout)
 	case c.Holdout > 0 && c.Patience < 1:
 		return fmt.Errorf("--patience must be at least 1, got %d", c.Patience)
+	}
+	if !c.onPS() {
+		return nil
+	}
+	if _, err := ps.ParseModel(c.Mode); err != nil {
+		return fmt.Errorf("--mode must be %s, bsp, ssp, essp or async, got %q", Scheduled, c.Mode)
+	}
+	switch {
+	case c.Algo != SGD:
+		return fmt.Errorf("--mode %s is SGD on the parameter server: --algo %s has no such mode", c.Mode, c.Algo)
+	case c.Schedule != Rotation:
+		return fmt.Errorf("--schedule is of --mode %s; --mode %s has no schedule", Scheduled, c.Mode)
+	case c.Holdout > 0:
+		return fmt.Errorf("--validate with --mode %s: the parameter-server modes hold nothing out; give --validate 0", c.Mode)
+	case c.Iters < 1:
+		return fmt.Errorf("--iters must be at least 1 with --mode %s (its tables have a row per evaluation), got %d", c.Mode, c.Iters)
 	}
 	return nil
 }

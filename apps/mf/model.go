@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/codec"
+	"github.com/strads-go/strads/ps"
 	"github.com/strads-go/strads/schmp"
 )
 
@@ -184,6 +185,9 @@ type Model struct {
 	// asks the runtime to stop (schmp.Progress.Stop).
 	BestAt  int
 	Stopped bool
+	// stale, on the parameter server (RunPS), holds the staleness of the
+	// reads of H until each evaluation of Trace.
+	stale []ps.Stats
 }
 
 // Best returns the evaluation whose factors the model holds: with
@@ -204,20 +208,32 @@ func (m *Model) Final() Eval {
 }
 
 // WriteMetrics writes the trace as CSV, a row per evaluation:
-// time_s,round,iter,objective,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s.
+// time_s,round,iter,objective,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s,
+// and on the parameter server (RunPS, where a round is a clock) the
+// staleness of the reads of H so far: staleness_mean,staleness_var,staleness_max.
 func (m *Model) WriteMetrics(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	bw.WriteString("time_s,round,iter,objective,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s\n")
+	bw.WriteString("time_s,round,iter,objective,train_rmse,test_rmse,ratings,ratings_per_s,ratings_per_core_s")
+	stale := len(m.stale) == len(m.Trace) && m.stale != nil
+	if stale {
+		bw.WriteString(",staleness_mean,staleness_var,staleness_max")
+	}
+	bw.WriteString("\n")
 	g := func(v float64) string {
 		if math.IsNaN(v) {
 			return ""
 		}
 		return strconv.FormatFloat(v, 'g', 10, 64)
 	}
-	for _, e := range m.Trace {
-		fmt.Fprintf(bw, "%.6f,%d,%s,%s,%s,%s,%s,%s,%s\n", e.Time.Seconds(), e.Round, g(e.Iter),
+	for k, e := range m.Trace {
+		fmt.Fprintf(bw, "%.6f,%d,%s,%s,%s,%s,%s,%s,%s", e.Time.Seconds(), e.Round, g(e.Iter),
 			strconv.FormatFloat(e.Objective, 'g', 17, 64), g(e.TrainRMSE), g(e.TestRMSE),
 			g(e.Ratings), g(e.RatingsPerSec), g(e.RatingsPerCoreSec))
+		if stale {
+			st := m.stale[k]
+			fmt.Fprintf(bw, ",%s,%s,%d", g(st.Mean()), g(st.Var()), st.Max)
+		}
+		bw.WriteString("\n")
 	}
 	return bw.Flush()
 }
@@ -505,8 +521,6 @@ func (b *base) account(s Stats) {
 // (the model keeps the best evaluation's factors, computed before or
 // after the stop), but the runtime's metrics show them all.
 func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Progress, error) {
-	var e Eval
-	var wn, hn, bn, testSSE, valSSE float64
 	for p, r := range reports {
 		if !r.Exact {
 			return b.last, nil
@@ -514,23 +528,9 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 		if r.Round != b.pulled {
 			return b.last, fmt.Errorf("worker %d reports the state after round %d, the coordinator's is after round %d (the rotation needs --depth 1)", p, r.Round, b.pulled)
 		}
-		e.Objective += r.SSE
-		wn += r.WNorm
-		hn += r.HNorm
-		bn += r.BNorm + r.CNorm
-		testSSE += r.TestSSE
-		valSSE += r.ValSSE
 	}
 	m := b.m
-	e.TrainRMSE = math.Sqrt(e.Objective / float64(m.Train))
-	e.TestRMSE = math.NaN()
-	if m.Test > 0 {
-		e.TestRMSE = math.Sqrt(testSSE / float64(m.Test))
-	}
-	e.ValRMSE = math.NaN()
-	if m.Val > 0 {
-		e.ValRMSE = math.Sqrt(valSSE / float64(m.Val))
-	}
+	e := b.cfg.figures(reports, m.Train, m.Test, m.Val)
 	// Iteration 0 of the warm start with validation: its validation
 	// RMSE is the bias-only model's of the training ratings less the
 	// held-out ones, but the model written for it, should it stay the
@@ -545,10 +545,6 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 		if m.Test > 0 {
 			e.TestRMSE = math.Sqrt(s / float64(m.Test))
 		}
-	}
-	e.Objective += b.cfg.Lambda * (wn + hn)
-	if m.Biased {
-		e.Objective += b.cfg.BiasLambda * bn
 	}
 	if math.IsNaN(e.Objective) || math.IsInf(e.Objective, 0) {
 		return b.last, fmt.Errorf("%w: the objective is %v after round %d (try a smaller --lr)", ErrDiverged, e.Objective, b.pulled)
@@ -618,6 +614,35 @@ func (b *base) evaluate(reports []Summary, hc func() (h, c []float64)) (schmp.Pr
 		b.last.Stop = fmt.Sprintf("no new lowest validation RMSE in %d evaluations", b.cfg.Patience)
 	}
 	return b.last, nil
+}
+
+// figures returns the objective and the RMSEs of the workers' reports,
+// of train training, test test and val validation ratings in all.
+func (c Config) figures(reports []Summary, train, test, val int) Eval {
+	var e Eval
+	var wn, hn, bn, testSSE, valSSE float64
+	for _, r := range reports {
+		e.Objective += r.SSE
+		wn += r.WNorm
+		hn += r.HNorm
+		bn += r.BNorm + r.CNorm
+		testSSE += r.TestSSE
+		valSSE += r.ValSSE
+	}
+	e.TrainRMSE = math.Sqrt(e.Objective / float64(train))
+	e.TestRMSE = math.NaN()
+	if test > 0 {
+		e.TestRMSE = math.Sqrt(testSSE / float64(test))
+	}
+	e.ValRMSE = math.NaN()
+	if val > 0 {
+		e.ValRMSE = math.Sqrt(valSSE / float64(val))
+	}
+	e.Objective += c.Lambda * (wn + hn)
+	if c.biased() {
+		e.Objective += c.BiasLambda * bn
+	}
+	return e
 }
 
 // ModelOf returns the model of an mf job's coordinator (the value its

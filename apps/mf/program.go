@@ -56,6 +56,8 @@ func CCDProgram(cfg Config) schmp.Program[scheduler.Turn, SumsPartial, FullUpdat
 // algorithm.
 func (c Config) programFor() string {
 	switch {
+	case c.onPS():
+		return "RunPS"
 	case c.Algo == ALS:
 		return "ALSProgram"
 	case c.Algo == CCD:

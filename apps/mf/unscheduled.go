@@ -66,16 +66,7 @@ func newUnscheduledWorker(cfg Config, p int) (*unscheduledWorker, error) {
 		return nil, err
 	}
 	w := &unscheduledWorker{shard: s, fullH: s.newFullH(cfg.Rank), w: s.initUsers(cfg.Rank)}
-	n := make([]int32, len(s.ix.ItemIDs))
-	for _, i := range s.train.item {
-		n[i]++
-	}
-	for i, c := range n {
-		if c > 0 {
-			w.items = append(w.items, int32(i))
-			w.counts = append(w.counts, c)
-		}
-	}
+	w.items, w.counts = ratedItems(&s.train, len(s.ix.ItemIDs))
 	w.before = make([]float64, len(w.items)*cfg.Rank)
 	if w.bs.on() {
 		w.cBefore = make([]float64, len(w.items))

@@ -1,0 +1,130 @@
+package mf
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/ps/node"
+	"github.com/strads-go/strads/wire"
+)
+
+// psIters is the iterations of the parameter-server tests: its merges of
+// the workers' changes of H take more than the scheduled SGD's to come
+// within a few % of its test RMSE (about 8% at 12 iterations, 3% at 30).
+const psIters = 30
+
+// psConfig returns the SGD configuration of the parameter-server tests on
+// the generated set at train, test.
+func psConfig(train, test, mode string, workers int) Config {
+	return Config{Train: train, Test: test, Rank: 4, Lambda: 0.01, BiasLambda: DefaultBiasLambda, Algo: SGD, Schedule: Rotation,
+		LearningRate: 0.05, Decay: 0.05, Seed: 1, Workers: workers, Iters: psIters, ReportEvery: 1, Mode: mode}
+}
+
+// runPS runs cfg on an embedded nats-server.
+func runPS(t *testing.T, cfg Config, o PSOptions) (*PSResult, error) {
+	t.Helper()
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
+	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "mfps") }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o.Node = node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second}
+	return RunPS(ctx, cfg, o, dial)
+}
+
+// TestPSModes runs SGD on the parameter server under every consistency
+// model: the objective falls over the iterations (within 2%), the final test RMSE is
+// within 5% of the scheduled SGD's on the same data, and the files
+// written give back the RMSE reported.
+func TestPSModes(t *testing.T) {
+	dir := t.TempDir()
+	train, test := genSet(t, dir, 0.1, 3)
+	sched, err := fitLocal(context.Background(), psConfig(train, test, Scheduled, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sched.Final().TestRMSE
+	var testRatings []Rating
+	if err := ReadRatings(test, func(_ int, r Rating) error { testRatings = append(testRatings, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode      string
+		staleness int
+		workers   int
+	}{{"bsp", 0, 2}, {"ssp", 2, 2}, {"essp", 1, 2}, {"async", 0, 2}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			res, err := runPS(t, psConfig(train, test, tc.mode, tc.workers), PSOptions{Staleness: tc.staleness})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Model
+			f := m.Final()
+			t.Logf("%s: %d evaluations, test RMSE %.4f (scheduled %.4f), staleness %+v", tc.mode, len(m.Trace), f.TestRMSE, want, res.Staleness[len(res.Staleness)-1])
+			if len(m.Trace) != psIters+1 || f.Iter != psIters || res.Clocks != psIters {
+				t.Errorf("%d evaluations, the last at iteration %g, %d clocks; want %d, %d, %d", len(m.Trace), f.Iter, res.Clocks, psIters+1, psIters, psIters)
+			}
+			// Stale reads may raise it a little (by 0.2% in the runs seen).
+			for k := 2; k < len(m.Trace); k++ {
+				if m.Trace[k].Objective > m.Trace[k-1].Objective*1.02 {
+					t.Errorf("objective %.6g at iteration %g, up from %.6g", m.Trace[k].Objective, m.Trace[k].Iter, m.Trace[k-1].Objective)
+				}
+			}
+			if !(f.Objective < m.Trace[0].Objective) || !(math.Abs(f.TestRMSE-want) <= 0.05*want) {
+				t.Errorf("objective %.6g from %.6g, test RMSE %.4f; want it within 5%% of the scheduled SGD's %.4f", f.Objective, m.Trace[0].Objective, f.TestRMSE, want)
+			}
+			if got := savedRMSE(t, m, testRatings); math.Abs(got-f.TestRMSE) > 1e-9*f.TestRMSE {
+				t.Errorf("the model written scores a test RMSE of %.12g, the job reported %.12g", got, f.TestRMSE)
+			}
+		})
+	}
+}
+
+// TestPSStops checks the decisions that every worker takes alike: a
+// large step size fails the job as diverged, and --tol stops it early,
+// with the last evaluation that of the model returned; with a straggler
+// (SlowWorker) SSP's reads stay within their bound.
+func TestPSStops(t *testing.T) {
+	dir := t.TempDir()
+	train, test := genSet(t, dir, 0.1, 4)
+	var testRatings []Rating
+	if err := ReadRatings(test, func(_ int, r Rating) error { testRatings = append(testRatings, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("diverges", func(t *testing.T) {
+		cfg := psConfig(train, test, "ssp", 2)
+		cfg.LearningRate = 3
+		if _, err := runPS(t, cfg, PSOptions{Staleness: 1}); !errors.Is(err, ErrDiverged) {
+			t.Fatalf("RunPS: %v, want %v", err, ErrDiverged)
+		}
+	})
+	t.Run("tol", func(t *testing.T) {
+		res, err := runPS(t, psConfig(train, test, "essp", 2), PSOptions{Staleness: 2, Tol: 0.02})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Model
+		f := m.Final()
+		if res.Reason != "converged" || res.Clocks >= psIters || f.Round != uint64(res.Clocks) {
+			t.Errorf("stopped after %d clocks (%s), the last evaluation after %d; want converged before %d, the last evaluation of the state written", res.Clocks, res.Reason, f.Round, psIters)
+		}
+		if got := savedRMSE(t, m, testRatings); math.Abs(got-f.TestRMSE) > 1e-9*f.TestRMSE {
+			t.Errorf("the model written scores a test RMSE of %.12g, the job reported %.12g", got, f.TestRMSE)
+		}
+	})
+	t.Run("straggler", func(t *testing.T) {
+		cfg := psConfig(train, test, "ssp", 3)
+		cfg.Iters = 6
+		res, err := runPS(t, cfg, PSOptions{Staleness: 1, SlowWorker: 3, ClocksPerIter: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := res.Staleness[len(res.Staleness)-1]; st.Max > 1 || st.Mean() == 0 || res.Clocks != 12 {
+			t.Errorf("staleness %+v after %d clocks; want at most 1, not all 0, after 12", st, res.Clocks)
+		}
+	})
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strads-go/strads/apps/mf"
+)
+
+// TestMFPSModes runs strads mf --mode for every parameter-server mode: the
+// result line, the metrics CSV with the staleness columns, and the files
+// of --out, which give back the test RMSE the job reported.
+func TestMFPSModes(t *testing.T) {
+	train, test := genMFData(t)
+	var ratings []mf.Rating
+	if err := mf.ReadRatings(test, func(_ int, r mf.Rating) error { ratings = append(ratings, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`test RMSE ([0-9.]+) .* iterations 20  clocks 80 `)
+	for _, mode := range []string{"bsp", "ssp", "essp", "async"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			prefix, metrics, pred := filepath.Join(dir, "model"), filepath.Join(dir, "metrics.csv"), filepath.Join(dir, "pred.txt")
+			code, stdout, stderr := runCLI(t, "mf", "--mode", mode, "--train", train, "--test", test, "--rank", "3", "--iters", "20",
+				"--workers", "2", "--tol", "0", "--out", prefix, "--metrics", metrics, "--predict", test, "--predict-out", pred, "--progress", "1ms")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			m := line.FindStringSubmatch(stdout)
+			if m == nil || !strings.Contains(stderr, "staleness mean") {
+				t.Fatalf("no result line or progress: stdout %q, stderr %q", stdout, stderr)
+			}
+			reported, _ := strconv.ParseFloat(m[1], 64)
+			rows := readLines(t, metrics)
+			header := strings.Split(rows[0], ",")
+			col := slices.Index(header, "test_rmse")
+			if len(rows) != 22 || col < 0 || !strings.HasSuffix(rows[0], ",staleness_mean,staleness_var,staleness_max") {
+				t.Fatalf("metrics: %d lines, header %q; want 22 (a header and 21 evaluations) with the staleness columns", len(rows), rows[0])
+			}
+			s, err := mf.LoadSaved(prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if _, err := s.Predict(test, &b); err != nil {
+				t.Fatal(err)
+			}
+			var sum float64
+			for k, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+				p, err := strconv.ParseFloat(strings.Fields(l)[2], 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum += (ratings[k].Value - p) * (ratings[k].Value - p)
+			}
+			if got := math.Sqrt(sum / float64(len(ratings))); math.Abs(got-reported) > 1e-6 || reported > 0.3 {
+				t.Errorf("the files written give a test RMSE of %.9f, the job reported %.6f (want it below 0.3)", got, reported)
+			}
+			if got, want := len(readLines(t, pred)), len(ratings); got != want {
+				t.Errorf("%d predictions for %d pairs", got, want)
+			}
+		})
+	}
+}
+
+// TestMFPSBadFlags checks the flags that a parameter-server mode refuses,
+// and those of its own that the scheduled mode does.
+func TestMFPSBadFlags(t *testing.T) {
+	train, _ := genMFData(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown mode", []string{"--mode", "hogwild"}, "--mode"},
+		{"staleness with bsp", []string{"--mode", "bsp", "--staleness", "1"}, "--staleness"},
+		{"staleness with async", []string{"--mode", "async", "--staleness", "1"}, "--staleness"},
+		{"staleness scheduled", []string{"--staleness", "1"}, "--staleness"},
+		{"slow worker scheduled", []string{"--slow-worker", "2"}, "--slow-worker"},
+		{"ccd", []string{"--mode", "ssp", "--algo", "ccd"}, "--algo"},
+		{"als", []string{"--mode", "bsp", "--algo", "als"}, "--algo"},
+		{"schedule", []string{"--mode", "ssp", "--schedule", "rotation"}, "--schedule"},
+		{"unscheduled", []string{"--mode", "ssp", "--schedule", "unscheduled"}, "--schedule"},
+		{"validate", []string{"--mode", "ssp", "--validate", "0.1"}, "--validate"},
+		{"lambda auto", []string{"--mode", "ssp", "--lambda", "auto"}, "--lambda auto"},
+		{"no iteration limit", []string{"--mode", "ssp", "--iters", "0"}, "--iters"},
+		{"huge staleness", []string{"--mode", "ssp", "--staleness", "100"}, "--staleness"},
+		{"negative staleness", []string{"--mode", "essp", "--staleness", "-1"}, "--staleness"},
+		{"slow worker below 1", []string{"--mode", "ssp", "--slow-worker", "0.5"}, "--slow-worker"},
+		{"checkpoints", []string{"--mode", "ssp", "--checkpoint-every", "5"}, "--checkpoint-every"},
+		{"clocks per iter", []string{"--mode", "bsp", "--clocks-per-iter", "0"}, "--clocks-per-iter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append([]string{"mf", "--train", train, "--progress", "0", "--metrics", filepath.Join(dir, "m.csv")}, tc.args...)
+			code, _, stderr := runCLI(t, args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit status %d, error %q; want 2 and one that names %s", code, stderr, tc.want)
+			}
+			assertNoOutput(t, dir)
+		})
+	}
+}
