@@ -3,13 +3,10 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 
 	"github.com/strads-go/strads/coordinator"
-	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/schmp"
-	"github.com/strads-go/strads/wire"
 )
 
 // An App is a model as a command: its name, its own flags, and how to
@@ -144,45 +141,3 @@ func (a *App) command(name string) *Command {
 	return nil
 }
 
-// Dial opens a node's connection to the job's NATS server, under the job's
-// name and key (see NewWholeJob).
-type Dial func(name string) (*wire.Conn, error)
-
-// NewWholeJob returns a job that runs its nodes itself, all in this
-// process (a data-parallel job on the parameter server, package ps/node),
-// on the server that the runtime's flags say: an embedded one, or that of
-// --nats; run gets the function that opens its nodes' connections. It
-// runs as a whole job only (no role command), and returns the result
-// that Print and Done get, which may be nil: such an app prints from its
-// own state.
-func NewWholeJob(run func(ctx context.Context, dial Dial) (*coordinator.Result, error)) *Job {
-	return &Job{prog: wholeJob(run)}
-}
-
-type wholeJob func(ctx context.Context, dial Dial) (*coordinator.Result, error)
-
-// run implements runner.
-func (w wholeJob) run(ctx context.Context, n *node) (*coordinator.Result, error) {
-	if n.role != All {
-		return nil, Usagef("this %s job runs as a whole job only, not as role %s", n.app.Name, n.role)
-	}
-	rf := n.rf
-	key := rf.jobKey
-	if key.IsZero() && rf.nats != "" {
-		key = wire.NewKey()
-	}
-	dial, closeAll, err := job.Dial(job.Options{
-		Key: key, Job: rf.job, NATS: rf.nats, NATSOptions: rf.natsOptions(), Listen: rf.natsListen, Store: rf.store,
-		Listening: func(url string) { fmt.Fprintf(n.stderr, "embedded nats-server listening on %s\n", url) },
-		Logger:    n.log, Monitor: n.mon,
-	})
-	if err != nil {
-		return nil, rf.connectError(err)
-	}
-	defer closeAll()
-	res, err := w(ctx, Dial(dial))
-	if err != nil {
-		err = rf.connectError(err)
-	}
-	return res, err
-}

@@ -40,23 +40,23 @@ type funcRunner func(ctx context.Context, rt *Runtime) (*coordinator.Result, err
 
 func (f funcRunner) run(ctx context.Context, n *node) (*coordinator.Result, error) {
 	if n.role != All {
-		return nil, Usagef("this job runs as a whole job only (strads %s [flags]), not as a %s", n.app.Name, n.role)
+		return nil, Usagef("this %s job runs as a whole job only, not as role %s", n.app.Name, n.role)
 	}
 	rf := n.rf
 	key := rf.jobKey
 	if key.IsZero() && rf.nats != "" {
 		key = wire.NewKey()
 	}
-	d, err := job.NewDialer(job.Options{
-		Key: key, Job: rf.job, NATS: rf.nats, NATSOptions: rf.natsOptions(),
-		Listen: rf.natsListen, Store: rf.store, Logger: n.log,
+	dial, closeAll, err := job.Dial(job.Options{
+		Key: key, Job: rf.job, NATS: rf.nats, NATSOptions: rf.natsOptions(), Listen: rf.natsListen, Store: rf.store,
 		Listening: func(url string) { fmt.Fprintf(n.stderr, "embedded nats-server listening on %s\n", url) },
+		Logger:    n.log, Monitor: n.mon,
 	})
 	if err != nil {
 		return nil, rf.connectError(err)
 	}
-	defer d.Close()
-	res, err := f(ctx, &Runtime{Dial: d.Dial, Options: n.opts, Logger: n.log, Stderr: n.stderr})
+	defer closeAll()
+	res, err := f(ctx, &Runtime{Dial: dial, Options: n.opts, Logger: n.log, Stderr: n.stderr})
 	if err != nil {
 		err = rf.connectError(err)
 	}

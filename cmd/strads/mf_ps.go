@@ -16,8 +16,8 @@ import (
 	"github.com/strads-go/strads/schmp"
 )
 
-// defaultStaleness is --staleness by default (see its usage).
-const defaultStaleness = 1
+// mfStaleness is --staleness by default (see its usage).
+const mfStaleness = 1
 
 // given returns the flags of fs given on the command line.
 func given(fs *flag.FlagSet) map[string]bool {
@@ -26,14 +26,14 @@ func given(fs *flag.FlagSet) map[string]bool {
 	return g
 }
 
-// psOnly are the flags of the parameter-server modes alone.
-var psOnly = []string{"staleness", "clocks-per-iter", "slow-worker"}
+// mfPSOnly are the flags of the parameter-server modes alone.
+var mfPSOnly = []string{"staleness", "clocks-per-iter", "slow-worker"}
 
 // notPS refuses the flags of the parameter-server modes in the scheduled
 // mode.
 func (f *mfFlags) notPS(fs *flag.FlagSet) error {
 	g := given(fs)
-	for _, name := range psOnly {
+	for _, name := range mfPSOnly {
 		if g[name] {
 			return cli.Usagef("--%s is of --mode bsp, ssp, essp or async, not --mode %s", name, mf.Scheduled)
 		}
@@ -93,7 +93,7 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 		return nil, err
 	}
 	p := &psRun{cfg: cfg, o: o, out: opts.Out, metrics: opts.Metrics}
-	job := cli.NewWholeJob(p.run)
+	job := cli.NewRunJob(p.run)
 	job.Data = cfg.Train
 	job.Print = p.print
 	return job, nil
@@ -109,9 +109,9 @@ type psRun struct {
 }
 
 // run runs the job and writes its outputs, all or none.
-func (p *psRun) run(ctx context.Context, dial cli.Dial) (*coordinator.Result, error) {
+func (p *psRun) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	t0 := time.Now()
-	res, err := mf.RunPS(ctx, p.cfg, p.o, dial)
+	res, err := mf.RunPS(ctx, p.cfg, p.o, rt.Dial)
 	if err != nil {
 		return nil, err
 	}
