@@ -140,4 +140,3 @@ func (a *App) command(name string) *Command {
 	}
 	return nil
 }
-
