@@ -28,6 +28,10 @@ type PSOptions struct {
 	// per clock, by sleeping (SlowWorker−1)× its compute time after each:
 	// for experiments with a straggler.
 	SlowWorker float64
+	// SlowTurns makes the slow worker a different one at every clock,
+	// worker c mod Workers at clock c: a straggler that comes and goes,
+	// the case that SSP's slack absorbs and BSP waits for every time.
+	SlowTurns bool
 	// Servers is the number of server nodes (0: one per worker).
 	Servers int
 	// Tol stops the job once the objective changes by less than Tol,
@@ -452,7 +456,11 @@ func (x *psWorker) run(ctx context.Context) (int, error) {
 		}
 		busy := time.Since(t)
 		x.busy += busy
-		if x.shard.p == 0 && p.o.SlowWorker > 1 {
+		slow := 0
+		if p.o.SlowTurns {
+			slow = (c - 1) % p.cfg.Workers
+		}
+		if x.shard.p == slow && p.o.SlowWorker > 1 {
 			if err := sleep(ctx, time.Duration((p.o.SlowWorker-1)*float64(busy))); err != nil {
 				return 0, err
 			}

@@ -27,7 +27,7 @@ func given(fs *flag.FlagSet) map[string]bool {
 }
 
 // mfPSOnly are the flags of the parameter-server modes alone.
-var mfPSOnly = []string{"staleness", "clocks-per-iter", "slow-worker"}
+var mfPSOnly = []string{"staleness", "clocks-per-iter", "slow-worker", "slow-turns"}
 
 // notPS refuses the flags of the parameter-server modes in the scheduled
 // mode.
@@ -56,6 +56,8 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 		return nil, cli.Usagef("--staleness is of --mode ssp and essp: bsp reads H with none, async with no bound")
 	case !(o.SlowWorker == 0 || o.SlowWorker >= 1) || o.SlowWorker > 1000:
 		return nil, cli.Usagef("--slow-worker must be 0 (off) or from 1 to 1000, got %v", o.SlowWorker)
+	case o.SlowTurns && o.SlowWorker <= 1:
+		return nil, cli.Usagef("--slow-turns goes with --slow-worker F, F > 1")
 	case o.ClocksPerIter < 1:
 		return nil, cli.Usagef("--clocks-per-iter must be at least 1, got %d", o.ClocksPerIter)
 	}

@@ -93,6 +93,8 @@ func TestMFPSBadFlags(t *testing.T) {
 		{"huge staleness", []string{"--mode", "ssp", "--staleness", "100"}, "--staleness"},
 		{"negative staleness", []string{"--mode", "essp", "--staleness", "-1"}, "--staleness"},
 		{"slow worker below 1", []string{"--mode", "ssp", "--slow-worker", "0.5"}, "--slow-worker"},
+		{"slow turns alone", []string{"--mode", "ssp", "--slow-turns"}, "--slow-turns"},
+		{"slow turns scheduled", []string{"--slow-turns"}, "--slow-turns"},
 		{"checkpoints", []string{"--mode", "ssp", "--checkpoint-every", "5"}, "--checkpoint-every"},
 		{"clocks per iter", []string{"--mode", "bsp", "--clocks-per-iter", "0"}, "--clocks-per-iter"},
 	} {
