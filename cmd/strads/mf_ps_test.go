@@ -22,7 +22,7 @@ func TestMFPSModes(t *testing.T) {
 	if err := mf.ReadRatings(test, func(_ int, r mf.Rating) error { ratings = append(ratings, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	line := regexp.MustCompile(`test RMSE ([0-9.]+) .* iterations 20  clocks 80 `)
+	line := regexp.MustCompile(`test RMSE ([0-9.]+) .* iterations 20  clocks 200 `)
 	for _, mode := range []string{"bsp", "ssp", "essp", "async"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
