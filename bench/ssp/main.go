@@ -59,6 +59,16 @@ func parseVariant(s string) (variant, error) {
 	return variant{}, fmt.Errorf("unknown variant %q (bsp, ssp:S, essp:S, async, rotation, ccd, als)", s)
 }
 
+// key names a row of the tables: a variant, its workers and straggler.
+type key struct {
+	v    string
+	w    int
+	slow string
+}
+
+// String returns the first three columns of the row.
+func (k key) String() string { return fmt.Sprintf("%s | %d | %s", k.v, k.w, k.slow) }
+
 // run is one job's result.
 type run struct {
 	times, iters, rmse []float64 // per evaluation
@@ -75,18 +85,33 @@ func main() {
 	items := flag.Int("items", 4_000, "items")
 	variants := flag.String("variants", "bsp,ssp:1,ssp:3,ssp:10,essp:3,async,rotation", "variants, comma-separated")
 	workers := flag.String("workers", "1,2", "worker counts, comma-separated")
-	slow := flag.String("slow", "1,2", "slowdowns of worker 0, comma-separated (1: none)")
+	slow := flag.String("slow", "1,2,2t", "stragglers, comma-separated: 1 none, F worker 0 F× as slow all along, Ft one worker F× as slow at every clock, in turn (--slow-turns)")
 	iters := flag.Int("iters", 20, "iterations of every job")
 	runs := flag.Int("runs", 3, "runs of every variant")
-	within := flag.Float64("within", 0.01, "the target: a test RMSE within this fraction of the lowest reached")
+	within := flag.Float64("within", 0.01, "the first target: a test RMSE within this fraction of the lowest reached")
+	targets := flag.String("targets", "", "more targets, comma-separated test RMSEs (a level the SGD variants reach, say)")
+	reuse := flag.Bool("reuse", false, "take the runs whose metrics and time are in --dir already instead of running them again")
 	extra := flag.String("args", "", "more strads mf flags for every job, space-separated")
 	flag.Parse()
-	if err := bench(*strads, *dir, *ratings, *users, *items, *variants, *workers, *slow, *iters, *runs, *within, strings.Fields(*extra)); err != nil {
+	var more []float64
+	for _, f := range strings.Split(*targets, ",") {
+		if f == "" {
+			continue
+		}
+		x, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ssp: --targets:", err)
+			os.Exit(2)
+		}
+		more = append(more, x)
+	}
+	if err := bench(*strads, *dir, *ratings, *users, *items, *variants, *workers, *slow, *iters, *runs, *within, more, *reuse, strings.Fields(*extra)); err != nil {
 		fmt.Fprintln(os.Stderr, "ssp:", err)
 		os.Exit(1)
 	}
 }
 
+// ints parses a comma-separated list of integers.
 func ints(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -99,7 +124,7 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-func bench(strads, dir string, ratings, users, items int, variantList, workerList, slowList string, iters, runs int, within float64, extra []string) error {
+func bench(strads, dir string, ratings, users, items int, variantList, workerList, slowList string, iters, runs int, within float64, more []float64, reuse bool, extra []string) error {
 	var vs []variant
 	for _, s := range strings.Split(variantList, ",") {
 		v, err := parseVariant(s)
@@ -112,24 +137,26 @@ func bench(strads, dir string, ratings, users, items int, variantList, workerLis
 	if err != nil {
 		return err
 	}
-	slows, err := ints(slowList)
-	if err != nil {
-		return err
+	slows := strings.Split(slowList, ",")
+	for _, sl := range slows {
+		if _, err := strconv.Atoi(strings.TrimSuffix(sl, "t")); err != nil {
+			return fmt.Errorf("--slow %q: %w", sl, err)
+		}
 	}
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "ssp-bench"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	data := filepath.Join(dir, "ratings")
-	gen := exec.Command(strads, "gen", "mf", "-o", data, "--ratings", strconv.Itoa(ratings), "--users", strconv.Itoa(users), "--items", strconv.Itoa(items))
-	if out, err := gen.CombinedOutput(); err != nil {
-		return fmt.Errorf("strads gen mf: %w: %s", err, out)
-	}
-	type key struct {
-		v       string
-		w, slow int
+	if _, err := os.Stat(data + ".test.txt"); !reuse || err != nil {
+		gen := exec.Command(strads, "gen", "mf", "-o", data, "--ratings", strconv.Itoa(ratings), "--users", strconv.Itoa(users), "--items", strconv.Itoa(items))
+		if out, err := gen.CombinedOutput(); err != nil {
+			return fmt.Errorf("strads gen mf: %w: %s", err, out)
+		}
 	}
 	results := map[key][]run{}
 	var keys []key
@@ -137,21 +164,31 @@ func bench(strads, dir string, ratings, users, items int, variantList, workerLis
 		for _, w := range ws {
 			for _, sl := range slows {
 				for _, v := range vs {
-					if sl > 1 && !strings.Contains(strings.Join(v.args, " "), "--mode") {
-						continue // the straggler knob is the parameter server's
+					if sl != "1" && (w == 1 || !strings.Contains(strings.Join(v.args, " "), "--mode")) {
+						continue // the straggler knob is the parameter server's, for several workers
 					}
 					k := key{v: v.name, w: w, slow: sl}
 					if r == 0 {
 						keys = append(keys, k)
 					}
-					metrics := filepath.Join(dir, fmt.Sprintf("%s-w%d-s%d-r%d.csv", strings.ReplaceAll(v.name, ":", ""), w, sl, r))
+					metrics := filepath.Join(dir, fmt.Sprintf("%s-w%d-s%s-r%d.csv", strings.ReplaceAll(v.name, ":", ""), w, sl, r))
 					args := append([]string{"mf", "--train", data + ".train.txt", "--test", data + ".test.txt",
 						"--workers", strconv.Itoa(w), "--iters", strconv.Itoa(iters), "--seed", strconv.Itoa(r + 1),
 						"--progress", "0", "--metrics", metrics}, v.args...)
-					if sl > 1 {
-						args = append(args, "--slow-worker", strconv.Itoa(sl))
+					if sl != "1" {
+						args = append(args, "--slow-worker", strings.TrimSuffix(sl, "t"))
+						if strings.HasSuffix(sl, "t") {
+							args = append(args, "--slow-turns")
+						}
 					}
 					args = append(args, extra...)
+					wallFile := metrics + ".wall"
+					if b, err := os.ReadFile(wallFile); reuse && err == nil {
+						if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil {
+							results[k] = append(results[k], readMetrics(metrics, d))
+							continue
+						}
+					}
 					start := time.Now()
 					cmd := exec.Command(strads, args...)
 					out, err := cmd.CombinedOutput()
@@ -160,8 +197,11 @@ func bench(strads, dir string, ratings, users, items int, variantList, workerLis
 						res.err = fmt.Errorf("%w: %s", err, lastLine(out))
 					} else {
 						res = readMetrics(metrics, res.wall)
+						if err := os.WriteFile(wallFile, []byte(res.wall.String()), 0o644); err != nil {
+							return err
+						}
 					}
-					fmt.Fprintf(os.Stderr, "%s workers %d slow %d run %d: %.1f s %v\n", v.name, w, sl, r+1, res.wall.Seconds(), res.err)
+					fmt.Fprintf(os.Stderr, "%s workers %d slow %s run %d: %.1f s %v\n", v.name, w, sl, r+1, res.wall.Seconds(), res.err)
 					results[k] = append(results[k], res)
 				}
 			}
@@ -175,9 +215,17 @@ func bench(strads, dir string, ratings, users, items int, variantList, workerLis
 			}
 		}
 	}
-	target := best * (1 + within)
-	fmt.Printf("target test RMSE %.4f (lowest reached %.4f + %.0f%%); %d runs each, medians\n\n", target, best, 100*within, runs)
-	fmt.Println("| variant | workers | slowdown | s to target | iters to target | final test RMSE | whole job s | staleness mean/var/max |")
+	fmt.Printf("ratings: strads gen mf --ratings %d --users %d --items %d (rank 10, noise 0.1, 10%% held out); every job %d iterations at default flags but those named\n\n", ratings, users, items, iters)
+	for _, target := range append([]float64{best * (1 + within)}, more...) {
+		fmt.Printf("### target test RMSE %.4f (lowest reached %.4f); %d runs each, medians\n\n", target, best, runs)
+		table(keys, results, target)
+	}
+	return nil
+}
+
+// table prints a variant's medians per row, to target.
+func table(keys []key, results map[key][]run, target float64) {
+	fmt.Println("| variant | workers | straggler | s to target | iters to target | final test RMSE | whole job s | staleness mean/var/max |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, k := range keys {
 		var ts, is, fin, wall []float64
@@ -200,13 +248,14 @@ func bench(strads, dir string, ratings, users, items int, variantList, workerLis
 			wall = append(wall, r.wall.Seconds())
 			stale = r.stale
 		}
+		name := k.String()
 		if failed > 0 {
-			fmt.Printf("| %s | %d | %d | %d of %d runs failed | | | | |\n", k.v, k.w, k.slow, failed, len(results[k]))
+			fmt.Printf("| %s | %d of %d runs failed | | | | |\n", name, failed, len(results[k]))
 			continue
 		}
-		fmt.Printf("| %s | %d | %d | %s | %s | %.4f | %.1f | %s |\n", k.v, k.w, k.slow, fmtMedian(ts, "%.1f"), fmtMedian(is, "%.0f"), median(fin), median(wall), stale)
+		fmt.Printf("| %s | %s | %s | %.4f | %.1f | %s |\n", name, fmtMedian(ts, "%.2f"), fmtMedian(is, "%.0f"), median(fin), median(wall), stale)
 	}
-	return nil
+	fmt.Println()
 }
 
 func median(xs []float64) float64 {
