@@ -25,6 +25,9 @@ type Cache struct {
 	seq   uint64
 	gen   uint32
 	stats Stats
+	// stamp is the highest stamp a server has sent, slowest the slowest
+	// worker the last acknowledgement named.
+	stamp, slowest int
 }
 
 type cacheTable struct {
@@ -122,6 +125,11 @@ func (c *Cache) Resume(clock int) error {
 	}
 	return nil
 }
+
+// Slowest returns what the servers last said of the job's pace: the
+// highest stamp they sent (every worker has ended that many clocks), and
+// the worker that a server had heard least from.
+func (c *Cache) Slowest() (stamp, worker int) { return c.stamp, c.slowest }
 
 // Clock returns how many clocks the worker has ended.
 func (c *Cache) Clock() int { return c.clock }
@@ -301,9 +309,10 @@ func (c *Cache) Receive(m ToWorker) error {
 	switch {
 	case m.Ack != nil && m.Rows == nil:
 		a := m.Ack
-		if a.Server < 0 || a.Server >= c.cfg.Servers || a.Clock < 0 || a.Clock > c.clock {
+		if a.Server < 0 || a.Server >= c.cfg.Servers || a.Clock < 0 || a.Clock > c.clock || a.Slowest < 0 || a.Slowest >= c.cfg.Workers {
 			return fmt.Errorf("ps: worker %d at clock %d: an ack of server %d for clock %d", c.worker, c.clock, a.Server, a.Clock)
 		}
+		c.slowest = a.Slowest
 		c.confirm(a.Server, a.Clock)
 		return nil
 	case m.Rows != nil && m.Ack == nil:
@@ -349,6 +358,7 @@ func (c *Cache) rows(m *Rows) error {
 	if r := c.reads[s][t]; r != nil && r.Seq == m.Seq {
 		c.reads[s][t] = nil
 	}
+	c.stamp = max(c.stamp, m.Stamp)
 	if m.Own < c.acked[s] {
 		// Sent before flushes that the cache no longer keeps were applied.
 		return nil

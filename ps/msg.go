@@ -76,7 +76,10 @@ type Rows struct {
 }
 
 // Ack confirms that a server has applied a worker's clocks before Clock.
+// Slowest is the worker whose clocks the server has applied fewest of,
+// for a worker's message when it waits too long.
 type Ack struct {
-	Server int `msgpack:"s"`
-	Clock  int `msgpack:"c"`
+	Server  int `msgpack:"s"`
+	Clock   int `msgpack:"c"`
+	Slowest int `msgpack:"slow"`
 }

@@ -254,7 +254,13 @@ func (s *Shard) apply(f *Flush) {
 }
 
 func (s *Shard) ack(w int) Out {
-	return Out{Worker: w, Msg: ToWorker{Ack: &Ack{Server: s.index, Clock: s.clocks[w]}}}
+	slowest := 0
+	for v, c := range s.clocks {
+		if c < s.clocks[slowest] {
+			slowest = v
+		}
+	}
+	return Out{Worker: w, Msg: ToWorker{Ack: &Ack{Server: s.index, Clock: s.clocks[w], Slowest: slowest}}}
 }
 
 // advance answers the reads the new stamp allows and pushes the eager

@@ -299,7 +299,8 @@ func (cl *Client) await(ctx context.Context, what string, ok func() bool) error 
 				return err
 			}
 		case <-deadline.C:
-			return fmt.Errorf("ps: worker at clock %d: no answer from the servers in %v for %s", cl.core.Clock(), cl.opts.Timeout, what)
+			stamp, slowest := cl.core.Slowest()
+			return fmt.Errorf("ps: worker %d at clock %d: no answer from the servers in %v for %s; the servers had every worker's clocks up to %d, and had heard least from worker %d: is it lost or stalled?", cl.worker, cl.core.Clock(), cl.opts.Timeout, what, stamp, slowest)
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

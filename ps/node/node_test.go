@@ -183,3 +183,29 @@ func TestHello(t *testing.T) {
 		t.Fatal("Serve still running after Stop")
 	}
 }
+
+// TestLostWorker: a worker that stops clocking holds the others at their
+// bound; their wait ends after the timeout with a message that names it.
+func TestLostWorker(t *testing.T) {
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
+	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "pstest") }
+	cfg := ps.Config{Tables: []ps.Table{{Name: "x", Rows: 2, Width: 1, Model: ps.SSP, Staleness: 1}}, Servers: 2, Workers: 3}
+	opts := node.Options{Resend: 100 * time.Millisecond, Timeout: time.Second}
+	err := node.Run(context.Background(), dial, cfg, opts, func(ctx context.Context, w int, cl *node.Client) error {
+		for k := range 5 {
+			if w == 2 && k == 1 {
+				return nil // gone after one clock
+			}
+			if _, err := cl.Get(ctx, 0, k%2); err != nil {
+				return err
+			}
+			if err := cl.Clock(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil)
+	if err == nil || !strings.Contains(err.Error(), "heard least from worker 2") || !strings.Contains(err.Error(), "clocks up to 1") {
+		t.Fatalf("Run: %v, want a wait that names worker 2", err)
+	}
+}
