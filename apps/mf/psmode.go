@@ -1,6 +1,7 @@
 package mf
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,14 +16,20 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
+// DefaultClocksPerIter is PSOptions.ClocksPerIter's default: at 4 clocks
+// an iteration, ssp with s = 1 ended some runs far above bsp's test RMSE
+// (docs/mf.md), at 8 and 10 none.
+const DefaultClocksPerIter = 10
+
 // PSOptions configure RunPS beyond its Config.
 type PSOptions struct {
 	// Staleness is s of SSP and ESSP: a worker reads item rows at most s
 	// clocks stale (0 with BSP; Async has no bound).
 	Staleness int
 	// ClocksPerIter cuts an iteration, a pass over every worker's ratings,
-	// into this many clocks (0: 1), each over a contiguous range of the
-	// worker's users: the workers exchange their changes of H that often.
+	// into this many clocks (0: DefaultClocksPerIter), each over a
+	// contiguous range of the worker's users: the workers exchange their
+	// changes of H that often.
 	ClocksPerIter int
 	// SlowWorker, above 1, makes worker 0 take that many times as long
 	// per clock, by sleeping (SlowWorker−1)× its compute time after each:
@@ -138,7 +145,7 @@ func newPSPlan(cfg Config, o PSOptions, ix *Index) (*psPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &psPlan{cfg: cfg, o: o, items: len(ix.ItemIDs), width: cfg.Rank, cpi: max(o.ClocksPerIter, 1)}
+	p := &psPlan{cfg: cfg, o: o, items: len(ix.ItemIDs), width: cfg.Rank, cpi: cmp.Or(max(o.ClocksPerIter, 0), DefaultClocksPerIter)}
 	if cfg.biased() {
 		p.width++
 	}

@@ -65,8 +65,8 @@ func TestPSModes(t *testing.T) {
 			m := res.Model
 			f := m.Final()
 			t.Logf("%s: %d evaluations, test RMSE %.4f (scheduled %.4f), staleness %+v", tc.mode, len(m.Trace), f.TestRMSE, want, res.Staleness[len(res.Staleness)-1])
-			if len(m.Trace) != psIters+1 || f.Iter != psIters || res.Clocks != psIters {
-				t.Errorf("%d evaluations, the last at iteration %g, %d clocks; want %d, %d, %d", len(m.Trace), f.Iter, res.Clocks, psIters+1, psIters, psIters)
+			if len(m.Trace) != psIters+1 || f.Iter != psIters || res.Clocks != psIters*DefaultClocksPerIter {
+				t.Errorf("%d evaluations, the last at iteration %g, %d clocks; want %d, %d, %d", len(m.Trace), f.Iter, res.Clocks, psIters+1, psIters, psIters*DefaultClocksPerIter)
 			}
 			// Stale reads may raise it a little (by 0.2% in the runs seen).
 			for k := 2; k < len(m.Trace); k++ {
@@ -109,8 +109,8 @@ func TestPSStops(t *testing.T) {
 		}
 		m := res.Model
 		f := m.Final()
-		if res.Reason != "converged" || res.Clocks >= psIters || f.Round != uint64(res.Clocks) {
-			t.Errorf("stopped after %d clocks (%s), the last evaluation after %d; want converged before %d, the last evaluation of the state written", res.Clocks, res.Reason, f.Round, psIters)
+		if res.Reason != "converged" || res.Clocks >= psIters*DefaultClocksPerIter || f.Round != uint64(res.Clocks) {
+			t.Errorf("stopped after %d clocks (%s), the last evaluation after %d; want converged before %d, the last evaluation of the state written", res.Clocks, res.Reason, f.Round, psIters*DefaultClocksPerIter)
 		}
 		if got := savedRMSE(t, m, testRatings); math.Abs(got-f.TestRMSE) > 1e-9*f.TestRMSE {
 			t.Errorf("the model written scores a test RMSE of %.12g, the job reported %.12g", got, f.TestRMSE)
