@@ -190,7 +190,7 @@ func TestLostWorker(t *testing.T) {
 	srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
 	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "pstest") }
 	cfg := ps.Config{Tables: []ps.Table{{Name: "x", Rows: 2, Width: 1, Model: ps.SSP, Staleness: 1}}, Servers: 2, Workers: 3}
-	opts := node.Options{Resend: 100 * time.Millisecond, Timeout: time.Second}
+	opts := node.Options{Resend: 100 * time.Millisecond, Timeout: 3 * time.Second}
 	err := node.Run(context.Background(), dial, cfg, opts, func(ctx context.Context, w int, cl *node.Client) error {
 		for k := range 5 {
 			if w == 2 && k == 1 {
