@@ -25,9 +25,6 @@ type Cache struct {
 	seq   uint64
 	gen   uint32
 	stats Stats
-	// stamp is the highest stamp a server has sent, slowest the slowest
-	// worker the last acknowledgement named.
-	stamp, slowest int
 }
 
 type cacheTable struct {
@@ -125,11 +122,6 @@ func (c *Cache) Resume(clock int) error {
 	}
 	return nil
 }
-
-// Slowest returns what the servers last said of the job's pace: the
-// highest stamp they sent (every worker has ended that many clocks), and
-// the worker that a server had heard least from.
-func (c *Cache) Slowest() (stamp, worker int) { return c.stamp, c.slowest }
 
 // Clock returns how many clocks the worker has ended.
 func (c *Cache) Clock() int { return c.clock }
@@ -309,10 +301,9 @@ func (c *Cache) Receive(m ToWorker) error {
 	switch {
 	case m.Ack != nil && m.Rows == nil:
 		a := m.Ack
-		if a.Server < 0 || a.Server >= c.cfg.Servers || a.Clock < 0 || a.Clock > c.clock || a.Slowest < 0 || a.Slowest >= c.cfg.Workers {
+		if a.Server < 0 || a.Server >= c.cfg.Servers || a.Clock < 0 || a.Clock > c.clock {
 			return fmt.Errorf("ps: worker %d at clock %d: an ack of server %d for clock %d", c.worker, c.clock, a.Server, a.Clock)
 		}
-		c.slowest = a.Slowest
 		c.confirm(a.Server, a.Clock)
 		return nil
 	case m.Rows != nil && m.Ack == nil:
@@ -358,7 +349,6 @@ func (c *Cache) rows(m *Rows) error {
 	if r := c.reads[s][t]; r != nil && r.Seq == m.Seq {
 		c.reads[s][t] = nil
 	}
-	c.stamp = max(c.stamp, m.Stamp)
 	if m.Own < c.acked[s] {
 		// Sent before flushes that the cache no longer keeps were applied.
 		return nil

@@ -6,15 +6,20 @@ import "github.com/strads-go/strads/codec"
 type ToServer struct {
 	Flush *Flush `msgpack:"f,omitempty"`
 	Read  *Read  `msgpack:"r,omitempty"`
-	// Hello and Stop are the node's, not the core's: a role checks that a
-	// server has its job's tables, and the job's end stops the servers.
-	Hello *Hello `msgpack:"h,omitempty"`
-	Stop  *Hello `msgpack:"stop,omitempty"`
+	// Hello, Stop and Status are the node's, not the core's: a role
+	// checks that a server has its job's tables, the job's end stops the
+	// servers, and a worker that waits too long asks how far each worker
+	// is (the answer is a Hello with Clocks).
+	Hello  *Hello `msgpack:"h,omitempty"`
+	Stop   *Hello `msgpack:"stop,omitempty"`
+	Status *Hello `msgpack:"status,omitempty"`
 }
 
-// Hello carries a role's Config.Sum, and a server's in its answer.
+// Hello carries a role's Config.Sum, and a server's in its answer, with,
+// to a Status, how many of each worker's clocks it has applied.
 type Hello struct {
-	Sum uint32 `msgpack:"sum"`
+	Sum    uint32 `msgpack:"sum"`
+	Clocks []int  `msgpack:"clocks,omitempty"`
 }
 
 // Flush carries a worker's increments of one clock to one server. A worker
@@ -76,10 +81,7 @@ type Rows struct {
 }
 
 // Ack confirms that a server has applied a worker's clocks before Clock.
-// Slowest is the worker whose clocks the server has applied fewest of,
-// for a worker's message when it waits too long.
 type Ack struct {
-	Server  int `msgpack:"s"`
-	Clock   int `msgpack:"c"`
-	Slowest int `msgpack:"slow"`
+	Server int `msgpack:"s"`
+	Clock  int `msgpack:"c"`
 }

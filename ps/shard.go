@@ -110,6 +110,9 @@ func (s *Shard) Restore(cut Cut) error {
 // applied.
 func (s *Shard) Stamp() int { return s.stamp }
 
+// Clocks returns how many of each worker's clocks the server has applied.
+func (s *Shard) Clocks() []int { return slices.Clone(s.clocks) }
+
 // Row returns the server's values of row, which it must hold.
 func (s *Shard) Row(t, row int) []float64 {
 	w := s.cfg.Tables[t].Width
@@ -121,9 +124,9 @@ func (s *Shard) Row(t, row int) []float64 {
 // not valid changes nothing and is reported as an error.
 func (s *Shard) Step(m ToServer) ([]Out, error) {
 	switch {
-	case m.Flush != nil && m.Read == nil && m.Hello == nil && m.Stop == nil:
+	case m.Flush != nil && m.Read == nil && m.Hello == nil && m.Stop == nil && m.Status == nil:
 		return s.flush(m.Flush)
-	case m.Read != nil && m.Flush == nil && m.Hello == nil && m.Stop == nil:
+	case m.Read != nil && m.Flush == nil && m.Hello == nil && m.Stop == nil && m.Status == nil:
 		return s.read(*m.Read)
 	}
 	return nil, fmt.Errorf("ps: server %d: a message that is not one flush or one read", s.index)
@@ -254,13 +257,7 @@ func (s *Shard) apply(f *Flush) {
 }
 
 func (s *Shard) ack(w int) Out {
-	slowest := 0
-	for v, c := range s.clocks {
-		if c < s.clocks[slowest] {
-			slowest = v
-		}
-	}
-	return Out{Worker: w, Msg: ToWorker{Ack: &Ack{Server: s.index, Clock: s.clocks[w], Slowest: slowest}}}
+	return Out{Worker: w, Msg: ToWorker{Ack: &Ack{Server: s.index, Clock: s.clocks[w]}}}
 }
 
 // advance answers the reads the new stamp allows and pushes the eager

@@ -16,6 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strads-go/strads/checkpoint"
@@ -98,8 +101,12 @@ func Serve(ctx context.Context, c *wire.Conn, cfg ps.Config, index int, opts Opt
 			opts.Log.Warn("ps: server: message dropped", "server", index, "err", err)
 			continue
 		}
-		if h := cmp.Or(m.Hello, m.Stop); h != nil && msg.Reply != "" {
-			if err := wire.Reply(c, msg, ps.Hello{Sum: sum}); err != nil {
+		if h := cmp.Or(m.Hello, m.Stop, m.Status); h != nil && msg.Reply != "" {
+			ans := ps.Hello{Sum: sum}
+			if m.Status != nil {
+				ans.Clocks = shard.Clocks()
+			}
+			if err := wire.Reply(c, msg, ans); err != nil {
 				opts.Log.Warn("ps: server: answer failed", "server", index, "err", err)
 			}
 			if m.Stop != nil && m.Stop.Sum == sum {
@@ -299,13 +306,31 @@ func (cl *Client) await(ctx context.Context, what string, ok func() bool) error 
 				return err
 			}
 		case <-deadline.C:
-			stamp, slowest := cl.core.Slowest()
-			return fmt.Errorf("ps: worker %d at clock %d: no answer from the servers in %v for %s; the servers had every worker's clocks up to %d, and had heard least from worker %d: is it lost or stalled?", cl.worker, cl.core.Clock(), cl.opts.Timeout, what, stamp, slowest)
+			return fmt.Errorf("ps: worker %d at clock %d: no answer from the servers in %v for %s%s", cl.worker, cl.core.Clock(), cl.opts.Timeout, what, cl.behind(ctx))
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	}
 	return nil
+}
+
+// behind asks server 0 how far each worker is, and names those furthest
+// behind, for the message of a wait that timed out.
+func (cl *Client) behind(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, cl.opts.Resend)
+	defer cancel()
+	h, err := wire.Request[ps.ToServer, ps.Hello](ctx, cl.c, serverSubject(0), ps.ToServer{Status: &ps.Hello{Sum: cl.cfg.Sum()}})
+	if err != nil || len(h.Clocks) != cl.cfg.Workers {
+		return ""
+	}
+	low := slices.Min(h.Clocks)
+	var late []string
+	for w, c := range h.Clocks {
+		if c == low {
+			late = append(late, strconv.Itoa(w))
+		}
+	}
+	return fmt.Sprintf("; server 0 has every worker's clocks up to %d, and no more of worker %s: is it lost or stalled?", low, strings.Join(late, ", "))
 }
 
 // Get returns row of table t, no staler than the table's bound allows,
