@@ -61,14 +61,19 @@ func newModel(cfg Config) (model, error) {
 // setLambda sets λ from the config, given λ_max and n.
 func (m *model) setLambda(lambdaMax float64) {
 	m.lambdaMax = lambdaMax
+	m.lambda = m.cfg.lambda(lambdaMax, m.n)
+}
+
+// lambda returns the penalty c asks for, given λ_max and the number of
+// rows n: a fraction of λ_max, 1/(C·n), or λ itself.
+func (c Config) lambda(lambdaMax, n float64) float64 {
 	switch {
-	case m.cfg.LambdaRatio > 0:
-		m.lambda = m.cfg.LambdaRatio * lambdaMax
-	case m.cfg.C > 0:
-		m.lambda = 1 / (m.cfg.C * m.n)
-	default:
-		m.lambda = m.cfg.Lambda
+	case c.LambdaRatio > 0:
+		return c.LambdaRatio * lambdaMax
+	case c.C > 0:
+		return 1 / (c.C * n)
 	}
+	return c.Lambda
 }
 
 // Lambda returns the penalty in use (known after Start).

@@ -418,7 +418,7 @@ func (sw *sgdWorker) setup(ctx context.Context) error {
 	}
 	sw.lambdaMax = lambdaMax(setup[:m], d.rows)
 	sq = setup[m]
-	sw.lambda = penalty(sw.cfg.Config, sw.lambdaMax, d.rows)
+	sw.lambda = sw.cfg.Config.lambda(sw.lambdaMax, float64(d.rows))
 	sw.step = sw.cfg.Step
 	if sw.step == 0 {
 		r2 := sq / n
@@ -622,17 +622,6 @@ func lambdaMax(cols []float64, n int) float64 {
 	return l
 }
 
-// penalty returns λ for the given λ_max, as the scheduled solver sets it.
-func penalty(c Config, lambdaMax float64, n int) float64 {
-	switch {
-	case c.LambdaRatio > 0:
-		return c.LambdaRatio * lambdaMax
-	case c.C > 0:
-		return 1 / (c.C * float64(n))
-	}
-	return c.Lambda
-}
-
 // after reads the metrics and, at the final clock, the weights, and
 // recomputes the objective from the model as it will be written.
 func (j *sgdJob) after(ctx context.Context, c *wire.Conn, res *SGDResult) error {
@@ -642,7 +631,7 @@ func (j *sgdJob) after(ctx context.Context, c *wire.Conn, res *SGDResult) error 
 		return err
 	}
 	res.LambdaMax = lambdaMax(setup[:j.m], j.d.rows)
-	res.Lambda = penalty(j.cfg.Config, res.LambdaMax, j.d.rows)
+	res.Lambda = j.cfg.Config.lambda(res.LambdaMax, float64(j.d.rows))
 	// Every worker's clocks are confirmed: the metrics are complete.
 	metrics, err := node.Read(ctx, c, j.pcfg, tMetrics, 1, opts)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/strads-go/strads/ps"
 	"github.com/strads-go/strads/ps/node"
 	"github.com/strads-go/strads/wire"
@@ -106,7 +108,7 @@ func (c Config) Work(ctx context.Context, w int, cl Tables) error {
 			}
 			sse := 0.0
 			for i, x := range xs {
-				r := dot(x, beta) - ys[i]
+				r := floats.Dot(x, beta) - ys[i]
 				sse += r * r
 			}
 			if err := cl.Inc(Loss, pass, []float64{sse, float64(len(xs))}); err != nil {
@@ -123,7 +125,7 @@ func (c Config) Work(ctx context.Context, w int, cl Tables) error {
 			}
 			clear(g)
 			for i := lo; i < hi; i++ {
-				r := dot(xs[i], beta) - ys[i]
+				r := floats.Dot(xs[i], beta) - ys[i]
 				for j, v := range xs[i] {
 					g[j] -= eta / float64(hi-lo) * r * v
 				}
@@ -137,14 +139,6 @@ func (c Config) Work(ctx context.Context, w int, cl Tables) error {
 		}
 	}
 	return nil
-}
-
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
 }
 
 // Result is a fit: β, and the mean squared error at the start of every

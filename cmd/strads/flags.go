@@ -92,3 +92,10 @@ func setLinearDefaults(fs *flag.FlagSet) {
 	fs.Lookup("report-every").Usage = "compute the objective every `n` rounds (costs one pass over the data; the column layout of lasso and logreg: 1 unless given)"
 	fs.Lookup("out").Usage = "write the model to `file`: an index,value CSV of the non-zero coefficients (1-based; 0 = the intercept) after a header of # lines (app, features, λ, intercept, version); with --lambda-path, the prefix of the path's files"
 }
+
+// given returns the flags of fs given on the command line.
+func given(fs *flag.FlagSet) map[string]bool {
+	g := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { g[f.Name] = true })
+	return g
+}

@@ -115,7 +115,7 @@ func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 	lay := addLayoutFlags(fs)
 	setLinearDefaults(fs)
 	return func(env *cli.Env) (*cli.Job, error) {
-		model, isPS, err := lf.ps.checkMode(givenFlags(fs))
+		model, isPS, err := lf.ps.checkMode(given(fs))
 		if err != nil {
 			return nil, err
 		}

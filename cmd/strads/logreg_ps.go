@@ -135,11 +135,9 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 	// One evaluation a pass unless --report-every says otherwise: it
 	// costs a pass.
 	cfg.EvalEvery = cfg.ClocksPerPass
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "report-every" {
-			cfg.EvalEvery = opts.ReportEvery
-		}
-	})
+	if given(fs)["report-every"] {
+		cfg.EvalEvery = opts.ReportEvery
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, cli.FlagError(fs, map[string]string{"EvalEvery": "report-every", "MaxClocks": "max-rounds"}, err)
 	}
@@ -253,11 +251,4 @@ func (j *psJob) print(w io.Writer, _ *coordinator.Result) {
 		fmt.Fprintf(&b, "  test accuracy %.4f", r.Test.Accuracy())
 	}
 	fmt.Fprintln(w, b.String())
-}
-
-// givenFlags returns the flags set on fs's command line.
-func givenFlags(fs *flag.FlagSet) map[string]bool {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	return given
 }

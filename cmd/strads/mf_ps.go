@@ -19,13 +19,6 @@ import (
 // mfStaleness is --staleness by default (see its usage).
 const mfStaleness = 1
 
-// given returns the flags of fs given on the command line.
-func given(fs *flag.FlagSet) map[string]bool {
-	g := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { g[f.Name] = true })
-	return g
-}
-
 // mfPSOnly are the flags of the parameter-server modes alone.
 var mfPSOnly = []string{"staleness", "clocks-per-iter", "slow-worker", "slow-turns"}
 
