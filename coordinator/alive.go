@@ -29,7 +29,7 @@ func (n *node[P, R, U, S]) followBeats() (*nats.Subscription, error) {
 		n.mu.Lock()
 		reason := ""
 		switch {
-		case !n.roster.holds(h.Role, h.Place, h.ID):
+		case !n.roster.Holds(h.Role, h.Place, h.ID):
 			// Not the node at that place: one replaced, or none.
 			reason, err = protocol.DropUnexpected, fmt.Errorf("a heartbeat of %s %d from node %.32q", h.Role, h.Place, h.ID)
 		case !n.beats.Take(h.Run+"/"+h.Role+"/"+h.ID, h.Seq):

@@ -525,7 +525,7 @@ func (k cutter[P, R, U, S]) Due(round uint64, _ time.Time) bool {
 		}
 	}
 	n.mu.Lock()
-	data := n.roster.data
+	data := n.roster.Data()
 	n.mu.Unlock()
 	if !n.ckpt.begin(round, data) {
 		return false
@@ -592,7 +592,7 @@ func (n *node[P, R, U, S]) onStored(msg *nats.Msg) error {
 func (n *node[P, R, U, S]) restore(cfg pipeline.Config) error {
 	m := n.resume
 	n.mu.Lock()
-	data := n.roster.data
+	data := n.roster.Data()
 	n.mu.Unlock()
 	if m.Data != "" && data != "" && m.Data != data {
 		return fmt.Errorf("coordinator: resume from the checkpoint of round %d: its data fingerprint is %s, the job's %s", m.Round, m.Data, data)

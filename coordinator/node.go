@@ -3,7 +3,6 @@ package coordinator
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator/pipeline"
+	"github.com/strads-go/strads/member"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/schmp"
 	"github.com/strads-go/strads/wire"
@@ -74,7 +74,7 @@ func Run[P, R, U, S any](ctx context.Context, c *wire.Conn, newCoordinator func(
 	}
 	opts.fill()
 	n := &node[P, R, U, S]{c: c, opts: opts, log: opts.Logger.With("role", "coordinator"), runID: nuid.Next(),
-		roster:  newRoster(opts.Manifest, opts.Workers, opts.Schedulers, opts.Spares),
+		roster:  member.NewRoster(opts.Manifest, opts.Workers, opts.Schedulers, opts.Spares),
 		gate:    NewGate[P, R, U, S](opts.Schedulers, opts.Workers),
 		dropped: map[string]int{},
 		asked:   map[uint64]outbound{},
@@ -141,7 +141,7 @@ type node[P, R, U, S any] struct {
 	// loop.
 	mu sync.Mutex
 	// roster holds who holds each place, and the spares waiting.
-	roster *roster
+	roster *member.Roster
 	// dropped counts the messages dropped unused, by reason (DESIGN "Hostile traffic").
 	dropped map[string]int
 	// fail fails the job with its cause (a refused join).
@@ -399,22 +399,6 @@ func (n *node[P, R, U, S]) drop(msg *nats.Msg, from, reason string, err error) {
 	n.log.Debug("message dropped", "subject", subject, "reply", reply, "from", from, "reason", reason, "err", err)
 }
 
-// refuse answers msg, a join that does not verify under the job's key, with
-// a refusal that carries no MAC: sealed, it would be a message of the job
-// sent wherever msg's reply subject says.
-func (n *node[P, R, U, S]) refuse(msg *nats.Msg, why string) {
-	if msg.Reply == "" {
-		return
-	}
-	data, err := codec.Marshal(protocol.JoinReply{Err: why})
-	if err == nil {
-		err = n.c.NATS().Publish(msg.Reply, data)
-	}
-	if err != nil {
-		n.log.Warn("join refusal", "err", err)
-	}
-}
-
 // invalid returns the error of the job when a message on msg's subject
 // from the node from is invalid or conflicts with one taken (err): the
 // error names them (DESIGN "Hostile traffic").
@@ -432,96 +416,50 @@ func (n *node[P, R, U, S]) invalid(msg *nats.Msg, what string, from protocol.Nod
 // a join whose MAC fails is refused, and one without this coordinator's
 // ticket is answered with it as a challenge, to be sent again with it.
 func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
-	limit := n.roster.limit
-	ticket := rand.Text() // the challenge of a join with a key (DESIGN "Hostile traffic")
-	sub, err := n.c.NATS().Subscribe(n.c.Subject(protocol.SubjectJoin), func(msg *nats.Msg) {
-		if err := n.c.Verify(msg); err != nil {
-			// A node without the job's key, or with another: it learns
-			// why, from an answer without a MAC (which a node with the
-			// key would not take), and takes no place.
-			n.drop(msg, "", protocol.Reason(err), err)
-			n.refuse(msg, "wrong key: the job's coordinator has a job key, and this node has none or another (--key)")
-			return
-		}
-		if !n.c.Keyed() && wire.HasMAC(msg) {
-			n.drop(msg, "", protocol.DropUnexpected, errors.New("a join with a MAC, to a coordinator without a key"))
-			n.refuse(msg, "the job's coordinator has no job key, and this node has one (--key)")
-			return
-		}
-		var req protocol.JoinRequest
-		var rep protocol.JoinReply
-		err := protocol.Open(msg.Data, &req, protocol.TypeJoin, "")
-		if err == nil && n.c.Keyed() && req.Ticket != ticket {
-			// A join of this coordinator's run must carry its ticket: one
-			// recorded in another run, replayed, carries another.
-			if err := wire.Reply(n.c, msg, protocol.JoinReply{Challenge: ticket}); err != nil {
-				n.log.Warn("join challenge", "err", err)
+	decide := func(req protocol.JoinRequest) (rep protocol.JoinReply, then func()) {
+		role := cmp.Or(req.Role, protocol.RoleWorker)
+		n.mu.Lock()
+		run := n.runID
+		a := n.roster.Join(req, run)
+		n.mu.Unlock()
+		switch a.Verdict {
+		case member.SpareMismatch:
+			rep.Err, rep.Mismatch = a.Err.Error(), true
+			n.log.Warn("spare refused", "err", a.Err)
+		case member.Running:
+			// A replay, or a node of another job of this name: the job
+			// runs, and goes on.
+			rep.Err = "the job is running"
+			n.drop(nil, protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}.String(), protocol.DropUnexpected, errors.New(rep.Err))
+		case member.Mismatch:
+			rep.Err, rep.Mismatch = a.Err.Error(), true
+			n.log.Warn("join refused", "err", a.Err)
+			// Answered first: the job's failure ends the coordinator.
+			then = func() { n.fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", a.Err))) }
+		case member.Admitted, member.Spared:
+			rep.Run, rep.Shards = run, n.roster.Limit(role)
+			rep.Settings = n.opts.Manifest.Settings
+			rep.Checkpoints = n.ckpt != nil
+			if n.opts.Heartbeat > 0 {
+				rep.Heartbeat, rep.LostAfter = n.opts.Heartbeat, n.opts.LostAfter
 			}
-			return
-		}
-		if err == nil {
-			err = req.Validate()
-		}
-		if err != nil {
-			n.drop(msg, "", cmp.Or(protocol.Reason(err), protocol.DropGarbage), err)
-			if t := req.Header.Type; t != "" && t != protocol.TypeJoin {
-				// Another message of the protocol, relayed here: its reply
-				// subject awaits another answer (a ready's, its ack), which
-				// a join reply must not take the place of.
-				return
-			}
-			// Answered all the same: a node of another protocol version
-			// learns why it is refused.
-			rep.Err, rep.Unread = fmt.Sprintf("not a join request of protocol version %d: %v", protocol.Version, err), true
-		} else {
-			role := cmp.Or(req.Role, protocol.RoleWorker)
-			n.mu.Lock()
-			run := n.runID
-			a := n.roster.join(req, run)
-			n.mu.Unlock()
-			switch a.verdict {
-			case spareMismatch:
-				rep.Err, rep.Mismatch = a.err.Error(), true
-				n.log.Warn("spare refused", "err", a.err)
-			case running:
-				// A replay, or a node of another job of this name: the job
-				// runs, and goes on.
-				rep.Err = "the job is running"
-				n.drop(msg, protocol.Node{Role: role, Place: -1, Host: req.Host, PID: req.PID}.String(), protocol.DropUnexpected, errors.New(rep.Err))
-			case mismatch:
-				rep.Err, rep.Mismatch = a.err.Error(), true
-				n.log.Warn("join refused", "err", a.err)
-				// Answer first: the job's failure ends the coordinator.
-				defer n.fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", a.err)))
-			case admitted, spare:
-				rep.Run, rep.Shards = run, limit[role]
-				rep.Settings = n.opts.Manifest.Settings
-				rep.Checkpoints = n.ckpt != nil
-				if n.opts.Heartbeat > 0 {
-					rep.Heartbeat, rep.LostAfter = n.opts.Heartbeat, n.opts.LostAfter
+			if a.Verdict == member.Spared {
+				rep.Spare = true
+				n.log.Info("spare admitted", "node", role, "id", req.ID, "host", req.Host, "pid", req.PID)
+			} else {
+				rep.Shard = a.Place
+				if n.resume != nil {
+					rep.Resume, rep.Digest = n.resume.Round, n.resume.Pieces[checkpoint.Piece(role, a.Place)]
 				}
-				if a.verdict == spare {
-					rep.Spare = true
-					n.log.Info("spare admitted", "node", role, "id", req.ID, "host", req.Host, "pid", req.PID)
-				} else {
-					rep.Shard = a.place
-					if n.resume != nil {
-						rep.Resume, rep.Digest = n.resume.Round, n.resume.Pieces[checkpoint.Piece(role, a.place)]
-					}
-				}
-			default:
-				rep.Err = fmt.Sprintf("the job already has its %d %ss", limit[role], role)
 			}
+		default:
+			rep.Err = fmt.Sprintf("the job already has its %d %ss", n.roster.Limit(role), role)
 		}
-		if msg.Reply == "" {
-			return
-		}
-		if err := wire.Reply(n.c, msg, rep); err != nil {
-			n.log.Warn("join reply", "err", err)
-		}
-	})
+		return rep, then
+	}
+	sub, err := member.ServeJoins(n.c, decide, func(msg *nats.Msg, reason string, err error) { n.drop(msg, "", reason, err) }, n.log)
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: subscribe to joins: %w", err)
+		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	return sub, nil
 }
@@ -531,7 +469,7 @@ func (n *node[P, R, U, S]) admit() (*nats.Subscription, error) {
 func (n *node[P, R, U, S]) who(role string, place int) protocol.Node {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.roster.who(role, place)
+	return n.roster.Who(role, place)
 }
 
 // failed returns the error of the job when the node at place of role
@@ -590,7 +528,7 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 			return nil, n.invalid(msg, "a ready", from, err)
 		}
 		n.mu.Lock()
-		joined := n.roster.holds(role, r.Shard, r.ID)
+		joined := n.roster.Holds(role, r.Shard, r.ID)
 		n.mu.Unlock()
 		var ack protocol.Ack
 		switch {
@@ -620,7 +558,7 @@ func (n *node[P, R, U, S]) awaitReady(ctx context.Context, readies *wire.Mailbox
 		n.log.Info("ready", "node", role, "place", r.Shard, "id", r.ID)
 	}
 	n.mu.Lock()
-	n.roster.start()
+	n.roster.Start()
 	n.mu.Unlock()
 	return summaries, nil
 }

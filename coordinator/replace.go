@@ -62,13 +62,13 @@ func (n *node[P, R, U, S]) replace(ctx context.Context, lost []protocol.Node, lo
 	rb := &protocol.Rollback{Round: round, Run: run}
 	n.mu.Lock()
 	n.runID = run
-	taken := n.roster.replace(lost)
+	taken := n.roster.Replace(lost)
 	n.mu.Unlock()
 	for i, l := range lost {
 		s := taken[i]
-		n.log.Warn("a spare takes a lost node's place", "node", s.node, "round", round)
-		a := protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: s.run}, Shard: l.Place, Shards: n.roster.limit[l.Role], Rollback: rb}
-		if err := wire.Publish(n.c, protocol.SubjectSpare(s.id), a); err != nil {
+		n.log.Warn("a spare takes a lost node's place", "node", s.Node, "round", round)
+		a := protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: s.Run}, Shard: l.Place, Shards: n.roster.Limit(l.Role), Rollback: rb}
+		if err := wire.Publish(n.c, protocol.SubjectSpare(s.ID), a); err != nil {
 			return fmt.Errorf("%w (the spare: %v)", lostErr, err)
 		}
 	}
@@ -128,7 +128,7 @@ func (n *node[P, R, U, S]) settle(ctx context.Context, lost []protocol.Node, los
 func (n *node[P, R, U, S]) sparesFor(lost []protocol.Node) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.roster.sparesFor(lost)
+	return n.roster.SparesFor(lost)
 }
 
 // awaitSpares says whether a spare waits for each node lost. When too few
@@ -271,15 +271,15 @@ func (n *node[P, R, U, S]) restartBeat() {
 // having failed with cause (nil: it succeeded).
 func (n *node[P, R, U, S]) releaseSpares(cause error) {
 	n.mu.Lock()
-	all := n.roster.waiting()
+	all := n.roster.Waiting()
 	n.mu.Unlock()
 	for _, s := range all {
-		a := protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: s.run}, Stop: true}
+		a := protocol.Assign{Header: protocol.Header{Type: protocol.TypeAssign, Run: s.Run}, Stop: true}
 		if cause != nil {
 			a.Abort = cause.Error()
 		}
-		if err := wire.Publish(n.c, protocol.SubjectSpare(s.id), a); err != nil {
-			n.log.Warn("release a spare", "id", s.id, "err", err)
+		if err := wire.Publish(n.c, protocol.SubjectSpare(s.ID), a); err != nil {
+			n.log.Warn("release a spare", "id", s.ID, "err", err)
 		}
 	}
 	if len(all) > 0 {
