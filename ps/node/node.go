@@ -45,6 +45,10 @@ type Options struct {
 	// Resume starts every server and worker from the last checkpoint
 	// committed.
 	Resume bool
+	// LostAfter is how long a worker of a job of separate processes
+	// (Host, Coordinate) may be silent before the job fails (default
+	// 10×Resend); it beats every Resend.
+	LostAfter time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -53,6 +57,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = time.Minute
+	}
+	if o.LostAfter <= 0 {
+		o.LostAfter = 10 * o.Resend
 	}
 	if o.Keep <= 0 {
 		o.Keep = 2

@@ -27,30 +27,15 @@ func Run(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg ps
 	var servers sync.WaitGroup
 	defer servers.Wait()
 	defer cancel(nil)
-	if opts.Checkpoints && cfg.Every > 0 {
-		c, err := dial("ps-committer")
-		if err != nil {
-			return err
-		}
-		// Started before any role can store a piece.
-		committing := make(chan struct{})
-		servers.Go(func() {
-			if err := commit(ctx, c, cfg, opts, committing); err != nil {
-				cancel(err)
-			}
-		})
-		<-committing
+	if err := startCommitter(ctx, cancel, &servers, dial, cfg, opts); err != nil {
+		return err
 	}
-	for i := range cfg.Servers {
-		c, err := dial(fmt.Sprintf("ps-server-%d", i))
-		if err != nil {
-			return err
-		}
-		servers.Go(func() {
-			if err := Serve(ctx, c, cfg, i, opts); err != nil {
-				cancel(fmt.Errorf("ps: server %d: %w", i, err))
-			}
-		})
+	all := make([]int, cfg.Servers)
+	for i := range all {
+		all[i] = i
+	}
+	if err := serveAll(ctx, cancel, &servers, dial, cfg, opts, all); err != nil {
+		return err
 	}
 	var workers sync.WaitGroup
 	for w := range cfg.Workers {
