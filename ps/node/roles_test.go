@@ -54,7 +54,7 @@ func newRolesJob(t *testing.T, servers, workers, clocks int) *rolesJob {
 // run runs the coordinator and a host per worker, worker w running
 // work(w) (nil: the checking program of TestNATS), and returns the table
 // that the coordinator read at the end, and each role's error.
-func (j *rolesJob) run(t *testing.T, workOf func(w int) node.Work) (got []float64, coord error, hosts []error) {
+func (j *rolesJob) run(t *testing.T, workOf func(w int) node.Work) (got []float64, hosts []error, coord error) {
 	c, err := j.dial("coordinator")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func (j *rolesJob) run(t *testing.T, workOf func(w int) node.Work) (got []float6
 		return err
 	})
 	g.Wait()
-	return got, coord, hosts
+	return got, hosts, coord
 }
 
 // TestRoles runs a job as separate roles would: a coordinator and a host
@@ -88,7 +88,7 @@ func (j *rolesJob) run(t *testing.T, workOf func(w int) node.Work) (got []float6
 func TestRoles(t *testing.T) {
 	for _, servers := range []int{3, 1} {
 		j := newRolesJob(t, servers, 2, 6)
-		got, coord, hosts := j.run(t, nil)
+		got, hosts, coord := j.run(t, nil)
 		if coord != nil || hosts[0] != nil || hosts[1] != nil {
 			t.Fatalf("%d servers: coordinator %v, hosts %v", servers, coord, hosts)
 		}
@@ -115,7 +115,7 @@ func TestRolesFail(t *testing.T) {
 		j := newRolesJob(t, 2, 3, 6)
 		j.opts.Timeout = 20 * time.Second // a failure must not wait for it
 		start := time.Now()
-		_, coord, hosts := j.run(t, func(w int) node.Work {
+		_, hosts, coord := j.run(t, func(w int) node.Work {
 			if w != 1 {
 				// Reads and clocks: they wait for worker 1, whose
 				// increments never come.
@@ -156,7 +156,7 @@ func TestRolesFail(t *testing.T) {
 		defer kill()
 		j.procs = []context.Context{proc}
 		started := make(chan struct{})
-		_, coord, hosts := j.run(t, func(w int) node.Work {
+		_, hosts, coord := j.run(t, func(w int) node.Work {
 			if w == 1 {
 				return func(ctx context.Context, w int, cl *node.Client) error {
 					if err := cl.Clock(ctx); err != nil {
