@@ -1,13 +1,20 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
+	"github.com/strads-go/strads/member"
+	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -15,11 +22,19 @@ import (
 // the command: connections to the job's NATS server, embedded or --nats,
 // and the runtime's flags as the coordinator's options.
 type Runtime struct {
+	// Role is what this process runs: All (a whole job), Coordinator,
+	// or Worker at Place, of Workers places.
+	Role  Role
+	Place int
+	// Conn is the role's own connection, which it joined the job on
+	// (nil for a whole job).
+	Conn *wire.Conn
 	// Dial returns a new connection to the job's server, under the job's
 	// subjects and key; the command closes them all when the job ends.
 	Dial func(name string) (*wire.Conn, error)
 	// Options are the runtime's flags (Workers, MaxRounds, Tol, Target,
-	// TimeLimit, ReportEvery, Metrics, Out, Progress, Timeout, …).
+	// TimeLimit, ReportEvery, Metrics, Out, Progress, Timeout,
+	// JoinTimeout, …).
 	Options coordinator.Options
 	// Logger takes warnings, and with --verbose what the nodes do.
 	Logger *slog.Logger
@@ -28,9 +43,13 @@ type Runtime struct {
 }
 
 // NewRunJob returns the job that run runs, on another runtime than the
-// SchMP coordinator's (the parameter server of package ps/node, say). It
-// runs as a whole job only: the role commands refuse it. The result it
-// returns goes to the job's Print and Done as the coordinator's would.
+// SchMP coordinator's (the parameter server of package ps/node, say).
+// Run sees the role it runs in Runtime.Role: a whole job, or, as the
+// role commands start it, the coordinator (which admits the workers,
+// answering their joins with the job's settings and their places) or a
+// worker (admitted at Runtime.Place). It has no scheduler role. The
+// result it returns goes to the job's Print and Done as the
+// coordinator's would.
 func NewRunJob(run func(ctx context.Context, rt *Runtime) (*coordinator.Result, error)) *Job {
 	return &Job{prog: funcRunner(run)}
 }
@@ -39,13 +58,30 @@ func NewRunJob(run func(ctx context.Context, rt *Runtime) (*coordinator.Result, 
 type funcRunner func(ctx context.Context, rt *Runtime) (*coordinator.Result, error)
 
 func (f funcRunner) run(ctx context.Context, n *node) (*coordinator.Result, error) {
-	if n.role != All {
-		return nil, Usagef("this %s job runs as a whole job only, not as role %s", n.app.Name, n.role)
-	}
 	rf := n.rf
 	key := rf.jobKey
-	if key.IsZero() && rf.nats != "" {
-		key = wire.NewKey()
+	rt := &Runtime{Role: n.role, Conn: n.c, Options: n.opts, Logger: n.log, Stderr: n.stderr}
+	switch n.role {
+	case All:
+		if key.IsZero() && rf.nats != "" {
+			key = wire.NewKey()
+		}
+	case Worker:
+		// Its place is all it takes of the admission: the job's
+		// heartbeats are its own (package ps/node).
+		rt.Place = n.entry.Reply.Shard
+		n.entry.Close()
+	case Coordinator:
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop, err := admit(n, cancel)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	default:
+		return nil, Usagef("this %s job has no %s role: start a coordinator and --workers workers", n.app.Name, n.role)
 	}
 	dial, closeAll, err := job.Dial(job.Options{
 		Key: key, Job: rf.job, NATS: rf.nats, NATSOptions: rf.natsOptions(), Listen: rf.natsListen, Store: rf.store,
@@ -56,9 +92,50 @@ func (f funcRunner) run(ctx context.Context, n *node) (*coordinator.Result, erro
 		return nil, rf.connectError(err)
 	}
 	defer closeAll()
-	res, err := f(ctx, &Runtime{Dial: dial, Options: n.opts, Logger: n.log, Stderr: n.stderr})
+	rt.Dial = dial
+	res, err := f(ctx, rt)
 	if err != nil {
 		err = rf.connectError(err)
 	}
 	return res, err
+}
+
+// admit answers the joins of the workers of a coordinator's job (n's
+// manifest, Options.Workers places): each gets its place and the job's
+// settings; a worker whose manifest differs is refused, and fails the job
+// (fail), which would wait for it in vain; any scheduler is refused. It
+// returns the function that stops it.
+func admit(n *node, fail context.CancelCauseFunc) (stop func(), err error) {
+	roster := member.NewRoster(n.opts.Manifest, n.opts.Workers, 0, 0)
+	run := nuid.Next()
+	var mu sync.Mutex
+	decide := func(req protocol.JoinRequest) (rep protocol.JoinReply, then func()) {
+		role := cmp.Or(req.Role, protocol.RoleWorker)
+		if role != protocol.RoleWorker {
+			rep.Err = fmt.Sprintf("this %s job has no %s role: it runs a coordinator and %d workers", n.app.Name, role, n.opts.Workers)
+			return rep, nil
+		}
+		mu.Lock()
+		a := roster.Join(req, run)
+		mu.Unlock()
+		switch a.Verdict {
+		case member.Admitted:
+			rep.Run, rep.Shard, rep.Shards, rep.Settings = run, a.Place, n.opts.Workers, n.opts.Manifest.Settings
+		case member.Mismatch:
+			rep.Err, rep.Mismatch = a.Err.Error(), true
+			then = func() { fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", a.Err))) }
+		default:
+			rep.Err = fmt.Sprintf("the job already has its %d workers", n.opts.Workers)
+		}
+		return rep, then
+	}
+	drop := func(msg *nats.Msg, reason string, err error) {
+		n.mon.Drop(string(Coordinator), reason)
+		n.log.Debug("message dropped", "subject", msg.Subject, "reason", reason, "err", err)
+	}
+	sub, err := member.ServeJoins(n.c, decide, drop, n.log)
+	if err != nil {
+		return nil, err
+	}
+	return func() { sub.Unsubscribe() }, nil
 }

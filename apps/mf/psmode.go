@@ -271,14 +271,36 @@ func (p *psPlan) progress(e Eval, st ps.Stats) {
 // that state and W to BSP tables, and the observer reads them: the last
 // evaluation is of exactly the model returned.
 func RunPS(ctx context.Context, cfg Config, o PSOptions, dial func(name string) (*wire.Conn, error)) (*PSResult, error) {
+	j, err := NewPSJob(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &PSResult{}
+	err = node.Run(ctx, dial, j.p.ps, o.Node, j.work(dial), j.finish(res))
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// PSJob is a job of RunPS as its roles run it when they are separate
+// processes: a coordinator (Coordinate) and a process per worker (Host),
+// on any NATS server. Each makes the job from the same Config and
+// PSOptions, and reads the training file itself.
+type PSJob struct {
+	p  *psPlan
+	ix *Index
+}
+
+// NewPSJob returns the job of cfg (Config.Mode a consistency model), from
+// the training file's counting pass, which shapes the tables.
+func NewPSJob(cfg Config, o PSOptions) (*PSJob, error) {
 	if err := cfg.check("RunPS"); err != nil {
 		return nil, err
 	}
 	if cfg.Train == "" {
 		return nil, errors.New("--train FILE is required")
 	}
-	// The plan's shape needs the Index; every role computes it from its
-	// own counting pass.
 	ix, err := buildIndex(cfg.Train, cfg.Workers, 1, nil)
 	if err != nil {
 		return nil, err
@@ -287,16 +309,34 @@ func RunPS(ctx context.Context, cfg Config, o PSOptions, dial func(name string) 
 	if err != nil {
 		return nil, err
 	}
+	return &PSJob{p: p, ix: ix}, nil
+}
+
+// Host runs worker w of the job, and the servers it hosts
+// (node.Host), each on its own connection from dial, until the job is
+// over.
+func (j *PSJob) Host(ctx context.Context, dial func(name string) (*wire.Conn, error), w int) error {
+	return node.Host(ctx, dial, j.p.ps, w, j.p.o.Node, j.work(dial))
+}
+
+// Coordinate runs the job's coordinator on c (node.Coordinate), waiting
+// up to join for the workers to come, and returns the job's result.
+func (j *PSJob) Coordinate(ctx context.Context, c *wire.Conn, dial func(name string) (*wire.Conn, error), join time.Duration) (*PSResult, error) {
 	res := &PSResult{}
-	err = node.Run(ctx, dial, p.ps, o.Node,
-		func(ctx context.Context, w int, cl *node.Client) error {
-			return p.work(ctx, w, cl, dial)
-		},
-		func(ctx context.Context, c *wire.Conn) error { return p.finish(ctx, c, ix, res) })
-	if err != nil {
+	if err := node.Coordinate(ctx, c, dial, j.p.ps, join, j.p.o.Node, j.finish(res)); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// work returns the workers' program.
+func (j *PSJob) work(dial func(string) (*wire.Conn, error)) node.Work {
+	return func(ctx context.Context, w int, cl *node.Client) error { return j.p.work(ctx, w, cl, dial) }
+}
+
+// finish returns the observer's end of the job, which makes res.
+func (j *PSJob) finish(res *PSResult) func(ctx context.Context, c *wire.Conn) error {
+	return func(ctx context.Context, c *wire.Conn) error { return j.p.finish(ctx, c, j.ix, res) }
 }
 
 // psWorker is a worker of RunPS.

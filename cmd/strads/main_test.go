@@ -227,15 +227,15 @@ func TestLassoCommand(t *testing.T) {
 
 // process is a role running as its own OS process.
 type process struct {
-	name   string
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	name           string
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
 }
 
 func startProcess(t *testing.T, name string, args ...string) *process {
 	t.Helper()
 	p := &process{name: name, cmd: exec.Command(binary, args...)}
-	p.cmd.Stderr = &p.stderr
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -35,14 +35,15 @@ func (f *mfFlags) notPS(fs *flag.FlagSet) error {
 }
 
 // psJob returns the job of a parameter-server mode (mf.RunPS): a whole
-// job, on the runtime's NATS server (embedded, or --nats).
+// job, on the runtime's NATS server (embedded, or --nats), or the role
+// of it that env says.
 func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job, error) {
 	g := given(fs)
 	opts := env.Options
 	o := f.ps
 	switch {
-	case env.Role != cli.All:
-		return nil, cli.Usagef("--mode %s runs as a whole job (strads mf), not as role %s", cfg.Mode, env.Role)
+	case env.Role == cli.Scheduler:
+		return nil, cli.Usagef("--mode %s has no scheduler role: start a coordinator and --workers workers", cfg.Mode)
 	case f.lambda.auto || f.rank.auto:
 		return nil, cli.Usagef("--lambda auto and --rank auto need --validate: --mode %s holds nothing out", cfg.Mode)
 	case g["staleness"] && cfg.Mode != "ssp" && cfg.Mode != "essp":
@@ -84,7 +85,13 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 	if f.predictOut != "" && f.predict == "" || f.predict != "" && f.predictOut == "" {
 		return nil, cli.Usagef("--predict FILE and --predict-out FILE go together")
 	}
-	if err := j.check(cli.All, f.predict); err != nil {
+	// The coordinator of a ps mode reads --train too: its counting pass
+	// shapes the tables and gives the ids of the outputs.
+	role := env.Role
+	if role == cli.Coordinator {
+		role = cli.All
+	}
+	if err := j.check(role, f.predict); err != nil {
 		return nil, err
 	}
 	p := &psRun{cfg: cfg, o: o, out: opts.Out, metrics: opts.Metrics}
@@ -103,10 +110,24 @@ type psRun struct {
 	elapsed      time.Duration
 }
 
-// run runs the job and writes its outputs, all or none.
+// run runs the job, or the role of it that rt says, and writes its
+// outputs, all or none.
 func (p *psRun) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	t0 := time.Now()
-	res, err := mf.RunPS(ctx, p.cfg, p.o, rt.Dial)
+	var res *mf.PSResult
+	var err error
+	if rt.Role == cli.All {
+		res, err = mf.RunPS(ctx, p.cfg, p.o, rt.Dial)
+	} else {
+		var j *mf.PSJob
+		if j, err = mf.NewPSJob(p.cfg, p.o); err != nil {
+			return nil, err
+		}
+		if rt.Role == cli.Worker {
+			return nil, j.Host(ctx, rt.Dial, rt.Place)
+		}
+		res, err = j.Coordinate(ctx, rt.Conn, rt.Dial, rt.Options.JoinTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/strads-go/strads/apps/mf"
+	"github.com/strads-go/strads/internal/testhelper"
 )
 
 // TestMFPSModes runs strads mf --mode for every parameter-server mode: the
@@ -43,23 +44,7 @@ func TestMFPSModes(t *testing.T) {
 			if len(rows) != 22 || col < 0 || !strings.HasSuffix(rows[0], ",staleness_mean,staleness_var,staleness_max") {
 				t.Fatalf("metrics: %d lines, header %q; want 22 (a header and 21 evaluations) with the staleness columns", len(rows), rows[0])
 			}
-			s, err := mf.LoadSaved(prefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b bytes.Buffer
-			if _, err := s.Predict(test, &b); err != nil {
-				t.Fatal(err)
-			}
-			var sum float64
-			for k, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
-				p, err := strconv.ParseFloat(strings.Fields(l)[2], 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sum += (ratings[k].Value - p) * (ratings[k].Value - p)
-			}
-			if got := math.Sqrt(sum / float64(len(ratings))); math.Abs(got-reported) > 1e-6 || reported > 0.3 {
+			if got := savedRMSE(t, prefix, test); math.Abs(got-reported) > 1e-6 || reported > 0.3 {
 				t.Errorf("the files written give a test RMSE of %.9f, the job reported %.6f (want it below 0.3)", got, reported)
 			}
 			if got, want := len(readLines(t, pred)), len(ratings); got != want {
@@ -108,4 +93,79 @@ func TestMFPSBadFlags(t *testing.T) {
 			assertNoOutput(t, dir)
 		})
 	}
+}
+
+// TestMFPSProcesses runs --mode bsp as separate OS processes, a coordinator
+// and two workers against a NATS server, the workers started with no
+// setting but their data: they take the job's from the coordinator, and
+// the model is as good as the whole job's, and the files written are the
+// model reported. (Not bit for bit: a read under bsp sees every change of
+// the clocks before its own, and may see some of its clock's too, as they
+// come; two whole jobs differ as much.) A scheduler is refused.
+func TestMFPSProcesses(t *testing.T) {
+	train, test := genMFData(t)
+	dir := t.TempDir()
+	data := []string{"--train", train, "--test", test, "--job", "mfps"}
+	settings := []string{"--mode", "bsp", "--rank", "3", "--workers", "2", "--iters", "4", "--progress", "0"}
+	whole := filepath.Join(dir, "whole")
+	code, stdout, stderr := runCLI(t, slices.Concat([]string{"mf", "--out", whole}, settings, data)...)
+	if code != 0 {
+		t.Fatalf("whole job: exit %d: %s", code, stderr)
+	}
+	want := rmseOf(t, stdout)
+	url := testhelper.ServerURL(t)
+	roles := slices.Concat([]string{"--app", "mf", "--nats", url}, data)
+	dist := filepath.Join(dir, "dist")
+	coord := startProcess(t, "coordinator", slices.Concat([]string{"coordinator", "--out", dist}, settings, roles)...)
+	waitAll(t, coord,
+		startProcess(t, "worker 1", append([]string{"worker"}, roles...)...),
+		startProcess(t, "worker 2", append([]string{"worker"}, roles...)...))
+	if got := rmseOf(t, coord.stdout.String()); math.Abs(got-want) > 0.01*want {
+		t.Errorf("test RMSE %v, the whole job's %v", got, want)
+	}
+	if got, reported := savedRMSE(t, dist, test), rmseOf(t, coord.stdout.String()); math.Abs(got-reported) > 1e-6 {
+		t.Errorf("the files written give a test RMSE of %.9f, the job reported %.6f", got, reported)
+	}
+	code, _, stderr = runCLI(t, slices.Concat([]string{"scheduler", "--app", "mf", "--nats", url}, settings, data)...)
+	if code != 2 || !strings.Contains(stderr, "--mode bsp has no scheduler role") {
+		t.Errorf("a scheduler: exit %d, %s", code, stderr)
+	}
+}
+
+// rmseOf returns the test RMSE of the result line in stdout.
+func rmseOf(t *testing.T, stdout string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`test RMSE ([0-9.]+)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no result line: %q", stdout)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+// savedRMSE returns the RMSE over the ratings of test of the model that
+// the files of prefix hold.
+func savedRMSE(t *testing.T, prefix, test string) float64 {
+	t.Helper()
+	var ratings []mf.Rating
+	if err := mf.ReadRatings(test, func(_ int, r mf.Rating) error { ratings = append(ratings, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	s, err := mf.LoadSaved(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := s.Predict(test, &b); err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for k, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		p, err := strconv.ParseFloat(strings.Fields(l)[2], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += (ratings[k].Value - p) * (ratings[k].Value - p)
+	}
+	return math.Sqrt(sum / float64(len(ratings)))
 }
