@@ -234,6 +234,27 @@ func readShard(path string, lo, hi int) (*shard, error) {
 // connections from dial, and returns the model at the final clock. A
 // diverging objective fails it with coordinator.ErrDiverged.
 func RunSGD(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg SGDConfig) (*SGDResult, error) {
+	j, err := NewSGDJob(cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &SGDResult{}
+	start := time.Now()
+	if err := node.Run(ctx, dial, j.pcfg, cfg.Node, j.work, j.finish(res)); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// SGDJob is a job of RunSGD as its roles run it when they are separate
+// processes: a coordinator (Coordinate) and a process per worker (Host),
+// on any NATS server. Each makes the job from the same SGDConfig, and
+// reads the data file itself.
+type SGDJob struct{ *sgdJob }
+
+// NewSGDJob returns the job of cfg, shaped by a pass over its data.
+func NewSGDJob(cfg SGDConfig) (*SGDJob, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -255,17 +276,30 @@ func RunSGD(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg
 	if err := pcfg.Validate(); err != nil {
 		return nil, err
 	}
-	j := &sgdJob{cfg: cfg, d: d, m: m, trainClocks: trainClocks, pcfg: pcfg}
+	return &SGDJob{&sgdJob{cfg: cfg, d: d, m: m, trainClocks: trainClocks, pcfg: pcfg}}, nil
+}
+
+// Host runs worker w of the job, and the servers it hosts (node.Host),
+// each on its own connection from dial, until the job is over.
+func (j *SGDJob) Host(ctx context.Context, dial func(name string) (*wire.Conn, error), w int) error {
+	return node.Host(ctx, dial, j.pcfg, w, j.cfg.Node, j.work)
+}
+
+// Coordinate runs the job's coordinator on c (node.Coordinate), waiting
+// up to join for the workers to come, and returns the job's result.
+func (j *SGDJob) Coordinate(ctx context.Context, c *wire.Conn, dial func(name string) (*wire.Conn, error), join time.Duration) (*SGDResult, error) {
 	res := &SGDResult{}
 	start := time.Now()
-	err = node.Run(ctx, dial, pcfg, cfg.Node, j.work, func(ctx context.Context, c *wire.Conn) error {
-		return j.after(ctx, c, res)
-	})
-	if err != nil {
+	if err := node.Coordinate(ctx, c, dial, j.pcfg, join, j.cfg.Node, j.finish(res)); err != nil {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// finish returns the observer's end of the job, which makes res.
+func (j *sgdJob) finish(res *SGDResult) func(ctx context.Context, c *wire.Conn) error {
+	return func(ctx context.Context, c *wire.Conn) error { return j.after(ctx, c, res) }
 }
 
 // sgdJob is what every node of a job knows before it starts: the config

@@ -71,10 +71,10 @@ func (f *logregFlags) checkPredict() error {
 	return nil
 }
 
-// config returns the validated logistic regression config for workers
-// workers.
-func (f *logregFlags) config(workers int) (logreg.Config, error) {
-	cfg := f.cfg
+// config returns the validated logistic regression config of role for
+// workers workers.
+func (f *logregFlags) config(role cli.Role, workers int) (logreg.Config, error) {
+	cfg := f.roleConfig(role)
 	var err error
 	if cfg.Schedule, err = f.sched.config(workers); err != nil {
 		return cfg, err
@@ -83,6 +83,17 @@ func (f *logregFlags) config(workers int) (logreg.Config, error) {
 		return cfg, cli.FlagError(f.fs, linearFlagNames, err)
 	}
 	return cfg, f.checkPredict()
+}
+
+// roleConfig returns the flags' config as role makes its job from them. A
+// worker or a scheduler given no penalty takes the job's when it joins,
+// and makes its job again then: until that, it stands in λ_max.
+func (f *logregFlags) roleConfig(role cli.Role) logreg.Config {
+	cfg := f.cfg
+	if !role.Has(cli.Coordinator) && cfg.Lambda == 0 && cfg.LambdaRatio == 0 && cfg.C == 0 {
+		cfg.LambdaRatio = 1
+	}
+	return cfg
 }
 
 // logregJob is a logistic regression job as the command runs it: the
@@ -123,7 +134,7 @@ func logregCommand(fs *flag.FlagSet) func(*cli.Env) (*cli.Job, error) {
 			return logregPSJob(fs, env, lf, lf.ps, model)
 		}
 		opts := env.Options
-		cfg, err := lf.config(opts.Workers)
+		cfg, err := lf.config(env.Role, opts.Workers)
 		if err != nil {
 			return nil, err
 		}

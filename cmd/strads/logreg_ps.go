@@ -108,8 +108,8 @@ type psJob struct {
 
 // logregPSJob returns the job of a parameter-server mode m.
 func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m ps.Model) (*cli.Job, error) {
-	if env.Role != cli.All {
-		return nil, cli.Usagef("--mode %s runs as a whole job only: strads logreg --mode %s [flags]", pf.mode, pf.mode)
+	if env.Role == cli.Scheduler {
+		return nil, cli.Usagef("--mode %s has no scheduler role: start a coordinator and --workers workers", pf.mode)
 	}
 	opts := env.Options
 	sched, err := lf.sched.config(opts.Workers)
@@ -121,7 +121,7 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 		return nil, cli.Usagef("--penalty: %v", err)
 	}
 	cfg := logreg.SGDConfig{
-		Config:  lf.cfg,
+		Config:  lf.roleConfig(env.Role),
 		Penalty: pen, Model: m, Workers: opts.Workers, Servers: pf.servers,
 		ClocksPerPass: pf.clocksPerPass, Passes: pf.passes, MaxClocks: int(min(opts.MaxRounds, math.MaxInt32)),
 		Step: pf.step, Tol: opts.Tol, Target: opts.Target, HasTarget: opts.HasTarget, TimeLimit: opts.TimeLimit,
@@ -158,11 +158,24 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 	return job, nil
 }
 
-// run runs the job and writes its outputs: the model, the metrics and the
-// predictions.
+// run runs the job, or the role of it that rt says, and writes its
+// outputs: the model, the metrics and the predictions.
 func (j *psJob) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	j.cfg.Node.Log = rt.Logger
-	res, err := logreg.RunSGD(ctx, rt.Dial, j.cfg)
+	var res *logreg.SGDResult
+	var err error
+	if rt.Role == cli.All {
+		res, err = logreg.RunSGD(ctx, rt.Dial, j.cfg)
+	} else {
+		var sj *logreg.SGDJob
+		if sj, err = logreg.NewSGDJob(j.cfg); err != nil {
+			return nil, err
+		}
+		if rt.Role == cli.Worker {
+			return nil, sj.Host(ctx, rt.Dial, rt.Place)
+		}
+		res, err = sj.Coordinate(ctx, rt.Conn, rt.Dial, rt.Options.JoinTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}

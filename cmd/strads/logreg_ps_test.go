@@ -4,11 +4,13 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/strads-go/strads/apps/linear"
+	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/libsvm"
 )
 
@@ -167,5 +169,33 @@ func TestLogregModeFlags(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestLogregPSProcesses runs --mode ssp as separate OS processes, a
+// coordinator and two workers against a NATS server, the workers started
+// with their data alone: the model is as good as the whole job's, and the
+// file written is the model reported.
+func TestLogregPSProcesses(t *testing.T) {
+	data := genLogregData(t, 400, "--labels", "01", "--bias", "0.5")
+	settings := []string{"--mode", "ssp", "--lambda-ratio", "0.1", "--workers", "2", "--progress", "0", "--tol", "0"}
+	code, stdout, stderr := runCLI(t, slices.Concat([]string{"logreg", "--data", data}, settings)...)
+	if code != 0 {
+		t.Fatalf("whole job: exit %d: %s", code, stderr)
+	}
+	want := objectiveOf(t, stdout)
+	url := testhelper.ServerURL(t)
+	roles := []string{"--app", "logreg", "--nats", url, "--job", "lrps", "--data", data}
+	out := filepath.Join(t.TempDir(), "w.csv")
+	coord := startProcess(t, "coordinator", slices.Concat([]string{"coordinator", "--out", out}, settings, roles)...)
+	waitAll(t, coord,
+		startProcess(t, "worker 1", append([]string{"worker"}, roles...)...),
+		startProcess(t, "worker 2", append([]string{"worker"}, roles...)...))
+	got := objectiveOf(t, coord.stdout.String())
+	if math.Abs(got-want) > 0.01*want {
+		t.Errorf("objective %.9g, the whole job's %.9g", got, want)
+	}
+	if obj, _ := recompute(t, out, data); math.Abs(obj-got) > 1e-9*got {
+		t.Errorf("the model file's objective %.12g, printed %.12g", obj, got)
 	}
 }
