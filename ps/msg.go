@@ -115,6 +115,20 @@ func (r *Rows) Check(cfg Config) error {
 	return checkValues(tab, r.Rows, r.Ends, r.Cols, r.Values)
 }
 
+// Nonzeros returns r's rows by their nonzero values: r's own values for a
+// sparse table, a copy of them for a dense one. r must be valid (Check).
+func (r *Rows) Nonzeros(cfg Config) Nonzeros {
+	if cfg.Tables[r.Table].Sparse {
+		return Nonzeros{Rows: r.Rows, Ends: r.Ends, Cols: r.Cols, Vals: r.Values}
+	}
+	var nz Nonzeros
+	w := cfg.Tables[r.Table].Width
+	for k, row := range r.Rows {
+		nz.Append(int(row), nonzeros(r.Values[k*w:(k+1)*w]))
+	}
+	return nz
+}
+
 // nonzeros returns d's rows, of a sparse table.
 func (d *Delta) nonzeros() Nonzeros {
 	return Nonzeros{Rows: d.Rows, Ends: d.Ends, Cols: d.Cols, Vals: d.Values}

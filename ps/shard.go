@@ -181,7 +181,7 @@ func (s *Shard) Nonzeros(t, row int) SparseRow {
 func (s *Shard) sparseRows(t int, rows []int32) Nonzeros {
 	var nz Nonzeros
 	for _, r := range rows {
-		nz.append(r, s.nz[t][r])
+		nz.Append(int(r), s.nz[t][r])
 	}
 	return nz
 }

@@ -162,9 +162,9 @@ func (n Nonzeros) Row(row int) SparseRow {
 	return r
 }
 
-// append appends row r.
-func (n *Nonzeros) append(row int32, r SparseRow) {
-	n.Rows = append(n.Rows, row)
+// Append appends row and its values r, a copy of them, to n.
+func (n *Nonzeros) Append(row int, r SparseRow) {
+	n.Rows = append(n.Rows, int32(row))
 	n.Cols = append(n.Cols, r.Cols...)
 	n.Vals = append(n.Vals, r.Vals...)
 	n.Ends = append(n.Ends, int32(len(n.Cols)))
