@@ -1,6 +1,7 @@
 // Package node runs the parameter server's cores (package ps) over NATS:
 // Serve runs a server, a Client is a worker's view of the tables, and Read
-// takes a whole table as of a stamp, for a job's outputs and metrics.
+// (ReadSparse by nonzeros) takes a whole table as of a stamp, for a job's
+// outputs and metrics.
 //
 // Server i takes its messages on ps.server.<i> and worker w on
 // ps.worker.<w>, under the job's prefix. Nothing waits without end: a
