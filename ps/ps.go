@@ -1,7 +1,7 @@
 // Package ps is the stale-synchronous parameter server: the other half of
 // the seeds (Bösen), for data-parallel programs such as SGD.
 //
-// A job's model lives in tables of dense rows of float64, sharded over the
+// A job's model lives in tables of rows of float64, sharded over the
 // server nodes (row r on server r mod servers). A worker reads rows with
 // Get, adds to them with Inc, and ends each of its passes with Clock. Every
 // worker keeps a cache of the rows it reads, and a table's consistency model
@@ -18,6 +18,16 @@
 //
 // A worker always reads its own updates (read-my-writes), including those
 // of the current clock.
+//
+// A table is dense, Rows × Width values held whole by the servers and by
+// every worker's cache, or sparse (Table.Sparse): each row held by its
+// nonzero values only, as a SparseRow of increasing columns, at the
+// servers, in the caches and in messages, and a worker caching only the
+// rows it reads or adds to, so that memory goes with the nonzeros and the
+// rows touched, not with Rows × Width. GetSparse and IncSparse read and add
+// to a row by its nonzeros, with the same bounds, and work on dense tables
+// too; Get and Inc work on sparse tables, Get returning a dense copy of
+// the row.
 //
 // This package holds the two pure cores of the protocol, with no network,
 // clock or goroutine: Shard, the state of one server, and Cache, the state
@@ -67,7 +77,7 @@ func ParseModel(s string) (Model, error) {
 }
 
 // Table describes one table: Rows rows of Width values, all starting at
-// the values Init gives them.
+// the values Init gives them, or at 0 for a sparse table.
 type Table struct {
 	// Name names the table in errors and metrics.
 	Name string `msgpack:"name"`
@@ -80,6 +90,11 @@ type Table struct {
 	Staleness int   `msgpack:"staleness"`
 	// Init gives every value its start.
 	Init Init `msgpack:"init"`
+	// Sparse keeps each row by its nonzero values only, at the servers, in
+	// the workers' caches and in messages, and a worker caches only the
+	// rows it reads or adds to: for tables whose rows are mostly 0, or
+	// whose workers each touch few of the rows. A sparse table starts at 0.
+	Sparse bool `msgpack:"sparse,omitempty"`
 }
 
 // Init is how a table's values start: 0 when Scale is 0, otherwise
@@ -156,6 +171,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("ps: table %d (%s): bsp has staleness 0, not %d", i, t.Name, t.Staleness)
 		case math.IsNaN(t.Init.Scale) || math.IsInf(t.Init.Scale, 0):
 			return fmt.Errorf("ps: table %d (%s): init scale %v", i, t.Name, t.Init.Scale)
+		case t.Sparse && t.Init.Scale != 0:
+			return fmt.Errorf("ps: table %d (%s): a sparse table starts at 0, not at init scale %v", i, t.Name, t.Init.Scale)
+		case t.Sparse && t.Width > math.MaxInt32:
+			return fmt.Errorf("ps: table %d (%s): a sparse table of width %d, at most %d", i, t.Name, t.Width, math.MaxInt32)
 		}
 	}
 	return nil

@@ -14,19 +14,33 @@ import (
 // workers that wait send again what is unanswered, as the nodes do after a
 // timeout.
 
+// simTable is what the scripts touch of a table: every row and column of
+// a small one, a few of a sparse one of 10⁶ × 10⁶. Column c holds worker
+// c mod Workers's increments only, so that a value tells which of that
+// worker's clocks it includes.
+type simTable struct {
+	rows []int
+	cols []int32
+}
+
 // simWorker is a worker's script and where it is in it.
 type simWorker struct {
 	cache *Cache
 	ops   [][]op // per clock
 	clock int    // clocks ended
 	pc    int    // next op of the clock
-	// incs[r][k] is the sum of this worker's increments of row r at clock k.
-	incs [][]float64
+	// incs[t][i][k][j] is the sum of this worker's increments of table
+	// t's i-th row, column j, at clock k.
+	incs [][][][]float64
 }
 
+// op is a read (no cols) or an increment of a row, by one of the calls
+// that do it.
 type op struct {
-	row int
-	inc float64 // 0: a read
+	table, row int   // row: the index in the simTable's rows
+	cols       []int // indices in the simTable's cols
+	vals       []float64
+	other      bool // GetSparse on a dense table or Get on a sparse one; Inc on a sparse table or IncSparse on a dense one
 }
 
 type inflight struct {
@@ -38,6 +52,7 @@ type sim struct {
 	t       *testing.T
 	rng     *rand.Rand
 	cfg     Config
+	tabs    []simTable
 	shards  []*Shard
 	workers []*simWorker
 	net     []inflight
@@ -52,13 +67,47 @@ const simClocks = 6
 func newSim(t *testing.T, seed uint64) *sim {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	workers := 1 + rng.IntN(4)
-	model := Model(rng.IntN(4))
-	tab := Table{Name: "t", Rows: 1 + rng.IntN(9), Width: workers, Model: model}
-	if model == SSP || model == ESSP {
-		tab.Staleness = rng.IntN(3)
+	cfg := Config{Servers: 1 + rng.IntN(3), Workers: workers, Every: rng.IntN(4)}
+	var tabs []simTable
+	for i := range 1 + rng.IntN(2) {
+		model := Model(rng.IntN(4))
+		tab := Table{Name: fmt.Sprint("t", i), Model: model, Sparse: rng.IntN(2) == 0}
+		if model == SSP || model == ESSP {
+			tab.Staleness = rng.IntN(3)
+		}
+		per := 1 + rng.IntN(3)
+		var st simTable
+		if tab.Sparse && rng.IntN(3) == 0 {
+			tab.Rows, tab.Width = 1_000_000, 1_000_000
+			for range 1 + rng.IntN(9) {
+				if r := rng.IntN(tab.Rows); !slices.Contains(st.rows, r) {
+					st.rows = append(st.rows, r)
+				}
+			}
+			for j := range workers {
+				for range per {
+					if c := int32(rng.IntN(tab.Width/workers)*workers + j); !slices.Contains(st.cols, c) {
+						st.cols = append(st.cols, c)
+					}
+				}
+			}
+		} else {
+			tab.Rows, tab.Width = 1+rng.IntN(9), workers*per
+			for r := range tab.Rows {
+				st.rows = append(st.rows, r)
+			}
+			for c := range tab.Width {
+				st.cols = append(st.cols, int32(c))
+			}
+		}
+		cfg.Tables = append(cfg.Tables, tab)
+		tabs = append(tabs, st)
 	}
-	cfg := Config{Tables: []Table{tab}, Servers: 1 + rng.IntN(3), Workers: workers, Every: rng.IntN(4)}
-	s := &sim{t: t, rng: rng, cfg: cfg, drop: 0.2 * rng.Float64(), dup: 0.2 * rng.Float64(), cuts: map[int][]Cut{}}
+	s := &sim{t: t, rng: rng, cfg: cfg, tabs: tabs, drop: 0.2 * rng.Float64(), dup: 0.2 * rng.Float64(), cuts: map[int][]Cut{}}
+	// In some runs workers take back all they added to a row: values, and
+	// rows, that come to 0 at the servers too. A value then no longer
+	// tells which clocks are in, only which may be.
+	retract := rng.IntN(4) == 0
 	for i := range cfg.Servers {
 		sh, err := NewShard(cfg, i)
 		if err != nil {
@@ -71,22 +120,79 @@ func newSim(t *testing.T, seed uint64) *sim {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sw := &simWorker{cache: c, incs: make([][]float64, tab.Rows)}
-		for r := range sw.incs {
-			sw.incs[r] = make([]float64, simClocks)
+		sw := &simWorker{cache: c, incs: make([][][][]float64, len(tabs))}
+		for t, st := range tabs {
+			sw.incs[t] = make([][][]float64, len(st.rows))
+			for i := range st.rows {
+				sw.incs[t][i] = make([][]float64, simClocks)
+				for k := range simClocks {
+					sw.incs[t][i][k] = make([]float64, len(st.cols))
+				}
+			}
 		}
 		for k := range simClocks {
-			n := rng.IntN(5)
 			var ops []op
-			for range n {
-				o := op{row: rng.IntN(tab.Rows)}
-				if rng.IntN(2) == 0 {
-					// Integers, so that sums are exact, and positive, so
-					// that a column's value tells which clocks are in.
-					o.inc = float64(1 + rng.IntN(1000))
-					sw.incs[o.row][k] += o.inc
-				}
+			add := func(o op) {
 				ops = append(ops, o)
+				for i, j := range o.cols {
+					sw.incs[o.table][o.row][k][j] += o.vals[i]
+				}
+			}
+			for range rng.IntN(6) {
+				t := rng.IntN(len(tabs))
+				o := op{table: t, row: rng.IntN(len(tabs[t].rows)), other: rng.IntN(3) == 0}
+				if cfg.Tables[t].Width > 64 {
+					o.other = o.other && !cfg.Tables[t].Sparse // never dense copies of 10⁶ values
+				}
+				var mine []int
+				for j, c := range tabs[t].cols {
+					if int(c)%workers == w {
+						mine = append(mine, j)
+					}
+				}
+				if len(mine) == 0 || rng.IntN(2) == 0 {
+					ops = append(ops, o) // a read
+					continue
+				}
+				if retract && rng.IntN(3) == 0 {
+					for _, j := range mine {
+						sum := 0.0
+						for _, inc := range sw.incs[t][o.row][:k+1] {
+							sum += inc[j]
+						}
+						if sum != 0 {
+							o.cols = append(o.cols, j)
+							o.vals = append(o.vals, -sum)
+						}
+					}
+					if len(o.cols) > 0 {
+						add(o)
+					}
+					continue
+				}
+				// Integers, so that sums are exact, and positive, so
+				// that a column's value tells which clocks are in.
+				for _, j := range mine {
+					if len(o.cols) == 0 || rng.IntN(2) == 0 {
+						o.cols = append(o.cols, j)
+						o.vals = append(o.vals, float64(1+rng.IntN(1000)))
+					}
+				}
+				add(o)
+				if rng.IntN(4) == 0 {
+					// Take some of it back at once: values that come to
+					// 0 in the cache.
+					back := op{table: t, row: o.row, other: o.other}
+					for i, j := range o.cols {
+						if rng.IntN(2) == 0 {
+							back.cols = append(back.cols, j)
+							back.vals = append(back.vals, -o.vals[i])
+						}
+					}
+					if len(back.cols) > 0 {
+						add(back)
+					}
+				}
 			}
 			sw.ops = append(sw.ops, ops)
 		}
@@ -195,68 +301,136 @@ func (s *sim) run(w int) bool {
 		return true
 	}
 	o := sw.ops[sw.clock][sw.pc]
-	if o.inc != 0 {
-		d := make([]float64, s.cfg.Workers)
-		d[w] = o.inc
-		if err := c.Inc(0, o.row, d); err != nil {
+	tab, st := s.cfg.Tables[o.table], s.tabs[o.table]
+	row := st.rows[o.row]
+	if len(o.cols) > 0 {
+		var err error
+		if tab.Sparse == o.other {
+			d := make([]float64, tab.Width)
+			for i, j := range o.cols {
+				d[st.cols[j]] = o.vals[i]
+			}
+			err = c.Inc(o.table, row, d)
+		} else {
+			// In any order, a value sometimes in two parts.
+			var cols []int32
+			var vals []float64
+			for i, j := range o.cols {
+				if v := o.vals[i]; s.rng.IntN(3) == 0 {
+					cols = append(cols, st.cols[j], st.cols[j])
+					vals = append(vals, v-1, 1)
+				} else {
+					cols = append(cols, st.cols[j])
+					vals = append(vals, v)
+				}
+			}
+			s.rng.Shuffle(len(cols), func(a, b int) {
+				cols[a], cols[b] = cols[b], cols[a]
+				vals[a], vals[b] = vals[b], vals[a]
+			})
+			err = c.IncSparse(o.table, row, cols, vals)
+		}
+		if err != nil {
 			s.t.Fatal(err)
 		}
 		sw.pc++
 		return true
 	}
-	v, reads, err := c.Get(0, o.row)
-	if err != nil {
-		s.t.Fatal(err)
+	var got SparseRow
+	if tab.Sparse == o.other {
+		v, reads, err := c.Get(o.table, row)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if v == nil {
+			s.toServers(reads)
+			return len(reads) > 0
+		}
+		if len(v) != tab.Width {
+			s.t.Fatalf("worker %d reads %d values of table %s, width %d", w, len(v), tab.Name, tab.Width)
+		}
+		got = nonzeros(v)
+	} else {
+		r, ok, reads, err := c.GetSparse(o.table, row)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if !ok {
+			s.toServers(reads)
+			return len(reads) > 0
+		}
+		got = r
 	}
-	if v == nil {
-		s.toServers(reads)
-		return len(reads) > 0
-	}
-	s.check(w, o.row, v)
+	s.check(w, o.table, o.row, got)
 	sw.pc++
 	return true
 }
 
-// check verifies a read: in column j, worker j's increments of whole
-// clocks, all of them before the bound, and all of the reader's own so far.
-func (s *sim) check(w, row int, v []float64) {
+// values returns the values of r at the columns of table t that the
+// scripts touch, and fails if r is not a valid sparse row or holds values
+// elsewhere.
+func (s *sim) values(t int, r SparseRow) []float64 {
+	st := s.tabs[t]
+	v := make([]float64, len(st.cols))
+	if len(r.Cols) != len(r.Vals) || !increasing(r.Cols) {
+		s.t.Fatalf("table %d: a row of %d columns, %d values: %v", t, len(r.Cols), len(r.Vals), r)
+	}
+	for i, c := range r.Cols {
+		j := slices.Index(st.cols, c)
+		if j < 0 || r.Vals[i] == 0 {
+			s.t.Fatalf("table %d: value %v at column %d", t, r.Vals[i], c)
+		}
+		v[j] = r.Vals[i]
+	}
+	return v
+}
+
+// check verifies a read of table t's i-th row: in column j, the
+// increments of whole clocks of the column's worker, all of them before the
+// bound, and all of the reader's own so far.
+func (s *sim) check(w, t, i int, r SparseRow) {
 	s.reads++
 	sw := s.workers[w]
-	init := make([]float64, s.cfg.Workers)
-	s.cfg.Tables[0].Init.Fill(row, init)
-	bound := s.cfg.Tables[0].bound()
-	for j := range s.cfg.Workers {
-		incs := s.workers[j].incs[row]
-		if j == w {
-			own := init[j]
+	v := s.values(t, r)
+	bound := s.cfg.Tables[t].bound()
+	row := s.tabs[t].rows[i]
+	for j, col := range s.tabs[t].cols {
+		owner := int(col) % s.cfg.Workers
+		incs := s.workers[owner].incs[t][i]
+		if owner == w {
+			own := 0.0
 			for k := range sw.clock {
-				own += incs[k]
+				own += incs[k][j]
 			}
 			for _, o := range sw.ops[sw.clock][:sw.pc] {
-				if o.row == row {
-					own += o.inc
+				if o.table == t && o.row == i {
+					for x, oj := range o.cols {
+						if oj == j {
+							own += o.vals[x]
+						}
+					}
 				}
 			}
 			if v[j] != own {
-				s.t.Fatalf("worker %d at clock %d reads %v of its own increments of row %d, want %v", w, sw.clock, v[j]-init[j], row, own-init[j])
+				s.t.Fatalf("worker %d at clock %d reads %v of its own increments of table %d row %d column %d, want %v", w, sw.clock, v[j], t, row, col, own)
 			}
 			continue
 		}
-		p, sum := -1, init[j]
+		p, sum := -1, 0.0
 		if sum == v[j] {
 			p = 0
 		}
 		for k := range simClocks {
-			sum += incs[k]
+			sum += incs[k][j]
 			if sum == v[j] {
 				p = k + 1
 			}
 		}
 		if p < 0 {
-			s.t.Fatalf("worker %d at clock %d reads %v of worker %d's increments of row %d: no run of its clocks adds up to it (%v)", w, sw.clock, v[j]-init[j], j, row, incs)
+			s.t.Fatalf("worker %d at clock %d reads %v of worker %d's increments of table %d row %d column %d: no run of its clocks adds up to it", w, sw.clock, v[j], owner, t, row, col)
 		}
 		if bound >= 0 && p < sw.clock-bound {
-			s.t.Fatalf("worker %d at clock %d, bound %d, reads worker %d's increments of row %d up to clock %d only", w, sw.clock, bound, j, row, p)
+			s.t.Fatalf("worker %d at clock %d, bound %d, reads worker %d's increments of table %d row %d column %d up to clock %d only", w, sw.clock, bound, owner, t, row, col, p)
 		}
 	}
 }
@@ -274,9 +448,28 @@ func (s *sim) finish(seed uint64) {
 			s.t.Fatalf("seed %d: server %d at stamp %d, want %d", seed, sh.index, sh.Stamp(), simClocks)
 		}
 	}
-	for r := range s.cfg.Tables[0].Rows {
-		if got, want := s.shards[s.cfg.Server(r)].Row(0, r), s.sum(r, simClocks); !slices.Equal(got, want) {
-			s.t.Fatalf("seed %d: row %d is %v, want %v", seed, r, got, want)
+	for t, st := range s.tabs {
+		for i, r := range st.rows {
+			sh := s.shards[s.cfg.Server(r)]
+			if got, want := s.values(t, sh.Nonzeros(t, r)), s.sum(t, i, simClocks); !slices.Equal(got, want) {
+				s.t.Fatalf("seed %d: table %d row %d is %v, want %v", seed, t, r, got, want)
+			}
+			if s.cfg.Tables[t].Width > 64 {
+				continue
+			}
+			if got, want := nonzeros(sh.Row(t, r)), sh.Nonzeros(t, r); !slices.Equal(got.Cols, want.Cols) || !slices.Equal(got.Vals, want.Vals) {
+				s.t.Fatalf("seed %d: table %d row %d is %v dense, %v sparse", seed, t, r, got, want)
+			}
+		}
+		if s.cfg.Tables[t].Sparse {
+			// No rows but those with nonzero values.
+			for _, sh := range s.shards {
+				for r, v := range sh.nz[t] {
+					if len(v.Cols) == 0 || !slices.Contains(st.rows, int(r)) {
+						s.t.Fatalf("seed %d: server %d holds row %d of table %d: %v", seed, sh.index, r, t, v)
+					}
+				}
+			}
 		}
 	}
 	for k, cuts := range s.cuts {
@@ -284,32 +477,55 @@ func (s *sim) finish(seed uint64) {
 			s.t.Fatalf("seed %d: %d cuts at stamp %d, a cut every %d clocks", seed, len(cuts), k, s.cfg.Every)
 		}
 		for _, cut := range cuts {
-			for i := range len(cut.Tables[0]) / s.cfg.Workers {
-				r := i*s.cfg.Servers + cut.Server
-				if got, want := cut.Tables[0][i*s.cfg.Workers:(i+1)*s.cfg.Workers], s.sum(r, k); !slices.Equal(got, want) {
-					s.t.Fatalf("seed %d: server %d's cut at stamp %d has row %d %v, want %v", seed, cut.Server, k, r, got, want)
+			for t, st := range s.tabs {
+				tab := s.cfg.Tables[t]
+				if tab.Sparse {
+					nz := cut.Sparse[t]
+					for k := range nz.Rows {
+						if r, _ := nz.At(k); !slices.Contains(st.rows, r) {
+							s.t.Fatalf("seed %d: server %d's cut at stamp %d has row %d of table %d", seed, cut.Server, k, r, t)
+						}
+					}
+				}
+				for i, r := range st.rows {
+					if s.cfg.Server(r) != cut.Server {
+						continue
+					}
+					var got SparseRow
+					if tab.Sparse {
+						got = cut.Sparse[t].Row(r)
+					} else {
+						x := r / s.cfg.Servers
+						got = nonzeros(cut.Tables[t][x*tab.Width : (x+1)*tab.Width])
+					}
+					if got, want := s.values(t, got), s.sum(t, i, k); !slices.Equal(got, want) {
+						s.t.Fatalf("seed %d: server %d's cut at stamp %d has table %d row %d %v, want %v", seed, cut.Server, k, t, r, got, want)
+					}
 				}
 			}
 		}
 	}
 }
 
-// sum is row r with every increment of the clocks before k.
-func (s *sim) sum(r, k int) []float64 {
-	want := make([]float64, s.cfg.Workers)
-	s.cfg.Tables[0].Init.Fill(r, want)
-	for j, sw := range s.workers {
-		for _, inc := range sw.incs[r][:k] {
-			want[j] += inc
+// sum is table t's i-th row, at the columns the scripts touch, with every
+// increment of the clocks before k.
+func (s *sim) sum(t, i, k int) []float64 {
+	want := make([]float64, len(s.tabs[t].cols))
+	for _, sw := range s.workers {
+		for _, inc := range sw.incs[t][i][:k] {
+			for j, v := range inc {
+				want[j] += v
+			}
 		}
 	}
 	return want
 }
 
-// resume returns a sim that goes on from s's cuts at stamp k: new servers
-// restored from them, new workers at clock k with the same scripts.
+// resume returns a sim that goes on from s's cuts at stamp k, as stored:
+// new servers restored from them, new workers at clock k with the same
+// scripts.
 func (s *sim) resume(k int) *sim {
-	r := &sim{t: s.t, rng: s.rng, cfg: s.cfg, drop: s.drop, dup: s.dup, cuts: map[int][]Cut{}}
+	r := &sim{t: s.t, rng: s.rng, cfg: s.cfg, tabs: s.tabs, drop: s.drop, dup: s.dup, cuts: map[int][]Cut{}}
 	for i := range s.cfg.Servers {
 		sh, err := NewShard(s.cfg, i)
 		if err != nil {
@@ -317,7 +533,15 @@ func (s *sim) resume(k int) *sim {
 		}
 		for _, cut := range s.cuts[k] {
 			if cut.Server == i {
-				if err := sh.Restore(cut); err != nil {
+				data, err := codec.Marshal(cut)
+				if err != nil {
+					s.t.Fatal(err)
+				}
+				var stored Cut
+				if err := codec.Unmarshal(data, &stored); err != nil {
+					s.t.Fatal(err)
+				}
+				if err := sh.Restore(stored); err != nil {
 					s.t.Fatal(err)
 				}
 			}
@@ -338,22 +562,31 @@ func (s *sim) resume(k int) *sim {
 }
 
 // TestProtocol runs the protocol under random schedules of delivery, loss
-// and duplication, for every consistency model: every read within its
-// bound, with the reader's own increments, the table at the end the sum of
-// all increments, exactly, and every cut the sum of those before its
-// stamp; and again from a cut, to the same end.
+// and duplication, for every consistency model, with one or two tables,
+// dense or sparse, read and added to by every call that does it: every
+// read within its bound, with the reader's own increments, the tables at
+// the end the sum of all increments, exactly, and every cut the sum of
+// those before its stamp; and again from a cut, to the same end.
 func TestProtocol(t *testing.T) {
 	runs := 3000
 	if testing.Short() {
 		runs = 300
 	}
-	models := make(map[Model]int)
-	reads := 0
-	resumed := 0
+	type kind struct {
+		model  Model
+		sparse bool
+	}
+	kinds := make(map[kind]int)
+	reads, resumed, big := 0, 0, 0
 	for seed := range uint64(runs) {
 		s := newSim(t, seed)
 		s.finish(seed)
-		models[s.cfg.Tables[0].Model]++
+		for _, tab := range s.cfg.Tables {
+			kinds[kind{tab.Model, tab.Sparse}]++
+			if tab.Rows == 1_000_000 {
+				big++
+			}
+		}
 		reads += s.reads
 		if s.cfg.Every > 0 {
 			// Go on from a cut, as a job resumed from a checkpoint.
@@ -368,14 +601,19 @@ func TestProtocol(t *testing.T) {
 		t.Errorf("%d of %d runs resumed from a cut", resumed, runs)
 	}
 	for m := range Async + 1 {
-		if models[m] == 0 {
-			t.Errorf("no run of %v", m)
+		for _, sparse := range []bool{false, true} {
+			if kinds[kind{m, sparse}] == 0 {
+				t.Errorf("no table of %v, sparse %v", m, sparse)
+			}
 		}
+	}
+	if big == 0 {
+		t.Error("no sparse table of 10⁶ rows")
 	}
 	if reads < runs {
 		t.Errorf("%d reads checked in %d runs", reads, runs)
 	}
-	t.Logf("%d runs, %d resumed from a cut, %d reads checked, by model %v", runs, resumed, reads, models)
+	t.Logf("%d runs, %d resumed from a cut, %d reads checked; tables by model and sparse %v, %d of 10⁶ × 10⁶", runs, resumed, reads, kinds, big)
 }
 
 // TestInit: a table starts the same whatever the number of servers.

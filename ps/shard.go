@@ -2,7 +2,7 @@ package ps
 
 import (
 	"fmt"
-	"math"
+	"maps"
 	"slices"
 )
 
@@ -13,7 +13,9 @@ import (
 type Shard struct {
 	cfg   Config
 	index int
-	vals  [][]float64 // per table: the local rows, row index·Servers+i at i
+	vals  [][]float64 // per dense table: the local rows, row index·Servers+i at i
+	// nz holds each sparse table's local rows that have nonzero values.
+	nz []map[int32]SparseRow
 	// clocks[w] is how many of worker w's clocks are applied; held[w]
 	// keeps the flushes that came before the ones they follow.
 	clocks []int
@@ -22,9 +24,9 @@ type Shard struct {
 	// waiting are reads of a stamp not reached yet.
 	waiting []Read
 	// readers[t][w] are the local rows of table t that worker w reads,
-	// for eager tables; in[t][w] marks them.
+	// for eager tables; in[t][w] holds them.
 	readers [][][]int32
-	in      [][][]bool
+	in      [][]map[int32]bool
 	// cut is the stamp of the next cut (0: none): no flush of its clock or
 	// later is applied before every flush before it is.
 	cut int
@@ -33,9 +35,15 @@ type Shard struct {
 // Cut is a server's tables as of a stamp: every worker's increments of the
 // clocks before Stamp, and none of later ones.
 type Cut struct {
-	Server int         `msgpack:"server"`
-	Stamp  int         `msgpack:"stamp"`
+	Server int `msgpack:"server"`
+	Stamp  int `msgpack:"stamp"`
+	// Tables holds each dense table's local rows in order, nil for a
+	// sparse table.
 	Tables [][]float64 `msgpack:"tables"`
+	// Sparse holds each sparse table's local rows that have nonzero
+	// values, in order, and nothing for a dense table; it is nil when no
+	// table is sparse.
+	Sparse []Nonzeros `msgpack:"sparse,omitempty"`
 }
 
 // Out is a message for a server to send.
@@ -62,20 +70,25 @@ func NewShard(cfg Config, index int) (*Shard, error) {
 		cfg:     cfg,
 		index:   index,
 		vals:    make([][]float64, len(cfg.Tables)),
+		nz:      make([]map[int32]SparseRow, len(cfg.Tables)),
 		clocks:  make([]int, cfg.Workers),
 		held:    make([]map[int]*Flush, cfg.Workers),
 		readers: make([][][]int32, len(cfg.Tables)),
-		in:      make([][][]bool, len(cfg.Tables)),
+		in:      make([][]map[int32]bool, len(cfg.Tables)),
 	}
 	for t, tab := range cfg.Tables {
-		n := cfg.localRows(t, index)
-		s.vals[t] = make([]float64, n*tab.Width)
-		for i := range n {
-			tab.Init.Fill(i*cfg.Servers+index, s.vals[t][i*tab.Width:(i+1)*tab.Width])
+		if tab.Sparse {
+			s.nz[t] = make(map[int32]SparseRow)
+		} else {
+			n := cfg.localRows(t, index)
+			s.vals[t] = make([]float64, n*tab.Width)
+			for i := range n {
+				tab.Init.Fill(i*cfg.Servers+index, s.vals[t][i*tab.Width:(i+1)*tab.Width])
+			}
 		}
 		if tab.eager() {
 			s.readers[t] = make([][]int32, cfg.Workers)
-			s.in[t] = make([][]bool, cfg.Workers)
+			s.in[t] = make([]map[int32]bool, cfg.Workers)
 		}
 	}
 	s.cut = cfg.Every
@@ -85,16 +98,45 @@ func NewShard(cfg Config, index int) (*Shard, error) {
 // Restore sets the shard to cut, taken by the same server of the same
 // tables: the job goes on from the cut's stamp, every worker at that clock.
 func (s *Shard) Restore(cut Cut) error {
-	if cut.Server != s.index || len(cut.Tables) != len(s.vals) || cut.Stamp < 0 {
+	if cut.Server != s.index || len(cut.Tables) != len(s.vals) || (cut.Sparse != nil && len(cut.Sparse) != len(s.vals)) || cut.Stamp < 0 {
 		return fmt.Errorf("ps: server %d: a cut of server %d at stamp %d with %d tables", s.index, cut.Server, cut.Stamp, len(cut.Tables))
 	}
 	for t, v := range cut.Tables {
 		if len(v) != len(s.vals[t]) {
 			return fmt.Errorf("ps: server %d: a cut with %d values of table %s, want %d", s.index, len(v), s.cfg.Tables[t].Name, len(s.vals[t]))
 		}
+		if !s.cfg.Tables[t].Sparse {
+			continue
+		}
+		if cut.Sparse == nil {
+			return fmt.Errorf("ps: server %d: a cut without the rows of sparse table %s", s.index, s.cfg.Tables[t].Name)
+		}
+		nz := cut.Sparse[t]
+		if err := s.checkRows(t, nz.Rows); err != nil {
+			return fmt.Errorf("ps: server %d: a cut with %w", s.index, err)
+		}
+		if !increasing(nz.Rows) {
+			return fmt.Errorf("ps: server %d: a cut of table %s whose rows do not increase", s.index, s.cfg.Tables[t].Name)
+		}
+		if err := checkValues(s.cfg.Tables[t], nz.Rows, nz.Ends, nz.Cols, nz.Vals); err != nil {
+			return fmt.Errorf("ps: server %d: a cut with %w", s.index, err)
+		}
 	}
 	for t, v := range cut.Tables {
-		copy(s.vals[t], v)
+		if !s.cfg.Tables[t].Sparse {
+			copy(s.vals[t], v)
+			continue
+		}
+		s.nz[t] = make(map[int32]SparseRow)
+		nz := cut.Sparse[t]
+		for k := range nz.Rows {
+			row, vals := nz.At(k)
+			var r SparseRow
+			r.set(vals.Cols, vals.Vals)
+			if len(r.Cols) > 0 {
+				s.nz[t][int32(row)] = r
+			}
+		}
 	}
 	for w := range s.clocks {
 		s.clocks[w] = cut.Stamp
@@ -113,11 +155,49 @@ func (s *Shard) Stamp() int { return s.stamp }
 // Clocks returns how many of each worker's clocks the server has applied.
 func (s *Shard) Clocks() []int { return slices.Clone(s.clocks) }
 
-// Row returns the server's values of row, which it must hold.
+// Row returns the server's values of row, which it must hold: its own for
+// a dense table, a new dense copy for a sparse one.
 func (s *Shard) Row(t, row int) []float64 {
 	w := s.cfg.Tables[t].Width
+	if s.cfg.Tables[t].Sparse {
+		v := make([]float64, w)
+		s.nz[t][int32(row)].addTo(v)
+		return v
+	}
 	i := row / s.cfg.Servers
 	return s.vals[t][i*w : (i+1)*w]
+}
+
+// Nonzeros returns the server's nonzero values of row, which it must
+// hold: its own for a sparse table, a new copy for a dense one.
+func (s *Shard) Nonzeros(t, row int) SparseRow {
+	if s.cfg.Tables[t].Sparse {
+		return s.nz[t][int32(row)]
+	}
+	return nonzeros(s.Row(t, row))
+}
+
+// sparseRows returns the server's values of rows of sparse table t.
+func (s *Shard) sparseRows(t int, rows []int32) Nonzeros {
+	var nz Nonzeros
+	for _, r := range rows {
+		nz.Append(int(r), s.nz[t][r])
+	}
+	return nz
+}
+
+// heldRows returns the rows of table t that the server holds: every local
+// row of a dense table, and those with nonzero values of a sparse one, in
+// order.
+func (s *Shard) heldRows(t int) []int32 {
+	if s.cfg.Tables[t].Sparse {
+		return slices.Sorted(maps.Keys(s.nz[t]))
+	}
+	rows := make([]int32, s.cfg.localRows(t, s.index))
+	for i := range rows {
+		rows[i] = int32(i*s.cfg.Servers + s.index)
+	}
+	return rows
 }
 
 // Step takes a message and returns the messages to send. A message that is
@@ -199,8 +279,15 @@ func (s *Shard) applyHeld(out []Out, w int) []Out {
 // take copies the tables.
 func (s *Shard) take() *Cut {
 	cut := &Cut{Server: s.index, Stamp: s.stamp, Tables: make([][]float64, len(s.vals))}
-	for t, v := range s.vals {
-		cut.Tables[t] = slices.Clone(v)
+	for t, tab := range s.cfg.Tables {
+		if !tab.Sparse {
+			cut.Tables[t] = slices.Clone(s.vals[t])
+			continue
+		}
+		if cut.Sparse == nil {
+			cut.Sparse = make([]Nonzeros, len(s.vals))
+		}
+		cut.Sparse[t] = s.sparseRows(t, s.heldRows(t))
 	}
 	return cut
 }
@@ -216,13 +303,8 @@ func (s *Shard) checkFlush(f *Flush) error {
 		if err := s.checkRows(d.Table, d.Rows); err != nil {
 			return fmt.Errorf("ps: server %d: worker %d's clock %d: %w", s.index, f.Worker, f.Clock, err)
 		}
-		if want := len(d.Rows) * s.cfg.Tables[d.Table].Width; len(d.Values) != want {
-			return fmt.Errorf("ps: server %d: worker %d's clock %d: %d values for %d rows of table %d, want %d", s.index, f.Worker, f.Clock, len(d.Values), len(d.Rows), d.Table, want)
-		}
-		for i, v := range d.Values {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("ps: server %d: worker %d's clock %d: increment %v of table %d row %d", s.index, f.Worker, f.Clock, v, d.Table, d.Rows[i/s.cfg.Tables[d.Table].Width])
-			}
+		if err := checkValues(s.cfg.Tables[d.Table], d.Rows, d.Ends, d.Cols, d.Values); err != nil {
+			return fmt.Errorf("ps: server %d: worker %d's clock %d: %w", s.index, f.Worker, f.Clock, err)
 		}
 	}
 	return nil
@@ -244,6 +326,20 @@ func (s *Shard) checkRows(t int, rows []int32) error {
 
 func (s *Shard) apply(f *Flush) {
 	for _, d := range f.Deltas {
+		if s.cfg.Tables[d.Table].Sparse {
+			nz, rows := d.nonzeros(), s.nz[d.Table]
+			for k := range nz.Rows {
+				r, inc := nz.At(k)
+				v := rows[int32(r)]
+				v.add(inc.Cols, inc.Vals)
+				if len(v.Cols) == 0 {
+					delete(rows, int32(r))
+				} else {
+					rows[int32(r)] = v
+				}
+			}
+			continue
+		}
 		w := s.cfg.Tables[d.Table].Width
 		vals := s.vals[d.Table]
 		for k, r := range d.Rows {
@@ -307,12 +403,11 @@ func (s *Shard) read(r Read) ([]Out, error) {
 	if r.Worker >= 0 && s.cfg.Tables[r.Table].eager() {
 		in := s.in[r.Table]
 		if in[r.Worker] == nil {
-			in[r.Worker] = make([]bool, s.cfg.localRows(r.Table, s.index))
+			in[r.Worker] = make(map[int32]bool)
 		}
 		for _, row := range r.Rows {
-			i := int(row) / s.cfg.Servers
-			if !in[r.Worker][i] {
-				in[r.Worker][i] = true
+			if !in[r.Worker][row] {
+				in[r.Worker][row] = true
 				s.readers[r.Table][r.Worker] = append(s.readers[r.Table][r.Worker], row)
 			}
 		}
@@ -330,25 +425,28 @@ func (s *Shard) read(r Read) ([]Out, error) {
 func (s *Shard) answer(r Read) Out {
 	rows := r.Rows
 	if len(rows) == 0 {
-		n := s.cfg.localRows(r.Table, s.index)
-		rows = make([]int32, n)
-		for i := range rows {
-			rows[i] = int32(i*s.cfg.Servers + s.index)
-		}
+		rows = s.heldRows(r.Table)
 	}
 	return Out{Worker: r.Worker, ReplyTo: r.ReplyTo, Msg: ToWorker{Rows: s.rows(r.Table, rows, r.Worker, r.Seq)}}
 }
 
 // rows copies rows of table t for worker w (-1: an observer).
 func (s *Shard) rows(t int, rows []int32, w int, seq uint64) *Rows {
+	own := -1
+	if w >= 0 {
+		own = s.clocks[w]
+	}
+	m := &Rows{Server: s.index, Table: t, Stamp: s.stamp, Own: own, Seq: seq}
+	if s.cfg.Tables[t].Sparse {
+		nz := s.sparseRows(t, rows)
+		m.Rows, m.Ends, m.Cols, m.Values = nz.Rows, nz.Ends, nz.Cols, nz.Vals
+		return m
+	}
 	width := s.cfg.Tables[t].Width
 	vals := make([]float64, 0, len(rows)*width)
 	for _, r := range rows {
 		vals = append(vals, s.Row(t, int(r))...)
 	}
-	own := -1
-	if w >= 0 {
-		own = s.clocks[w]
-	}
-	return &Rows{Server: s.index, Table: t, Rows: slices.Clone(rows), Values: vals, Stamp: s.stamp, Own: own, Seq: seq}
+	m.Rows, m.Values = slices.Clone(rows), vals
+	return m
 }

@@ -1,6 +1,7 @@
 // Package node runs the parameter server's cores (package ps) over NATS:
 // Serve runs a server, a Client is a worker's view of the tables, and Read
-// takes a whole table as of a stamp, for a job's outputs and metrics.
+// (ReadSparse by nonzeros) takes a whole table as of a stamp, for a job's
+// outputs and metrics.
 //
 // Server i takes its messages on ps.server.<i> and worker w on
 // ps.worker.<w>, under the job's prefix. Nothing waits without end: a
@@ -341,34 +342,66 @@ func (cl *Client) behind(ctx context.Context) string {
 }
 
 // Get returns row of table t, no staler than the table's bound allows,
-// waiting for a server if it must. The slice is the cache's: read it, and
-// change it only through Inc; it is valid until the next call.
+// waiting for a server if it must. For a dense table the slice is the
+// cache's: read it, and change it only through Inc; it is valid until the
+// next call. For a sparse table it is a new dense copy (ps.Cache.Get).
 func (cl *Client) Get(ctx context.Context, t, row int) ([]float64, error) {
+	var v []float64
+	err := cl.get(ctx, t, row, func() (bool, []ps.Send, error) {
+		var sends []ps.Send
+		var err error
+		v, sends, err = cl.core.Get(t, row)
+		return v != nil, sends, err
+	})
+	return v, err
+}
+
+// GetSparse is Get by the row's nonzero values, in increasing columns. For
+// a sparse table they are the cache's, valid until the next call; for a
+// dense table a new copy.
+func (cl *Client) GetSparse(ctx context.Context, t, row int) (ps.SparseRow, error) {
+	var r ps.SparseRow
+	err := cl.get(ctx, t, row, func() (bool, []ps.Send, error) {
+		var ok bool
+		var sends []ps.Send
+		var err error
+		r, ok, sends, err = cl.core.GetSparse(t, row)
+		return ok, sends, err
+	})
+	return r, err
+}
+
+// get waits until try, a read of the core, finds the row, sending the
+// reads it returns.
+func (cl *Client) get(ctx context.Context, t, row int, try func() (bool, []ps.Send, error)) error {
 	if len(cl.mail) > 0 {
 		cl.drain() // rows pushed: fresher reads at once
 	}
-	v, sends, err := cl.core.Get(t, row)
-	if v != nil || err != nil {
-		return v, err
+	ok, sends, err := try()
+	if ok || err != nil {
+		return err
 	}
 	if err := cl.send(sends); err != nil {
-		return nil, err
+		return err
 	}
-	err = cl.await(ctx, fmt.Sprintf("row %d of table %d", row, t), func() bool {
-		v, sends, err = cl.core.Get(t, row)
-		if err == nil && v == nil && len(sends) > 0 {
+	werr := cl.await(ctx, fmt.Sprintf("row %d of table %d", row, t), func() bool {
+		ok, sends, err = try()
+		if err == nil && !ok && len(sends) > 0 {
 			err = cl.send(sends)
 		}
-		return v != nil || err != nil
+		return ok || err != nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v, err
+	return cmp.Or(werr, err)
 }
 
 // Inc adds delta to row of table t.
 func (cl *Client) Inc(t, row int, delta []float64) error { return cl.core.Inc(t, row, delta) }
+
+// IncSparse adds vals[i] to column cols[i] of row of table t, for every i
+// (ps.Cache.IncSparse).
+func (cl *Client) IncSparse(t, row int, cols []int32, vals []float64) error {
+	return cl.core.IncSparse(t, row, cols, vals)
+}
 
 // Clock ends the worker's clock: its increments go to the servers, and the
 // rows they push are taken.
@@ -404,31 +437,106 @@ func (cl *Client) Close() error {
 	return cl.in.Close()
 }
 
+// MaxDenseRead is the most values Read returns of a sparse table: read a
+// larger one with ReadSparse.
+const MaxDenseRead = 1 << 28
+
 // Read returns table t of cfg as of stamp, all its rows in order (Rows ×
 // Width values): every worker's increments of the clocks before stamp are
 // in. It waits for the servers to reach stamp, asking again every
-// opts.Resend, and fails after opts.Timeout.
+// opts.Resend, and fails after opts.Timeout. A sparse table comes dense,
+// if it has at most MaxDenseRead values.
 func Read(ctx context.Context, c *wire.Conn, cfg ps.Config, t, stamp int, opts Options) ([]float64, error) {
-	opts = opts.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	tab, err := table(cfg, t)
+	if err != nil {
 		return nil, err
 	}
-	if t < 0 || t >= len(cfg.Tables) {
-		return nil, fmt.Errorf("ps: table %d of %d", t, len(cfg.Tables))
+	if tab.Sparse && tab.Rows > MaxDenseRead/tab.Width {
+		return nil, fmt.Errorf("ps: table %s of %d × %d values is too large to read dense: read it with ReadSparse", tab.Name, tab.Rows, tab.Width)
 	}
+	out := make([]float64, tab.Rows*tab.Width)
+	err = read(ctx, c, cfg, t, stamp, opts, func(m *ps.Rows) {
+		if !tab.Sparse {
+			for k, r := range m.Rows {
+				copy(out[int(r)*tab.Width:(int(r)+1)*tab.Width], m.Values[k*tab.Width:(k+1)*tab.Width])
+			}
+			return
+		}
+		nz := m.Nonzeros(cfg)
+		for k := range nz.Rows {
+			r, v := nz.At(k)
+			for i, col := range v.Cols {
+				out[r*tab.Width+int(col)] = v.Vals[i]
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadSparse is Read by nonzero values: the rows of table t with nonzero
+// values, in order, each by its nonzero values. For a sparse table it
+// takes memory in proportion to the table's nonzeros, whatever Rows ×
+// Width.
+func ReadSparse(ctx context.Context, c *wire.Conn, cfg ps.Config, t, stamp int, opts Options) (ps.Nonzeros, error) {
+	if _, err := table(cfg, t); err != nil {
+		return ps.Nonzeros{}, err
+	}
+	// Each server's rows come in order; the servers' rows interleave.
+	type at struct{ row, part, k int }
+	var parts []ps.Nonzeros
+	var all []at
+	err := read(ctx, c, cfg, t, stamp, opts, func(m *ps.Rows) {
+		nz := m.Nonzeros(cfg)
+		for k, r := range nz.Rows {
+			all = append(all, at{int(r), len(parts), k})
+		}
+		parts = append(parts, nz)
+	})
+	if err != nil {
+		return ps.Nonzeros{}, err
+	}
+	slices.SortFunc(all, func(a, b at) int { return cmp.Compare(a.row, b.row) })
+	var out ps.Nonzeros
+	for _, a := range all {
+		r, v := parts[a.part].At(a.k)
+		if len(v.Cols) > 0 {
+			out.Append(r, v)
+		}
+	}
+	return out, nil
+}
+
+// table returns table t of cfg, if cfg is valid and has it.
+func table(cfg ps.Config, t int) (ps.Table, error) {
+	if err := cfg.Validate(); err != nil {
+		return ps.Table{}, err
+	}
+	if t < 0 || t >= len(cfg.Tables) {
+		return ps.Table{}, fmt.Errorf("ps: table %d of %d", t, len(cfg.Tables))
+	}
+	return cfg.Tables[t], nil
+}
+
+// read asks every server for table t of cfg as of stamp and gives take
+// each server's answer, checked. It waits for the servers to reach stamp,
+// asking again every opts.Resend, and fails after opts.Timeout.
+func read(ctx context.Context, c *wire.Conn, cfg ps.Config, t, stamp int, opts Options, take func(*ps.Rows)) error {
+	opts = opts.withDefaults()
 	var id [8]byte
 	rand.Read(id[:])
 	reply := "ps.observer." + hex.EncodeToString(id[:])
 	in, err := wire.Subscribe[ps.ToWorker](c, reply)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer in.Close()
 	if err := c.Flush(opts.Timeout); err != nil {
-		return nil, err
+		return err
 	}
 	tab := cfg.Tables[t]
-	out := make([]float64, tab.Rows*tab.Width)
 	got := make([]bool, cfg.Servers)
 	ask := func() error {
 		for s := range cfg.Servers {
@@ -442,7 +550,7 @@ func Read(ctx context.Context, c *wire.Conn, cfg ps.Config, t, stamp int, opts O
 		return nil
 	}
 	if err := ask(); err != nil {
-		return nil, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -452,10 +560,10 @@ func Read(ctx context.Context, c *wire.Conn, cfg ps.Config, t, stamp int, opts O
 		stop()
 		switch {
 		case ctx.Err() != nil:
-			return nil, fmt.Errorf("ps: reading table %s at stamp %d: %d of %d servers did not answer: %w", tab.Name, stamp, left, cfg.Servers, ctx.Err())
+			return fmt.Errorf("ps: reading table %s at stamp %d: %d of %d servers did not answer: %w", tab.Name, stamp, left, cfg.Servers, ctx.Err())
 		case errors.Is(err, context.DeadlineExceeded):
 			if err := ask(); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		case err != nil:
@@ -463,17 +571,15 @@ func Read(ctx context.Context, c *wire.Conn, cfg ps.Config, t, stamp int, opts O
 			continue
 		}
 		rows := m.Rows
-		if rows == nil || rows.Server < 0 || rows.Server >= cfg.Servers || rows.Table != t || rows.Stamp < stamp || got[rows.Server] || len(rows.Values) != len(rows.Rows)*tab.Width {
+		if rows == nil || rows.Server < 0 || rows.Server >= cfg.Servers || rows.Table != t || rows.Stamp < stamp || got[rows.Server] {
 			continue
 		}
-		for k, r := range rows.Rows {
-			if r < 0 || int(r) >= tab.Rows || cfg.Server(int(r)) != rows.Server {
-				return nil, fmt.Errorf("ps: reading table %s: row %d from server %d", tab.Name, r, rows.Server)
-			}
-			copy(out[int(r)*tab.Width:(int(r)+1)*tab.Width], rows.Values[k*tab.Width:(k+1)*tab.Width])
+		if err := rows.Check(cfg); err != nil {
+			return fmt.Errorf("ps: reading table %s: %w", tab.Name, err)
 		}
+		take(rows)
 		got[rows.Server] = true
 		left--
 	}
-	return out, nil
+	return nil
 }

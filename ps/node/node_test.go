@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -208,4 +209,197 @@ func TestLostWorker(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "clocks up to 1, and no more of worker 2:") {
 		t.Fatalf("Run: %v, want a wait that names worker 2", err)
 	}
+}
+
+// TestNATSSparse runs sparse tables on an embedded nats-server: a table of
+// 10⁶ rows of 10⁶ columns of which the workers touch a few, and a small
+// one, both read by GetSparse within their bound and with the reader's own
+// increments, and at the end, by ReadSparse and Read, the exact sums of
+// every increment. Column c holds worker c mod 3's increments only, so that
+// a value tells which of its clocks are in.
+func TestNATSSparse(t *testing.T) {
+	for _, m := range []ps.Model{ps.BSP, ps.SSP, ps.ESSP, ps.Async} {
+		t.Run(m.String(), func(t *testing.T) {
+			const servers, workers, clocks = 2, 3, 6
+			staleness := 0
+			if m == ps.SSP || m == ps.ESSP {
+				staleness = 1
+			}
+			cfg := ps.Config{Tables: []ps.Table{
+				{Name: "features", Rows: 1_000_000, Width: 1_000_000, Model: m, Staleness: staleness, Sparse: true},
+				{Name: "topics", Rows: 7, Width: 12, Model: m, Staleness: staleness, Sparse: true},
+			}, Servers: servers, Workers: workers}
+			// The rows the workers touch, and each worker's script.
+			rng := rand.New(rand.NewPCG(11, uint64(m)))
+			rows := [2][]int{}
+			for range 30 {
+				rows[0] = append(rows[0], rng.IntN(cfg.Tables[0].Rows))
+			}
+			for r := range cfg.Tables[1].Rows {
+				rows[1] = append(rows[1], r)
+			}
+			script := make([][][]sparseInc, workers)
+			incs := map[cell][]float64{} // by clock
+			for w := range workers {
+				script[w] = make([][]sparseInc, clocks)
+				for k := range clocks {
+					for range 12 {
+						tab := rng.IntN(2)
+						in := sparseInc{table: tab, row: rows[tab][rng.IntN(len(rows[tab]))]}
+						for range 1 + rng.IntN(4) {
+							col := int32(rng.IntN(cfg.Tables[tab].Width/workers)*workers + w)
+							v := float64(1 + rng.IntN(9))
+							in.cols = append(in.cols, col)
+							in.vals = append(in.vals, v)
+							c := cell{tab, in.row, col}
+							if incs[c] == nil {
+								incs[c] = make([]float64, clocks)
+							}
+							incs[c][k] += v
+						}
+						script[w][k] = append(script[w][k], in)
+					}
+				}
+			}
+			srv := testhelper.StartServer(t, natsserver.Options{Port: -1})
+			opts := node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second}
+			dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "pstest") }
+			var features ps.Nonzeros
+			var topics []float64
+			err := node.Run(context.Background(), dial, cfg, opts,
+				func(ctx context.Context, w int, cl *node.Client) error {
+					return sparseWork(ctx, cl, cfg, w, rows, script[w], incs)
+				},
+				func(ctx context.Context, c *wire.Conn) (err error) {
+					if _, err := node.Read(ctx, c, cfg, 0, clocks, opts); err == nil {
+						return errors.New("Read of 10¹² values: no error")
+					}
+					if features, err = node.ReadSparse(ctx, c, cfg, 0, clocks, opts); err != nil {
+						return err
+					}
+					topics, err = node.Read(ctx, c, cfg, 1, clocks, opts)
+					return err
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := [2]map[int]map[int32]float64{{}, {}}
+			for c, byClock := range incs {
+				if want[c.table][c.row] == nil {
+					want[c.table][c.row] = map[int32]float64{}
+				}
+				for _, v := range byClock {
+					want[c.table][c.row][c.col] += v
+				}
+			}
+			t.Logf("%d rows of features with %d nonzeros, %d of topics", len(features.Rows), len(features.Cols), len(want[1]))
+			if !slices.IsSorted(features.Rows) || len(features.Rows) != len(want[0]) {
+				t.Errorf("ReadSparse: rows %v, want %d rows in order", features.Rows, len(want[0]))
+			}
+			for k := range features.Rows {
+				r, v := features.At(k)
+				if got := asMap(v); !maps.Equal(got, want[0][r]) {
+					t.Errorf("features row %d is %v, want %v", r, got, want[0][r])
+				}
+			}
+			for r := range cfg.Tables[1].Rows {
+				w := cfg.Tables[1].Width
+				for col, v := range topics[r*w : (r+1)*w] {
+					if v != want[1][r][int32(col)] {
+						t.Errorf("topics row %d column %d is %v, want %v", r, col, v, want[1][r][int32(col)])
+					}
+				}
+			}
+		})
+	}
+}
+
+// cell is a column of a row of a table.
+type cell struct {
+	table, row int
+	col        int32
+}
+
+// sparseInc is an increment of a sparse row.
+type sparseInc struct {
+	table, row int
+	cols       []int32
+	vals       []float64
+}
+
+func asMap(r ps.SparseRow) map[int32]float64 {
+	m := map[int32]float64{}
+	for i, c := range r.Cols {
+		m[c] = r.Vals[i]
+	}
+	return m
+}
+
+// sparseWork is worker w: at every clock it makes its increments, then
+// reads every row the workers touch and checks what it sees of every
+// worker's increments against the bound, and of its own exactly.
+func sparseWork(ctx context.Context, cl *node.Client, cfg ps.Config, w int, rows [2][]int, script [][]sparseInc, incs map[cell][]float64) error {
+	for k, ops := range script {
+		for _, in := range ops {
+			if err := cl.IncSparse(in.table, in.row, in.cols, in.vals); err != nil {
+				return err
+			}
+		}
+		for tab := range 2 {
+			tb := cfg.Tables[tab]
+			bound := map[ps.Model]int{ps.BSP: 0, ps.SSP: tb.Staleness, ps.ESSP: tb.Staleness, ps.Async: -1}[tb.Model]
+			for _, r := range rows[tab] {
+				v, err := cl.GetSparse(ctx, tab, r)
+				if err != nil {
+					return err
+				}
+				if !slices.IsSorted(v.Cols) || slices.Contains(v.Vals, 0) {
+					return fmt.Errorf("worker %d reads row %d of table %d as %v", w, r, tab, v)
+				}
+				got := asMap(v)
+				for col, x := range got {
+					if incs[cell{tab, r, col}] == nil {
+						return fmt.Errorf("worker %d reads %v at table %d row %d column %d, never added to", w, x, tab, r, col)
+					}
+				}
+				for c, byClock := range incs {
+					if c.table != tab || c.row != r {
+						continue
+					}
+					p, sum := -1, 0.0
+					if got[c.col] == 0 {
+						p = 0
+					}
+					for i, inc := range byClock {
+						sum += inc
+						if sum == got[c.col] {
+							p = i + 1
+						}
+					}
+					owner := int(c.col) % cfg.Workers
+					switch {
+					case owner == w && got[c.col] != sumTo(byClock, k+1):
+						return fmt.Errorf("worker %d at clock %d reads %v of its own increments of table %d row %d column %d, want %v", w, k, got[c.col], tab, r, c.col, sumTo(byClock, k+1))
+					case p < 0:
+						return fmt.Errorf("worker %d at clock %d reads %v of worker %d's increments of table %d row %d column %d: no run of clocks adds up to it", w, k, got[c.col], owner, tab, r, c.col)
+					case bound >= 0 && p < k-bound:
+						return fmt.Errorf("worker %d at clock %d reads worker %d's increments of table %d row %d column %d up to clock %d, bound %d", w, k, owner, tab, r, c.col, p, bound)
+					}
+				}
+			}
+		}
+		if err := cl.Clock(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sumTo is the sum of the first k values.
+func sumTo(v []float64, k int) float64 {
+	s := 0.0
+	for _, x := range v[:k] {
+		s += x
+	}
+	return s
 }
