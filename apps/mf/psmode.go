@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/ps"
 	"github.com/strads-go/strads/ps/node"
 	"github.com/strads-go/strads/schmp"
@@ -41,6 +42,11 @@ type PSOptions struct {
 	SlowTurns bool
 	// Servers is the number of server nodes (0: one per worker).
 	Servers int
+	// CheckpointEvery takes a checkpoint at the start of every
+	// CheckpointEvery-th clock (0: none), with Node.Checkpoints: the
+	// tables as of that clock (ps.Config.Every) and each worker's W and
+	// user biases. Node.Resume starts the job again from the last one.
+	CheckpointEvery int
 	// Tol stops the job once the objective changes by less than Tol,
 	// relatively, between two evaluations (0: off); TimeLimit once a
 	// worker has run that long at an evaluation (0: off).
@@ -51,6 +57,12 @@ type PSOptions struct {
 	// Progress, if set, gets a line per evaluation, from worker 0 once it
 	// has read the evaluation (see RunPS).
 	Progress io.Writer
+
+	// atStart and atClock, if set, are called by each worker as it starts
+	// its SGD clocks, and at the start of each, whose error it returns:
+	// for tests.
+	atStart func(c int)
+	atClock func(c int) error
 }
 
 // PSResult is the end of a job of RunPS.
@@ -177,7 +189,7 @@ func newPSPlan(cfg Config, o PSOptions, ix *Index) (*psPlan, error) {
 	if servers < 1 {
 		servers = cfg.Workers
 	}
-	p.ps = ps.Config{Servers: servers, Workers: cfg.Workers, Tables: []ps.Table{
+	p.ps = ps.Config{Servers: servers, Workers: cfg.Workers, Every: max(o.CheckpointEvery, 0), Tables: []ps.Table{
 		tabSetup:   {Name: "setup", Rows: p.items + 1, Width: 1},
 		tabItems:   {Name: "items", Rows: p.items, Width: p.width, Model: model, Staleness: o.Staleness},
 		tabMetrics: metrics,
@@ -357,7 +369,48 @@ type psWorker struct {
 	t0           time.Time
 	work         float64
 	busy         time.Duration
+	stale        ps.Stats // of the reads before the clock resumed from
+	decide       decider
 }
+
+// psWorkerState is what a worker stores in a checkpoint, at the start of
+// a clock: what it holds beyond the tables.
+type psWorkerState struct {
+	W       codec.Float64s `msgpack:"w"`
+	B       codec.Float64s `msgpack:"b"` // user biases; empty without
+	Work    float64        `msgpack:"work"`
+	Busy    time.Duration  `msgpack:"busy"`
+	Elapsed time.Duration  `msgpack:"elapsed"`
+	Stale   ps.Stats       `msgpack:"stale"`
+	Lowest  float64        `msgpack:"lowest"`
+	Prev    float64        `msgpack:"prev"`
+}
+
+// state returns the worker's checkpoint piece.
+func (x *psWorker) state() ([]byte, error) {
+	return codec.Marshal(psWorkerState{W: x.w, B: x.bs.b, Work: x.work, Busy: x.busy, Elapsed: time.Since(x.t0),
+		Stale: x.stats(), Lowest: x.decide.lowest, Prev: x.decide.prev})
+}
+
+// restore sets the worker to the state of its checkpoint piece.
+func (x *psWorker) restore(data []byte) error {
+	var s psWorkerState
+	if err := codec.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("worker %d's checkpoint: %w", x.shard.p, err)
+	}
+	if len(s.W) != len(x.w) || len(s.B) != len(x.bs.b) {
+		return fmt.Errorf("worker %d's checkpoint holds %d factors and %d biases, its users %d and %d: was it taken of other data?", x.shard.p, len(s.W), len(s.B), len(x.w), len(x.bs.b))
+	}
+	copy(x.w, s.W)
+	copy(x.bs.b, s.B)
+	x.work, x.busy, x.stale = s.Work, s.Busy, s.Stale
+	x.t0 = time.Now().Add(-s.Elapsed)
+	x.decide.lowest, x.decide.prev = s.Lowest, s.Prev
+	return nil
+}
+
+// stats returns the staleness of the worker's reads so far.
+func (x *psWorker) stats() ps.Stats { return x.stale.Add(x.cl.Stats()) }
 
 // work is worker w's program.
 func (p *psPlan) work(ctx context.Context, w int, cl *node.Client, dial func(string) (*wire.Conn, error)) error {
@@ -365,13 +418,19 @@ func (p *psPlan) work(ctx context.Context, w int, cl *node.Client, dial func(str
 	if err != nil {
 		return err
 	}
-	x := &psWorker{shard: s, plan: p, cl: cl, w: s.initUsers(p.cfg.Rank), bs: s.initBiases(), delta: make([]float64, p.width)}
+	x := &psWorker{shard: s, plan: p, cl: cl, w: s.initUsers(p.cfg.Rank), bs: s.initBiases(), delta: make([]float64, p.width),
+		decide: decider{plan: p, lowest: math.Inf(1), print: s.p == 0}}
 	if err := x.setup(ctx); err != nil {
 		return err
 	}
 	// Its time counts from when every worker has its data (setup's read
 	// waits for them all), as the scheduled job's from when they joined.
 	x.t0 = time.Now()
+	if data := cl.Resumed(); data != nil {
+		if err := x.restore(data); err != nil {
+			return err
+		}
+	}
 	end, err := x.run(ctx)
 	if err != nil {
 		return err
@@ -380,22 +439,26 @@ func (p *psPlan) work(ctx context.Context, w int, cl *node.Client, dial func(str
 }
 
 // setup runs clock 0: the warm start's item biases and the check that
-// every worker read the same file; it sets the start.
+// every worker read the same file; it sets the start. A worker resumed
+// from a checkpoint reads what clock 0 gave.
 func (x *psWorker) setup(ctx context.Context) error {
 	p := x.plan
-	for i, v := range x.itemResid { // nil without the warm start
-		if v != 0 {
-			if err := x.cl.Inc(tabSetup, i, []float64{v}); err != nil {
-				return err
+	fp := float64(x.ix.Fingerprint & fingerprintBits)
+	resumed := x.cl.Clocks() > 0
+	if !resumed {
+		for i, v := range x.itemResid { // nil without the warm start
+			if v != 0 {
+				if err := x.cl.Inc(tabSetup, i, []float64{v}); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	fp := float64(x.ix.Fingerprint & fingerprintBits)
-	if err := x.cl.Inc(tabSetup, p.items, []float64{fp}); err != nil {
-		return err
-	}
-	if err := x.cl.Clock(ctx); err != nil {
-		return err
+		if err := x.cl.Inc(tabSetup, p.items, []float64{fp}); err != nil {
+			return err
+		}
+		if err := x.cl.Clock(ctx); err != nil {
+			return err
+		}
 	}
 	v, err := x.cl.Get(ctx, tabSetup, p.items)
 	if err != nil {
@@ -419,7 +482,7 @@ func (x *psWorker) setup(ctx context.Context) error {
 	x.h = slices.Clone(x.h0)
 	if x.bs.on() {
 		copy(x.bs.c, x.c0)
-		if p.cfg.warm() {
+		if p.cfg.warm() && !resumed {
 			x.fitUsers(x.bs, x.w, x.h)
 		}
 	}
@@ -472,16 +535,26 @@ func (x *psWorker) normRange() (lo, hi int) {
 // the job ends: the maximum, or that of a decision to stop.
 func (x *psWorker) run(ctx context.Context) (int, error) {
 	p := x.plan
-	d := decider{plan: p, lowest: math.Inf(1), print: x.shard.p == 0}
 	users := len(x.users)
 	period := p.cfg.ReportEvery * p.cpi
-	for c := 1; c < p.maxClock; c++ {
+	if p.o.atStart != nil {
+		p.o.atStart(x.cl.Clocks())
+	}
+	for c := x.cl.Clocks(); c < p.maxClock; c++ {
+		if p.o.atClock != nil {
+			if err := p.o.atClock(c); err != nil {
+				return 0, err
+			}
+		}
+		if err := x.cl.Checkpoint(ctx, x.state); err != nil {
+			return 0, err
+		}
 		if k := c - p.lag - 1; k >= 0 && k%period == 0 && k/period < p.evals {
 			v, err := x.cl.Get(ctx, tabMetrics, k/period)
 			if err != nil {
 				return 0, err
 			}
-			if stop, err := d.decide(k/period, v); err != nil || stop {
+			if stop, err := x.decide.decide(k/period, v); err != nil || stop {
 				return c, err
 			}
 		}
@@ -624,7 +697,7 @@ func (x *psWorker) report(row int, h, c []float64, clocks int) error {
 	var s Summary
 	lo, hi := x.normRange()
 	x.norms(&s, x.w, h, bs, lo, hi)
-	st := x.cl.Stats()
+	st := x.stats()
 	v := make([]float64, metricFields*p.cfg.Workers)
 	b := v[x.shard.p*metricFields : (x.shard.p+1)*metricFields]
 	b[mSSE] = trainSSE(&x.train, x.w, h, bs, k)

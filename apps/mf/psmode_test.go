@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/ps/node"
@@ -127,4 +130,85 @@ func TestPSStops(t *testing.T) {
 			t.Errorf("staleness %+v after %d clocks; want at most 1, not all 0, after 12", st, res.Clocks)
 		}
 	})
+}
+
+// TestPSResume stops a job once it has committed a checkpoint, and runs
+// it again from there: with one worker the model is the uninterrupted
+// job's bit for bit (W from the worker's piece, H from the servers' cut);
+// with two under ssp it ends as good as the scheduled SGD, and every
+// worker starts again at the checkpoint's clock.
+func TestPSResume(t *testing.T) {
+	dir := t.TempDir()
+	train, test := genSet(t, dir, 0.1, 3)
+	for _, tc := range []struct {
+		mode    string
+		workers int
+	}{{"bsp", 1}, {"ssp", 2}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			cfg := psConfig(train, test, tc.mode, tc.workers)
+			cfg.Iters = 6
+			o := PSOptions{CheckpointEvery: 20}
+			if tc.mode == "ssp" {
+				o.Staleness = 1
+			}
+			srv := testhelper.StartServer(t, natsserver.Options{Port: -1, StoreDir: t.TempDir()})
+			dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "mfresume") }
+			o.Node = node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second, Checkpoints: true}
+			// The first run stops at clock 30, once the checkpoint of
+			// clock 20 is committed.
+			stopped := errors.New("stopped")
+			o.atClock = func(c int) error {
+				if c < 30 {
+					return nil
+				}
+				store, err := checkpoint.Open(context.Background(), testhelper.Connect(t, srv), "mfresume", false)
+				if err != nil {
+					return err
+				}
+				// Committed in the background: asked until it is.
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					if m, err := store.Latest(context.Background()); err == nil && m.Round >= 20 {
+						return stopped
+					}
+				}
+				return errors.New("no checkpoint committed in 10s")
+			}
+			if _, err := RunPS(context.Background(), cfg, o, dial); !errors.Is(err, stopped) {
+				t.Fatalf("first run: %v, want it stopped", err)
+			}
+			var starts []int
+			var mu sync.Mutex
+			o.atClock = nil
+			o.atStart = func(c int) {
+				mu.Lock()
+				starts = append(starts, c)
+				mu.Unlock()
+			}
+			o.Node.Resume = true
+			res, err := RunPS(context.Background(), cfg, o, dial)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []int{20, 20}[:tc.workers]; !slices.Equal(starts, want) {
+				t.Errorf("the workers started again at clocks %v, want %v", starts, want)
+			}
+			if res.Clocks != 60 {
+				t.Errorf("%d clocks, want 60", res.Clocks)
+			}
+			if tc.workers == 1 {
+				o.CheckpointEvery, o.Node = 0, node.Options{}
+				whole, err := runPS(t, cfg, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(res.Model.H, whole.Model.H) || !slices.Equal(res.Model.W[0], whole.Model.W[0]) {
+					t.Errorf("resumed: test RMSE %.9f; uninterrupted %.9f: not the same model", res.Model.Final().TestRMSE, whole.Model.Final().TestRMSE)
+				}
+				return
+			}
+			if f := res.Model.Final(); f.TestRMSE > 0.5 || math.IsNaN(f.TestRMSE) {
+				t.Errorf("resumed: test RMSE %.4f", f.TestRMSE)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/strads-go/strads/apps/mf"
@@ -60,10 +61,13 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 			return nil, cli.Usagef("--%s is of --mode %s, not --mode %s", name, mf.Scheduled, cfg.Mode)
 		}
 	}
-	for _, name := range []string{"max-rounds", "target", "checkpoint-every", "resume", "spares"} {
+	for _, name := range []string{"max-rounds", "target", "spares"} {
 		if g[name] {
-			return nil, cli.Usagef("--%s is not of --mode %s (SGD on the parameter server: --iters, --tol and --time-limit stop it; it takes no checkpoints)", name, cfg.Mode)
+			return nil, cli.Usagef("--%s is not of --mode %s (SGD on the parameter server: --iters, --tol and --time-limit stop it; a lost worker fails it)", name, cfg.Mode)
 		}
+	}
+	if opts.CheckpointInterval > 0 {
+		return nil, cli.Usagef("--checkpoint-every %v: --mode %s takes a checkpoint every N clocks (%d an iteration), not at a time", opts.CheckpointInterval, cfg.Mode, o.ClocksPerIter)
 	}
 	if cfg.Mode != "ssp" && cfg.Mode != "essp" {
 		o.Staleness = 0
@@ -77,7 +81,8 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 	cfg.Warn = env.Stderr
 	cfg.Predict, cfg.PredictOut = f.predict, f.predictOut
 	o.Tol, o.TimeLimit = opts.Tol, opts.TimeLimit
-	o.Node = node.Options{Timeout: opts.Timeout}
+	o.CheckpointEvery = int(min(opts.CheckpointEvery, math.MaxInt32))
+	o.Node = node.Options{Timeout: opts.Timeout, Checkpoints: o.CheckpointEvery > 0, Keep: opts.CheckpointKeep, Resume: opts.Resume}
 	if opts.Progress != nil {
 		o.Progress = opts.Progress
 	}
@@ -114,6 +119,7 @@ type psRun struct {
 // outputs, all or none.
 func (p *psRun) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	t0 := time.Now()
+	p.o.Node.Log = rt.Logger
 	var res *mf.PSResult
 	var err error
 	if rt.Role == cli.All {

@@ -80,7 +80,7 @@ func TestMFPSBadFlags(t *testing.T) {
 		{"slow worker below 1", []string{"--mode", "ssp", "--slow-worker", "0.5"}, "--slow-worker"},
 		{"slow turns alone", []string{"--mode", "ssp", "--slow-turns"}, "--slow-turns"},
 		{"slow turns scheduled", []string{"--slow-turns"}, "--slow-turns"},
-		{"checkpoints", []string{"--mode", "ssp", "--checkpoint-every", "5"}, "--checkpoint-every"},
+		{"checkpoints at a time", []string{"--mode", "ssp", "--checkpoint-every", "5m"}, "--checkpoint-every 5m0s: --mode ssp takes a checkpoint every N clocks"},
 		{"clocks per iter", []string{"--mode", "bsp", "--clocks-per-iter", "0"}, "--clocks-per-iter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,4 +168,29 @@ func savedRMSE(t *testing.T, prefix, test string) float64 {
 		sum += (ratings[k].Value - p) * (ratings[k].Value - p)
 	}
 	return math.Sqrt(sum / float64(len(ratings)))
+}
+
+// TestMFPSResume runs a job that takes checkpoints, then the same job
+// with --resume: it starts again at the last checkpoint and ends with the
+// same model, bit for bit (one worker: its reads are exact).
+func TestMFPSResume(t *testing.T) {
+	train, test := genMFData(t)
+	dir := t.TempDir()
+	args := []string{"mf", "--mode", "bsp", "--workers", "1", "--rank", "3", "--iters", "6", "--progress", "0",
+		"--train", train, "--test", test, "--checkpoint-every", "40", "--store", filepath.Join(dir, "store")}
+	first, again := filepath.Join(dir, "first"), filepath.Join(dir, "again")
+	if code, _, stderr := runCLI(t, append(args, "--out", first)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, append(args, "--out", again, "--resume", "--verbose")...)
+	if code != 0 || !strings.Contains(stderr, "resumed") || !strings.Contains(stdout, "clocks 60") {
+		t.Fatalf("--resume: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	for _, suffix := range []string{".W.txt", ".H.txt", ".bias.txt"} {
+		sameFiles(t, again+suffix, first+suffix)
+	}
+	code, _, stderr = runCLI(t, append(args, "--out", again, "--resume", "--rank", "4")...)
+	if code == 0 || !strings.Contains(stderr, "other tables") {
+		t.Errorf("--resume with another rank: exit %d, %s", code, stderr)
+	}
 }

@@ -176,6 +176,7 @@ func (cl *Client) resume(ctx context.Context) error {
 	if cl.resumed == nil {
 		cl.resumed = []byte{}
 	}
+	cl.opts.Log.Info("ps: resumed from the checkpoint of clock", "clock", k, "worker", cl.worker)
 	return nil
 }
 
