@@ -14,6 +14,7 @@ import (
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/job"
 	"github.com/strads-go/strads/member"
+	"github.com/strads-go/strads/monitor"
 	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/wire"
 )
@@ -36,6 +37,8 @@ type Runtime struct {
 	// TimeLimit, ReportEvery, Metrics, Out, Progress, Timeout,
 	// JoinTimeout, …).
 	Options coordinator.Options
+	// Monitor is the live page's and /metrics' (nil without --http).
+	Monitor *monitor.Metrics
 	// Logger takes warnings, and with --verbose what the nodes do.
 	Logger *slog.Logger
 	// Stderr takes progress lines.
@@ -60,7 +63,7 @@ type funcRunner func(ctx context.Context, rt *Runtime) (*coordinator.Result, err
 func (f funcRunner) run(ctx context.Context, n *node) (*coordinator.Result, error) {
 	rf := n.rf
 	key := rf.jobKey
-	rt := &Runtime{Role: n.role, Conn: n.c, Options: n.opts, Logger: n.log, Stderr: n.stderr}
+	rt := &Runtime{Role: n.role, Conn: n.c, Options: n.opts, Monitor: n.mon, Logger: n.log, Stderr: n.stderr}
 	switch n.role {
 	case All:
 		if key.IsZero() && rf.nats != "" {

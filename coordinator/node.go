@@ -1047,18 +1047,15 @@ func (n *node[P, R, U, S]) pulled(round uint64, info schmp.PlanInfo) {
 // record writes a report to the monitor and the metrics CSV.
 func (n *node[P, R, U, S]) record(s schmp.Sample) error {
 	if m := n.opts.Monitor; m != nil {
-		m.Objective.Set(s.Objective)
 		gap := math.NaN()
 		if s.HasGap {
 			gap = s.Gap
 		}
-		m.Gap.Set(gap)
-		m.NNZ.Set(float64(s.NNZ))
+		app := make(map[string]float64, len(s.Metrics))
 		for _, a := range s.Metrics {
-			if !math.IsNaN(a.Value) { // not computed at this report: the last value stands
-				m.App.WithLabelValues(a.Name).Set(a.Value)
-			}
+			app[a.Name] = a.Value
 		}
+		m.Report(s.Objective, gap, float64(s.NNZ), app)
 	}
 	if n.csv == nil {
 		return nil

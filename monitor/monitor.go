@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -137,6 +138,23 @@ func New() *Metrics {
 func (m *Metrics) Drop(role, reason string) {
 	if m != nil {
 		m.Dropped.WithLabelValues(role, reason).Inc()
+	}
+}
+
+// Report sets what a report of the job says: its objective, gap and nnz
+// (NaN: the app has none), and the app's own measures by name (NaN: not
+// computed at this report, and the last value stands); m may be nil.
+func (m *Metrics) Report(objective, gap, nnz float64, app map[string]float64) {
+	if m == nil {
+		return
+	}
+	m.Objective.Set(objective)
+	m.Gap.Set(gap)
+	m.NNZ.Set(nnz)
+	for name, v := range app {
+		if !math.IsNaN(v) {
+			m.App.WithLabelValues(name).Set(v)
+		}
 	}
 }
 

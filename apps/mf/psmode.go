@@ -55,8 +55,10 @@ type PSOptions struct {
 	// Node is the nodes' waits.
 	Node node.Options
 	// Progress, if set, gets a line per evaluation, from worker 0 once it
-	// has read the evaluation (see RunPS).
+	// has read the evaluation (see RunPS), and Report the evaluation and
+	// the staleness of the reads so far.
 	Progress io.Writer
+	Report   func(Eval, ps.Stats)
 
 	// atStart and atClock, if set, are called by each worker as it starts
 	// its SGD clocks, and at the start of each, whose error it returns:
@@ -778,6 +780,9 @@ func (d *decider) decide(k int, row []float64) (bool, error) {
 	e.Iter = float64(k * p.cfg.ReportEvery)
 	if d.print {
 		p.progress(e, st)
+		if p.o.Report != nil {
+			p.o.Report(e, st)
+		}
 	}
 	f := e.Objective
 	switch {

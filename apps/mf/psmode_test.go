@@ -12,6 +12,7 @@ import (
 	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
+	"github.com/strads-go/strads/ps"
 	"github.com/strads-go/strads/ps/node"
 	"github.com/strads-go/strads/wire"
 )
@@ -210,5 +211,32 @@ func TestPSResume(t *testing.T) {
 				t.Errorf("resumed: test RMSE %.4f", f.TestRMSE)
 			}
 		})
+	}
+}
+
+// TestPSReport: worker 0 reports every evaluation it reads, in order, with
+// the staleness of the reads so far (none above the bound).
+func TestPSReport(t *testing.T) {
+	dir := t.TempDir()
+	train, test := genSet(t, dir, 0.1, 3)
+	cfg := psConfig(train, test, "ssp", 2)
+	cfg.Iters = 4
+	var got []Eval
+	var stale []ps.Stats
+	o := PSOptions{Staleness: 1, Report: func(e Eval, st ps.Stats) { got, stale = append(got, e), append(stale, st) }}
+	res, err := runPS(t, cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 3 || len(got) > len(res.Model.Trace) {
+		t.Fatalf("%d reports of %d evaluations", len(got), len(res.Model.Trace))
+	}
+	for k, e := range got {
+		if want := res.Model.Trace[k]; e.Round != want.Round || e.Objective != want.Objective {
+			t.Errorf("report %d: clock %d objective %v; the trace's %d %v", k, e.Round, e.Objective, want.Round, want.Objective)
+		}
+		if st := stale[k]; k > 0 && (st.Reads == 0 || st.Max > 1) {
+			t.Errorf("report %d: staleness %+v", k, st)
+		}
 	}
 }

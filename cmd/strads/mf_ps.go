@@ -120,6 +120,16 @@ type psRun struct {
 func (p *psRun) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	t0 := time.Now()
 	p.o.Node.Log = rt.Logger
+	if m := rt.Monitor; m != nil {
+		var clocks, ratings float64
+		p.o.Report = func(e mf.Eval, st ps.Stats) {
+			m.Rounds.Add(float64(e.Round) - clocks)
+			m.Updates.Add(e.Ratings - ratings)
+			clocks, ratings = float64(e.Round), e.Ratings
+			m.Report(e.Objective, math.NaN(), math.NaN(), map[string]float64{"train_rmse": e.TrainRMSE, "test_rmse": e.TestRMSE,
+				"iter": e.Iter, "staleness_mean": st.Mean(), "staleness_var": st.Var(), "staleness_max": float64(st.Max)})
+		}
+	}
 	var res *mf.PSResult
 	var err error
 	if rt.Role == cli.All {
