@@ -132,15 +132,7 @@ func TestRunFails(t *testing.T) {
 		if w == 1 {
 			return boom
 		}
-		for range 3 {
-			if _, err := cl.Get(ctx, 0, 0); err != nil {
-				return err
-			}
-			if err := cl.Clock(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
+		return readClock(3)(ctx, w, cl)
 	}, nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("Run: %v, want %v", err, boom)
@@ -402,4 +394,20 @@ func sumTo(v []float64, k int) float64 {
 		s += x
 	}
 	return s
+}
+
+// readClock returns a worker that reads row 0 of table 0 and ends its
+// clock, clocks times.
+func readClock(clocks int) node.Work {
+	return func(ctx context.Context, w int, cl *node.Client) error {
+		for range clocks {
+			if _, err := cl.Get(ctx, 0, 0); err != nil {
+				return err
+			}
+			if err := cl.Clock(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

@@ -119,17 +119,7 @@ func TestRolesFail(t *testing.T) {
 			if w != 1 {
 				// Reads and clocks: they wait for worker 1, whose
 				// increments never come.
-				return func(ctx context.Context, w int, cl *node.Client) error {
-					for range 6 {
-						if _, err := cl.Get(ctx, 0, 0); err != nil {
-							return err
-						}
-						if err := cl.Clock(ctx); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
+				return readClock(6)
 			}
 			return func(ctx context.Context, w int, cl *node.Client) error {
 				if err := cl.Clock(ctx); err != nil {
