@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/apps/linear"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/ps"
@@ -59,8 +60,23 @@ type SGDConfig struct {
 	// every ProgressEvery.
 	Progress      io.Writer
 	ProgressEvery time.Duration
-	// Node are the parameter server's waits and logger.
+	// CheckpointEvery takes a checkpoint at the start of every
+	// CheckpointEvery-th clock (0: none), with Node.Checkpoints: the
+	// tables as of that clock (ps.Config.Every) and each worker's place in
+	// the job (its clock of training and evaluation, its steps, its
+	// decisions, its time and the staleness of its reads so far).
+	// Node.Resume starts the job again from the last one, which must have
+	// been taken with the same settings, CheckpointEvery included.
+	CheckpointEvery int
+	// Node are the parameter server's waits and logger, and its
+	// checkpoints.
 	Node node.Options
+
+	// atStart and atClock, if set, are called by each worker as it starts
+	// its clocks after the setup, with the clock it starts at, and at the
+	// start of each clock, whose error it returns: for tests.
+	atStart func(c int)
+	atClock func(c int) error
 }
 
 // Validate reports the first bad field, as a *schmp.FieldError where a
@@ -84,6 +100,8 @@ func (c *SGDConfig) Validate() error {
 		return schmp.Fieldf("EvalEvery", "must be >= 1, got %d", c.EvalEvery)
 	case c.MaxClocks < 0:
 		return schmp.Fieldf("MaxClocks", "must be >= 0, got %d", c.MaxClocks)
+	case c.CheckpointEvery < 0:
+		return schmp.Fieldf("CheckpointEvery", "must be >= 0 (0: none), got %d", c.CheckpointEvery)
 	case !(c.Step >= 0) || math.IsInf(c.Step, 0):
 		return schmp.Fieldf("Step", "must be a finite number >= 0 (0: from the data), got %v", c.Step)
 	case c.Model == ps.BSP && c.Staleness != 0:
@@ -268,7 +286,7 @@ func NewSGDJob(cfg SGDConfig) (*SGDJob, error) {
 		trainClocks = min(trainClocks, cfg.MaxClocks)
 	}
 	evals := (trainClocks+cfg.EvalEvery-1)/cfg.EvalEvery + 1
-	pcfg := ps.Config{Servers: cfg.Servers, Workers: cfg.Workers, Tables: []ps.Table{
+	pcfg := ps.Config{Servers: cfg.Servers, Workers: cfg.Workers, Every: cfg.CheckpointEvery, Tables: []ps.Table{
 		tWeights: {Name: "weights", Rows: m + 1, Width: 1, Model: cfg.Model, Staleness: cfg.Staleness},
 		tSetup:   {Name: "setup", Rows: m/setupWidth + 1, Width: setupWidth},
 		tMetrics: {Name: "metrics", Rows: evals, Width: mFields + cfg.Workers},
@@ -315,20 +333,75 @@ type sgdJob struct {
 // sgdWorker is a worker's state: its rows and its view of the weights.
 type sgdWorker struct {
 	*sgdJob
-	w         int
-	cl        *node.Client
-	x, test   *shard
+	w       int
+	cl      *node.Client
+	x, test *shard
+	// perm is the order of the worker's rows in pass permPass.
 	perm      []int
+	permPass  int
 	inc       []float64
 	lambda    float64
 	lambdaMax float64 // of the setup table
 	step      float64
 	start     time.Time
+	// t is the clocks of training done and e the evaluations added, at
+	// the start of the clock; training clock t is the client's clock t+1.
+	t, e      int
 	samples   int64 // SGD steps of all workers so far
 	lastPrint time.Time
 	prevF, f0 float64
 	haveF     bool
 	stop      int
+	// stale is the staleness of the reads before the clock resumed from,
+	// and base the client's of the reads of the resumed setup, which the
+	// job never interrupted did not make again.
+	stale, base ps.Stats
+}
+
+// sgdState is a worker's piece of a checkpoint, taken at the start of a
+// clock: what it holds beyond the tables.
+type sgdState struct {
+	T       int           `msgpack:"t"`
+	E       int           `msgpack:"e"`
+	Samples int64         `msgpack:"samples"`
+	PrevF   float64       `msgpack:"prevf"`
+	F0      float64       `msgpack:"f0"`
+	HaveF   bool          `msgpack:"havef"`
+	Stop    int           `msgpack:"stop"`
+	Elapsed time.Duration `msgpack:"elapsed"`
+	Stale   ps.Stats      `msgpack:"stale"`
+}
+
+// state returns the worker's piece of the checkpoint of its clock.
+func (sw *sgdWorker) state() ([]byte, error) {
+	return codec.Marshal(sgdState{T: sw.t, E: sw.e, Samples: sw.samples, PrevF: sw.prevF, F0: sw.f0, HaveF: sw.haveF,
+		Stop: sw.stop, Elapsed: time.Since(sw.start), Stale: sw.stats()})
+}
+
+// restore sets the worker to its piece of the checkpoint that the job
+// resumed from, at the start of the client's clock. The permutation of
+// the pass is made again (train), the rest of the setup read again.
+func (sw *sgdWorker) restore(data []byte) error {
+	var s sgdState
+	if err := codec.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("worker %d's checkpoint: %w", sw.w, err)
+	}
+	k := sw.cl.Clocks()
+	if s.T+1 != k || s.T > sw.trainClocks || s.E < 0 || s.E >= sw.pcfg.Tables[tMetrics].Rows || s.Stop != stopNone {
+		return fmt.Errorf("worker %d's checkpoint of clock %d is at training clock %d, evaluation %d (stop %d) of %d and %d: was it taken of other settings?",
+			sw.w, k, s.T, s.E, s.Stop, sw.trainClocks, sw.pcfg.Tables[tMetrics].Rows)
+	}
+	sw.t, sw.e, sw.samples = s.T, s.E, s.Samples
+	sw.prevF, sw.f0, sw.haveF, sw.stop = s.PrevF, s.F0, s.HaveF, s.Stop
+	sw.start = time.Now().Add(-s.Elapsed)
+	sw.stale, sw.base = s.Stale, sw.cl.Stats()
+	return nil
+}
+
+// stats returns the staleness of the worker's reads so far.
+func (sw *sgdWorker) stats() ps.Stats {
+	st, b := sw.cl.Stats(), sw.base
+	return sw.stale.Add(ps.Stats{Reads: st.Reads - b.Reads, Sum: st.Sum - b.Sum, SumSq: st.SumSq - b.SumSq, Max: st.Max})
 }
 
 // Why a job stops, in the metrics table.
@@ -345,7 +418,8 @@ var stopReasons = [...]string{stopPasses: "the passes or clocks ran out", stopCo
 // work is worker w's program. Clock 0 sums the data's statistics into the
 // setup table (BSP); then each evaluation adds to the metrics table (BSP),
 // which every worker reads one evaluation later, so that all decide alike
-// when to stop without waiting for each other at every evaluation.
+// when to stop without waiting for each other at every evaluation. A
+// worker resumed from a checkpoint goes on from its clock.
 func (j *sgdJob) work(ctx context.Context, w int, cl *node.Client) error {
 	lo, hi := libsvm.ShardRange(j.d.rows, w, j.cfg.Workers)
 	x, err := readShard(j.cfg.Data, lo, hi)
@@ -362,32 +436,55 @@ func (j *sgdJob) work(ctx context.Context, w int, cl *node.Client) error {
 	if err := sw.setup(ctx); err != nil {
 		return err
 	}
-	t, e := 0, 0
-	for {
-		if e > 0 {
-			if err := sw.decide(ctx, e-1); err != nil {
-				return err
-			}
-		}
-		if sw.stop == stopNone && t >= j.trainClocks {
-			sw.stop = stopPasses
-		}
-		if err := sw.evaluate(ctx, e, t); err != nil {
+	if data := cl.Resumed(); data != nil {
+		if err := sw.restore(data); err != nil {
 			return err
 		}
-		if sw.stop != stopNone {
-			return cl.Clock(ctx)
-		}
-		for k := 0; k < j.cfg.EvalEvery && t < j.trainClocks; k++ {
-			if err := sw.train(ctx, t); err != nil {
+	}
+	return sw.run(ctx)
+}
+
+// run runs the worker's clocks from the client's, each started by its
+// piece of a checkpoint if one is due: evaluation e comes at the start of
+// training clock e·EvalEvery (and of the last), before its training.
+func (sw *sgdWorker) run(ctx context.Context) error {
+	cfg, cl := &sw.cfg, sw.cl
+	if cfg.atStart != nil {
+		cfg.atStart(cl.Clocks())
+	}
+	for {
+		if cfg.atClock != nil {
+			if err := cfg.atClock(cl.Clocks()); err != nil {
 				return err
 			}
-			if err := cl.Clock(ctx); err != nil {
+		}
+		if err := cl.Checkpoint(ctx, sw.state); err != nil {
+			return err
+		}
+		if sw.t == sw.e*cfg.EvalEvery || sw.t == sw.trainClocks {
+			if sw.e > 0 {
+				if err := sw.decide(ctx, sw.e-1); err != nil {
+					return err
+				}
+			}
+			if sw.stop == stopNone && sw.t >= sw.trainClocks {
+				sw.stop = stopPasses
+			}
+			if err := sw.evaluate(ctx, sw.e, sw.t); err != nil {
 				return err
 			}
-			t++
+			sw.e++
+			if sw.stop != stopNone {
+				return cl.Clock(ctx)
+			}
 		}
-		e++
+		if err := sw.train(ctx, sw.t); err != nil {
+			return err
+		}
+		if err := cl.Clock(ctx); err != nil {
+			return err
+		}
+		sw.t++
 	}
 }
 
@@ -406,21 +503,52 @@ func (sw *sgdWorker) get(ctx context.Context, t, row int) (float64, error) {
 
 // setup is clock 0 and the reads of clock 1: λ_max's column sums and
 // Σ‖x_i‖², and the intercept's start, logit(ȳ), as the scheduled solver
-// starts it.
+// starts it. A worker resumed from a checkpoint only reads what clock 0
+// gave, which the servers' cut holds.
 func (sw *sgdWorker) setup(ctx context.Context) error {
 	d, m := sw.d, sw.m
 	n := float64(d.rows)
+	// The setup table's values: the column sums, then Σ‖x_i‖².
+	setup := make([]float64, (m/setupWidth+1)*setupWidth)
+	if sw.cl.Clocks() == 0 {
+		if err := sw.sums(ctx, setup); err != nil {
+			return err
+		}
+	}
+	for r := range len(setup) / setupWidth {
+		v, err := sw.cl.Get(ctx, tSetup, r)
+		if err != nil {
+			return err
+		}
+		copy(setup[r*setupWidth:], v)
+	}
+	sw.lambdaMax = lambdaMax(setup[:m], d.rows)
+	sq := setup[m]
+	sw.lambda = sw.cfg.Config.lambda(sw.lambdaMax, float64(d.rows))
+	sw.step = sw.cfg.Step
+	if sw.step == 0 {
+		r2 := sq / n
+		if sw.cfg.Intercept {
+			r2++
+		}
+		sw.step = 2 / max(r2, 1e-12)
+	}
+	return nil
+}
+
+// sums is clock 0: it adds the intercept's start and the worker's rows'
+// column sums and Σ‖x_i‖² (in setup, zero) to the tables.
+func (sw *sgdWorker) sums(ctx context.Context, setup []float64) error {
+	d, m := sw.d, sw.m
 	center := 0.5
 	if sw.cfg.Intercept {
-		center = float64(d.pos) / n
+		center = float64(d.pos) / float64(d.rows)
 		if sw.w == 0 {
 			if err := sw.add(tWeights, m, math.Log(center/(1-center))); err != nil {
 				return err
 			}
 		}
 	}
-	// The setup table's values: the column sums, then Σ‖x_i‖².
-	setup := make([]float64, (m/setupWidth+1)*setupWidth)
 	cols := setup[:m]
 	sq := 0.0
 	x := sw.x
@@ -440,28 +568,7 @@ func (sw *sgdWorker) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := sw.cl.Clock(ctx); err != nil {
-		return err
-	}
-	for r := range len(setup) / setupWidth {
-		v, err := sw.cl.Get(ctx, tSetup, r)
-		if err != nil {
-			return err
-		}
-		copy(setup[r*setupWidth:], v)
-	}
-	sw.lambdaMax = lambdaMax(setup[:m], d.rows)
-	sq = setup[m]
-	sw.lambda = sw.cfg.Config.lambda(sw.lambdaMax, float64(d.rows))
-	sw.step = sw.cfg.Step
-	if sw.step == 0 {
-		r2 := sq / n
-		if sw.cfg.Intercept {
-			r2++
-		}
-		sw.step = 2 / max(r2, 1e-12)
-	}
-	return nil
+	return sw.cl.Clock(ctx)
 }
 
 // margin returns x_i·w + b at the worker's view.
@@ -498,9 +605,11 @@ func (sw *sgdWorker) train(ctx context.Context, t int) error {
 	k, pass := sw.cfg.ClocksPerPass, t/sw.cfg.ClocksPerPass
 	eta := sw.step / math.Sqrt(1+float64(pass))
 	x := sw.x
-	if t%k == 0 {
+	if sw.perm == nil || sw.permPass != pass {
+		// Of the seed and the pass alone: a resumed worker makes its
+		// pass's again.
 		rng := rand.New(rand.NewPCG(sw.cfg.Seed, uint64(sw.w)<<32|uint64(pass)))
-		sw.perm = rng.Perm(x.rows())
+		sw.perm, sw.permPass = rng.Perm(x.rows()), pass
 	}
 	b := t % k
 	lo, hi := b*x.rows()/k, (b+1)*x.rows()/k
@@ -581,7 +690,7 @@ func (sw *sgdWorker) evaluate(ctx context.Context, e, t int) error {
 			row[mNNZ]++
 		}
 	}
-	st := sw.cl.Stats()
+	st := sw.stats()
 	row[mCount], row[mLoss], row[mCorrect] = 1, f.Loss, float64(f.Correct)
 	row[mReads], row[mSum], row[mSumSq] = float64(st.Reads), st.Sum, st.SumSq
 	row[mFields+sw.w] = float64(st.Max)
