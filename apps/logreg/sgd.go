@@ -2,10 +2,13 @@ package logreg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/strads-go/strads/apps/linear"
@@ -66,7 +69,8 @@ type SGDConfig struct {
 	// the job (its clock of training and evaluation, its steps, its
 	// decisions, its time and the staleness of its reads so far).
 	// Node.Resume starts the job again from the last one, which must have
-	// been taken with the same settings, CheckpointEvery included.
+	// been taken with the same settings, CheckpointEvery included. A job of
+	// separate processes takes them from its coordinator (SGDJob.Host).
 	CheckpointEvery int
 	// Node are the parameter server's waits and logger, and its
 	// checkpoints.
@@ -268,7 +272,9 @@ func RunSGD(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg
 // SGDJob is a job of RunSGD as its roles run it when they are separate
 // processes: a coordinator (Coordinate) and a process per worker (Host),
 // on any NATS server. Each makes the job from the same SGDConfig, and
-// reads the data file itself.
+// reads the data file itself; the checkpoint settings (CheckpointEvery,
+// Node.Checkpoints and Node.Resume) are the coordinator's, which every
+// worker takes from it as it starts.
 type SGDJob struct{ *sgdJob }
 
 // NewSGDJob returns the job of cfg, shaped by a pass over its data.
@@ -298,14 +304,35 @@ func NewSGDJob(cfg SGDConfig) (*SGDJob, error) {
 }
 
 // Host runs worker w of the job, and the servers it hosts (node.Host),
-// each on its own connection from dial, until the job is over.
+// each on its own connection from dial, until the job is over. It first
+// takes the job's checkpoint settings from the coordinator (Coordinate),
+// waiting for it up to Node.Timeout, in place of its own.
 func (j *SGDJob) Host(ctx context.Context, dial func(name string) (*wire.Conn, error), w int) error {
-	return node.Host(ctx, dial, j.pcfg, w, j.cfg.Node, j.work)
+	s, err := j.askSettings(ctx, dial, w)
+	if err != nil {
+		return err
+	}
+	jw := *j.sgdJob
+	jw.cfg.CheckpointEvery, jw.pcfg.Every = s.Every, s.Every
+	jw.cfg.Node.Checkpoints, jw.cfg.Node.Resume = s.Checkpoints, s.Resume
+	if s != j.settings() && jw.cfg.Node.Log != nil {
+		jw.cfg.Node.Log.Info("logreg: took the job's checkpoint settings", "worker", w, "every", s.Every, "checkpoints", s.Checkpoints, "resume", s.Resume)
+	}
+	return node.Host(ctx, dial, jw.pcfg, w, jw.cfg.Node, jw.work)
 }
 
 // Coordinate runs the job's coordinator on c (node.Coordinate), waiting
-// up to join for the workers to come, and returns the job's result.
+// up to join for the workers to come, and returns the job's result. It
+// answers the workers' questions for the job's checkpoint settings (Host)
+// on a connection of its own from dial.
 func (j *SGDJob) Coordinate(ctx context.Context, c *wire.Conn, dial func(name string) (*wire.Conn, error), join time.Duration) (*SGDResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var g sync.WaitGroup
+	defer g.Wait()
+	defer cancel()
+	if err := j.serveSettings(ctx, &g, dial); err != nil {
+		return nil, err
+	}
 	res := &SGDResult{}
 	start := time.Now()
 	if err := node.Coordinate(ctx, c, dial, j.pcfg, join, j.cfg.Node, j.finish(res)); err != nil {
@@ -313,6 +340,114 @@ func (j *SGDJob) Coordinate(ctx context.Context, c *wire.Conn, dial func(name st
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// settingsSubject is where the coordinator of a job of separate processes
+// answers a worker's sgdAsk with the job's sgdSettings.
+const settingsSubject = "logreg.sgd.settings"
+
+// sgdAsk is a worker's question for the job's checkpoint settings.
+type sgdAsk struct {
+	Worker int `msgpack:"worker"`
+}
+
+// sgdSettings are a job's checkpoint settings, which the roles' own flags
+// do not carry to the workers: the coordinator's alone.
+type sgdSettings struct {
+	Every       int  `msgpack:"every"`
+	Checkpoints bool `msgpack:"ckpts"`
+	Resume      bool `msgpack:"resume"`
+}
+
+// settings returns the job's checkpoint settings as this role has them.
+func (j *sgdJob) settings() sgdSettings {
+	return sgdSettings{Every: j.pcfg.Every, Checkpoints: j.cfg.Node.Checkpoints, Resume: j.cfg.Node.Resume}
+}
+
+// serveSettings answers the workers' sgdAsk in g until ctx is done; it
+// returns once it listens.
+func (j *sgdJob) serveSettings(ctx context.Context, g *sync.WaitGroup, dial func(name string) (*wire.Conn, error)) error {
+	c, err := dial("logreg-settings")
+	if err != nil {
+		return err
+	}
+	in, err := wire.Subscribe[sgdAsk](c, settingsSubject)
+	if err != nil {
+		return err
+	}
+	_, timeout := waits(j.cfg.Node)
+	if err := c.Flush(timeout); err != nil {
+		in.Close()
+		return fmt.Errorf("logreg: the checkpoint settings' subscription: %w", err)
+	}
+	s := j.settings()
+	log := j.cfg.Node.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	g.Go(func() {
+		defer in.Close()
+		for {
+			_, msg, err := in.Next(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil && msg == nil && !errors.Is(err, wire.ErrIncomplete):
+				log.Warn("logreg: coordinator: no more answers of the checkpoint settings", "err", err)
+				return
+			case err != nil || msg.Reply == "":
+				continue // not a question
+			}
+			if err := wire.Reply(c, msg, s); err != nil {
+				log.Warn("logreg: coordinator: the answer of the checkpoint settings failed", "err", err)
+			}
+		}
+	})
+	return nil
+}
+
+// waits returns the nodes' Resend and Timeout, or their defaults.
+func waits(o node.Options) (resend, timeout time.Duration) {
+	resend, timeout = o.Resend, o.Timeout
+	if resend <= 0 {
+		resend = time.Second
+	}
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	return resend, timeout
+}
+
+// askSettings asks the coordinator for the job's checkpoint settings,
+// again every Node.Resend (1s), until it answers or Node.Timeout (1m) has
+// passed.
+func (j *sgdJob) askSettings(ctx context.Context, dial func(name string) (*wire.Conn, error), w int) (sgdSettings, error) {
+	resend, timeout := waits(j.cfg.Node)
+	c, err := dial(fmt.Sprintf("logreg-settings-%d", w))
+	if err != nil {
+		return sgdSettings{}, err
+	}
+	deadline := time.Now().Add(timeout)
+	t := time.NewTicker(resend)
+	defer t.Stop()
+	for {
+		rctx, done := context.WithTimeout(ctx, resend)
+		s, err := wire.RequestRetried[sgdAsk, sgdSettings](rctx, c, settingsSubject, sgdAsk{Worker: w})
+		done()
+		switch {
+		case err == nil:
+			return s, nil
+		case ctx.Err() != nil:
+			return sgdSettings{}, context.Cause(ctx)
+		case time.Now().After(deadline):
+			return sgdSettings{}, fmt.Errorf("logreg: worker %d: no answer from the job's coordinator in %v for its checkpoint settings: %w", w, timeout, err)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return sgdSettings{}, context.Cause(ctx)
+		}
+	}
 }
 
 // finish returns the observer's end of the job, which makes res.

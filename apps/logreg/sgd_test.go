@@ -213,3 +213,65 @@ func TestSGDResume(t *testing.T) {
 		}
 	})
 }
+
+// TestSGDJobResume runs a job of separate roles (Coordinate, Host) whose
+// coordinator alone is given the checkpoint settings, then again with
+// Resume given to the coordinator alone: the worker takes them from the
+// coordinator, starts again at the last checkpoint committed, and the
+// model is the first run's bit for bit.
+func TestSGDJobResume(t *testing.T) {
+	pr := newProblem(t, GenConfig{GenConfig: lasso.GenConfig{
+		Samples: 300, Features: 30, Density: 0.2, TrueNNZ: 6, Seed: 7,
+	}, Bias: 0.5})
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1, StoreDir: t.TempDir()})
+	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "sgdroles") }
+	cfg := SGDConfig{Config: Config{Data: pr.path, LambdaRatio: 0.05, Intercept: true}, Model: ps.BSP, Workers: 1, Servers: 1,
+		ClocksPerPass: 4, Passes: 6, EvalEvery: 3, Seed: 1}
+	cfg.Node = node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second}
+	run := func(coord, worker SGDConfig) *SGDResult {
+		t.Helper()
+		cj, err := NewSGDJob(coord)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wj, err := NewSGDJob(worker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var g sync.WaitGroup
+		var werr error
+		g.Go(func() { werr = wj.Host(ctx, dial, 0) })
+		c, err := dial("coordinator")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cj.Coordinate(ctx, c, dial, 20*time.Second)
+		g.Wait()
+		if err != nil || werr != nil {
+			t.Fatalf("coordinator: %v; worker: %v", err, werr)
+		}
+		return res
+	}
+	coord := cfg
+	coord.CheckpointEvery, coord.Node.Checkpoints = 7, true
+	first := run(coord, cfg)
+	store, err := checkpoint.Open(context.Background(), testhelper.Connect(t, srv), "sgdroles", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := store.Latest(context.Background())
+	if err != nil {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	coord.Node.Resume = true
+	worker := cfg
+	start := -1
+	worker.atStart = func(c int) { start = c }
+	again := run(coord, worker)
+	if start != int(m.Round) || start == 0 {
+		t.Errorf("the worker started again at clock %d, the last checkpoint is of clock %d", start, m.Round)
+	}
+	sameSGD(t, again, first)
+}
