@@ -2,12 +2,16 @@ package logreg
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -491,11 +495,14 @@ type sgdWorker struct {
 	// and base the client's of the reads of the resumed setup, which the
 	// job never interrupted did not make again.
 	stale, base ps.Stats
+	courseOf    []string // course's, once the setup is read
 }
 
 // sgdState is a worker's piece of a checkpoint, taken at the start of a
-// clock: what it holds beyond the tables.
+// clock: what it holds beyond the tables, and what its steps from there
+// depend on (sgdWorker.course).
 type sgdState struct {
+	Course  []string      `msgpack:"course"`
 	T       int           `msgpack:"t"`
 	E       int           `msgpack:"e"`
 	Samples int64         `msgpack:"samples"`
@@ -509,7 +516,7 @@ type sgdState struct {
 
 // state returns the worker's piece of the checkpoint of its clock.
 func (sw *sgdWorker) state() ([]byte, error) {
-	return codec.Marshal(sgdState{T: sw.t, E: sw.e, Samples: sw.samples, PrevF: sw.prevF, F0: sw.f0, HaveF: sw.haveF,
+	return codec.Marshal(sgdState{Course: sw.course(), T: sw.t, E: sw.e, Samples: sw.samples, PrevF: sw.prevF, F0: sw.f0, HaveF: sw.haveF,
 		Stop: sw.stop, Elapsed: time.Since(sw.start), Stale: sw.stats()})
 }
 
@@ -519,18 +526,69 @@ func (sw *sgdWorker) state() ([]byte, error) {
 func (sw *sgdWorker) restore(data []byte) error {
 	var s sgdState
 	if err := codec.Unmarshal(data, &s); err != nil {
-		return fmt.Errorf("worker %d's checkpoint: %w", sw.w, err)
+		return fmt.Errorf("its piece of the checkpoint: %w", err)
 	}
 	k := sw.cl.Clocks()
+	if c := sw.course(); !slices.Equal(s.Course, c) {
+		var diff []string
+		for i := range min(len(s.Course), len(c)) {
+			if s.Course[i] != c[i] {
+				diff = append(diff, fmt.Sprintf("%s, this job %s", s.Course[i], c[i]))
+			}
+		}
+		if len(diff) == 0 {
+			diff = append(diff, fmt.Sprintf("%s, this job %s", strings.Join(s.Course, ", "), strings.Join(c, ", ")))
+		}
+		return fmt.Errorf("the checkpoint of clock %d was taken with other settings or data (%s): resume with the same", k, strings.Join(diff, "; "))
+	}
 	if s.T+1 != k || s.T > sw.trainClocks || s.E < 0 || s.E >= sw.pcfg.Tables[tMetrics].Rows || s.Stop != stopNone {
-		return fmt.Errorf("worker %d's checkpoint of clock %d is at training clock %d, evaluation %d (stop %d) of %d and %d: was it taken of other settings?",
-			sw.w, k, s.T, s.E, s.Stop, sw.trainClocks, sw.pcfg.Tables[tMetrics].Rows)
+		return fmt.Errorf("its piece of the checkpoint of clock %d is at training clock %d, evaluation %d (stop %d) of %d and %d: was it taken of other settings?",
+			k, s.T, s.E, s.Stop, sw.trainClocks, sw.pcfg.Tables[tMetrics].Rows)
 	}
 	sw.t, sw.e, sw.samples = s.T, s.E, s.Samples
 	sw.prevF, sw.f0, sw.haveF, sw.stop = s.PrevF, s.F0, s.HaveF, s.Stop
 	sw.start = time.Now().Add(-s.Elapsed)
 	sw.stale, sw.base = s.Stale, sw.cl.Stats()
 	return nil
+}
+
+// course returns what the worker's steps depend on beyond the tables and
+// its state, an item each: the settings, resolved, and its rows (a
+// checksum), which a job resumed from a checkpoint must have as the job
+// that took it.
+func (sw *sgdWorker) course() []string {
+	if sw.courseOf == nil {
+		c := &sw.cfg
+		target := "none"
+		if c.HasTarget {
+			target = fmt.Sprint(c.Target)
+		}
+		sw.courseOf = []string{
+			fmt.Sprintf("λ %v", sw.lambda), fmt.Sprintf("penalty %v", c.Penalty), fmt.Sprintf("step %v", sw.step),
+			fmt.Sprintf("seed %d", c.Seed), fmt.Sprintf("intercept %v", c.Intercept),
+			fmt.Sprintf("%d clocks a pass", c.ClocksPerPass), fmt.Sprintf("an evaluation every %d clocks", c.EvalEvery),
+			fmt.Sprintf("%d clocks of training", sw.trainClocks), fmt.Sprintf("tol %v", c.Tol), fmt.Sprintf("target %s", target),
+			fmt.Sprintf("time limit %v", c.TimeLimit), fmt.Sprintf("%d rows of checksum %016x", sw.x.rows(), sw.x.checksum()),
+		}
+	}
+	return sw.courseOf
+}
+
+// checksum returns the FNV-1a hash of the shard's rows.
+func (s *shard) checksum() uint64 {
+	h := fnv.New64a()
+	b := make([]byte, 0, 64)
+	for i, y := range s.y {
+		b = binary.LittleEndian.AppendUint64(b[:0], math.Float64bits(y))
+		b = binary.LittleEndian.AppendUint64(b, uint64(s.ptr[i+1]-s.ptr[i]))
+		h.Write(b)
+		for k := s.ptr[i]; k < s.ptr[i+1]; k++ {
+			b = binary.LittleEndian.AppendUint32(b[:0], uint32(s.idx[k]))
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.val[k]))
+			h.Write(b)
+		}
+	}
+	return h.Sum64()
 }
 
 // stats returns the staleness of the worker's reads so far.

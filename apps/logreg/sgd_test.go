@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,7 +229,7 @@ func TestSGDJobResume(t *testing.T) {
 	cfg := SGDConfig{Config: Config{Data: pr.path, LambdaRatio: 0.05, Intercept: true}, Model: ps.BSP, Workers: 1, Servers: 1,
 		ClocksPerPass: 4, Passes: 6, EvalEvery: 3, Seed: 1}
 	cfg.Node = node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second}
-	run := func(coord, worker SGDConfig) *SGDResult {
+	run := func(coord, worker SGDConfig) (*SGDResult, error) {
 		t.Helper()
 		cj, err := NewSGDJob(coord)
 		if err != nil {
@@ -250,13 +251,16 @@ func TestSGDJobResume(t *testing.T) {
 		res, err := cj.Coordinate(ctx, c, dial, 20*time.Second)
 		g.Wait()
 		if err != nil || werr != nil {
-			t.Fatalf("coordinator: %v; worker: %v", err, werr)
+			return nil, fmt.Errorf("coordinator: %w; worker: %w", err, werr)
 		}
-		return res
+		return res, nil
 	}
 	coord := cfg
 	coord.CheckpointEvery, coord.Node.Checkpoints = 7, true
-	first := run(coord, cfg)
+	first, err := run(coord, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	store, err := checkpoint.Open(context.Background(), testhelper.Connect(t, srv), "sgdroles", false)
 	if err != nil {
 		t.Fatal(err)
@@ -269,9 +273,17 @@ func TestSGDJobResume(t *testing.T) {
 	worker := cfg
 	start := -1
 	worker.atStart = func(c int) { start = c }
-	again := run(coord, worker)
+	again, err := run(coord, worker)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if start != int(m.Round) || start == 0 {
 		t.Errorf("the worker started again at clock %d, the last checkpoint is of clock %d", start, m.Round)
 	}
 	sameSGD(t, again, first)
+	// Another order of the rows: the same tables, not the same job.
+	coord.Seed, worker.Seed = 2, 2
+	if _, err := run(coord, worker); err == nil || !strings.Contains(err.Error(), "other settings or data (seed 1, this job seed 2)") {
+		t.Errorf("resumed with another seed: %v", err)
+	}
 }
