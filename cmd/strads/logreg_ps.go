@@ -113,8 +113,13 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 		return nil, cli.Usagef("--mode %s has no scheduler role: start a coordinator and --workers workers", pf.mode)
 	}
 	opts := env.Options
-	if opts.CheckpointInterval > 0 {
+	switch {
+	case opts.CheckpointInterval > 0:
 		return nil, cli.Usagef("--checkpoint-every %v: --mode %s takes a checkpoint every N clocks (%d a pass), not at a time", opts.CheckpointInterval, pf.mode, pf.clocksPerPass)
+	case opts.Resume && opts.CheckpointEvery == 0:
+		// The servers cut the tables every N clocks, which their
+		// checksum holds: a job of another N has other tables.
+		return nil, cli.Usagef("--resume in --mode %s: give the job's --checkpoint-every N too", pf.mode)
 	}
 	sched, err := lf.sched.config(opts.Workers)
 	if err != nil {

@@ -223,7 +223,8 @@ func sameMetrics(t *testing.T, got, want string) {
 // then the same job with --resume: it starts again at the last checkpoint
 // and ends with the same model file and metrics, bit for bit but for the
 // times (one worker: its reads are exact). --resume with other tables or
-// other settings is refused, and --checkpoint-every at a time.
+// other settings is refused, and --checkpoint-every at a time, and
+// --resume without it.
 func TestLogregPSResume(t *testing.T) {
 	data := genLogregData(t, 300, "--labels", "01", "--bias", "0.5")
 	dir := t.TempDir()
@@ -254,9 +255,17 @@ func TestLogregPSResume(t *testing.T) {
 			t.Errorf("--resume %v: exit %d, %s; want %q", tc.extra, code, stderr, tc.want)
 		}
 	}
-	code, _, stderr = runCLI(t, "logreg", "--mode", "ssp", "--data", data, "--checkpoint-every", "5m", "--store", filepath.Join(dir, "store"))
-	if want := "--checkpoint-every 5m0s: --mode ssp takes a checkpoint every N clocks (16 a pass)"; code != 2 || !strings.Contains(stderr, want) {
-		t.Errorf("--checkpoint-every 5m: exit %d, %s; want %q", code, stderr, want)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--checkpoint-every", "5m"}, "--checkpoint-every 5m0s: --mode ssp takes a checkpoint every N clocks (16 a pass)"},
+		{[]string{"--resume"}, "--resume in --mode ssp: give the job's --checkpoint-every N too"},
+	} {
+		code, _, stderr = runCLI(t, slices.Concat([]string{"logreg", "--mode", "ssp", "--data", data, "--store", filepath.Join(dir, "store")}, tc.args)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %s; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }
 
