@@ -2,13 +2,21 @@ package logreg
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/strads-go/strads/apps/linear"
+	"github.com/strads-go/strads/codec"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/ps"
@@ -59,8 +67,24 @@ type SGDConfig struct {
 	// every ProgressEvery.
 	Progress      io.Writer
 	ProgressEvery time.Duration
-	// Node are the parameter server's waits and logger.
+	// CheckpointEvery takes a checkpoint at the start of every
+	// CheckpointEvery-th clock (0: none), with Node.Checkpoints: the
+	// tables as of that clock (ps.Config.Every) and each worker's place in
+	// the job (its clock of training and evaluation, its steps, its
+	// decisions, its time and the staleness of its reads so far).
+	// Node.Resume starts the job again from the last one, which must have
+	// been taken with the same settings, CheckpointEvery included. A job of
+	// separate processes takes them from its coordinator (SGDJob.Host).
+	CheckpointEvery int
+	// Node are the parameter server's waits and logger, and its
+	// checkpoints.
 	Node node.Options
+
+	// atStart and atClock, if set, are called by each worker as it starts
+	// its clocks after the setup, with the clock it starts at, and at the
+	// start of each clock, whose error it returns: for tests.
+	atStart func(c int)
+	atClock func(c int) error
 }
 
 // Validate reports the first bad field, as a *schmp.FieldError where a
@@ -84,6 +108,8 @@ func (c *SGDConfig) Validate() error {
 		return schmp.Fieldf("EvalEvery", "must be >= 1, got %d", c.EvalEvery)
 	case c.MaxClocks < 0:
 		return schmp.Fieldf("MaxClocks", "must be >= 0, got %d", c.MaxClocks)
+	case c.CheckpointEvery < 0:
+		return schmp.Fieldf("CheckpointEvery", "must be >= 0 (0: none), got %d", c.CheckpointEvery)
 	case !(c.Step >= 0) || math.IsInf(c.Step, 0):
 		return schmp.Fieldf("Step", "must be a finite number >= 0 (0: from the data), got %v", c.Step)
 	case c.Model == ps.BSP && c.Staleness != 0:
@@ -250,7 +276,9 @@ func RunSGD(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg
 // SGDJob is a job of RunSGD as its roles run it when they are separate
 // processes: a coordinator (Coordinate) and a process per worker (Host),
 // on any NATS server. Each makes the job from the same SGDConfig, and
-// reads the data file itself.
+// reads the data file itself; the checkpoint settings (CheckpointEvery,
+// Node.Checkpoints and Node.Resume) are the coordinator's, which every
+// worker takes from it as it starts.
 type SGDJob struct{ *sgdJob }
 
 // NewSGDJob returns the job of cfg, shaped by a pass over its data.
@@ -268,7 +296,7 @@ func NewSGDJob(cfg SGDConfig) (*SGDJob, error) {
 		trainClocks = min(trainClocks, cfg.MaxClocks)
 	}
 	evals := (trainClocks+cfg.EvalEvery-1)/cfg.EvalEvery + 1
-	pcfg := ps.Config{Servers: cfg.Servers, Workers: cfg.Workers, Tables: []ps.Table{
+	pcfg := ps.Config{Servers: cfg.Servers, Workers: cfg.Workers, Every: cfg.CheckpointEvery, Tables: []ps.Table{
 		tWeights: {Name: "weights", Rows: m + 1, Width: 1, Model: cfg.Model, Staleness: cfg.Staleness},
 		tSetup:   {Name: "setup", Rows: m/setupWidth + 1, Width: setupWidth},
 		tMetrics: {Name: "metrics", Rows: evals, Width: mFields + cfg.Workers},
@@ -280,14 +308,35 @@ func NewSGDJob(cfg SGDConfig) (*SGDJob, error) {
 }
 
 // Host runs worker w of the job, and the servers it hosts (node.Host),
-// each on its own connection from dial, until the job is over.
+// each on its own connection from dial, until the job is over. It first
+// takes the job's checkpoint settings from the coordinator (Coordinate),
+// waiting for it up to Node.Timeout, in place of its own.
 func (j *SGDJob) Host(ctx context.Context, dial func(name string) (*wire.Conn, error), w int) error {
-	return node.Host(ctx, dial, j.pcfg, w, j.cfg.Node, j.work)
+	s, err := j.askSettings(ctx, dial, w)
+	if err != nil {
+		return err
+	}
+	jw := *j.sgdJob
+	jw.cfg.CheckpointEvery, jw.pcfg.Every = s.Every, s.Every
+	jw.cfg.Node.Checkpoints, jw.cfg.Node.Resume = s.Checkpoints, s.Resume
+	if s != j.settings() && jw.cfg.Node.Log != nil {
+		jw.cfg.Node.Log.Info("logreg: took the job's checkpoint settings", "worker", w, "every", s.Every, "checkpoints", s.Checkpoints, "resume", s.Resume)
+	}
+	return node.Host(ctx, dial, jw.pcfg, w, jw.cfg.Node, jw.work)
 }
 
 // Coordinate runs the job's coordinator on c (node.Coordinate), waiting
-// up to join for the workers to come, and returns the job's result.
+// up to join for the workers to come, and returns the job's result. It
+// answers the workers' questions for the job's checkpoint settings (Host)
+// on a connection of its own from dial.
 func (j *SGDJob) Coordinate(ctx context.Context, c *wire.Conn, dial func(name string) (*wire.Conn, error), join time.Duration) (*SGDResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var g sync.WaitGroup
+	defer g.Wait()
+	defer cancel()
+	if err := j.serveSettings(ctx, &g, dial); err != nil {
+		return nil, err
+	}
 	res := &SGDResult{}
 	start := time.Now()
 	if err := node.Coordinate(ctx, c, dial, j.pcfg, join, j.cfg.Node, j.finish(res)); err != nil {
@@ -295,6 +344,114 @@ func (j *SGDJob) Coordinate(ctx context.Context, c *wire.Conn, dial func(name st
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// settingsSubject is where the coordinator of a job of separate processes
+// answers a worker's sgdAsk with the job's sgdSettings.
+const settingsSubject = "logreg.sgd.settings"
+
+// sgdAsk is a worker's question for the job's checkpoint settings.
+type sgdAsk struct {
+	Worker int `msgpack:"worker"`
+}
+
+// sgdSettings are a job's checkpoint settings, which the roles' own flags
+// do not carry to the workers: the coordinator's alone.
+type sgdSettings struct {
+	Every       int  `msgpack:"every"`
+	Checkpoints bool `msgpack:"ckpts"`
+	Resume      bool `msgpack:"resume"`
+}
+
+// settings returns the job's checkpoint settings as this role has them.
+func (j *sgdJob) settings() sgdSettings {
+	return sgdSettings{Every: j.pcfg.Every, Checkpoints: j.cfg.Node.Checkpoints, Resume: j.cfg.Node.Resume}
+}
+
+// serveSettings answers the workers' sgdAsk in g until ctx is done; it
+// returns once it listens.
+func (j *sgdJob) serveSettings(ctx context.Context, g *sync.WaitGroup, dial func(name string) (*wire.Conn, error)) error {
+	c, err := dial("logreg-settings")
+	if err != nil {
+		return err
+	}
+	in, err := wire.Subscribe[sgdAsk](c, settingsSubject)
+	if err != nil {
+		return err
+	}
+	_, timeout := waits(j.cfg.Node)
+	if err := c.Flush(timeout); err != nil {
+		in.Close()
+		return fmt.Errorf("logreg: the checkpoint settings' subscription: %w", err)
+	}
+	s := j.settings()
+	log := j.cfg.Node.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	g.Go(func() {
+		defer in.Close()
+		for {
+			_, msg, err := in.Next(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil && msg == nil && !errors.Is(err, wire.ErrIncomplete):
+				log.Warn("logreg: coordinator: no more answers of the checkpoint settings", "err", err)
+				return
+			case err != nil || msg.Reply == "":
+				continue // not a question
+			}
+			if err := wire.Reply(c, msg, s); err != nil {
+				log.Warn("logreg: coordinator: the answer of the checkpoint settings failed", "err", err)
+			}
+		}
+	})
+	return nil
+}
+
+// waits returns the nodes' Resend and Timeout, or their defaults.
+func waits(o node.Options) (resend, timeout time.Duration) {
+	resend, timeout = o.Resend, o.Timeout
+	if resend <= 0 {
+		resend = time.Second
+	}
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	return resend, timeout
+}
+
+// askSettings asks the coordinator for the job's checkpoint settings,
+// again every Node.Resend (1s), until it answers or Node.Timeout (1m) has
+// passed.
+func (j *sgdJob) askSettings(ctx context.Context, dial func(name string) (*wire.Conn, error), w int) (sgdSettings, error) {
+	resend, timeout := waits(j.cfg.Node)
+	c, err := dial(fmt.Sprintf("logreg-settings-%d", w))
+	if err != nil {
+		return sgdSettings{}, err
+	}
+	deadline := time.Now().Add(timeout)
+	t := time.NewTicker(resend)
+	defer t.Stop()
+	for {
+		rctx, done := context.WithTimeout(ctx, resend)
+		s, err := wire.RequestRetried[sgdAsk, sgdSettings](rctx, c, settingsSubject, sgdAsk{Worker: w})
+		done()
+		switch {
+		case err == nil:
+			return s, nil
+		case ctx.Err() != nil:
+			return sgdSettings{}, context.Cause(ctx)
+		case time.Now().After(deadline):
+			return sgdSettings{}, fmt.Errorf("logreg: worker %d: no answer from the job's coordinator in %v for its checkpoint settings: %w", w, timeout, err)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return sgdSettings{}, context.Cause(ctx)
+		}
+	}
 }
 
 // finish returns the observer's end of the job, which makes res.
@@ -315,20 +472,129 @@ type sgdJob struct {
 // sgdWorker is a worker's state: its rows and its view of the weights.
 type sgdWorker struct {
 	*sgdJob
-	w         int
-	cl        *node.Client
-	x, test   *shard
+	w       int
+	cl      *node.Client
+	x, test *shard
+	// perm is the order of the worker's rows in pass permPass.
 	perm      []int
+	permPass  int
 	inc       []float64
 	lambda    float64
 	lambdaMax float64 // of the setup table
 	step      float64
 	start     time.Time
+	// t is the clocks of training done and e the evaluations added, at
+	// the start of the clock; training clock t is the client's clock t+1.
+	t, e      int
 	samples   int64 // SGD steps of all workers so far
 	lastPrint time.Time
 	prevF, f0 float64
 	haveF     bool
 	stop      int
+	// stale is the staleness of the reads before the clock resumed from,
+	// and base the client's of the reads of the resumed setup, which the
+	// job never interrupted did not make again.
+	stale, base ps.Stats
+	courseOf    []string // course's, once the setup is read
+}
+
+// sgdState is a worker's piece of a checkpoint, taken at the start of a
+// clock: what it holds beyond the tables, and what its steps from there
+// depend on (sgdWorker.course).
+type sgdState struct {
+	Course  []string      `msgpack:"course"`
+	T       int           `msgpack:"t"`
+	E       int           `msgpack:"e"`
+	Samples int64         `msgpack:"samples"`
+	PrevF   float64       `msgpack:"prevf"`
+	F0      float64       `msgpack:"f0"`
+	HaveF   bool          `msgpack:"havef"`
+	Stop    int           `msgpack:"stop"`
+	Elapsed time.Duration `msgpack:"elapsed"`
+	Stale   ps.Stats      `msgpack:"stale"`
+}
+
+// state returns the worker's piece of the checkpoint of its clock.
+func (sw *sgdWorker) state() ([]byte, error) {
+	return codec.Marshal(sgdState{Course: sw.course(), T: sw.t, E: sw.e, Samples: sw.samples, PrevF: sw.prevF, F0: sw.f0, HaveF: sw.haveF,
+		Stop: sw.stop, Elapsed: time.Since(sw.start), Stale: sw.stats()})
+}
+
+// restore sets the worker to its piece of the checkpoint that the job
+// resumed from, at the start of the client's clock. The permutation of
+// the pass is made again (train), the rest of the setup read again.
+func (sw *sgdWorker) restore(data []byte) error {
+	var s sgdState
+	if err := codec.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("its piece of the checkpoint: %w", err)
+	}
+	k := sw.cl.Clocks()
+	if c := sw.course(); !slices.Equal(s.Course, c) {
+		var diff []string
+		for i := range min(len(s.Course), len(c)) {
+			if s.Course[i] != c[i] {
+				diff = append(diff, fmt.Sprintf("%s, this job %s", s.Course[i], c[i]))
+			}
+		}
+		if len(diff) == 0 {
+			diff = append(diff, fmt.Sprintf("%s, this job %s", strings.Join(s.Course, ", "), strings.Join(c, ", ")))
+		}
+		return fmt.Errorf("the checkpoint of clock %d was taken with other settings or data (%s): resume with the same", k, strings.Join(diff, "; "))
+	}
+	if s.T+1 != k || s.T > sw.trainClocks || s.E < 0 || s.E >= sw.pcfg.Tables[tMetrics].Rows || s.Stop != stopNone {
+		return fmt.Errorf("its piece of the checkpoint of clock %d is at training clock %d, evaluation %d (stop %d) of %d and %d: was it taken of other settings?",
+			k, s.T, s.E, s.Stop, sw.trainClocks, sw.pcfg.Tables[tMetrics].Rows)
+	}
+	sw.t, sw.e, sw.samples = s.T, s.E, s.Samples
+	sw.prevF, sw.f0, sw.haveF, sw.stop = s.PrevF, s.F0, s.HaveF, s.Stop
+	sw.start = time.Now().Add(-s.Elapsed)
+	sw.stale, sw.base = s.Stale, sw.cl.Stats()
+	return nil
+}
+
+// course returns what the worker's steps depend on beyond the tables and
+// its state, an item each: the settings, resolved, and its rows (a
+// checksum), which a job resumed from a checkpoint must have as the job
+// that took it.
+func (sw *sgdWorker) course() []string {
+	if sw.courseOf == nil {
+		c := &sw.cfg
+		target := "none"
+		if c.HasTarget {
+			target = fmt.Sprint(c.Target)
+		}
+		sw.courseOf = []string{
+			fmt.Sprintf("λ %v", sw.lambda), fmt.Sprintf("penalty %v", c.Penalty), fmt.Sprintf("step %v", sw.step),
+			fmt.Sprintf("seed %d", c.Seed), fmt.Sprintf("intercept %v", c.Intercept),
+			fmt.Sprintf("%d clocks a pass", c.ClocksPerPass), fmt.Sprintf("an evaluation every %d clocks", c.EvalEvery),
+			fmt.Sprintf("%d clocks of training", sw.trainClocks), fmt.Sprintf("tol %v", c.Tol), fmt.Sprintf("target %s", target),
+			fmt.Sprintf("time limit %v", c.TimeLimit), fmt.Sprintf("%d rows of checksum %016x", sw.x.rows(), sw.x.checksum()),
+		}
+	}
+	return sw.courseOf
+}
+
+// checksum returns the FNV-1a hash of the shard's rows.
+func (s *shard) checksum() uint64 {
+	h := fnv.New64a()
+	b := make([]byte, 0, 64)
+	for i, y := range s.y {
+		b = binary.LittleEndian.AppendUint64(b[:0], math.Float64bits(y))
+		b = binary.LittleEndian.AppendUint64(b, uint64(s.ptr[i+1]-s.ptr[i]))
+		h.Write(b)
+		for k := s.ptr[i]; k < s.ptr[i+1]; k++ {
+			b = binary.LittleEndian.AppendUint32(b[:0], uint32(s.idx[k]))
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.val[k]))
+			h.Write(b)
+		}
+	}
+	return h.Sum64()
+}
+
+// stats returns the staleness of the worker's reads so far.
+func (sw *sgdWorker) stats() ps.Stats {
+	st, b := sw.cl.Stats(), sw.base
+	return sw.stale.Add(ps.Stats{Reads: st.Reads - b.Reads, Sum: st.Sum - b.Sum, SumSq: st.SumSq - b.SumSq, Max: st.Max})
 }
 
 // Why a job stops, in the metrics table.
@@ -345,7 +611,8 @@ var stopReasons = [...]string{stopPasses: "the passes or clocks ran out", stopCo
 // work is worker w's program. Clock 0 sums the data's statistics into the
 // setup table (BSP); then each evaluation adds to the metrics table (BSP),
 // which every worker reads one evaluation later, so that all decide alike
-// when to stop without waiting for each other at every evaluation.
+// when to stop without waiting for each other at every evaluation. A
+// worker resumed from a checkpoint goes on from its clock.
 func (j *sgdJob) work(ctx context.Context, w int, cl *node.Client) error {
 	lo, hi := libsvm.ShardRange(j.d.rows, w, j.cfg.Workers)
 	x, err := readShard(j.cfg.Data, lo, hi)
@@ -362,32 +629,55 @@ func (j *sgdJob) work(ctx context.Context, w int, cl *node.Client) error {
 	if err := sw.setup(ctx); err != nil {
 		return err
 	}
-	t, e := 0, 0
-	for {
-		if e > 0 {
-			if err := sw.decide(ctx, e-1); err != nil {
-				return err
-			}
-		}
-		if sw.stop == stopNone && t >= j.trainClocks {
-			sw.stop = stopPasses
-		}
-		if err := sw.evaluate(ctx, e, t); err != nil {
+	if data := cl.Resumed(); data != nil {
+		if err := sw.restore(data); err != nil {
 			return err
 		}
-		if sw.stop != stopNone {
-			return cl.Clock(ctx)
-		}
-		for k := 0; k < j.cfg.EvalEvery && t < j.trainClocks; k++ {
-			if err := sw.train(ctx, t); err != nil {
+	}
+	return sw.run(ctx)
+}
+
+// run runs the worker's clocks from the client's, each started by its
+// piece of a checkpoint if one is due: evaluation e comes at the start of
+// training clock e·EvalEvery (and of the last), before its training.
+func (sw *sgdWorker) run(ctx context.Context) error {
+	cfg, cl := &sw.cfg, sw.cl
+	if cfg.atStart != nil {
+		cfg.atStart(cl.Clocks())
+	}
+	for {
+		if cfg.atClock != nil {
+			if err := cfg.atClock(cl.Clocks()); err != nil {
 				return err
 			}
-			if err := cl.Clock(ctx); err != nil {
+		}
+		if err := cl.Checkpoint(ctx, sw.state); err != nil {
+			return err
+		}
+		if sw.t == sw.e*cfg.EvalEvery || sw.t == sw.trainClocks {
+			if sw.e > 0 {
+				if err := sw.decide(ctx, sw.e-1); err != nil {
+					return err
+				}
+			}
+			if sw.stop == stopNone && sw.t >= sw.trainClocks {
+				sw.stop = stopPasses
+			}
+			if err := sw.evaluate(ctx, sw.e, sw.t); err != nil {
 				return err
 			}
-			t++
+			sw.e++
+			if sw.stop != stopNone {
+				return cl.Clock(ctx)
+			}
 		}
-		e++
+		if err := sw.train(ctx, sw.t); err != nil {
+			return err
+		}
+		if err := cl.Clock(ctx); err != nil {
+			return err
+		}
+		sw.t++
 	}
 }
 
@@ -406,21 +696,52 @@ func (sw *sgdWorker) get(ctx context.Context, t, row int) (float64, error) {
 
 // setup is clock 0 and the reads of clock 1: λ_max's column sums and
 // Σ‖x_i‖², and the intercept's start, logit(ȳ), as the scheduled solver
-// starts it.
+// starts it. A worker resumed from a checkpoint only reads what clock 0
+// gave, which the servers' cut holds.
 func (sw *sgdWorker) setup(ctx context.Context) error {
 	d, m := sw.d, sw.m
 	n := float64(d.rows)
+	// The setup table's values: the column sums, then Σ‖x_i‖².
+	setup := make([]float64, (m/setupWidth+1)*setupWidth)
+	if sw.cl.Clocks() == 0 {
+		if err := sw.sums(ctx, setup); err != nil {
+			return err
+		}
+	}
+	for r := range len(setup) / setupWidth {
+		v, err := sw.cl.Get(ctx, tSetup, r)
+		if err != nil {
+			return err
+		}
+		copy(setup[r*setupWidth:], v)
+	}
+	sw.lambdaMax = lambdaMax(setup[:m], d.rows)
+	sq := setup[m]
+	sw.lambda = sw.cfg.Config.lambda(sw.lambdaMax, float64(d.rows))
+	sw.step = sw.cfg.Step
+	if sw.step == 0 {
+		r2 := sq / n
+		if sw.cfg.Intercept {
+			r2++
+		}
+		sw.step = 2 / max(r2, 1e-12)
+	}
+	return nil
+}
+
+// sums is clock 0: it adds the intercept's start and the worker's rows'
+// column sums and Σ‖x_i‖² (in setup, zero) to the tables.
+func (sw *sgdWorker) sums(ctx context.Context, setup []float64) error {
+	d, m := sw.d, sw.m
 	center := 0.5
 	if sw.cfg.Intercept {
-		center = float64(d.pos) / n
+		center = float64(d.pos) / float64(d.rows)
 		if sw.w == 0 {
 			if err := sw.add(tWeights, m, math.Log(center/(1-center))); err != nil {
 				return err
 			}
 		}
 	}
-	// The setup table's values: the column sums, then Σ‖x_i‖².
-	setup := make([]float64, (m/setupWidth+1)*setupWidth)
 	cols := setup[:m]
 	sq := 0.0
 	x := sw.x
@@ -440,28 +761,7 @@ func (sw *sgdWorker) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := sw.cl.Clock(ctx); err != nil {
-		return err
-	}
-	for r := range len(setup) / setupWidth {
-		v, err := sw.cl.Get(ctx, tSetup, r)
-		if err != nil {
-			return err
-		}
-		copy(setup[r*setupWidth:], v)
-	}
-	sw.lambdaMax = lambdaMax(setup[:m], d.rows)
-	sq = setup[m]
-	sw.lambda = sw.cfg.Config.lambda(sw.lambdaMax, float64(d.rows))
-	sw.step = sw.cfg.Step
-	if sw.step == 0 {
-		r2 := sq / n
-		if sw.cfg.Intercept {
-			r2++
-		}
-		sw.step = 2 / max(r2, 1e-12)
-	}
-	return nil
+	return sw.cl.Clock(ctx)
 }
 
 // margin returns x_i·w + b at the worker's view.
@@ -498,9 +798,11 @@ func (sw *sgdWorker) train(ctx context.Context, t int) error {
 	k, pass := sw.cfg.ClocksPerPass, t/sw.cfg.ClocksPerPass
 	eta := sw.step / math.Sqrt(1+float64(pass))
 	x := sw.x
-	if t%k == 0 {
+	if sw.perm == nil || sw.permPass != pass {
+		// Of the seed and the pass alone: a resumed worker makes its
+		// pass's again.
 		rng := rand.New(rand.NewPCG(sw.cfg.Seed, uint64(sw.w)<<32|uint64(pass)))
-		sw.perm = rng.Perm(x.rows())
+		sw.perm, sw.permPass = rng.Perm(x.rows()), pass
 	}
 	b := t % k
 	lo, hi := b*x.rows()/k, (b+1)*x.rows()/k
@@ -581,7 +883,7 @@ func (sw *sgdWorker) evaluate(ctx context.Context, e, t int) error {
 			row[mNNZ]++
 		}
 	}
-	st := sw.cl.Stats()
+	st := sw.stats()
 	row[mCount], row[mLoss], row[mCorrect] = 1, f.Loss, float64(f.Correct)
 	row[mReads], row[mSum], row[mSumSq] = float64(st.Reads), st.Sum, st.SumSq
 	row[mFields+sw.w] = float64(st.Max)

@@ -2,12 +2,17 @@ package logreg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/strads-go/strads/apps/lasso"
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
@@ -60,5 +65,225 @@ func TestSGD(t *testing.T) {
 				t.Errorf("objective %.6g, λ %g; scheduled %.6g, λ %g", r.Objective, r.Lambda, opt, coord.Lambda())
 			}
 		})
+	}
+}
+
+// resumeSGD runs cfg with a checkpoint every k clocks on an embedded
+// nats-server with JetStream, stops it at clock 2k+2, once the checkpoint
+// of clock 2k is committed, and runs it again from there. It returns the
+// second run's result and the clocks its workers started at.
+func resumeSGD(t *testing.T, cfg SGDConfig, k int) (*SGDResult, []int) {
+	t.Helper()
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1, StoreDir: t.TempDir()})
+	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "sgdresume") }
+	cfg.CheckpointEvery = k
+	cfg.Node = node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second, Checkpoints: true}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stopped := errors.New("stopped")
+	cfg.atClock = func(c int) error {
+		if c < 2*k+2 {
+			return nil
+		}
+		store, err := checkpoint.Open(ctx, testhelper.Connect(t, srv), "sgdresume", false)
+		if err != nil {
+			return err
+		}
+		// Committed in the background: asked until it is.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if m, err := store.Latest(ctx); err == nil && m.Round >= uint64(2*k) {
+				return stopped
+			}
+		}
+		return errors.New("no checkpoint committed in 10s")
+	}
+	if _, err := RunSGD(ctx, dial, cfg); !errors.Is(err, stopped) {
+		t.Fatalf("first run: %v, want it stopped", err)
+	}
+	var starts []int
+	var mu sync.Mutex
+	cfg.atClock = nil
+	cfg.atStart = func(c int) {
+		mu.Lock()
+		starts = append(starts, c)
+		mu.Unlock()
+	}
+	cfg.Node.Resume = true
+	r, err := RunSGD(ctx, dial, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(starts)
+	return r, starts
+}
+
+// sameSGD fails the test unless the results have the same model and the
+// same evaluations but for their times, bit for bit.
+func sameSGD(t *testing.T, got, want *SGDResult) {
+	t.Helper()
+	if !slices.Equal(got.Model.Dense(), want.Model.Dense()) || got.Model.Intercept != want.Model.Intercept || got.Objective != want.Objective {
+		t.Errorf("resumed: objective %.17g; uninterrupted %.17g: not the same model", got.Objective, want.Objective)
+	}
+	if got.Clocks != want.Clocks || got.Reason != want.Reason || len(got.Records) != len(want.Records) {
+		t.Fatalf("resumed: %d clocks, %d evaluations (%s); uninterrupted %d, %d (%s)", got.Clocks, len(got.Records), got.Reason, want.Clocks, len(want.Records), want.Reason)
+	}
+	for e, rec := range got.Records {
+		w := want.Records[e]
+		// Its time is the run's; NaN is no test set.
+		rec.Time, w.Time = 0, 0
+		if math.IsNaN(rec.Test) && math.IsNaN(w.Test) {
+			rec.Test, w.Test = 0, 0
+		}
+		if rec != w {
+			t.Errorf("evaluation %d: resumed %+v, uninterrupted %+v", e, rec, w)
+		}
+	}
+}
+
+// TestSGDResume stops jobs once they have committed a checkpoint in the
+// middle of a pass (4 clocks) and runs them again from there: at clock 14
+// (training clock 13, the second mini-batch of pass 3) between two
+// evaluations (every 3 clocks), and at clock 10 (training clock 9), whose
+// start is evaluation 3's. With one worker under bsp the model and every
+// evaluation but its time are the uninterrupted job's bit for bit, at the
+// end of the passes and where Tol stops it at the first decision after
+// the checkpoint (which needs the objective before it); with two workers
+// under ssp every worker starts again at the checkpoint's clock and the
+// job ends near the scheduled solver's optimum.
+func TestSGDResume(t *testing.T) {
+	pr := newProblem(t, GenConfig{GenConfig: lasso.GenConfig{
+		Samples: 400, Features: 40, Density: 0.2, TrueNNZ: 10, Seed: 5,
+	}, Bias: 0.5})
+	base := Config{Data: pr.path, LambdaRatio: 0.05, Intercept: true, Schedule: schedule(scheduler.Priority, 1)}
+	cfg := SGDConfig{Config: base, Model: ps.BSP, Workers: 1, Servers: 1, ClocksPerPass: 4, Passes: 12, EvalEvery: 3, Seed: 1}
+	whole, err := runSGD(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{7, 5} {
+		t.Run(fmt.Sprintf("bsp-1-at-%d", 2*k), func(t *testing.T) {
+			r, starts := resumeSGD(t, cfg, k)
+			if !slices.Equal(starts, []int{2 * k}) {
+				t.Errorf("the worker started again at clocks %v, want [%d]", starts, 2*k)
+			}
+			// 48 clocks of training after clock 0, and the last
+			// evaluation's.
+			if r.Clocks != 50 || len(r.Records) != 17 || r.Reason != stopReasons[stopPasses] {
+				t.Errorf("%d clocks, %d evaluations (%s); want 50 and 17 (the passes)", r.Clocks, len(r.Records), r.Reason)
+			}
+			sameSGD(t, r, whole)
+		})
+	}
+	t.Run("bsp-1-tol", func(t *testing.T) {
+		// The tolerance that stops the job at evaluation 5, the first
+		// after the checkpoint (training clock 15), whose decision
+		// compares evaluations 3 and 4.
+		f := func(e int) float64 { return whole.Records[e].Objective }
+		tc := cfg
+		tc.Tol = math.Abs(f(3)-f(4)) / math.Abs(f(4)) * (1 + 1e-9)
+		for e := 1; e < 4; e++ {
+			if math.Abs(f(e-1)-f(e)) <= tc.Tol*math.Abs(f(e)) {
+				t.Fatalf("evaluation %d would stop the job already: pick another problem", e)
+			}
+		}
+		stop, err := runSGD(t, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stop.Clocks != 17 || stop.Reason != stopReasons[stopConverged] {
+			t.Fatalf("uninterrupted: %d clocks (%s), want 17, converged", stop.Clocks, stop.Reason)
+		}
+		r, _ := resumeSGD(t, tc, 7)
+		sameSGD(t, r, stop)
+	})
+	t.Run("ssp-2", func(t *testing.T) {
+		res, _, _ := runJob(t, base, 1, coordinator.Options{Tol: 1e-9, MaxRounds: 5000})
+		opt := res.Final.Objective
+		tc := cfg
+		tc.Model, tc.Staleness, tc.Workers = ps.SSP, 1, 2
+		r, starts := resumeSGD(t, tc, 7)
+		if !slices.Equal(starts, []int{14, 14}) {
+			t.Errorf("the workers started again at clocks %v, want [14 14]", starts)
+		}
+		if r.Clocks != 50 || len(r.Records) != 17 {
+			t.Errorf("%d clocks, %d evaluations; want 50 and 17", r.Clocks, len(r.Records))
+		}
+		t.Logf("resumed: objective %.9g (+%.2f%%), staleness %+v", r.Objective, 100*(r.Objective/opt-1), r.Records[len(r.Records)-1].Staleness)
+		if r.Objective > opt*1.05 {
+			t.Errorf("resumed: objective %.9g, the optimum %.9g", r.Objective, opt)
+		}
+	})
+}
+
+// TestSGDJobResume runs a job of separate roles (Coordinate, Host) whose
+// coordinator alone is given the checkpoint settings, then again with
+// Resume given to the coordinator alone: the worker takes them from the
+// coordinator, starts again at the last checkpoint committed, and the
+// model is the first run's bit for bit.
+func TestSGDJobResume(t *testing.T) {
+	pr := newProblem(t, GenConfig{GenConfig: lasso.GenConfig{
+		Samples: 300, Features: 30, Density: 0.2, TrueNNZ: 6, Seed: 7,
+	}, Bias: 0.5})
+	srv := testhelper.StartServer(t, natsserver.Options{Port: -1, StoreDir: t.TempDir()})
+	dial := func(string) (*wire.Conn, error) { return wire.NewConn(testhelper.Connect(t, srv), "sgdroles") }
+	cfg := SGDConfig{Config: Config{Data: pr.path, LambdaRatio: 0.05, Intercept: true}, Model: ps.BSP, Workers: 1, Servers: 1,
+		ClocksPerPass: 4, Passes: 6, EvalEvery: 3, Seed: 1}
+	cfg.Node = node.Options{Resend: 200 * time.Millisecond, Timeout: 20 * time.Second}
+	run := func(coord, worker SGDConfig) (*SGDResult, error) {
+		t.Helper()
+		cj, err := NewSGDJob(coord)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wj, err := NewSGDJob(worker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var g sync.WaitGroup
+		var werr error
+		g.Go(func() { werr = wj.Host(ctx, dial, 0) })
+		c, err := dial("coordinator")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cj.Coordinate(ctx, c, dial, 20*time.Second)
+		g.Wait()
+		if err != nil || werr != nil {
+			return nil, fmt.Errorf("coordinator: %w; worker: %w", err, werr)
+		}
+		return res, nil
+	}
+	coord := cfg
+	coord.CheckpointEvery, coord.Node.Checkpoints = 7, true
+	first, err := run(coord, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := checkpoint.Open(context.Background(), testhelper.Connect(t, srv), "sgdroles", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := store.Latest(context.Background())
+	if err != nil {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	coord.Node.Resume = true
+	worker := cfg
+	start := -1
+	worker.atStart = func(c int) { start = c }
+	again, err := run(coord, worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start != int(m.Round) || start == 0 {
+		t.Errorf("the worker started again at clock %d, the last checkpoint is of clock %d", start, m.Round)
+	}
+	sameSGD(t, again, first)
+	// Another order of the rows: the same tables, not the same job.
+	coord.Seed, worker.Seed = 2, 2
+	if _, err := run(coord, worker); err == nil || !strings.Contains(err.Error(), "other settings or data (seed 1, this job seed 2)") {
+		t.Errorf("resumed with another seed: %v", err)
 	}
 }

@@ -62,9 +62,10 @@ func addPSFlags(fs *flag.FlagSet) *psFlags {
 }
 
 // scheduledOnly are the flags that the parameter-server modes refuse:
-// the scheduler's, the layouts', the path's and the coordinator's.
+// the scheduler's, the layouts', the path's and the coordinator's (a lost
+// worker fails a parameter-server job: it has no spares).
 var scheduledOnly = []string{"schedule", "gamma", "eta", "candidates", "block", "warmup", "rho", "layout", "round-work",
-	"lambda-path", "cv", "depth", "schedulers", "checkpoint-every", "checkpoint-keep", "resume", "spares", "http"}
+	"lambda-path", "cv", "depth", "schedulers", "spares", "http"}
 
 // psOnly are the flags that the scheduled mode refuses.
 var psOnly = []string{"staleness", "penalty", "passes", "clocks-per-pass", "step", "servers"}
@@ -112,6 +113,14 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 		return nil, cli.Usagef("--mode %s has no scheduler role: start a coordinator and --workers workers", pf.mode)
 	}
 	opts := env.Options
+	switch {
+	case opts.CheckpointInterval > 0:
+		return nil, cli.Usagef("--checkpoint-every %v: --mode %s takes a checkpoint every N clocks (%d a pass), not at a time", opts.CheckpointInterval, pf.mode, pf.clocksPerPass)
+	case opts.Resume && opts.CheckpointEvery == 0:
+		// The servers cut the tables every N clocks, which their
+		// checksum holds: a job of another N has other tables.
+		return nil, cli.Usagef("--resume in --mode %s: give the job's --checkpoint-every N too", pf.mode)
+	}
 	sched, err := lf.sched.config(opts.Workers)
 	if err != nil {
 		return nil, err
@@ -126,8 +135,10 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 		ClocksPerPass: pf.clocksPerPass, Passes: pf.passes, MaxClocks: int(min(opts.MaxRounds, math.MaxInt32)),
 		Step: pf.step, Tol: opts.Tol, Target: opts.Target, HasTarget: opts.HasTarget, TimeLimit: opts.TimeLimit,
 		Seed: lf.sched.seed, Progress: opts.Progress, ProgressEvery: opts.ProgressEvery,
-		Node: node.Options{Timeout: opts.Timeout},
+		// A worker's are none: it takes the coordinator's (SGDJob.Host).
+		CheckpointEvery: int(min(opts.CheckpointEvery, math.MaxInt32)),
 	}
+	cfg.Node = node.Options{Timeout: opts.Timeout, Checkpoints: cfg.CheckpointEvery > 0, Keep: opts.CheckpointKeep, Resume: opts.Resume}
 	cfg.Schedule = sched
 	if m == ps.SSP || m == ps.ESSP {
 		cfg.Staleness = pf.staleness

@@ -12,6 +12,7 @@ import (
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/libsvm"
+	"github.com/strads-go/strads/natsserver"
 )
 
 // objectiveOf returns the objective on a command's first line.
@@ -198,4 +199,104 @@ func TestLogregPSProcesses(t *testing.T) {
 	if obj, _ := recompute(t, out, data); math.Abs(obj-got) > 1e-9*got {
 		t.Errorf("the model file's objective %.12g, printed %.12g", obj, got)
 	}
+}
+
+// sameMetrics fails the test unless two metrics CSVs of a parameter-server
+// mode are the same but for their times.
+func sameMetrics(t *testing.T, got, want string) {
+	t.Helper()
+	g, w := readLines(t, got), readLines(t, want)
+	strip := func(rows []string) []string {
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			_, rest, _ := strings.Cut(r, ",")
+			out[i] = rest
+		}
+		return out
+	}
+	if !slices.Equal(strip(g), strip(w)) || len(w) < 3 {
+		t.Errorf("metrics %s:\n%s\nwant, but for the times, %s:\n%s", got, strings.Join(g, "\n"), want, strings.Join(w, "\n"))
+	}
+}
+
+// TestLogregPSResume runs a job of --mode bsp that takes checkpoints,
+// then the same job with --resume: it starts again at the last checkpoint
+// and ends with the same model file and metrics, bit for bit but for the
+// times (one worker: its reads are exact). --resume with other tables or
+// other settings is refused, and --checkpoint-every at a time, and
+// --resume without it.
+func TestLogregPSResume(t *testing.T) {
+	data := genLogregData(t, 300, "--labels", "01", "--bias", "0.5")
+	dir := t.TempDir()
+	// 48 clocks of training, evaluations every 8: the checkpoints of
+	// clocks 10, 20, 30 and 40 are each inside a pass and between two.
+	args := []string{"logreg", "--mode", "bsp", "--workers", "1", "--data", data, "--lambda-ratio", "0.1", "--progress", "0", "--tol", "0",
+		"--passes", "6", "--clocks-per-pass", "8", "--checkpoint-every", "10", "--store", filepath.Join(dir, "store")}
+	first, again := filepath.Join(dir, "first"), filepath.Join(dir, "again")
+	if code, _, stderr := runCLI(t, append(args, "--out", first+".csv", "--metrics", first+".m.csv")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, append(args, "--out", again+".csv", "--metrics", again+".m.csv", "--resume", "--verbose")...)
+	if code != 0 || !strings.Contains(stderr, "ps: resumed from the checkpoint") || !strings.Contains(stdout, "clocks 50") {
+		t.Fatalf("--resume: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	sameFiles(t, again+".csv", first+".csv")
+	sameMetrics(t, again+".m.csv", first+".m.csv")
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--passes", "7"}, "other tables"},
+		{[]string{"--seed", "2"}, "other settings or data (seed 1, this job seed 2)"},
+		{[]string{"--lambda-ratio", "0.2"}, "other settings or data (λ "},
+	} {
+		code, _, stderr := runCLI(t, slices.Concat(args, []string{"--out", again + ".csv", "--resume"}, tc.extra)...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--resume %v: exit %d, %s; want %q", tc.extra, code, stderr, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--checkpoint-every", "5m"}, "--checkpoint-every 5m0s: --mode ssp takes a checkpoint every N clocks (16 a pass)"},
+		{[]string{"--resume"}, "--resume in --mode ssp: give the job's --checkpoint-every N too"},
+	} {
+		code, _, stderr = runCLI(t, slices.Concat([]string{"logreg", "--mode", "ssp", "--data", data, "--store", filepath.Join(dir, "store")}, tc.args)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %s; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestLogregPSProcessesResume runs --mode bsp as a coordinator and a
+// worker process that takes checkpoints, given to the coordinator alone,
+// then again with --resume, given to the coordinator alone: the worker
+// takes both from it, starts again at the last checkpoint, and the model
+// file is the first run's, and the whole job's, bit for bit.
+func TestLogregPSProcessesResume(t *testing.T) {
+	data := genLogregData(t, 300, "--labels", "01", "--bias", "0.5")
+	dir := t.TempDir()
+	settings := []string{"--mode", "bsp", "--workers", "1", "--lambda-ratio", "0.1", "--progress", "0", "--tol", "0",
+		"--passes", "6", "--clocks-per-pass", "8"}
+	whole := filepath.Join(dir, "whole.csv")
+	if code, _, stderr := runCLI(t, slices.Concat([]string{"logreg", "--data", data, "--out", whole}, settings)...); code != 0 {
+		t.Fatalf("whole job: exit %d: %s", code, stderr)
+	}
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
+	roles := []string{"--app", "logreg", "--nats", srv.ClientURL(), "--job", "lrpsresume", "--data", data}
+	run := func(out string, extra ...string) (coord, worker *process) {
+		coord = startProcess(t, "coordinator", slices.Concat([]string{"coordinator", "--out", out, "--checkpoint-every", "10"}, settings, roles, extra)...)
+		worker = startProcess(t, "worker", slices.Concat([]string{"worker", "--verbose"}, roles)...)
+		waitAll(t, coord, worker)
+		return coord, worker
+	}
+	first, again := filepath.Join(dir, "first.csv"), filepath.Join(dir, "again.csv")
+	run(first)
+	coord, worker := run(again, "--resume")
+	if !strings.Contains(worker.stderr.String(), "ps: resumed from the checkpoint") || !strings.Contains(coord.stdout.String(), "clocks 50") {
+		t.Errorf("--resume: coordinator's output %q, worker's log %q", coord.stdout.String(), worker.stderr.String())
+	}
+	sameFiles(t, again, first)
+	sameFiles(t, first, whole)
 }
