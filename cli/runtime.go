@@ -50,7 +50,8 @@ type Runtime struct {
 // Run sees the role it runs in Runtime.Role: a whole job, or, as the
 // role commands start it, the coordinator (which admits the workers,
 // answering their joins with the job's settings and their places) or a
-// worker (admitted at Runtime.Place). It has no scheduler role. The
+// worker (admitted at Runtime.Place, with the coordinator's
+// CheckpointEvery and Resume in its Options). It has no scheduler role. The
 // result it returns goes to the job's Print and Done as the
 // coordinator's would.
 func NewRunJob(run func(ctx context.Context, rt *Runtime) (*coordinator.Result, error)) *Job {
@@ -70,9 +71,11 @@ func (f funcRunner) run(ctx context.Context, n *node) (*coordinator.Result, erro
 			key = wire.NewKey()
 		}
 	case Worker:
-		// Its place is all it takes of the admission: the job's
-		// heartbeats are its own (package ps/node).
-		rt.Place = n.entry.Reply.Shard
+		// Its place and the job's checkpoints are all it takes of the
+		// admission: the job's heartbeats are its own (package ps/node).
+		rep := n.entry.Reply
+		rt.Place = rep.Shard
+		rt.Options.CheckpointEvery, rt.Options.Resume = rep.CheckpointEvery, rep.ResumeLast
 		n.entry.Close()
 	case Coordinator:
 		var cancel context.CancelCauseFunc
@@ -124,6 +127,7 @@ func admit(n *node, fail context.CancelCauseFunc) (stop func(), err error) {
 		switch a.Verdict {
 		case member.Admitted:
 			rep.Run, rep.Shard, rep.Shards, rep.Settings = run, a.Place, n.opts.Workers, n.opts.Manifest.Settings
+			rep.Checkpoints, rep.CheckpointEvery, rep.ResumeLast = n.opts.CheckpointEvery > 0, n.opts.CheckpointEvery, n.opts.Resume
 		case member.Mismatch:
 			rep.Err, rep.Mismatch = a.Err.Error(), true
 			then = func() { fail(protocol.Mismatch(fmt.Errorf("coordinator: refused %w", a.Err))) }

@@ -153,6 +153,12 @@ type JoinReply struct {
 	// task (or plan request) is of round Resume+1.
 	Resume uint64 `msgpack:"resume,omitempty"`
 	Digest string `msgpack:"digest,omitempty"`
+	// CheckpointEvery and ResumeLast, in a job of the parameter server
+	// (package ps/node), are the job's checkpoint interval, in clocks,
+	// which its tables' shape holds, and whether it resumes from its last
+	// checkpoint: every role finds its own piece there.
+	CheckpointEvery uint64 `msgpack:"ckpt_every,omitempty"`
+	ResumeLast      bool   `msgpack:"resume_last,omitempty"`
 	// Heartbeat is how often the role sends its heartbeat, and LostAfter
 	// how long a silent coordinator is waited for (DESIGN "How a job fails"); 0: no
 	// heartbeats.

@@ -3,16 +3,13 @@ package logreg
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/strads-go/strads/apps/linear"
@@ -308,35 +305,14 @@ func NewSGDJob(cfg SGDConfig) (*SGDJob, error) {
 }
 
 // Host runs worker w of the job, and the servers it hosts (node.Host),
-// each on its own connection from dial, until the job is over. It first
-// takes the job's checkpoint settings from the coordinator (Coordinate),
-// waiting for it up to Node.Timeout, in place of its own.
+// each on its own connection from dial, until the job is over.
 func (j *SGDJob) Host(ctx context.Context, dial func(name string) (*wire.Conn, error), w int) error {
-	s, err := j.askSettings(ctx, dial, w)
-	if err != nil {
-		return err
-	}
-	jw := *j.sgdJob
-	jw.cfg.CheckpointEvery, jw.pcfg.Every = s.Every, s.Every
-	jw.cfg.Node.Checkpoints, jw.cfg.Node.Resume = s.Checkpoints, s.Resume
-	if s != j.settings() && jw.cfg.Node.Log != nil {
-		jw.cfg.Node.Log.Info("logreg: took the job's checkpoint settings", "worker", w, "every", s.Every, "checkpoints", s.Checkpoints, "resume", s.Resume)
-	}
-	return node.Host(ctx, dial, jw.pcfg, w, jw.cfg.Node, jw.work)
+	return node.Host(ctx, dial, j.pcfg, w, j.cfg.Node, j.work)
 }
 
 // Coordinate runs the job's coordinator on c (node.Coordinate), waiting
-// up to join for the workers to come, and returns the job's result. It
-// answers the workers' questions for the job's checkpoint settings (Host)
-// on a connection of its own from dial.
+// up to join for the workers to come, and returns the job's result.
 func (j *SGDJob) Coordinate(ctx context.Context, c *wire.Conn, dial func(name string) (*wire.Conn, error), join time.Duration) (*SGDResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	var g sync.WaitGroup
-	defer g.Wait()
-	defer cancel()
-	if err := j.serveSettings(ctx, &g, dial); err != nil {
-		return nil, err
-	}
 	res := &SGDResult{}
 	start := time.Now()
 	if err := node.Coordinate(ctx, c, dial, j.pcfg, join, j.cfg.Node, j.finish(res)); err != nil {
@@ -344,114 +320,6 @@ func (j *SGDJob) Coordinate(ctx context.Context, c *wire.Conn, dial func(name st
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
-}
-
-// settingsSubject is where the coordinator of a job of separate processes
-// answers a worker's sgdAsk with the job's sgdSettings.
-const settingsSubject = "logreg.sgd.settings"
-
-// sgdAsk is a worker's question for the job's checkpoint settings.
-type sgdAsk struct {
-	Worker int `msgpack:"worker"`
-}
-
-// sgdSettings are a job's checkpoint settings, which the roles' own flags
-// do not carry to the workers: the coordinator's alone.
-type sgdSettings struct {
-	Every       int  `msgpack:"every"`
-	Checkpoints bool `msgpack:"ckpts"`
-	Resume      bool `msgpack:"resume"`
-}
-
-// settings returns the job's checkpoint settings as this role has them.
-func (j *sgdJob) settings() sgdSettings {
-	return sgdSettings{Every: j.pcfg.Every, Checkpoints: j.cfg.Node.Checkpoints, Resume: j.cfg.Node.Resume}
-}
-
-// serveSettings answers the workers' sgdAsk in g until ctx is done; it
-// returns once it listens.
-func (j *sgdJob) serveSettings(ctx context.Context, g *sync.WaitGroup, dial func(name string) (*wire.Conn, error)) error {
-	c, err := dial("logreg-settings")
-	if err != nil {
-		return err
-	}
-	in, err := wire.Subscribe[sgdAsk](c, settingsSubject)
-	if err != nil {
-		return err
-	}
-	_, timeout := waits(j.cfg.Node)
-	if err := c.Flush(timeout); err != nil {
-		in.Close()
-		return fmt.Errorf("logreg: the checkpoint settings' subscription: %w", err)
-	}
-	s := j.settings()
-	log := j.cfg.Node.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	g.Go(func() {
-		defer in.Close()
-		for {
-			_, msg, err := in.Next(ctx)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil && msg == nil && !errors.Is(err, wire.ErrIncomplete):
-				log.Warn("logreg: coordinator: no more answers of the checkpoint settings", "err", err)
-				return
-			case err != nil || msg.Reply == "":
-				continue // not a question
-			}
-			if err := wire.Reply(c, msg, s); err != nil {
-				log.Warn("logreg: coordinator: the answer of the checkpoint settings failed", "err", err)
-			}
-		}
-	})
-	return nil
-}
-
-// waits returns the nodes' Resend and Timeout, or their defaults.
-func waits(o node.Options) (resend, timeout time.Duration) {
-	resend, timeout = o.Resend, o.Timeout
-	if resend <= 0 {
-		resend = time.Second
-	}
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	return resend, timeout
-}
-
-// askSettings asks the coordinator for the job's checkpoint settings,
-// again every Node.Resend (1s), until it answers or Node.Timeout (1m) has
-// passed.
-func (j *sgdJob) askSettings(ctx context.Context, dial func(name string) (*wire.Conn, error), w int) (sgdSettings, error) {
-	resend, timeout := waits(j.cfg.Node)
-	c, err := dial(fmt.Sprintf("logreg-settings-%d", w))
-	if err != nil {
-		return sgdSettings{}, err
-	}
-	deadline := time.Now().Add(timeout)
-	t := time.NewTicker(resend)
-	defer t.Stop()
-	for {
-		rctx, done := context.WithTimeout(ctx, resend)
-		s, err := wire.RequestRetried[sgdAsk, sgdSettings](rctx, c, settingsSubject, sgdAsk{Worker: w})
-		done()
-		switch {
-		case err == nil:
-			return s, nil
-		case ctx.Err() != nil:
-			return sgdSettings{}, context.Cause(ctx)
-		case time.Now().After(deadline):
-			return sgdSettings{}, fmt.Errorf("logreg: worker %d: no answer from the job's coordinator in %v for its checkpoint settings: %w", w, timeout, err)
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return sgdSettings{}, context.Cause(ctx)
-		}
-	}
 }
 
 // finish returns the observer's end of the job, which makes res.

@@ -215,11 +215,11 @@ func TestSGDResume(t *testing.T) {
 	})
 }
 
-// TestSGDJobResume runs a job of separate roles (Coordinate, Host) whose
-// coordinator alone is given the checkpoint settings, then again with
-// Resume given to the coordinator alone: the worker takes them from the
-// coordinator, starts again at the last checkpoint committed, and the
-// model is the first run's bit for bit.
+// TestSGDJobResume runs a job of separate roles (Coordinate, Host) that
+// takes checkpoints, then again with Resume: the worker starts again at
+// the last checkpoint committed, and the model is the first run's bit for
+// bit. (The role commands carry the coordinator's checkpoint settings to
+// the workers as they join: TestLogregPSProcessesResume.)
 func TestSGDJobResume(t *testing.T) {
 	pr := newProblem(t, GenConfig{GenConfig: lasso.GenConfig{
 		Samples: 300, Features: 30, Density: 0.2, TrueNNZ: 6, Seed: 7,
@@ -257,7 +257,7 @@ func TestSGDJobResume(t *testing.T) {
 	}
 	coord := cfg
 	coord.CheckpointEvery, coord.Node.Checkpoints = 7, true
-	first, err := run(coord, cfg)
+	first, err := run(coord, coord)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestSGDJobResume(t *testing.T) {
 		t.Fatalf("no checkpoint: %v", err)
 	}
 	coord.Node.Resume = true
-	worker := cfg
+	worker := coord
 	start := -1
 	worker.atStart = func(c int) { start = c }
 	again, err := run(coord, worker)

@@ -135,10 +135,8 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 		ClocksPerPass: pf.clocksPerPass, Passes: pf.passes, MaxClocks: int(min(opts.MaxRounds, math.MaxInt32)),
 		Step: pf.step, Tol: opts.Tol, Target: opts.Target, HasTarget: opts.HasTarget, TimeLimit: opts.TimeLimit,
 		Seed: lf.sched.seed, Progress: opts.Progress, ProgressEvery: opts.ProgressEvery,
-		// A worker's are none: it takes the coordinator's (SGDJob.Host).
-		CheckpointEvery: int(min(opts.CheckpointEvery, math.MaxInt32)),
 	}
-	cfg.Node = node.Options{Timeout: opts.Timeout, Checkpoints: cfg.CheckpointEvery > 0, Keep: opts.CheckpointKeep, Resume: opts.Resume}
+	cfg.Node = node.Options{Timeout: opts.Timeout, Keep: opts.CheckpointKeep}
 	cfg.Schedule = sched
 	if m == ps.SSP || m == ps.ESSP {
 		cfg.Staleness = pf.staleness
@@ -173,6 +171,9 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 // outputs: the model, the metrics and the predictions.
 func (j *psJob) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	j.cfg.Node.Log = rt.Logger
+	// A worker's come from the coordinator when it joins.
+	j.cfg.CheckpointEvery = int(min(rt.Options.CheckpointEvery, math.MaxInt32))
+	j.cfg.Node.Checkpoints, j.cfg.Node.Resume = j.cfg.CheckpointEvery > 0, rt.Options.Resume
 	var res *logreg.SGDResult
 	var err error
 	if rt.Role == cli.All {

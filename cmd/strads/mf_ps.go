@@ -81,8 +81,12 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 	cfg.Warn = env.Stderr
 	cfg.Predict, cfg.PredictOut = f.predict, f.predictOut
 	o.Tol, o.TimeLimit = opts.Tol, opts.TimeLimit
-	o.CheckpointEvery = int(min(opts.CheckpointEvery, math.MaxInt32))
-	o.Node = node.Options{Timeout: opts.Timeout, Checkpoints: o.CheckpointEvery > 0, Keep: opts.CheckpointKeep, Resume: opts.Resume}
+	if opts.Resume && opts.CheckpointEvery == 0 {
+		// The servers cut the tables every N clocks, which their
+		// checksum holds: a job of another N has other tables.
+		return nil, cli.Usagef("--resume in --mode %s: give the job's --checkpoint-every N too", cfg.Mode)
+	}
+	o.Node = node.Options{Timeout: opts.Timeout, Keep: opts.CheckpointKeep}
 	if opts.Progress != nil {
 		o.Progress = opts.Progress
 	}
@@ -120,6 +124,9 @@ type psRun struct {
 func (p *psRun) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	t0 := time.Now()
 	p.o.Node.Log = rt.Logger
+	// A worker's come from the coordinator when it joins.
+	p.o.CheckpointEvery = int(min(rt.Options.CheckpointEvery, math.MaxInt32))
+	p.o.Node.Checkpoints, p.o.Node.Resume = p.o.CheckpointEvery > 0, rt.Options.Resume
 	if m := rt.Monitor; m != nil {
 		var clocks, ratings float64
 		p.o.Report = func(e mf.Eval, st ps.Stats) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strads-go/strads/apps/mf"
 	"github.com/strads-go/strads/internal/testhelper"
+	"github.com/strads-go/strads/natsserver"
 )
 
 // TestMFPSModes runs strads mf --mode for every parameter-server mode: the
@@ -192,5 +193,39 @@ func TestMFPSResume(t *testing.T) {
 	code, _, stderr = runCLI(t, append(args, "--out", again, "--resume", "--rank", "4")...)
 	if code == 0 || !strings.Contains(stderr, "other tables") {
 		t.Errorf("--resume with another rank: exit %d, %s", code, stderr)
+	}
+}
+
+// TestMFPSProcessesResume runs a coordinator that takes checkpoints and a
+// worker, then both again with --resume given to the coordinator alone:
+// the worker learns of it as it joins, starts again at the last
+// checkpoint, and the files are the first run's and the whole job's, bit
+// for bit (one worker).
+func TestMFPSProcessesResume(t *testing.T) {
+	train, test := genMFData(t)
+	dir := t.TempDir()
+	data := []string{"--train", train, "--test", test}
+	settings := []string{"--mode", "bsp", "--workers", "1", "--rank", "3", "--iters", "5", "--progress", "0"}
+	whole := filepath.Join(dir, "whole")
+	if code, _, stderr := runCLI(t, slices.Concat([]string{"mf", "--out", whole}, settings, data)...); code != 0 {
+		t.Fatalf("whole job: exit %d: %s", code, stderr)
+	}
+	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
+	roles := slices.Concat([]string{"--app", "mf", "--nats", srv.ClientURL(), "--job", "mfpsresume"}, data)
+	run := func(out string, extra ...string) (coord, worker *process) {
+		coord = startProcess(t, "coordinator", slices.Concat([]string{"coordinator", "--out", out, "--checkpoint-every", "20"}, settings, roles, extra)...)
+		worker = startProcess(t, "worker", slices.Concat([]string{"worker", "--verbose"}, roles)...)
+		waitAll(t, coord, worker)
+		return coord, worker
+	}
+	first, again := filepath.Join(dir, "first"), filepath.Join(dir, "again")
+	run(first)
+	coord, worker := run(again, "--resume")
+	if !strings.Contains(worker.stderr.String(), "ps: resumed from the checkpoint") || !strings.Contains(coord.stdout.String(), "clocks 50") {
+		t.Errorf("--resume: coordinator's output %q, worker's log %q", coord.stdout.String(), worker.stderr.String())
+	}
+	for _, suffix := range []string{".W.txt", ".H.txt", ".bias.txt"} {
+		sameFiles(t, again+suffix, first+suffix)
+		sameFiles(t, first+suffix, whole+suffix)
 	}
 }

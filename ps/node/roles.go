@@ -236,7 +236,12 @@ func Coordinate(ctx context.Context, c *wire.Conn, dial func(name string) (*wire
 			f.over, f.overAt = err == nil, time.Now()
 		default:
 		}
-		if err == nil && m.Sum != cfg.Sum() {
+		if err == nil && m.Sum != cfg.Sum() && m.Worker >= 0 && m.Worker < cfg.Workers && jobErr == nil {
+			// A worker of this job started with other settings: it
+			// would wait at its servers' handshake, and the job for it.
+			jobErr, f.failed = fmt.Errorf("ps: worker %d and the coordinator disagree about the job's tables (checksums %08x and %08x): every role needs the same settings", m.Worker, m.Sum, cfg.Sum()), time.Now()
+		}
+		if err == nil && m.Sum != cfg.Sum() && jobErr == nil {
 			err = fmt.Errorf("a beat of a job with other tables (checksum %08x, this job's %08x)", m.Sum, cfg.Sum())
 		}
 		if err == nil && (m.Worker < 0 || m.Worker >= cfg.Workers) {

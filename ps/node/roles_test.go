@@ -177,4 +177,24 @@ func TestRolesFail(t *testing.T) {
 			t.Errorf("worker 1: %v", hosts[1])
 		}
 	})
+	t.Run("other tables", func(t *testing.T) {
+		j := newRolesJob(t, 1, 1, 4)
+		other := j.cfg
+		other.Tables = slices.Clone(other.Tables)
+		other.Tables[0].Staleness = 2
+		c, err := j.dial("coordinator")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var host error
+		var g sync.WaitGroup
+		g.Go(func() { host = node.Host(context.Background(), j.dial, other, 0, j.opts, readClock(4)) })
+		coord := node.Coordinate(context.Background(), c, j.dial, j.cfg, 5*time.Second, j.opts, func(context.Context, *wire.Conn) error { return nil })
+		g.Wait()
+		for _, err := range []error{coord, host} {
+			if err == nil || !strings.Contains(err.Error(), "worker 0 and the coordinator disagree about the job's tables") {
+				t.Errorf("%v", err)
+			}
+		}
+	})
 }
