@@ -61,9 +61,11 @@ type SGDConfig struct {
 	// Seed seeds the order of every worker's rows in each pass.
 	Seed uint64
 	// Progress, if set, takes a progress line per evaluation, at most
-	// every ProgressEvery.
+	// every ProgressEvery; Report, if set, every evaluation, from worker
+	// 0 as it reads it.
 	Progress      io.Writer
 	ProgressEvery time.Duration
+	Report        func(SGDRecord)
 	// CheckpointEvery takes a checkpoint at the start of every
 	// CheckpointEvery-th clock (0: none), with Node.Checkpoints: the
 	// tables as of that clock (ps.Config.Every) and each worker's place in
@@ -779,6 +781,9 @@ func (sw *sgdWorker) decide(ctx context.Context, e int) error {
 		sw.lastPrint = time.Now()
 		fmt.Fprintf(sw.cfg.Progress, "clock %d  pass %.3g  objective %.9g  nnz %d  train accuracy %.4f  staleness mean %.3g max %d  elapsed %.1fs\n",
 			rec.Clock, float64(rec.Samples)/float64(sw.d.rows), f, rec.NNZ, rec.Train, rec.Staleness.Mean(), rec.Staleness.Max, rec.Time)
+	}
+	if sw.w == 0 && sw.cfg.Report != nil {
+		sw.cfg.Report(rec)
 	}
 	if e == 0 {
 		sw.f0 = f

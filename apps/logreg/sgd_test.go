@@ -287,3 +287,26 @@ func TestSGDJobResume(t *testing.T) {
 		t.Errorf("resumed with another seed: %v", err)
 	}
 }
+
+// TestSGDReport: worker 0 reports every evaluation it reads, in order, as
+// the result's records hold them.
+func TestSGDReport(t *testing.T) {
+	pr := newProblem(t, GenConfig{GenConfig: lasso.GenConfig{
+		Samples: 200, Features: 20, Density: 0.2, TrueNNZ: 5, Seed: 5,
+	}, Bias: 0.5})
+	var got []SGDRecord
+	cfg := SGDConfig{Config: Config{Data: pr.path, LambdaRatio: 0.05, Intercept: true}, Model: ps.SSP, Staleness: 1, Workers: 2, Servers: 1,
+		ClocksPerPass: 4, Passes: 5, EvalEvery: 4, Seed: 1, Report: func(r SGDRecord) { got = append(got, r) }}
+	res, err := runSGD(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 3 || len(got) > len(res.Records) {
+		t.Fatalf("%d reports of %d evaluations", len(got), len(res.Records))
+	}
+	for k, r := range got {
+		if want := res.Records[k]; r.Clock != want.Clock || r.Objective != want.Objective || r.Staleness != want.Staleness {
+			t.Errorf("report %d: %+v, the result's %+v", k, r, want)
+		}
+	}
+}

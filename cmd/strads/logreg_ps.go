@@ -51,7 +51,7 @@ type psFlags struct {
 
 func addPSFlags(fs *flag.FlagSet) *psFlags {
 	f := &psFlags{}
-	fs.StringVar(&f.mode, "mode", "scheduled", "how to solve: scheduled (coordinate descent, SchMP: exact, the default) or by data-parallel SGD on the parameter server with the weights' consistency model bsp, ssp, essp or async (rows of --data split over the workers; a whole job only)")
+	fs.StringVar(&f.mode, "mode", "scheduled", "how to solve: scheduled (coordinate descent, SchMP: exact, the default) or by data-parallel SGD on the parameter server with the weights' consistency model bsp, ssp, essp or async (rows of --data split over the workers; docs/logreg.md)")
 	fs.IntVar(&f.staleness, "staleness", defaultStaleness, stalenessUsage)
 	fs.StringVar(&f.penalty, "penalty", "l1", "parameter-server modes: l1 (λ‖w‖₁, the scheduled mode's) or l2 ((λ/2)‖w‖², λ = 1/(C·n) with --C as in scikit-learn)")
 	fs.IntVar(&f.passes, "passes", defaultPasses, "parameter-server modes: most passes over the data (--max-rounds bounds the clocks too)")
@@ -65,7 +65,7 @@ func addPSFlags(fs *flag.FlagSet) *psFlags {
 // the scheduler's, the layouts', the path's and the coordinator's (a lost
 // worker fails a parameter-server job: it has no spares).
 var scheduledOnly = []string{"schedule", "gamma", "eta", "candidates", "block", "warmup", "rho", "layout", "round-work",
-	"lambda-path", "cv", "depth", "schedulers", "spares", "http"}
+	"lambda-path", "cv", "depth", "schedulers", "spares"}
 
 // psOnly are the flags that the scheduled mode refuses.
 var psOnly = []string{"staleness", "penalty", "passes", "clocks-per-pass", "step", "servers"}
@@ -171,6 +171,16 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 // outputs: the model, the metrics and the predictions.
 func (j *psJob) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	j.cfg.Node.Log = rt.Logger
+	if m := rt.Monitor; m != nil {
+		var clocks, samples float64
+		j.cfg.Report = func(r logreg.SGDRecord) {
+			m.Rounds.Add(float64(r.Clock) - clocks)
+			m.Updates.Add(float64(r.Samples) - samples)
+			clocks, samples = float64(r.Clock), float64(r.Samples)
+			m.Report(r.Objective, math.NaN(), float64(r.NNZ), map[string]float64{"train_accuracy": r.Train, "test_accuracy": r.Test,
+				"staleness_mean": r.Staleness.Mean(), "staleness_var": r.Staleness.Var(), "staleness_max": float64(r.Staleness.Max)})
+		}
+	}
 	// A worker's come from the coordinator when it joins.
 	j.cfg.CheckpointEvery = int(min(rt.Options.CheckpointEvery, math.MaxInt32))
 	j.cfg.Node.Checkpoints, j.cfg.Node.Resume = j.cfg.CheckpointEvery > 0, rt.Options.Resume
