@@ -17,10 +17,10 @@ import (
 	"github.com/strads-go/strads/wire"
 )
 
-// psIters is the iterations of the parameter-server tests: its merges of
-// the workers' changes of H take more than the scheduled SGD's to come
-// within a few % of its test RMSE (about 8% at 12 iterations, 3% at 30).
-const psIters = 30
+// psIters is the iterations of the parameter-server tests: with 2 workers
+// their test RMSE came within 0.1% of the scheduled SGD's at 20 (bsp, ssp,
+// essp; async 0.6%), and 0.6% at 12.
+const psIters = 20
 
 // psConfig returns the SGD configuration of the parameter-server tests on
 // the generated set at train, test.
@@ -42,7 +42,7 @@ func runPS(t *testing.T, cfg Config, o PSOptions) (*PSResult, error) {
 
 // TestPSModes runs SGD on the parameter server under every consistency
 // model: the objective falls over the iterations (within 2%), the final test RMSE is
-// within 5% of the scheduled SGD's on the same data, and the files
+// within 1% of the scheduled SGD's on the same data (async 2%), and the files
 // written give back the RMSE reported.
 func TestPSModes(t *testing.T) {
 	dir := t.TempDir()
@@ -78,8 +78,12 @@ func TestPSModes(t *testing.T) {
 					t.Errorf("objective %.6g at iteration %g, up from %.6g", m.Trace[k].Objective, m.Trace[k].Iter, m.Trace[k-1].Objective)
 				}
 			}
-			if !(f.Objective < m.Trace[0].Objective) || !(math.Abs(f.TestRMSE-want) <= 0.05*want) {
-				t.Errorf("objective %.6g from %.6g, test RMSE %.4f; want it within 5%% of the scheduled SGD's %.4f", f.Objective, m.Trace[0].Objective, f.TestRMSE, want)
+			within := 0.01
+			if tc.mode == "async" {
+				within = 0.02 // its reads have no bound
+			}
+			if !(f.Objective < m.Trace[0].Objective) || !(math.Abs(f.TestRMSE-want) <= within*want) {
+				t.Errorf("objective %.6g from %.6g, test RMSE %.4f; want it within %g%% of the scheduled SGD's %.4f", f.Objective, m.Trace[0].Objective, f.TestRMSE, 100*within, want)
 			}
 			if got := savedRMSE(t, m, testRatings); math.Abs(got-f.TestRMSE) > 1e-9*f.TestRMSE {
 				t.Errorf("the model written scores a test RMSE of %.12g, the job reported %.12g", got, f.TestRMSE)
@@ -237,6 +241,30 @@ func TestPSReport(t *testing.T) {
 		}
 		if st := stale[k]; k > 0 && (st.Reads == 0 || st.Max > 1) {
 			t.Errorf("report %d: staleness %+v", k, st)
+		}
+	}
+}
+
+// TestMerged: a worker's change counts in full while the steps are small
+// (the workers' changes add up as one sequence of steps would), as its
+// share once they correct the error in full (they average), and in full
+// when it has every rating.
+func TestMerged(t *testing.T) {
+	for _, tc := range []struct {
+		share, a, want, tol float64
+	}{
+		{0.5, 1e-9, 1, 1e-6},
+		{0.25, 1e-9, 1, 1e-6},
+		{0.5, 50, 0.5, 1e-12},
+		{0.25, 50, 0.25, 1e-12},
+		{1, 3, 1, 0},
+		{0.5, 0, 0.5, 0},
+		// Two workers, each contracting by e^−1: together e^−2, 1−e^−2
+		// of the error corrected, from changes of 1−e^−1 each.
+		{0.5, 1, (1 - math.Exp(-2)) / (2 * (1 - math.Exp(-1))), 1e-12},
+	} {
+		if got := merged(tc.share, tc.a); math.Abs(got-tc.want) > tc.tol {
+			t.Errorf("merged(%v, %v) = %v, want %v", tc.share, tc.a, got, tc.want)
 		}
 	}
 }
