@@ -373,9 +373,13 @@ type psWorker struct {
 	t0           time.Time
 	work         float64
 	busy         time.Duration
-	stale        ps.Stats  // of the reads before the clock resumed from
-	aF, aB       []float64 // the clock's contraction of each item (steps)
-	decide       decider
+	stale        ps.Stats // of the reads before the clock resumed from
+	// eta is the clock's step size, and norms2 and count the sums of
+	// steps.
+	eta    float64
+	norms2 []float64
+	count  []int32
+	decide decider
 }
 
 // psWorkerState is what a worker stores in a checkpoint, at the start of
@@ -574,9 +578,9 @@ func (x *psWorker) run(ctx context.Context) (int, error) {
 		}
 		j := (c - 1) % p.cpi
 		lo, hi := users*j/p.cpi, users*(j+1)/p.cpi
-		eta := p.cfg.stepSize(uint64((c - 1) / p.cpi))
-		x.sgdUsers(lo, hi, x.w, x.h, x.bs, eta)
-		x.steps(lo, hi, eta)
+		x.eta = p.cfg.stepSize(uint64((c - 1) / p.cpi))
+		x.sgdUsers(lo, hi, x.w, x.h, x.bs, x.eta)
+		x.steps(lo, hi)
 		x.work += float64(x.train.start[hi] - x.train.start[lo])
 		if err := x.push(c); err != nil {
 			return 0, err
@@ -642,6 +646,7 @@ func (x *psWorker) refresh(ctx context.Context) error {
 func (x *psWorker) push(c int) error {
 	k, width := x.plan.cfg.Rank, x.plan.width
 	for j, i := range x.rated {
+		a, ab := x.contraction(i, x.eta)
 		b := x.before[j*width : (j+1)*width]
 		changed := false
 		for d := range k {
@@ -669,8 +674,7 @@ func (x *psWorker) push(c int) error {
 		// undershoot while the steps are small: 2 workers needed 17
 		// iterations to a test RMSE that one reaches in 11 (docs/mf.md).
 		share := float64(x.counts[j]) / float64(x.ix.ItemCount[i])
-		f, fb := merged(share, x.aF[i]), merged(share, x.aB[i])
-		x.aF[i], x.aB[i] = 0, 0
+		f, fb := merged(share, a), merged(share, ab)
 		for d := range k {
 			x.delta[d] *= f
 		}
@@ -684,27 +688,45 @@ func (x *psWorker) push(c int) error {
 	return nil
 }
 
-// steps adds to aF and aB, for each item, the contraction of its factors'
-// and its bias's error by the clock's steps on the users [lo, hi): the
-// step size times the curvature of each rating's loss in h_i (‖w_u‖²
-// plus the regularization's) and in c_i (1 plus the bias's).
-func (x *psWorker) steps(lo, hi int, eta float64) {
+// steps adds to norms and counts, for each item, the ‖w_u‖² and the
+// number of the ratings of the clock's users [lo, hi): contraction
+// returns what the clock's steps did to its error. A worker with every
+// rating needs none.
+func (x *psWorker) steps(lo, hi int) {
+	if x.plan.cfg.Workers == 1 {
+		return
+	}
 	k := x.plan.cfg.Rank
-	if x.aF == nil {
-		x.aF, x.aB = make([]float64, x.plan.items), make([]float64, x.plan.items)
+	if x.norms2 == nil {
+		x.norms2, x.count = make([]float64, x.plan.items), make([]int32, x.plan.items)
 	}
 	rs := x.train.block(0)
 	for u := lo; u < hi; u++ {
 		wu := x.w[u*k : (u+1)*k]
 		n := floats.Dot(wu, wu)
-		for r := rs.start[u]; r < rs.start[u+1]; r++ {
-			i := rs.item[r]
-			x.aF[i] += eta * (n + x.regI[i])
-			if x.bs.on() {
-				x.aB[i] += eta * (1 + x.bregI[i])
-			}
+		for _, i := range rs.item[rs.start[u]:rs.start[u+1]] {
+			x.norms2[i] += n
+			x.count[i]++
 		}
 	}
+}
+
+// contraction returns a of the clock's steps on item i's error at step
+// size eta, and of its bias's: its steps shrank the error by about
+// e^(−a), the step size times the curvature of each rating's loss (‖w_u‖²
+// plus the regularization's; 1 plus the bias's); and clears the item's
+// sums.
+func (x *psWorker) contraction(i int32, eta float64) (a, ab float64) {
+	if x.count == nil {
+		return 0, 0
+	}
+	n := float64(x.count[i])
+	a = eta * (x.norms2[i] + n*x.regI[i])
+	if x.bs.on() {
+		ab = eta * n * (1 + x.bregI[i])
+	}
+	x.norms2[i], x.count[i] = 0, 0
+	return a, ab
 }
 
 // merged returns the weight of a worker's change of an item, share of its
