@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
@@ -114,16 +113,15 @@ func (f funcRunner) run(ctx context.Context, n *node) (*coordinator.Result, erro
 func admit(n *node, fail context.CancelCauseFunc) (stop func(), err error) {
 	roster := member.NewRoster(n.opts.Manifest, n.opts.Workers, 0, 0)
 	run := nuid.Next()
-	var mu sync.Mutex
+	// decide alone reads and writes the roster, on the one goroutine of
+	// the joins' subscription.
 	decide := func(req protocol.JoinRequest) (rep protocol.JoinReply, then func()) {
 		role := cmp.Or(req.Role, protocol.RoleWorker)
 		if role != protocol.RoleWorker {
 			rep.Err = fmt.Sprintf("this %s job has no %s role: it runs a coordinator and %d workers", n.app.Name, role, n.opts.Workers)
 			return rep, nil
 		}
-		mu.Lock()
 		a := roster.Join(req, run)
-		mu.Unlock()
 		switch a.Verdict {
 		case member.Admitted:
 			rep.Run, rep.Shard, rep.Shards, rep.Settings = run, a.Place, n.opts.Workers, n.opts.Manifest.Settings

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/internal/testhelper"
 	"github.com/strads-go/strads/natsserver"
 	"github.com/strads-go/strads/ps"
@@ -166,17 +165,10 @@ func TestPSResume(t *testing.T) {
 				if c < 30 {
 					return nil
 				}
-				store, err := checkpoint.Open(context.Background(), testhelper.Connect(t, srv), "mfresume", false)
-				if err != nil {
+				if err := testhelper.AwaitCheckpoint(t, srv, "mfresume", 20); err != nil {
 					return err
 				}
-				// Committed in the background: asked until it is.
-				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-					if m, err := store.Latest(context.Background()); err == nil && m.Round >= 20 {
-						return stopped
-					}
-				}
-				return errors.New("no checkpoint committed in 10s")
+				return stopped
 			}
 			if _, err := RunPS(context.Background(), cfg, o, dial); !errors.Is(err, stopped) {
 				t.Fatalf("first run: %v, want it stopped", err)

@@ -113,13 +113,8 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 		return nil, cli.Usagef("--mode %s has no scheduler role: start a coordinator and --workers workers", pf.mode)
 	}
 	opts := env.Options
-	switch {
-	case opts.CheckpointInterval > 0:
-		return nil, cli.Usagef("--checkpoint-every %v: --mode %s takes a checkpoint every N clocks (%d a pass), not at a time", opts.CheckpointInterval, pf.mode, pf.clocksPerPass)
-	case opts.Resume && opts.CheckpointEvery == 0:
-		// The servers cut the tables every N clocks, which their
-		// checksum holds: a job of another N has other tables.
-		return nil, cli.Usagef("--resume in --mode %s: give the job's --checkpoint-every N too", pf.mode)
+	if err := checkPSCheckpoints(opts, pf.mode, fmt.Sprintf("%d a pass", pf.clocksPerPass)); err != nil {
+		return nil, err
 	}
 	sched, err := lf.sched.config(opts.Workers)
 	if err != nil {
@@ -172,18 +167,12 @@ func logregPSJob(fs *flag.FlagSet, env *cli.Env, lf *logregFlags, pf *psFlags, m
 func (j *psJob) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	j.cfg.Node.Log = rt.Logger
 	if m := rt.Monitor; m != nil {
-		var clocks, samples float64
+		report := psReporter(m)
 		j.cfg.Report = func(r logreg.SGDRecord) {
-			m.Rounds.Add(float64(r.Clock) - clocks)
-			m.Updates.Add(float64(r.Samples) - samples)
-			clocks, samples = float64(r.Clock), float64(r.Samples)
-			m.Report(r.Objective, math.NaN(), float64(r.NNZ), map[string]float64{"train_accuracy": r.Train, "test_accuracy": r.Test,
-				"staleness_mean": r.Staleness.Mean(), "staleness_var": r.Staleness.Var(), "staleness_max": float64(r.Staleness.Max)})
+			report(float64(r.Clock), float64(r.Samples), r.Objective, float64(r.NNZ), map[string]float64{"train_accuracy": r.Train, "test_accuracy": r.Test}, r.Staleness)
 		}
 	}
-	// A worker's come from the coordinator when it joins.
-	j.cfg.CheckpointEvery = int(min(rt.Options.CheckpointEvery, math.MaxInt32))
-	j.cfg.Node.Checkpoints, j.cfg.Node.Resume = j.cfg.CheckpointEvery > 0, rt.Options.Resume
+	j.cfg.CheckpointEvery = psCheckpoints(rt, &j.cfg.Node)
 	var res *logreg.SGDResult
 	var err error
 	if rt.Role == cli.All {

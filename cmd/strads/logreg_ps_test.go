@@ -285,18 +285,8 @@ func TestLogregPSProcessesResume(t *testing.T) {
 	}
 	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
 	roles := []string{"--app", "logreg", "--nats", srv.ClientURL(), "--job", "lrpsresume", "--data", data}
-	run := func(out string, extra ...string) (coord, worker *process) {
-		coord = startProcess(t, "coordinator", slices.Concat([]string{"coordinator", "--out", out, "--checkpoint-every", "10"}, settings, roles, extra)...)
-		worker = startProcess(t, "worker", slices.Concat([]string{"worker", "--verbose"}, roles)...)
-		waitAll(t, coord, worker)
-		return coord, worker
-	}
 	first, again := filepath.Join(dir, "first.csv"), filepath.Join(dir, "again.csv")
-	run(first)
-	coord, worker := run(again, "--resume")
-	if !strings.Contains(worker.stderr.String(), "ps: resumed from the checkpoint") || !strings.Contains(coord.stdout.String(), "clocks 50") {
-		t.Errorf("--resume: coordinator's output %q, worker's log %q", coord.stdout.String(), worker.stderr.String())
-	}
+	resumeRoles(t, slices.Concat([]string{"--checkpoint-every", "10"}, settings), roles, first, again)
 	sameFiles(t, again, first)
 	sameFiles(t, first, whole)
 }

@@ -66,8 +66,8 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 			return nil, cli.Usagef("--%s is not of --mode %s (SGD on the parameter server: --iters, --tol and --time-limit stop it; a lost worker fails it)", name, cfg.Mode)
 		}
 	}
-	if opts.CheckpointInterval > 0 {
-		return nil, cli.Usagef("--checkpoint-every %v: --mode %s takes a checkpoint every N clocks (%d an iteration), not at a time", opts.CheckpointInterval, cfg.Mode, o.ClocksPerIter)
+	if err := checkPSCheckpoints(opts, cfg.Mode, fmt.Sprintf("%d an iteration", o.ClocksPerIter)); err != nil {
+		return nil, err
 	}
 	if cfg.Mode != "ssp" && cfg.Mode != "essp" {
 		o.Staleness = 0
@@ -81,11 +81,6 @@ func (f *mfFlags) psJob(fs *flag.FlagSet, env *cli.Env, cfg mf.Config) (*cli.Job
 	cfg.Warn = env.Stderr
 	cfg.Predict, cfg.PredictOut = f.predict, f.predictOut
 	o.Tol, o.TimeLimit = opts.Tol, opts.TimeLimit
-	if opts.Resume && opts.CheckpointEvery == 0 {
-		// The servers cut the tables every N clocks, which their
-		// checksum holds: a job of another N has other tables.
-		return nil, cli.Usagef("--resume in --mode %s: give the job's --checkpoint-every N too", cfg.Mode)
-	}
 	o.Node = node.Options{Timeout: opts.Timeout, Keep: opts.CheckpointKeep}
 	if opts.Progress != nil {
 		o.Progress = opts.Progress
@@ -124,17 +119,11 @@ type psRun struct {
 func (p *psRun) run(ctx context.Context, rt *cli.Runtime) (*coordinator.Result, error) {
 	t0 := time.Now()
 	p.o.Node.Log = rt.Logger
-	// A worker's come from the coordinator when it joins.
-	p.o.CheckpointEvery = int(min(rt.Options.CheckpointEvery, math.MaxInt32))
-	p.o.Node.Checkpoints, p.o.Node.Resume = p.o.CheckpointEvery > 0, rt.Options.Resume
+	p.o.CheckpointEvery = psCheckpoints(rt, &p.o.Node)
 	if m := rt.Monitor; m != nil {
-		var clocks, ratings float64
+		report := psReporter(m)
 		p.o.Report = func(e mf.Eval, st ps.Stats) {
-			m.Rounds.Add(float64(e.Round) - clocks)
-			m.Updates.Add(e.Ratings - ratings)
-			clocks, ratings = float64(e.Round), e.Ratings
-			m.Report(e.Objective, math.NaN(), math.NaN(), map[string]float64{"train_rmse": e.TrainRMSE, "test_rmse": e.TestRMSE,
-				"iter": e.Iter, "staleness_mean": st.Mean(), "staleness_var": st.Var(), "staleness_max": float64(st.Max)})
+			report(float64(e.Round), e.Ratings, e.Objective, math.NaN(), map[string]float64{"train_rmse": e.TrainRMSE, "test_rmse": e.TestRMSE, "iter": e.Iter}, st)
 		}
 	}
 	var res *mf.PSResult

@@ -212,20 +212,29 @@ func TestMFPSProcessesResume(t *testing.T) {
 	}
 	srv := testhelper.StartServer(t, natsserver.Options{StoreDir: t.TempDir()})
 	roles := slices.Concat([]string{"--app", "mf", "--nats", srv.ClientURL(), "--job", "mfpsresume"}, data)
+	first, again := filepath.Join(dir, "first"), filepath.Join(dir, "again")
+	resumeRoles(t, slices.Concat([]string{"--checkpoint-every", "20"}, settings), roles, first, again)
+	for _, suffix := range []string{".W.txt", ".H.txt", ".bias.txt"} {
+		sameFiles(t, again+suffix, first+suffix)
+		sameFiles(t, first+suffix, whole+suffix)
+	}
+}
+
+// resumeRoles runs a coordinator with settings and a worker (roles: the
+// flags of both) that write to first, then both again with --resume given
+// to the coordinator alone, writing to again: the worker must say it
+// resumed, and the job end at clock 50.
+func resumeRoles(t *testing.T, settings, roles []string, first, again string) {
+	t.Helper()
 	run := func(out string, extra ...string) (coord, worker *process) {
-		coord = startProcess(t, "coordinator", slices.Concat([]string{"coordinator", "--out", out, "--checkpoint-every", "20"}, settings, roles, extra)...)
+		coord = startProcess(t, "coordinator", slices.Concat([]string{"coordinator", "--out", out}, settings, roles, extra)...)
 		worker = startProcess(t, "worker", slices.Concat([]string{"worker", "--verbose"}, roles)...)
 		waitAll(t, coord, worker)
 		return coord, worker
 	}
-	first, again := filepath.Join(dir, "first"), filepath.Join(dir, "again")
 	run(first)
 	coord, worker := run(again, "--resume")
 	if !strings.Contains(worker.stderr.String(), "ps: resumed from the checkpoint") || !strings.Contains(coord.stdout.String(), "clocks 50") {
 		t.Errorf("--resume: coordinator's output %q, worker's log %q", coord.stdout.String(), worker.stderr.String())
-	}
-	for _, suffix := range []string{".W.txt", ".H.txt", ".bias.txt"} {
-		sameFiles(t, again+suffix, first+suffix)
-		sameFiles(t, first+suffix, whole+suffix)
 	}
 }

@@ -1,10 +1,14 @@
 package testhelper
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/strads-go/strads/checkpoint"
 	"github.com/strads-go/strads/natsserver"
 )
 
@@ -49,4 +53,21 @@ func InProcess(tb testing.TB, js bool) *nats.Conn {
 func ServerURL(tb testing.TB) string {
 	tb.Helper()
 	return StartServer(tb, natsserver.Options{}).ClientURL()
+}
+
+// AwaitCheckpoint waits until job, on srv, has committed a checkpoint of
+// round at least round (they are committed in the background), asking
+// every 10 ms, for at most 10 s.
+func AwaitCheckpoint(tb testing.TB, srv *natsserver.Server, job string, round uint64) error {
+	ctx := context.Background()
+	store, err := checkpoint.Open(ctx, Connect(tb, srv), job, false)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m, err := store.Latest(ctx); err == nil && m.Round >= round {
+			return nil
+		}
+	}
+	return fmt.Errorf("job %s: no checkpoint of round %d or later committed in 10s", job, round)
 }
