@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/strads-go/strads/protocol"
 	"os"
 	"time"
 
+	"github.com/strads-go/strads/protocol"
 	"github.com/strads-go/strads/wire"
 )
 
@@ -90,9 +90,21 @@ func Self() (host string, pid int) {
 }
 
 // Announce tells the coordinator that the node is ready (or, with r.Err
-// set, that it failed to load), and waits for the acknowledgement.
+// set, that it failed to load), and waits for the acknowledgement. When ctx
+// ends, the report goes on for up to AnnounceGrace more: the coordinator,
+// which may have taken the ready already and started the rounds, would
+// otherwise learn of an interrupted node only when its heartbeats fail to
+// come, and name it lost instead of interrupted. The error is then ctx's
+// cause.
 func Announce[S any](ctx context.Context, c *wire.Conn, r protocol.Ready[S]) error {
-	ack, err := wire.Request[protocol.Ready[S], protocol.Ack](ctx, c, protocol.SubjectReady, r)
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(AnnounceGrace, cancel) })
+	defer stop()
+	ack, err := wire.Request[protocol.Ready[S], protocol.Ack](rctx, c, protocol.SubjectReady, r)
+	if err != nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
 	ack.Err = protocol.Printable(ack.Err) // its text enters here, as a message's in Open
 	switch {
 	case err != nil:
@@ -102,3 +114,7 @@ func Announce[S any](ctx context.Context, c *wire.Conn, r protocol.Ready[S]) err
 	}
 	return nil
 }
+
+// AnnounceGrace is how long Announce goes on reporting after its context
+// ended.
+const AnnounceGrace = 2 * time.Second

@@ -208,6 +208,9 @@ func serve[P, R, U, S any](ctx context.Context, c *wire.Conn, newWorker func(ctx
 	if err != nil {
 		// The coordinator names the worker itself: send the cause.
 		ready.Err = err.Error()
+		if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, protocol.ErrAborted) {
+			ready.Err = protocol.Interrupted(cause)
+		}
 		err = &protocol.NodeError{Node: self, Err: err}
 	}
 	if aerr := member.Announce(joinCtx, c, ready); err == nil && aerr != nil {

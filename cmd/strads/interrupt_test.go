@@ -37,7 +37,7 @@ func TestSIGTERMOnWorker(t *testing.T) {
 	nc.Flush()
 	roles := []string{"--nats", url, "--data", data, "--workers", "2", "--lambda-ratio", "0.05", "--max-rounds", "100000000",
 		"--tol", "0", "--progress", "0", "--job", job, "--timeout", "60s", "--join-timeout", "60s"}
-	victim := startProcess(t, "worker 1", append([]string{"worker"}, roles...)...)
+	victim := startProcess(t, "worker 1", append([]string{"worker", "--verbose"}, roles...)...)
 	procs := []*process{
 		startProcess(t, "worker 2", append([]string{"worker"}, roles...)...),
 		startProcess(t, "scheduler", append([]string{"scheduler"}, roles...)...),
@@ -56,16 +56,16 @@ func TestSIGTERMOnWorker(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("the job failed %s after the signal, the timeout is 60s", took)
 	}
+	if code := victim.wait(t, 30*time.Second); code != 143 {
+		t.Errorf("%s: exit %d, want 143 (SIGTERM): %s", victim.name, code, victim.stderr.String())
+	}
 	if msg := coord.stderr.String(); !strings.Contains(msg, "interrupted: SIGTERM received") || !strings.Contains(msg, "worker shard") {
-		t.Errorf("coordinator said %q, want the interrupted worker named", msg)
+		t.Errorf("coordinator said %q, want the interrupted worker named; the interrupted worker said %q", msg, victim.stderr.String())
 	}
 	t.Log(strings.TrimSpace(coord.stderr.String()))
 	for _, p := range procs {
 		if code := p.wait(t, 30*time.Second); code != 1 {
 			t.Errorf("%s: exit %d, want 1: %s", p.name, code, p.stderr.String())
 		}
-	}
-	if code := victim.wait(t, 30*time.Second); code != 143 {
-		t.Errorf("%s: exit %d, want 143 (SIGTERM): %s", victim.name, code, victim.stderr.String())
 	}
 }

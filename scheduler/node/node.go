@@ -180,8 +180,11 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 	if err != nil {
 		// The coordinator names the scheduler itself: send the cause.
 		ready.Err = err.Error()
+		if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, protocol.ErrAborted) {
+			ready.Err = protocol.Interrupted(cause)
+		}
 		err = &protocol.NodeError{Node: self, Err: err}
-		if aerr := member.Announce(joinCtx, c, ready); aerr != nil && !errors.Is(aerr, context.Canceled) {
+		if aerr := member.Announce(joinCtx, c, ready); aerr != nil && ctx.Err() == nil {
 			log.Warn("report failure", "err", aerr)
 		}
 		return err
