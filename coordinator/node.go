@@ -956,9 +956,8 @@ type outbound struct {
 
 // publish encodes v and publishes it on the job subject name, with the
 // job subject reply as its reply subject ("" for none), and returns it
-// encoded. A publish that failed only because the connection is down and
-// nats.go's buffer for the reconnect is full is no error: the message is
-// sent again after the reconnect (DESIGN "NATS outages").
+// encoded. A publish lost to a broken connection (wire.Lost) is no error:
+// the message is sent again after the reconnect (DESIGN "NATS outages").
 func (n *node[P, R, U, S]) publish(name, reply string, v any) (outbound, error) {
 	data, err := codec.Marshal(v)
 	if err != nil {
@@ -966,7 +965,7 @@ func (n *node[P, R, U, S]) publish(name, reply string, v any) (outbound, error) 
 	}
 	o := outbound{name, reply, data}
 	if err := n.c.PublishData(name, reply, data); err != nil {
-		if !errors.Is(err, nats.ErrReconnectBufExceeded) {
+		if !wire.Lost(err) {
 			return outbound{}, err
 		}
 		n.log.Warn("message not sent; sending it at the reconnect", "subject", name, "err", err)
@@ -1004,8 +1003,10 @@ func (n *node[P, R, U, S]) resend() error {
 	n.log.Debug("sending the unanswered messages again", "messages", len(all))
 	for _, o := range all {
 		if err := n.c.PublishData(o.subject, o.reply, o.data); err != nil {
-			if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) {
-				return nil // the next reconnect sends them
+			if wire.Lost(err) {
+				// The connection broke again: the next reconnect sends them.
+				n.log.Warn("messages not sent again; sending them at the reconnect", "subject", o.subject, "err", err)
+				return nil
 			}
 			return fmt.Errorf("coordinator: send again after a reconnect: %w", err)
 		}

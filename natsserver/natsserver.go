@@ -22,6 +22,15 @@ import (
 // wire.Publish), so the roles work with any server's max_payload.
 const MaxPayload = 8 << 20
 
+// MaxPending is the max_pending a server is started with unless its
+// config file says otherwise: what it may queue for one client that reads
+// slower than the others publish to it before it drops the client as a
+// slow consumer. It is 1 GiB, what wire lets the receivers of one
+// connection hold (wire.MaxHeld), well above nats-server's 64 MiB: a
+// round's partials all go to the coordinator at once, and 16 workers'
+// parts of a factor matrix of 480,000 × 40 float64 are 154 MB.
+const MaxPending = 1 << 30
+
 // DefaultHost is the interface a server listens on unless told otherwise:
 // the loopback interface, so that a server started without thought is not
 // open to the network (nats-server alone listens on all interfaces).
@@ -80,6 +89,9 @@ func serverOptions(opts Options) (*server.Options, error) {
 	}
 	if so.MaxPayload == 0 {
 		so.MaxPayload = MaxPayload
+	}
+	if so.MaxPending == 0 {
+		so.MaxPending = MaxPending
 	}
 	if opts.ConfigFile != "" && opts.ConfigAddr {
 		if so.Host == "" {

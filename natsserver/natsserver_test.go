@@ -1,8 +1,10 @@
 package natsserver
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -192,5 +194,65 @@ func TestStoreDir(t *testing.T) {
 	put(false)
 	if _, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil {
 		t.Errorf("store directory: %v", err)
+	}
+}
+
+// TestFanIn publishes 80 MiB to a client that reads none of it, as a
+// round's partials all go to the coordinator at once: a server of Start
+// keeps the client (MaxPending), where nats-server's own 64 MiB, said in
+// a config file, drops it as a slow consumer. (The write deadline is long
+// so that only max_pending can drop it.)
+func TestFanIn(t *testing.T) {
+	tests := []struct {
+		name, config string
+		dropped      bool
+	}{
+		{"default", "", false},
+		{"nats-server's max_pending", "max_pending: 67108864\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			config := tt.config + "write_deadline: \"1h\"\n" + fmt.Sprintf("log_file: %q\n", filepath.Join(t.TempDir(), "nats.log"))
+			srv, err := Start(Options{Port: -1, ConfigFile: writeConfig(t, config)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Stop()
+			reader, err := srv.InProcessConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reader.Close()
+			r := bufio.NewReader(reader)
+			if _, err := r.ReadString('\n'); err != nil { // INFO
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(reader, "CONNECT {\"verbose\":false}\r\nSUB fanin 1\r\nPING\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			for line := ""; line != "PONG\r\n"; {
+				if line, err = r.ReadString('\n'); err != nil {
+					t.Fatal(err)
+				}
+			}
+			nc, err := srv.ConnectInProcess("writer")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			data := make([]byte, 4<<20)
+			for range 20 {
+				if err := nc.Publish("fanin", data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The server has queued every message for the reader.
+			if err := nc.FlushTimeout(time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if dropped := srv.NumSlowConsumers() > 0; dropped != tt.dropped {
+				t.Errorf("reader dropped as a slow consumer: %v, want %v", dropped, tt.dropped)
+			}
+		})
 	}
 }

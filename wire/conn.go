@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	neturl "net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -192,6 +195,22 @@ func (c *Conn) PublishData(name, reply string, data []byte) error {
 		reply = c.Subject(reply)
 	}
 	return c.send(c.Subject(name), reply, data)
+}
+
+// Lost reports whether err, from a publish, says only that the
+// connection broke: the message is lost, as one in flight would be, and
+// nats.go reconnects, after which a node sends again what may be lost
+// (DESIGN "NATS outages"). Besides a full buffer for the reconnect, that
+// is a write on a connection that the server closed before nats.go saw
+// it close (a slow consumer, say): a closed pipe in process, a closed
+// socket, a broken pipe or a reset over TCP.
+func Lost(err error) bool {
+	for _, target := range []error{nats.ErrReconnectBufExceeded, nats.ErrConnectionReconnecting, io.ErrClosedPipe, net.ErrClosed, syscall.EPIPE, syscall.ECONNRESET} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // Job returns the name of the job that c is scoped to.

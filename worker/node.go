@@ -425,7 +425,7 @@ func (s *shell[P, R, U, S]) pass(h *Handoff[R]) error {
 		return fmt.Errorf("round %d: pass to worker %d: %w", h.Round, h.To, err)
 	}
 	s.sent = lastPass{data: data, to: protocol.SubjectPass(h.To), round: h.Round}
-	if err := s.c.PublishData(s.sent.to, "", data); err != nil && !lost(err) {
+	if err := s.c.PublishData(s.sent.to, "", data); err != nil && !wire.Lost(err) {
 		// A pass lost to a reconnect is sent again after it (resend).
 		return fmt.Errorf("round %d: pass to worker %d: %w", h.Round, h.To, err)
 	}
@@ -465,7 +465,7 @@ func (s *shell[P, R, U, S]) answer(ctx context.Context, a *Answer[R, S], nanos i
 		if perr == nil {
 			s.answered.add(taskKey{a.Round, a.Check}, data)
 			perr = s.c.PublishData(protocol.SubjectPartial, "", data)
-			if lost(perr) {
+			if wire.Lost(perr) {
 				// Sent again at the reconnect.
 				s.log.Warn("partial not sent; sending it at the reconnect", "round", a.Round, "err", perr)
 				perr = nil
@@ -564,13 +564,6 @@ func (a *answers) resend(c *wire.Conn, log *slog.Logger) {
 			return
 		}
 	}
-}
-
-// lost reports whether err is a publish that failed only because the
-// connection is down: nats.go's buffer for a reconnect is full. What was
-// published is then sent again after the reconnect.
-func lost(err error) bool {
-	return errors.Is(err, nats.ErrReconnectBufExceeded)
 }
 
 // interrupted tells the coordinator that the worker stops because its

@@ -350,7 +350,7 @@ func serve[P any](ctx context.Context, c *wire.Conn, newScheduler func(ctx conte
 		}
 		if rerr == nil {
 			rerr = c.PublishData(protocol.SubjectPlanned, "", data)
-			if errors.Is(rerr, nats.ErrReconnectBufExceeded) {
+			if wire.Lost(rerr) {
 				log.Warn("plan not sent; sending it at the reconnect", "round", req.Round, "err", rerr)
 				rerr = nil
 			}
