@@ -255,7 +255,8 @@ func connector(opts Options, log *slog.Logger) (connect func(name string) (*nats
 	} else {
 		log.Info("embedded nats-server, in-process connections only")
 	}
-	return srv.ConnectInProcess, srv.Addr() == nil, srv.Stop, nil
+	connect = func(name string) (*nats.Conn, error) { return srv.ConnectInProcess(name, wire.Reconnects()...) }
+	return connect, srv.Addr() == nil, srv.Stop, nil
 }
 
 // nodeConn returns the job's connection of node name over nc: under

@@ -171,9 +171,10 @@ func (s *Server) Loopback() bool {
 	return ok && a.IP.IsLoopback()
 }
 
-// ConnectInProcess opens a client connection to s that bypasses TCP.
-func (s *Server) ConnectInProcess(name string) (*nats.Conn, error) {
-	nc, err := nats.Connect("", nats.InProcessServer(s.Server), nats.Name(name))
+// ConnectInProcess opens a client connection to s that bypasses TCP,
+// with nats.go's options opts.
+func (s *Server) ConnectInProcess(name string, opts ...nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect("", append([]nats.Option{nats.InProcessServer(s.Server), nats.Name(name)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("natsserver: in-process connection: %w", err)
 	}

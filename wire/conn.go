@@ -660,6 +660,19 @@ const (
 	ReconnectBuffer = 64 << 20
 )
 
+// Reconnects are the options of a connection that reconnects for ever,
+// every ReconnectWait, holding ReconnectBuffer bytes meanwhile: Connect's,
+// and those an in-process connection to the embedded server needs too
+// (nats.go's defaults wait 2 s between 60 tries).
+func Reconnects() []nats.Option {
+	return []nats.Option{
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(ReconnectWait),
+		nats.ReconnectJitter(ReconnectWait, time.Second),
+		nats.ReconnectBufSize(ReconnectBuffer),
+	}
+}
+
 // Connect dials the NATS server at url (a comma-separated list for a
 // cluster) and gives up after timeout; opts add to the connection's
 // options (credentials, TLS). Its error never shows the credentials of
@@ -672,11 +685,8 @@ func Connect(url, name string, timeout time.Duration, opts ...nats.Option) (*nat
 		// wrong URL), said at once; one that goes away later is waited
 		// for (DESIGN "How a job fails").
 		nats.RetryOnFailedConnect(false),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(ReconnectWait),
-		nats.ReconnectJitter(ReconnectWait, time.Second),
-		nats.ReconnectBufSize(ReconnectBuffer),
-	}, opts...)
+	}, Reconnects()...)
+	all = append(all, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", RedactURL(url), Redact(err, url))
