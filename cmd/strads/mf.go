@@ -254,7 +254,11 @@ func (j *mfJob) print(w io.Writer, res *coordinator.Result) {
 	if e.Iter == 0 && j.cfg.WarmStart() && j.cfg.Holdout > 0 {
 		fmt.Fprintln(w, "the job kept iteration 0, the bias-only model μ + b_u + c_i (two sweeps of its fit, to all the training ratings): the factors did not lower the validation RMSE")
 	}
-	compareBiasOnly(j.cfg, e, w, j.cfg.Warn)
+	var start *mf.Eval
+	if j.cfg.WarmStart() && len(m.Trace) > 0 && m.Trace[0].Iter == 0 {
+		start = &m.Trace[0]
+	}
+	compareBiasOnly(j.cfg, e, start, w, j.cfg.Warn)
 	if j.cfg.Holdout > 0 && m.BestAt == len(m.Trace)-1 && len(m.Trace) > 1 {
 		more := map[schmp.Reason]string{
 			schmp.StopMaxRounds: fmt.Sprintf("more --iters (now %d)", j.cfg.Iters),

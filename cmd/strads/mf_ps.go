@@ -190,5 +190,5 @@ func (p *psRun) print(w io.Writer, _ *coordinator.Result) {
 		e.TrainRMSE, e.TestRMSE, e.Objective, e.Iter, r.Clocks, e.Time.Seconds(), r.Reason, p.elapsed.Seconds())
 	st := r.Staleness[len(r.Staleness)-1]
 	fmt.Fprintf(w, "--mode %s: %d reads of H, staleness mean %.3g, variance %.3g, max %d clocks\n", p.cfg.Mode, st.Reads, st.Mean(), st.Var(), st.Max)
-	compareBiasOnly(p.cfg, e, w, p.cfg.Warn)
+	compareBiasOnly(p.cfg, e, nil, w, p.cfg.Warn)
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strads-go/strads/apps/mf"
 )
 
 // TestMFPredictRecommend checks strads mf predict and recommend against
@@ -181,6 +185,25 @@ func TestMFWarnsBelowBiasOnly(t *testing.T) {
 			kept := strings.Contains(stdout, "the job kept iteration 0, the bias-only model")
 			if code != 0 || warned != tc.warn || kept != tc.kept || !strings.Contains(stdout, "bias-only μ + b_u + c_i (λ_b 5): test RMSE") {
 				t.Errorf("exit %d, warned %v (want %v), kept iteration 0 %v (want %v): %s\n%s", code, warned, tc.warn, kept, tc.kept, stdout, stderr)
+			}
+			// The baseline printed is the job's iteration 0, two sweeps of
+			// the bias-only fit: within 0.1% of the converged fit's RMSE.
+			var printed float64
+			for _, line := range strings.Split(stdout, "\n") {
+				if rest, ok := strings.CutPrefix(line, "bias-only μ + b_u + c_i (λ_b 5): test RMSE "); ok {
+					fmt.Sscanf(rest, "%g;", &printed)
+				}
+			}
+			b, err := mf.FitBiasOnly(mf.Config{Train: tc.train, BiasLambda: mf.DefaultBiasLambda}, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, err := b.RMSE(tc.test, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(printed-want) > 1e-3*want {
+				t.Errorf("printed the bias-only baseline's test RMSE %v, the fit's is %v", printed, want)
 			}
 		})
 	}

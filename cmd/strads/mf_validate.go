@@ -167,33 +167,44 @@ func runMF(ctx context.Context, cfg mf.Config, opts job.Options) (*coordinator.R
 
 // compareBiasOnly prints the bias-only baseline's validation and test RMSE
 // next to the model's (e, the evaluation whose factors are written), and
-// warns on stderr where the model is worse. It reads the training file,
-// so it runs where the process has it.
-func compareBiasOnly(cfg mf.Config, e mf.Eval, stdout, stderr io.Writer) {
+// warns on stderr where the model is worse. start is the job's iteration 0
+// where it started warm, the bias-only model fitted in two sweeps (to the
+// training ratings less the held-out ones for the validation RMSE, to all
+// of them for the test RMSE): its figures are the baseline's. Otherwise
+// (nil) the baseline is fitted here, in 20 sweeps; it reads the training
+// file, so it runs where the process has it.
+func compareBiasOnly(cfg mf.Config, e mf.Eval, start *mf.Eval, stdout, stderr io.Writer) {
 	val, test := cfg.Holdout > 0, cfg.Test != ""
 	if !val && !test {
 		return
 	}
-	if cfg.Train == "" {
-		fmt.Fprintln(stderr, "mf: this process has no --train: the model is not compared with the bias-only baseline")
-		return
-	}
-	b, err := mf.FitBiasOnly(cfg, biasSweeps)
-	if err != nil {
-		fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
-		return
-	}
-	// On the test ratings the baseline is fitted to all the training
-	// ratings, held-out ones included, as the bias-only model that a job
-	// writes for its iteration 0 is.
-	all := b
-	if cfg.Holdout > 0 && test {
-		c := cfg
-		c.Holdout = 0
-		if all, err = mf.FitBiasOnly(c, biasSweeps); err != nil {
+	var b, all *mf.BiasOnly
+	if start == nil {
+		if cfg.Train == "" {
+			fmt.Fprintln(stderr, "mf: this process has no --train: the model is not compared with the bias-only baseline")
+			return
+		}
+		var err error
+		if b, err = mf.FitBiasOnly(cfg, biasSweeps); err != nil {
 			fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
 			return
 		}
+		// On the test ratings the baseline is fitted to all the training
+		// ratings, held-out ones included, as the bias-only model that a
+		// job writes for its iteration 0 is.
+		all = b
+		if cfg.Holdout > 0 && test {
+			c := cfg
+			c.Holdout = 0
+			if all, err = mf.FitBiasOnly(c, biasSweeps); err != nil {
+				fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
+				return
+			}
+		}
+	}
+	var startVal, startTest float64
+	if start != nil {
+		startVal, startTest = start.ValRMSE, start.TestRMSE
 	}
 	for _, c := range []struct {
 		on         bool
@@ -201,17 +212,21 @@ func compareBiasOnly(cfg mf.Config, e mf.Eval, stdout, stderr io.Writer) {
 		keep       func(mf.Rating) bool
 		model      float64
 		base       *mf.BiasOnly
+		started    float64 // the baseline's RMSE at the job's start, if it has one
 	}{
-		{val, "validation", cfg.Train, cfg.ValidationFilter(), e.ValRMSE, b},
-		{test, "test", cfg.Test, nil, e.TestRMSE, all},
+		{val, "validation", cfg.Train, cfg.ValidationFilter(), e.ValRMSE, b, startVal},
+		{test, "test", cfg.Test, nil, e.TestRMSE, all, startTest},
 	} {
 		if !c.on {
 			continue
 		}
-		rmse, _, err := c.base.RMSE(c.path, c.keep)
-		if err != nil {
-			fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
-			return
+		rmse := c.started
+		if start == nil {
+			var err error
+			if rmse, _, err = c.base.RMSE(c.path, c.keep); err != nil {
+				fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
+				return
+			}
 		}
 		fmt.Fprintf(stdout, "bias-only μ + b_u + c_i (λ_b %g): %s RMSE %.6f; this model's %.6f\n", cfg.BiasLambda, c.name, rmse, c.model)
 		if e.Iter == 0 && cfg.WarmStart() {
