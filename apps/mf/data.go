@@ -295,39 +295,75 @@ func fastFloat(b []byte) (float64, bool) {
 
 // CheckTrain reads the training file at path as a job's workers do and
 // returns the first error they would: a *ParseError for a malformed line,
-// and for a (user, item) pair rated twice (see duplicateError). It holds 8
-// bytes per rating while it runs, outside Go's heap (mapped).
+// and for a (user, item) pair rated twice (see duplicateError). It reads
+// the file once, keeping a 64-bit hash of each pair, 8 bytes per rating
+// outside Go's heap (mapped: room for the most ratings the file's size
+// allows, a rating a line of at least 6 bytes, of which it touches only
+// what it uses); two equal hashes are looked up in the file again, so
+// that only a pair rated twice is an error.
 func CheckTrain(path string) error {
-	ix, err := BuildIndex(path, 1, 1)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return err
 	}
-	pairs, free, err := mapped[uint64](ix.Ratings)
+	st, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return err
+	}
+	hashes, free, err := mapped[uint64](int(st.Size()/6) + 1)
 	if err != nil {
 		return err
 	}
 	defer free()
 	n := 0
 	err = ReadRatings(path, func(_ int, r Rating) error {
-		if n == len(pairs) {
-			return fmt.Errorf("%s changed while it was read: more than its %d ratings", path, len(pairs))
+		if n == len(hashes) {
+			return fmt.Errorf("%s changed while it was read: more ratings than its size allows", path)
 		}
-		pairs[n] = uint64(ix.Users[r.User].Index)<<32 | uint64(uint32(ix.Items[r.Item]))
+		hashes[n] = pairHash(r.User, r.Item)
 		n++
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	pairs = pairs[:n]
-	slices.Sort(pairs)
-	for k := 1; k < len(pairs); k++ {
-		if pairs[k] == pairs[k-1] {
-			u, i := pairs[k]>>32, uint32(pairs[k])
-			return duplicateError(path, ix.ShardUsers[0][u], ix.ItemIDs[i])
+	hashes = hashes[:n]
+	slices.Sort(hashes)
+	for k := 1; k < len(hashes); k++ {
+		if hashes[k] != hashes[k-1] {
+			continue
+		}
+		if user, item, ok := pairOf(path, hashes[k]); ok {
+			return duplicateError(path, user, item)
 		}
 	}
 	return nil
+}
+
+// pairHash hashes the pair (user, item).
+func pairHash(user, item int64) uint64 {
+	return splitmix(uint64(user) ^ splitmix(uint64(item)))
+}
+
+// pairOf returns the first (user, item) pair of the training file at path
+// whose hash is h and that it rates twice; ok is false if the pairs of
+// hash h differ (a collision).
+func pairOf(path string, h uint64) (user, item int64, ok bool) {
+	seen := map[[2]int64]bool{}
+	_ = ReadRatings(path, func(_ int, r Rating) error {
+		if pairHash(r.User, r.Item) != h {
+			return nil
+		}
+		p := [2]int64{r.User, r.Item}
+		if seen[p] {
+			user, item, ok = r.User, r.Item, true
+			return errFound
+		}
+		seen[p] = true
+		return nil
+	})
+	return user, item, ok
 }
 
 // duplicateError returns the *ParseError of a training file in which user

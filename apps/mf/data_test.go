@@ -179,3 +179,28 @@ func TestDuplicates(t *testing.T) {
 		})
 	}
 }
+
+// TestPairOf checks the look-up behind CheckTrain's equal hashes: a pair
+// of that hash rated twice is found, a hash whose pairs differ (as a
+// collision's would) or that no pair has is not a duplicate.
+func TestPairOf(t *testing.T) {
+	path := testhelper.WriteFile(t, "ratings.txt", "1 10 4\n2 20 3\n1 10 5\n3 30 1\n")
+	cases := []struct {
+		name       string
+		h          uint64
+		user, item int64
+		ok         bool
+	}{
+		{"rated twice", pairHash(1, 10), 1, 10, true},
+		{"rated once", pairHash(2, 20), 0, 0, false},
+		{"no such pair", pairHash(9, 9), 0, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			user, item, ok := pairOf(path, tc.h)
+			if user != tc.user || item != tc.item || ok != tc.ok {
+				t.Errorf("pairOf: (%d, %d, %v), want (%d, %d, %v)", user, item, ok, tc.user, tc.item, tc.ok)
+			}
+		})
+	}
+}
