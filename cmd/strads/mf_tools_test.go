@@ -169,18 +169,20 @@ func TestMFWarnsBelowBiasOnly(t *testing.T) {
 	}
 	clean, cleanTest := genMFData(t)
 	for _, tc := range []struct {
-		name, train, test, validate string
-		warn, kept                  bool
+		name, train, test string
+		args              []string
+		warn, kept        bool
 	}{
-		{"noisy", noisy + ".train.txt", noisy + ".test.txt", "0", true, false},
-		{"clean", clean, cleanTest, "0", false, false},
+		{"noisy", noisy + ".train.txt", noisy + ".test.txt", []string{"--validate", "0"}, true, false},
+		{"clean", clean, cleanTest, []string{"--validate", "0"}, false, false},
 		// With the default validation the noisy fit keeps iteration 0,
 		// the bias-only model, and says so instead of warning.
-		{"noisy/validated", noisy + ".train.txt", noisy + ".test.txt", "0.05", false, true},
+		{"noisy/validated", noisy + ".train.txt", noisy + ".test.txt", []string{"--validate", "0.05"}, false, true},
+		{"clean/bsp", clean, cleanTest, []string{"--mode", "bsp", "--workers", "2"}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, "mf", "--train", tc.train, "--test", tc.test, "--rank", "20",
-				"--lambda", "0.0001", "--iters", "30", "--tol", "0", "--progress", "0", "--validate", tc.validate)
+			code, stdout, stderr := runCLI(t, append([]string{"mf", "--train", tc.train, "--test", tc.test, "--rank", "20",
+				"--lambda", "0.0001", "--iters", "30", "--tol", "0", "--progress", "0"}, tc.args...)...)
 			warned := strings.Contains(stderr, "mf: warning: the model's test RMSE")
 			kept := strings.Contains(stdout, "the job kept iteration 0, the bias-only model")
 			if code != 0 || warned != tc.warn || kept != tc.kept || !strings.Contains(stdout, "bias-only μ + b_u + c_i (λ_b 5): test RMSE") {
