@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -171,74 +172,79 @@ func runMF(ctx context.Context, cfg mf.Config, opts job.Options) (*coordinator.R
 // where it started warm, the bias-only model fitted in two sweeps (to the
 // training ratings less the held-out ones for the validation RMSE, to all
 // of them for the test RMSE): its figures are the baseline's. Otherwise
-// (nil) the baseline is fitted here, in 20 sweeps; it reads the training
-// file, so it runs where the process has it.
+// (nil) the baseline is fitted here (refitBiasOnly).
 func compareBiasOnly(cfg mf.Config, e mf.Eval, start *mf.Eval, stdout, stderr io.Writer) {
 	val, test := cfg.Holdout > 0, cfg.Test != ""
 	if !val && !test {
 		return
 	}
-	var b, all *mf.BiasOnly
-	if start == nil {
-		if cfg.Train == "" {
-			fmt.Fprintln(stderr, "mf: this process has no --train: the model is not compared with the bias-only baseline")
-			return
-		}
-		var err error
-		if b, err = mf.FitBiasOnly(cfg, biasSweeps); err != nil {
-			fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
-			return
-		}
-		// On the test ratings the baseline is fitted to all the training
-		// ratings, held-out ones included, as the bias-only model that a
-		// job writes for its iteration 0 is.
-		all = b
-		if cfg.Holdout > 0 && test {
-			c := cfg
-			c.Holdout = 0
-			if all, err = mf.FitBiasOnly(c, biasSweeps); err != nil {
-				fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
-				return
-			}
-		}
-	}
-	var startVal, startTest float64
+	var baseVal, baseTest float64
 	if start != nil {
-		startVal, startTest = start.ValRMSE, start.TestRMSE
+		baseVal, baseTest = start.ValRMSE, start.TestRMSE
+	} else {
+		var err error
+		if baseVal, baseTest, err = refitBiasOnly(cfg, val, test); err != nil {
+			fmt.Fprintf(stderr, "mf: %v\n", err)
+			return
+		}
 	}
 	for _, c := range []struct {
-		on         bool
-		name, path string
-		keep       func(mf.Rating) bool
-		model      float64
-		base       *mf.BiasOnly
-		started    float64 // the baseline's RMSE at the job's start, if it has one
+		on          bool
+		name        string
+		model, base float64
 	}{
-		{val, "validation", cfg.Train, cfg.ValidationFilter(), e.ValRMSE, b, startVal},
-		{test, "test", cfg.Test, nil, e.TestRMSE, all, startTest},
+		{val, "validation", e.ValRMSE, baseVal},
+		{test, "test", e.TestRMSE, baseTest},
 	} {
 		if !c.on {
 			continue
 		}
-		rmse := c.started
-		if start == nil {
-			var err error
-			if rmse, _, err = c.base.RMSE(c.path, c.keep); err != nil {
-				fmt.Fprintf(stderr, "mf: the bias-only baseline: %v\n", err)
-				return
-			}
-		}
-		fmt.Fprintf(stdout, "bias-only μ + b_u + c_i (λ_b %g): %s RMSE %.6f; this model's %.6f\n", cfg.BiasLambda, c.name, rmse, c.model)
+		fmt.Fprintf(stdout, "bias-only μ + b_u + c_i (λ_b %g): %s RMSE %.6f; this model's %.6f\n", cfg.BiasLambda, c.name, c.base, c.model)
 		if e.Iter == 0 && cfg.WarmStart() {
 			// The model is the bias-only one, fitted in two sweeps: no
 			// factor advice helps.
 			continue
 		}
-		if !(c.model < rmse) {
+		if !(c.model < c.base) {
 			fmt.Fprintf(stderr, "mf: warning: the model's %s RMSE %.6f is not below the bias-only baseline's %.6f: the factors do not help at λ %g, rank %d (try --lambda auto, a larger --lambda, or a smaller --rank)\n",
-				c.name, c.model, rmse, cfg.Lambda, cfg.Rank)
+				c.name, c.model, c.base, cfg.Lambda, cfg.Rank)
 		}
 	}
+}
+
+// refitBiasOnly fits the bias-only baseline in biasSweeps sweeps and
+// returns its validation RMSE (with val) and test RMSE (with test): fitted
+// to the job's training ratings for the first, to all of them, held-out
+// ones included, for the second, as the bias-only model that a job writes
+// for its iteration 0 is. It reads the training file, so it runs where the
+// process has it.
+func refitBiasOnly(cfg mf.Config, val, test bool) (valRMSE, testRMSE float64, err error) {
+	if cfg.Train == "" {
+		return 0, 0, errors.New("this process has no --train: the model is not compared with the bias-only baseline")
+	}
+	b, err := mf.FitBiasOnly(cfg, biasSweeps)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the bias-only baseline: %w", err)
+	}
+	if val {
+		if valRMSE, _, err = b.RMSE(cfg.Train, cfg.ValidationFilter()); err != nil {
+			return 0, 0, fmt.Errorf("the bias-only baseline: %w", err)
+		}
+	}
+	if test {
+		all := b
+		if cfg.Holdout > 0 {
+			c := cfg
+			c.Holdout = 0
+			if all, err = mf.FitBiasOnly(c, biasSweeps); err != nil {
+				return 0, 0, fmt.Errorf("the bias-only baseline: %w", err)
+			}
+		}
+		if testRMSE, _, err = all.RMSE(cfg.Test, nil); err != nil {
+			return 0, 0, fmt.Errorf("the bias-only baseline: %w", err)
+		}
+	}
+	return valRMSE, testRMSE, nil
 }
 
 // errAutoRole is --lambda auto or --rank auto in a role of a job of
