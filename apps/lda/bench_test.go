@@ -28,8 +28,8 @@ func BenchmarkSampler(b *testing.B) {
 	if s := os.Getenv("LDA_BENCH_SWEEPS"); s != "" {
 		burn, _ = strconv.Atoi(s)
 	}
-	for _, k := range []int{100, 1000} {
-		for _, mh := range []int{1, 2} {
+	for _, k := range []int{20, 100, 1000} {
+		for _, mh := range []int{0, 1, 2} {
 			b.Run(fmt.Sprintf("K=%d/mh=%d", k, mh), func(b *testing.B) {
 				cfg := f.config(1, 1)
 				cfg.Topics, cfg.MHSteps = k, mh

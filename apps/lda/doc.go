@@ -31,11 +31,14 @@
 // own tokens' counts, so it is never negative. bench/lda measures the
 // effect: the log-likelihood per iteration on P workers against one.
 //
-// # The sampler
+// # The samplers
 //
-// The cost per token must not grow with K. The sampler is LightLDA's
-// (Yuan et al., 2015): Metropolis–Hastings with two proposals that cost
-// O(1) to draw, alternated Config.MHSteps times per token:
+// With Config.MHSteps 0 a token is drawn from its exact conditional, at a
+// cost that grows with the topics of its word and document (gibbs.go);
+// AutoMH, the default, takes it for K ≤ ExactMaxTopics. Above, the cost
+// per token must not grow with K, and the sampler is LightLDA's (Yuan et
+// al., 2015): Metropolis–Hastings with two proposals that cost O(1) to
+// draw, alternated Config.MHSteps times per token:
 //
 //   - the word proposal q_w(k) ∝ (n_wk + β)/(n_k + Wβ), drawn from Walker
 //     alias tables built when the worker takes a block up: a sparse table

@@ -54,11 +54,11 @@ func exactGibbs(sh *shard, k, words int, alpha, beta float64, iters int, seed ui
 	}
 }
 
-// TestMatchesExactGibbs checks the whole sampler against plain collapsed
-// Gibbs sampling on a corpus: both must reach the same log-likelihood per
-// token, within 0.01 (runs of either differ by about 0.002). The sampler
-// mixes more slowly per iteration, so it runs three times as many
-// iterations; it is checked on its best of two seeds (see TestRecovery on
+// TestMatchesExactGibbs checks the whole sampler, both ways, against plain
+// collapsed Gibbs sampling on a corpus: both must reach the same
+// log-likelihood per token, within 0.01 (runs of either differ by about
+// 0.002). The Metropolis–Hastings chains mix more slowly per iteration, so
+// they run three times as many iterations; it is checked on its best of two seeds (see TestRecovery on
 // local optima). TestKernel checks the acceptance ratios more finely.
 func TestMatchesExactGibbs(t *testing.T) {
 	f := genCorpus(t, GenConfig{Docs: 400, Vocab: 300, Topics: 5, DocLen: 100, Alpha: 0.1, Beta: 0.005, Seed: 3})
@@ -69,15 +69,17 @@ func TestMatchesExactGibbs(t *testing.T) {
 	}
 	exactGibbs(w.sh, cfg.Topics, 300, cfg.Alpha, cfg.Beta, 60, 1)
 	_, _, _, exact := recount([]*base{w.base}, cfg.Topics, 300, symmetricPriors(cfg.Topics, cfg.Alpha, cfg.Beta))
-	best := -1e300
-	for seed := range uint64(2) {
-		cfg.Seed = seed + 1
-		_, reports := run(t, Program(cfg), 1, 180, 180, nil)
-		best = max(best, reports[len(reports)-1])
-	}
-	t.Logf("log-likelihood per token: exact Gibbs %.4f, sampler %.4f", exact, best)
-	if d := best - exact; d < -0.01 || d > 0.01 {
-		t.Errorf("the sampler reaches %.4f, exact Gibbs %.4f", best, exact)
+	for _, tc := range []struct{ mh, iters int }{{0, 60}, {2, 180}} {
+		best := -1e300
+		for seed := range uint64(2) {
+			cfg.Seed, cfg.MHSteps = seed+1, tc.mh
+			_, reports := run(t, Program(cfg), 1, tc.iters, tc.iters, nil)
+			best = max(best, reports[len(reports)-1])
+		}
+		t.Logf("log-likelihood per token: exact Gibbs %.4f, sampler (mh %d, %d iterations) %.4f", exact, tc.mh, tc.iters, best)
+		if d := best - exact; d < -0.01 || d > 0.01 {
+			t.Errorf("the sampler (mh %d) reaches %.4f, exact Gibbs %.4f", tc.mh, best, exact)
+		}
 	}
 }
 
@@ -107,7 +109,7 @@ func TestKernel(t *testing.T) {
 		{"asymmetric", asym, asym, 0, 0.01},
 		{"asymmetric, sampled as symmetric", asym, symmetricPriors(k, sum/k, 0.2), 0.05, 1},
 	} {
-		for _, mh := range []int{1, 2} {
+		for _, mh := range []int{0, 1, 2} {
 			d := kernelTV(tc.target, tc.sampler, mh)
 			t.Logf("%s, mh %d: TV %.4f between the token's topics and the conditional", tc.name, mh, d)
 			if d < tc.atLeast || d > tc.atMost {

@@ -169,22 +169,25 @@ func checkCounts(t *testing.T, round int, ws []*base, m *model) float64 {
 // (with the priors as they stand). With learn set, the priors are learned
 // after iterations 1, 2 and 3 of 4, so that the counts, the reports and the
 // priors of the workers and the coordinator are checked across changes of
-// the priors.
+// the priors. Both samplers, exact (MHSteps 0) and Metropolis–Hastings.
 func TestInvariants(t *testing.T) {
 	f := genCorpus(t, GenConfig{Docs: 150, Vocab: 300, Topics: 6, DocLen: 40, Alpha: 0.2, Beta: 0.05, Seed: 1})
-	for _, learn := range []bool{false, true} {
-		for _, unscheduled := range []bool{false, true} {
-			for _, workers := range []int{1, 2, 4} {
-				t.Run(fmt.Sprintf("learn=%v/unscheduled=%v/workers=%d", learn, unscheduled, workers), func(t *testing.T) {
-					testInvariantsOf(t, f, learn, unscheduled, workers)
-				})
+	for _, mh := range []int{0, 2} {
+		for _, learn := range []bool{false, true} {
+			for _, unscheduled := range []bool{false, true} {
+				for _, workers := range []int{1, 2, 4} {
+					t.Run(fmt.Sprintf("mh=%d/learn=%v/unscheduled=%v/workers=%d", mh, learn, unscheduled, workers), func(t *testing.T) {
+						testInvariantsOf(t, f, mh, learn, unscheduled, workers)
+					})
+				}
 			}
 		}
 	}
 }
 
-func testInvariantsOf(t *testing.T, f *corpusFiles, learn, unscheduled bool, workers int) {
+func testInvariantsOf(t *testing.T, f *corpusFiles, mh int, learn, unscheduled bool, workers int) {
 	cfg := f.config(workers, 3)
+	cfg.MHSteps = mh
 	if learn {
 		cfg.Iters, cfg.OptimizeEvery = 4, 1
 	}

@@ -61,7 +61,9 @@ type Config struct {
 	// merged once per iteration.
 	Unscheduled bool
 	// MHSteps is the number of Metropolis–Hastings cycles per token (a
-	// word proposal and a document proposal each).
+	// word proposal and a document proposal each); 0 draws each token
+	// from its exact conditional instead (collapsed Gibbs, SparseLDA's
+	// buckets), and AutoMH picks by K.
 	MHSteps int
 	// TopWords is the number of words per topic in the model output.
 	TopWords int
@@ -132,14 +134,37 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--report-every must be at least 1, got %d", c.ReportEvery)
 	case c.Workers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", c.Workers)
-	case c.MHSteps < 1 || c.MHSteps > maxMH:
-		return fmt.Errorf("--mh-steps must be in [1, %d], got %d", maxMH, c.MHSteps)
+	case c.MHSteps < AutoMH || c.MHSteps > maxMH:
+		return fmt.Errorf("--mh-steps must be in [%d, %d], got %d", AutoMH, maxMH, c.MHSteps)
 	case c.TopWords < 0:
 		return fmt.Errorf("--top-words must be >= 0, got %d", c.TopWords)
 	case c.Tokens < 0:
 		return fmt.Errorf("lda: Tokens must be >= 0, got %d", c.Tokens)
 	}
 	return nil
+}
+
+// AutoMH is the MHSteps that picks the sampler by K, the command line's
+// default: exact for K ≤ ExactMaxTopics, where it converges in less time
+// than the chains (it mixes per sweep as they do only with many steps, at
+// a cost per token that grows with the topics of a word and a document),
+// and 2 cycles of Metropolis–Hastings above, whose cost does not grow
+// with K.
+const AutoMH = -1
+
+// ExactMaxTopics is the largest K that AutoMH samples exactly.
+const ExactMaxTopics = 256
+
+// Sampler returns the MHSteps the workers run: c.MHSteps, with AutoMH
+// resolved.
+func (c *Config) Sampler() int {
+	switch {
+	case c.MHSteps != AutoMH:
+		return c.MHSteps
+	case c.Topics <= ExactMaxTopics:
+		return 0
+	}
+	return 2
 }
 
 // maxTopics bounds K.

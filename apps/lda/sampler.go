@@ -123,6 +123,11 @@ type sampler struct {
 	docProps       []int32 // the word proposals of a document's tokens in the block
 	sampled, moved int64
 	nwords         int // W
+	// The exact sampler's (gibbs.go): s, and the word bucket's topics and
+	// cumulative weights. invDen is then current, not as taken up.
+	smoothSum float64
+	qTopics   []int32
+	qCum      []float64
 }
 
 func newSampler(k, words int, p Priors, mh int, r rng) *sampler {
@@ -168,6 +173,10 @@ func (s *sampler) priorTopic(u float64) int32 {
 // Only the rows with own[i] > 0 get a word proposal.
 func (s *sampler) takeUp(block *Sparse, own []int32) {
 	s.table.build(block, s.k, func(i int) int32 { return own[i] })
+	if s.mh == 0 {
+		s.startExact()
+		return
+	}
 	s.weights = resize(s.weights, s.k)
 	var mass float64
 	for t, n := range s.nk {
@@ -255,7 +264,16 @@ func (s *sampler) startBlock(own []int32) {
 // sampleDoc resamples tokens [first, last) of a document whose topics are
 // z (all its tokens, in every block) and whose block rows are lw (the same
 // indexing; only [first, last) is read), after startBlock, the documents
-// in order.
+// in order: exactly (gibbs.go) if MHSteps is 0, else by sampleDocMH.
+func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int) {
+	if s.mh == 0 {
+		s.sampleDocExact(z, lw, first, last)
+	} else {
+		s.sampleDocMH(z, lw, first, last)
+	}
+}
+
+// sampleDocMH is sampleDoc by Metropolis–Hastings.
 //
 // A token's chain proposes topics from distributions that do not depend on
 // its state, but for the document proposal's pick of the token itself,
@@ -263,7 +281,7 @@ func (s *sampler) startBlock(own []int32) {
 // are drawn, and their counts looked up, before the chain runs. The
 // look-ups are independent memory accesses that the processor overlaps,
 // and no count changes during the chain (only when it ends).
-func (s *sampler) sampleDoc(z []int32, lw []int32, first, last int) {
+func (s *sampler) sampleDocMH(z []int32, lw []int32, first, last int) {
 	for _, t := range z {
 		s.ndk[t]++
 	}

@@ -61,7 +61,7 @@ func addLDAFlags(fs *flag.FlagSet) *ldaFlags {
 	fs.Float64Var(&c.Alpha, "alpha", 0.1, "symmetric Dirichlet prior α of the document-topic proportions; the starting value when learned (--optimize-every)")
 	fs.Float64Var(&c.Beta, "beta", 0.01, "symmetric Dirichlet prior β of the topic-word distributions; the starting value when learned (--optimize-every)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the initial topics and of the samplers: the same flags give the same model")
-	fs.IntVar(&c.MHSteps, "mh-steps", 2, "Metropolis-Hastings cycles per token (a word proposal and a document proposal each)")
+	fs.IntVar(&c.MHSteps, "mh-steps", lda.AutoMH, fmt.Sprintf("Metropolis-Hastings cycles per token (a word proposal and a document proposal each); 0 samples every token from its exact conditional (collapsed Gibbs); %d picks 0 for K ≤ %d and 2 above", lda.AutoMH, lda.ExactMaxTopics))
 	fs.StringVar(&f.schedule, "schedule", "rotation", "rotation (word blocks rotate among the workers) or unscheduled (data-parallel baseline: every worker samples against its own copy of the whole table, merged once per iteration)")
 	fs.BoolVar(&f.ring, "ring", true, "the rotation: a worker sends the word block it finished straight to its next owner (the ring); false sends it through the coordinator (the star), as before; both give the same model")
 	fs.IntVar(&c.TopWords, "top-words", 10, "words per topic in --out")
