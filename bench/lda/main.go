@@ -78,6 +78,8 @@ type options struct {
 	peers         []string
 	sklearnPasses int
 	gensimPasses  int
+	scvb0Epochs   int
+	scvb0Every    int
 	python        string
 }
 
@@ -93,7 +95,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Uint64Var(&o.gen.Seed, "seed", 1, "seed of the corpus; a run of seed s seeds its job with s")
 	fs.Float64Var(&o.alpha, "alpha", 0.1, "α of the fitted model")
 	fs.Float64Var(&o.beta, "beta", 0.01, "β of the fitted model")
-	fs.IntVar(&o.mh, "mh-steps", 2, "Metropolis-Hastings cycles per token")
+	fs.IntVar(&o.mh, "mh-steps", lda.AutoMH, "Metropolis-Hastings cycles per token (strads lda's --mh-steps)")
 	fs.IntVar(&o.reportEvery, "report-every", 2, "iterations between two log-likelihood reports")
 	exps := fs.String("experiments", "throughput,compare,staleness", "comma-separated experiments to run")
 	fs.StringVar(&o.out, "out", filepath.Join("bench", "results", "lda"), "output `dir`ectory")
@@ -108,13 +110,15 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.seeds, "seeds", 2, "compare and staleness: runs (seeds 1, 2, …) of every variant")
 	fs.StringVar(&o.corpus, "corpus", "", "peers: `dir`ectory of train.docword.txt, test.docword.txt and vocab.txt (scripts/corpus.py)")
 	peerTopics := fs.String("peer-topics", "20", "peers: comma-separated K")
-	fs.IntVar(&o.peerIters, "peer-iters", 200, "peers: strads iterations")
+	fs.IntVar(&o.peerIters, "peer-iters", 100, "peers: strads iterations (strads lda's default)")
 	fs.IntVar(&o.peerWorkers, "peer-workers", 2, "peers: strads workers")
 	fs.IntVar(&o.peerTestEvery, "peer-test-every", 10, "peers: strads' iterations between two held-out evaluations during the run (not timed)")
 	fs.IntVar(&o.peerRuns, "peer-runs", 3, "peers: runs (seeds 1, 2, …) of every system at every K")
 	peers := fs.String("peers", strings.Join(peerSystems, ","), "peers: comma-separated systems")
 	fs.IntVar(&o.sklearnPasses, "sklearn-passes", 10, "peers: scikit-learn's epochs (max_iter; its default 10)")
 	fs.IntVar(&o.gensimPasses, "gensim-passes", 5, "peers: gensim's passes (its default 1)")
+	fs.IntVar(&o.scvb0Epochs, "scvb0-epochs", 1000, "peers: SCVB0's most epochs (james-bowman/nlp's default; it stops sooner by its rule, see scvb0.go)")
+	fs.IntVar(&o.scvb0Every, "scvb0-test-every", 5, "peers: SCVB0's epochs between two held-out evaluations (not timed)")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "peers: the Python with scikit-learn and gensim")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -144,8 +148,8 @@ func parseFlags(args []string) (*options, error) {
 	if o.peerTopics, err = parseInts("--peer-topics", *peerTopics); err != nil {
 		return nil, err
 	}
-	if o.peerIters < 1 || o.peerWorkers < 1 || o.peerRuns < 1 || o.peerTestEvery < 1 || o.sklearnPasses < 1 || o.gensimPasses < 1 {
-		return nil, fmt.Errorf("--peer-iters, --peer-workers, --peer-runs, --peer-test-every, --sklearn-passes and --gensim-passes must be ≥ 1")
+	if o.peerIters < 1 || o.peerWorkers < 1 || o.peerRuns < 1 || o.peerTestEvery < 1 || o.sklearnPasses < 1 || o.gensimPasses < 1 || o.scvb0Epochs < 1 || o.scvb0Every < 1 {
+		return nil, fmt.Errorf("--peer-iters, --peer-workers, --peer-runs, --peer-test-every, --sklearn-passes, --gensim-passes, --scvb0-epochs and --scvb0-test-every must be ≥ 1")
 	}
 	if o.topics, err = parseInts("--topics", *topics); err != nil {
 		return nil, err

@@ -22,13 +22,13 @@ import (
 )
 
 // The peers experiment: strads (fixed and learned priors) against
-// scikit-learn's and gensim's online variational Bayes on a real corpus
+// scikit-learn's and gensim's online variational Bayes and SCVB0 on a real corpus
 // split into training and test documents (bench/lda/scripts/corpus.py),
 // every system's topics evaluated by the same held-out evaluator,
 // lda.Model.Perplexity (document completion, 40 sweeps, seed 1).
 
 // peerSystems are the systems the experiment knows.
-var peerSystems = []string{"strads", "strads-learned", "sklearn", "gensim"}
+var peerSystems = []string{"strads", "strads-learned", "sklearn", "gensim", "scvb0"}
 
 // peerRun is one fit of one system.
 type peerRun struct {
@@ -115,6 +115,8 @@ func (o *options) runPeers(ctx context.Context) (*peerCorpus, []*peerRun, error)
 				switch sys {
 				case "strads", "strads-learned":
 					m, err = o.fitStrads(ctx, c, pr)
+				case "scvb0":
+					m, err = o.fitSCVB0(ctx, c, pr)
 				default:
 					m, err = o.fitPeer(ctx, c, pr)
 				}
@@ -263,12 +265,14 @@ func median(x []float64) float64 {
 // peerSummary writes the experiment's table: per K and system, the median
 // fit time and held-out perplexity over the runs, and every run's.
 func (o *options) peerSummary(b *strings.Builder, c *peerCorpus, runs []*peerRun) {
-	fmt.Fprintf(b, "## Held-out perplexity against scikit-learn and gensim\n\n")
+	fmt.Fprintf(b, "## Held-out perplexity against scikit-learn, gensim and SCVB0\n\n")
 	fmt.Fprintf(b, "Corpus %s: %d training documents, %d tokens, W = %d; %d test documents. strads: %d workers, %d iterations, "+
-		"α = %g, β = %g to start (learned: every %d iterations from iteration %d); sklearn %d epochs; gensim %d passes. "+
+		"--mh-steps %d, α = %g, β = %g to start (learned: every %d iterations from iteration %d); sklearn %d epochs; gensim %d passes; "+
+		"SCVB0 at most %d epochs, stopped by james-bowman/nlp's rule (every %d epochs, a change under %g). "+
 		"Every system's topics evaluated by lda.Model.Perplexity (document completion, 40 sweeps). Medians of %d runs.\n\n",
-		c.dir, c.docs, c.tokens, c.words, len(c.test), o.peerWorkers, o.peerIters, o.alpha, o.beta,
-		lda.DefaultOptimizeEvery, lda.DefaultOptimizeBurnIn, o.sklearnPasses, o.gensimPasses, o.peerRuns)
+		c.dir, c.docs, c.tokens, c.words, len(c.test), o.peerWorkers, o.peerIters, o.mh, o.alpha, o.beta,
+		lda.DefaultOptimizeEvery, lda.DefaultOptimizeBurnIn, o.sklearnPasses, o.gensimPasses,
+		o.scvb0Epochs, scvb0CheckEvery, scvb0Tolerance, o.peerRuns)
 	b.WriteString("| K | system | fit time (s), median | held-out perplexity, median | runs: time (s) / perplexity | Σα (median) |\n|---|---|---|---|---|---|\n")
 	for _, k := range o.peerTopics {
 		for _, sys := range o.peers {
