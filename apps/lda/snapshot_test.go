@@ -72,7 +72,8 @@ func runLocal[U any](t *testing.T, cfg Config, prog func(Config) schmp.Program[s
 // job is) ends with the same model files, bit for bit, the same reports
 // and the same stop as the job never interrupted: on the ring and the
 // star, on 1 to 3 workers, with learned priors and held-out perplexity,
-// stopped by the rounds or by --tol, and the data-parallel baseline; and
+// stopped by the rounds or by --tol, and the data-parallel baseline, with
+// either sampler; and
 // so with the roles restored in place, as a rollback to a checkpoint does
 // (local.Options.RestoreInPlace).
 func TestRestoreSameModel(t *testing.T) {
@@ -84,6 +85,7 @@ func TestRestoreSameModel(t *testing.T) {
 		unscheduled bool
 		tol         float64
 		iters       int
+		exact       bool // MHSteps 0
 	}
 	variants := []variant{
 		{name: "1 worker", workers: 1, iters: 6},
@@ -93,12 +95,17 @@ func TestRestoreSameModel(t *testing.T) {
 		{name: "star/3 workers", workers: 3, star: true, iters: 5},
 		{name: "ring/3 workers/tol", workers: 3, tol: 2e-2, iters: 40},
 		{name: "unscheduled/2 workers", workers: 2, unscheduled: true, iters: 6},
+		{name: "ring/3 workers/exact", workers: 3, iters: 5, exact: true},
+		{name: "unscheduled/2 workers/exact", workers: 2, unscheduled: true, iters: 6, exact: true},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			cfg := f.config(v.workers, v.iters)
 			cfg.Star, cfg.Unscheduled, cfg.TestDocword, cfg.TestEvery = v.star, v.unscheduled, f.test, 2
 			cfg.OptimizeEvery, cfg.OptimizeBurnIn = 2, 2
+			if v.exact {
+				cfg.MHSteps = 0
+			}
 			maxRounds, every := cfg.Rounds()
 			pc := pipeline.Config{Workers: v.workers, Depth: 1, MaxRounds: maxRounds, ReportEvery: every, Tol: v.tol}
 			run := func(k uint64, inPlace bool) ldaRun {

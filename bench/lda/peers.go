@@ -37,9 +37,12 @@ type peerRun struct {
 	run        int
 	fit        time.Duration // the fit alone (strads: the whole job, reading the corpus included)
 	perplexity float64
-	tokens     int64 // held-out tokens
-	alphaSum   float64
-	beta       float64 // strads only
+	// common is the held-out perplexity with every system's φ folded in
+	// under the same symmetric α (the options' alpha), not its own.
+	common   float64
+	tokens   int64 // held-out tokens
+	alphaSum float64
+	beta     float64 // strads only
 	// curve is strads' held-out perplexity during the run (every
 	// --peer-test-every iterations), at the time from the job's start less
 	// the time spent evaluating before.
@@ -93,6 +96,18 @@ func (c *peerCorpus) evaluate(m *lda.Model) (float64, int64, error) {
 	return m.Perplexity(c.test, lda.InferOptions{Seed: 1})
 }
 
+// evaluateAt is evaluate with m's topics and a symmetric α of alpha per
+// topic in place of m's own.
+func (c *peerCorpus) evaluateAt(m *lda.Model, alpha float64) (float64, error) {
+	at := *m
+	at.Alpha = make([]float64, m.Topics)
+	for t := range at.Alpha {
+		at.Alpha[t] = alpha
+	}
+	p, _, err := c.evaluate(&at)
+	return p, err
+}
+
 // runPeers runs every system of o.peers at every K of o.peerTopics,
 // o.peerRuns times each (interleaved), and returns the runs.
 func (o *options) runPeers(ctx context.Context) (*peerCorpus, []*peerRun, error) {
@@ -126,12 +141,15 @@ func (o *options) runPeers(ctx context.Context) (*peerCorpus, []*peerRun, error)
 				if pr.perplexity, pr.tokens, err = c.evaluate(m); err != nil {
 					return nil, nil, fmt.Errorf("%s, K = %d, run %d: evaluate: %w", sys, k, r+1, err)
 				}
+				if pr.common, err = c.evaluateAt(m, o.alpha); err != nil {
+					return nil, nil, fmt.Errorf("%s, K = %d, run %d: evaluate at α = %g: %w", sys, k, r+1, o.alpha, err)
+				}
 				pr.alphaSum = 0
 				for _, a := range m.Alpha {
 					pr.alphaSum += a
 				}
-				fmt.Fprintf(os.Stderr, "%-15s K = %-4d run %d: fit %.1fs, held-out perplexity %.1f (Σα %.3g)\n",
-					sys, k, r+1, pr.fit.Seconds(), pr.perplexity, pr.alphaSum)
+				fmt.Fprintf(os.Stderr, "%-15s K = %-4d run %d: fit %.1fs, held-out perplexity %.1f (Σα %.3g), %.1f at α = %g\n",
+					sys, k, r+1, pr.fit.Seconds(), pr.perplexity, pr.alphaSum, pr.common, o.alpha)
 				runs = append(runs, pr)
 			}
 		}
@@ -273,21 +291,21 @@ func (o *options) peerSummary(b *strings.Builder, c *peerCorpus, runs []*peerRun
 		c.dir, c.docs, c.tokens, c.words, len(c.test), o.peerWorkers, o.peerIters, o.mh, o.alpha, o.beta,
 		lda.DefaultOptimizeEvery, lda.DefaultOptimizeBurnIn, o.sklearnPasses, o.gensimPasses,
 		o.scvb0Epochs, scvb0CheckEvery, scvb0Tolerance, o.peerRuns)
-	b.WriteString("| K | system | fit time (s), median | held-out perplexity, median | runs: time (s) / perplexity | Σα (median) |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| K | system | fit time (s), median | held-out perplexity, median | runs: time (s) / perplexity | Σα (median) | perplexity at α = %g, median |\n|---|---|---|---|---|---|---|\n", o.alpha)
 	for _, k := range o.peerTopics {
 		for _, sys := range o.peers {
-			var ts, ps, as []float64
+			var ts, ps, as, cs []float64
 			var each []string
 			for _, r := range runs {
 				if r.topics == k && r.system == sys {
-					ts, ps, as = append(ts, r.fit.Seconds()), append(ps, r.perplexity), append(as, r.alphaSum)
+					ts, ps, as, cs = append(ts, r.fit.Seconds()), append(ps, r.perplexity), append(as, r.alphaSum), append(cs, r.common)
 					each = append(each, fmt.Sprintf("%.1f / %.0f", r.fit.Seconds(), r.perplexity))
 				}
 			}
 			if len(ts) == 0 {
 				continue
 			}
-			fmt.Fprintf(b, "| %d | %s | %.1f | %.0f | %s | %.3g |\n", k, sys, median(ts), median(ps), strings.Join(each, ", "), median(as))
+			fmt.Fprintf(b, "| %d | %s | %.1f | %.0f | %s | %.3g | %.0f |\n", k, sys, median(ts), median(ps), strings.Join(each, ", "), median(as), median(cs))
 		}
 	}
 	b.WriteString("\n")
@@ -353,9 +371,9 @@ func writeCurves(path string, runs []*peerRun) error {
 // writePeersCSV writes every run of the experiment.
 func writePeersCSV(path string, runs []*peerRun) error {
 	var b strings.Builder
-	b.WriteString("system,topics,run,fit_s,perplexity,heldout_tokens,alpha_sum,beta\n")
+	b.WriteString("system,topics,run,fit_s,perplexity,heldout_tokens,alpha_sum,beta,perplexity_common_alpha\n")
 	for _, r := range runs {
-		fmt.Fprintf(&b, "%s,%d,%d,%.3f,%.3f,%d,%.6g,%.6g\n", r.system, r.topics, r.run, r.fit.Seconds(), r.perplexity, r.tokens, r.alphaSum, r.beta)
+		fmt.Fprintf(&b, "%s,%d,%d,%.3f,%.3f,%d,%.6g,%.6g,%.3f\n", r.system, r.topics, r.run, r.fit.Seconds(), r.perplexity, r.tokens, r.alphaSum, r.beta, r.common)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
