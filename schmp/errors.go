@@ -1,9 +1,16 @@
 package schmp
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrDiverged is wrapped in the error of a job whose model diverged: the
+// runtime's, when a report's objective or gap is not finite or the
+// objective rose by more than the job allows, and an app's own, when it
+// finds its model no longer finite (errors.Is matches both).
+var ErrDiverged = errors.New("the model diverged")
 
 // FieldError reports a bad value in a configuration struct: an app's
 // Config, the scheduler's or the runtime's options. It names fields as Go

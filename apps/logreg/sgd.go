@@ -14,7 +14,6 @@ import (
 
 	"github.com/strads-go/strads/apps/linear"
 	"github.com/strads-go/strads/codec"
-	"github.com/strads-go/strads/coordinator"
 	"github.com/strads-go/strads/libsvm"
 	"github.com/strads-go/strads/ps"
 	"github.com/strads-go/strads/ps/node"
@@ -257,7 +256,7 @@ func readShard(path string, lo, hi int) (*shard, error) {
 
 // RunSGD runs an SGD job on the parameter server, its nodes on
 // connections from dial, and returns the model at the final clock. A
-// diverging objective fails it with coordinator.ErrDiverged.
+// diverging objective fails it with schmp.ErrDiverged.
 func RunSGD(ctx context.Context, dial func(name string) (*wire.Conn, error), cfg SGDConfig) (*SGDResult, error) {
 	j, err := NewSGDJob(cfg)
 	if err != nil {
@@ -656,7 +655,7 @@ func (sw *sgdWorker) margin(ctx context.Context, x *shard, i int) (float64, erro
 		z += v * x.val[k]
 	}
 	if math.IsNaN(z) || math.IsInf(z, 0) {
-		return 0, fmt.Errorf("%w: a margin x·w + b of %v at clock %d (a smaller step size, --step, may help)", coordinator.ErrDiverged, z, sw.cl.Clocks())
+		return 0, fmt.Errorf("%w: a margin x·w + b of %v at clock %d (a smaller step size, --step, may help)", schmp.ErrDiverged, z, sw.cl.Clocks())
 	}
 	return z, nil
 }
@@ -790,7 +789,7 @@ func (sw *sgdWorker) decide(ctx context.Context, e int) error {
 	}
 	switch {
 	case math.IsNaN(f) || math.IsInf(f, 0) || f > 100*sw.f0:
-		return fmt.Errorf("%w: objective %v at clock %d (it started at %v; a smaller step size, --step, may help)", coordinator.ErrDiverged, f, rec.Clock, sw.f0)
+		return fmt.Errorf("%w: objective %v at clock %d (it started at %v; a smaller step size, --step, may help)", schmp.ErrDiverged, f, rec.Clock, sw.f0)
 	case sw.cfg.HasTarget && f <= sw.cfg.Target:
 		sw.stop = stopTarget
 	case v[mStop] > 0:

@@ -3,7 +3,6 @@ package mf
 import (
 	"bufio"
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -422,8 +421,9 @@ func dot(a, b []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// ErrDiverged is the error of a job whose objective is no longer finite.
-var ErrDiverged = errors.New("diverged")
+// ErrDiverged is the error of a job whose objective is no longer finite:
+// schmp.ErrDiverged, as the runtime's.
+var ErrDiverged = schmp.ErrDiverged
 
 // base is what the coordinators of all algorithms share: the checks at
 // Start, the accounting of work, and the evaluations.

@@ -80,6 +80,7 @@ import (
 	"time"
 
 	"github.com/strads-go/strads/protocol"
+	"github.com/strads-go/strads/schmp"
 )
 
 // MaxDepth is the largest Config.Depth.
@@ -179,8 +180,9 @@ func Part(round uint64, parts int) int {
 // ErrDiverged is wrapped in the error of a job whose model diverged: a
 // report's objective, or its gap (schmp.Progress.HasGap), was not finite,
 // or the objective rose by more than Config.RiseTol allows. The error
-// names the round whose state the report shows, and the cause.
-var ErrDiverged = errors.New("the model diverged")
+// names the round whose state the report shows, and the cause. It is
+// schmp.ErrDiverged, which apps wrap too.
+var ErrDiverged = schmp.ErrDiverged
 
 // ErrTimeout is matched (errors.Is) by the error of a Tick at or past
 // Core.Deadline: a plan or a round's partials did not come within
