@@ -123,9 +123,11 @@ type sampler struct {
 	docProps       []int32 // the word proposals of a document's tokens in the block
 	sampled, moved int64
 	nwords         int // W
-	// The exact sampler's (gibbs.go): s, and the word bucket's topics and
-	// cumulative weights. invDen is then current, not as taken up.
+	// The exact sampler's (gibbs.go): s, (n_dk + α_k)/(n_k + Wβ), and the
+	// word bucket's topics and cumulative weights (K of room). invDen is
+	// then current, not as taken up.
 	smoothSum float64
+	coef      []float64
 	qTopics   []int32
 	qCum      []float64
 }
