@@ -155,9 +155,9 @@ const AutoMH = -1
 // ExactMaxTopics is the largest K that AutoMH samples exactly.
 const ExactMaxTopics = 256
 
-// Sampler returns the MHSteps the workers run: c.MHSteps, with AutoMH
+// MHStepsRun returns the MHSteps the workers run: c.MHSteps, with AutoMH
 // resolved.
-func (c *Config) Sampler() int {
+func (c *Config) MHStepsRun() int {
 	switch {
 	case c.MHSteps != AutoMH:
 		return c.MHSteps

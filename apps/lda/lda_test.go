@@ -110,3 +110,25 @@ func checkPlateau(t *testing.T, trace []schmp.Sample) {
 		t.Errorf("the last fifth of the run gained %.1f%% of the rise: no plateau (%.4f → %.4f → %.4f)", 100*gain, first, late, last)
 	}
 }
+
+// TestMHStepsRun checks the sampler that AutoMH picks by K, and that
+// Validate takes AutoMH and the exact sampler but nothing below.
+func TestMHStepsRun(t *testing.T) {
+	for _, tc := range []struct{ mh, k, want int }{
+		{AutoMH, 20, 0}, {AutoMH, ExactMaxTopics, 0}, {AutoMH, ExactMaxTopics + 1, 2},
+		{0, 1000, 0}, {3, 20, 3},
+	} {
+		c := Config{MHSteps: tc.mh, Topics: tc.k}
+		if got := c.MHStepsRun(); got != tc.want {
+			t.Errorf("MHSteps %d, K = %d: runs %d, want %d", tc.mh, tc.k, got, tc.want)
+		}
+	}
+	base := Config{Docword: "d", Topics: 5, Alpha: 0.1, Beta: 0.01, Iters: 1, ReportEvery: 1, Workers: 1}
+	for mh, ok := range map[int]bool{AutoMH - 1: false, AutoMH: true, 0: true, maxMH: true, maxMH + 1: false} {
+		c := base
+		c.MHSteps = mh
+		if err := c.Validate(); (err == nil) != ok {
+			t.Errorf("MHSteps %d: Validate says %v", mh, err)
+		}
+	}
+}

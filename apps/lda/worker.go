@@ -43,7 +43,7 @@ func newBase(cfg Config, shard, shards int) (*base, error) {
 	}
 	w := &base{cfg: cfg, shard: shard, p: shards, words: c.words, sh: sh}
 	w.priors = symmetricPriors(cfg.Topics, cfg.Alpha, cfg.Beta)
-	w.s = newSampler(cfg.Topics, c.words, w.priors, cfg.Sampler(), r)
+	w.s = newSampler(cfg.Topics, c.words, w.priors, cfg.MHStepsRun(), r)
 	return w, nil
 }
 
