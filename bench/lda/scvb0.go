@@ -49,6 +49,11 @@ func defaultSCVB0(k, epochs int, seed uint64) scvb0Config {
 // rho is s/(τ + t)^κ.
 func rho(s, tau, kappa, t float64) float64 { return s / math.Pow(tau+t, kappa) }
 
+// rhoTheta is ρθ of a document's burn-in pass b (from 1), and of the pass
+// that collects its statistics after B burn-in passes, rhoTheta(B), as
+// the module counts them.
+func rhoTheta(b int) float64 { return rho(1, 10, 0.9, 1+float64(b)) }
+
 // clump is a word's occurrences in a document.
 type clump struct {
 	word  int32
@@ -89,7 +94,6 @@ type scvb0 struct {
 	slot      []int32   // a word's row in hat, −1 if the minibatch has not touched it
 	touched   []int32   // the words the minibatch touched, in order
 	hat, hatZ []float64 // N̂^Φ of the touched words, N̂^Z
-	thetaRho  []float64 // ρθ of each pass over a document
 	floor     float64   // the scale below which p is rebased
 }
 
@@ -118,9 +122,6 @@ func newSCVB0(cfg scvb0Config, docs [][]int32, words int) *scvb0 {
 		m.slot[i] = -1
 	}
 	m.hatZ = make([]float64, k)
-	for pass := 1; pass <= cfg.burnIn+1; pass++ {
-		m.thetaRho = append(m.thetaRho, rho(1, 10, 0.9, 1+float64(min(pass, cfg.burnIn))))
-	}
 	return m
 }
 
@@ -170,10 +171,10 @@ func (m *scvb0) minibatch(lo, hi int) {
 	}
 	scale := m.tokens / batch
 	for d := lo; d < hi; d++ {
-		for b := range m.cfg.burnIn {
-			m.pass(d, m.thetaRho[b], false, 0)
+		for b := 1; b <= m.cfg.burnIn; b++ {
+			m.pass(d, rhoTheta(b), false, 0)
 		}
-		m.pass(d, m.thetaRho[m.cfg.burnIn], true, scale)
+		m.pass(d, rhoTheta(m.cfg.burnIn), true, scale)
 	}
 	m.t++
 	r := rho(10, 1000, 0.9, m.t)
